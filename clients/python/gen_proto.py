@@ -1,0 +1,39 @@
+"""Generate the Python protocol code from proto/ (the one codegen command).
+
+Run from anywhere: ``python clients/python/gen_proto.py``. Writes
+``clients/python/craits/v1/referee_pb2{,_grpc}.py`` and ``.pyi`` type stubs.
+Generated files are never edited by hand and never committed.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PROTO_ROOT = HERE.parent.parent / "proto"
+PROTO_FILES = ["craits/v1/referee.proto"]
+
+
+def generate() -> None:
+    from grpc_tools import protoc  # build-time dependency (grpcio-tools)
+
+    if not (PROTO_ROOT / PROTO_FILES[0]).exists():
+        raise SystemExit(f"gen_proto: cannot find {PROTO_ROOT / PROTO_FILES[0]}")
+    include = str(Path(protoc.__file__).parent / "_proto")
+    args = [
+        "protoc",
+        f"-I{PROTO_ROOT}",
+        f"-I{include}",
+        f"--python_out={HERE}",
+        f"--pyi_out={HERE}",
+        f"--grpc_python_out={HERE}",
+        *(str(PROTO_ROOT / f) for f in PROTO_FILES),
+    ]
+    if protoc.main(args) != 0:
+        raise SystemExit("gen_proto: protoc failed (see the message above)")
+
+
+if __name__ == "__main__":
+    generate()
+    print(f"gen_proto: generated {', '.join(PROTO_FILES)} into {HERE}", file=sys.stderr)
