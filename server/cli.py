@@ -13,6 +13,10 @@ import sys
 from collections.abc import Sequence
 
 from server import __version__
+from server.engine import ConfigError
+from server.errors import UserError
+
+__all__ = ["UserError", "build_parser", "main"]
 
 # Modules that contribute sub-commands; each has register_cli(subparsers).
 _COMMAND_MODULES = (
@@ -23,10 +27,6 @@ _COMMAND_MODULES = (
     "server.replay",
     "tournaments.cli",
 )
-
-
-class UserError(Exception):
-    """A mistake in what the user asked for: printed as one line, exit code 2."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
-    except UserError as err:
+    except (UserError, ConfigError) as err:
         print(f"craits: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -1,0 +1,47 @@
+# Craits Arena: the README's commands are `make demo` and `make test`.
+# Everything else here is what those two need, plus developer conveniences.
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: help setup proto demo test test-deps lint bench clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
+
+$(STAMP): pyproject.toml clients/python/pyproject.toml clients/python/setup.py proto/craits/v1/referee.proto
+	@test -d $(VENV) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet grpcio-tools
+	$(PY) clients/python/gen_proto.py
+	$(PY) -m pip install --quiet -e clients/python -e '.[dev]'
+	@if [ -f clients/js/package.json ]; then cd clients/js && npm ci --no-audit --no-fund --loglevel=error; fi
+	@touch $@
+
+setup: $(STAMP)  ## create .venv with the referee, the bot kit and the JS bot's packages
+
+proto: $(STAMP)  ## regenerate the Python protocol code from proto/ (the one codegen command)
+	$(PY) clients/python/gen_proto.py
+
+demo: setup proto  ## run the demo tournament of the bundled bots (SQLite, replays and logs under logs/)
+	$(VENV)/bin/craits demo
+
+test-deps:  ## install what the browser tests need (Debian's chromium; needs root)
+	@bash scripts/test-deps.sh
+
+test: setup proto test-deps  ## run the whole test suite
+	$(PY) -m pytest -q
+
+lint: setup  ## ruff and mypy
+	$(VENV)/bin/ruff check server tournaments tests bench clients/python/craits_bot
+	$(VENV)/bin/mypy
+
+bench: setup proto  ## all benchmarks, quick mode (each prints a machine-readable last line)
+	$(PY) bench/engine.py --quick
+	$(PY) bench/referee.py --quick
+	$(PY) bench/tournament.py --quick
+
+clean:  ## remove the virtual environment and generated code
+	rm -rf $(VENV) clients/python/craits/v1/*_pb2*.py clients/python/craits/v1/*_pb2*.pyi
