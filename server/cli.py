@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
         try:
             module = importlib.import_module(name)
         except ModuleNotFoundError as err:
-            if err.name == name:  # that part is not built yet
+            if err.name and (name == err.name or name.startswith(err.name + ".")):  # not built yet
                 continue
             raise
         module.register_cli(sub)
