@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Installs what the browser tests need: Debian's chromium (no browser download from elsewhere).
+# Installs what the browser tests need: Debian's chromium and a font with card suit symbols (no browser download from elsewhere).
 set -euo pipefail
-if command -v chromium >/dev/null 2>&1; then
+if command -v chromium >/dev/null 2>&1 && fc-list 2>/dev/null | grep -qi dejavu; then
   exit 0
 fi
 if [ "$(id -u)" != "0" ]; then
@@ -11,4 +11,4 @@ fi
 echo "test-deps: installing Debian's chromium for the browser tests (one time)..." >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq >/dev/null
-apt-get install -y -qq --no-install-recommends chromium >/dev/null
+apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core fontconfig >/dev/null

@@ -5,7 +5,7 @@ Ids are stable across versions and sort the legal list:
   1..4         name a suit alone (the dealer answering a turned-up 8 or 9): 1 + suit
   8 + 10*card + 2*named + announce
                play ``card`` (0..51); ``named`` is 0 (no suit) or 1 + suit for an
-               8 or 9; ``announce`` is 1 when the play carries "one card".
+               8 or 9 (a crazy-eights 9 names no suit); ``announce`` is 1 when the play carries "one card".
 Text forms: "draw", "hearts", "5S", "8H:clubs", "5S+one-card", "9D:hearts+one-card".
 """
 
@@ -35,6 +35,11 @@ def suit_action_id(suit: int) -> int:
 def play_action_id(card: int, named: int | None = None, announce: bool = False) -> int:
     """``named`` is a suit value 0..3 or None."""
     return _PLAY_BASE + 10 * card + (0 if named is None else 2 * (named + 1)) + (1 if announce else 0)
+
+
+def is_announced_play(action_id: int) -> bool:
+    """True if the id is a play carrying the "one card" announcement."""
+    return action_id >= _PLAY_BASE and (action_id - _PLAY_BASE) % 10 & 1 == 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,8 +94,10 @@ class Action:
                 pass
             card = Card.parse(t)
             suit = None
-        if (suit is not None) != (card.rank in (Rank.EIGHT, Rank.NINE)):
-            raise ValueError(f"malformed action {text!r}: a suit is named with an 8 or a 9 and only then")
+        if suit is not None and card.rank not in (Rank.EIGHT, Rank.NINE):
+            raise ValueError(f"malformed action {text!r}: a suit is named only with an 8 or a 9")
+        if suit is None and card.rank is Rank.EIGHT:
+            raise ValueError(f"malformed action {text!r}: an 8 names a suit, e.g. '{card}:hearts'")
         return Action.from_id(play_action_id(card.code, None if suit is None else int(suit), announce))
 
 
@@ -100,7 +107,10 @@ def _build_table() -> list[Action | None]:
     for s in Suit:
         table[suit_action_id(s)] = Action(suit_action_id(s), ActionKind.NAME_SUIT, suit=s)
     for code, card in enumerate(CARDS):
-        named_options: list[int | None] = list(range(4)) if card.rank in (Rank.EIGHT, Rank.NINE) else [None]
+        # An 8 always names a suit; a 9 names one in Craits but is a plain card in crazy eights.
+        named_options: list[int | None] = [None] if card.rank is not Rank.EIGHT else []
+        if card.rank in (Rank.EIGHT, Rank.NINE):
+            named_options += list(range(4))
         for named in named_options:
             for announce in (False, True):
                 aid = play_action_id(code, named, announce)

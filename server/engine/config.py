@@ -105,7 +105,7 @@ def make_config(preset: str = "craits", players: int = 4, **flags: Any) -> GameC
         raise ConfigError(f"preset {preset} takes {allowed} players, not {players}")
 
     decks = flags.get("decks", 0) or (2 if players > 5 else 1)
-    if decks not in (1, 2):
+    if isinstance(decks, bool) or decks not in (1, 2):
         raise ConfigError(f"flag decks must be 1 or 2, got {decks!r}")
     if players > 5 and decks != 2:
         raise ConfigError(f"{players} players need two decks (decks=2); one deck serves 2 to 5")

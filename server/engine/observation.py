@@ -42,11 +42,20 @@ class Observation:
     pending_penalty: tuple[bool, ...]
     """Seats that owe a forfeited turn for a missing "one card" (public knowledge)."""
     history: tuple[Event, ...]
-    """The hand's events as this seat may see them."""
+    """The hand's events as this seat may see them, from index ``history_start`` on."""
+    history_start: int
 
 
-def observe(state: GameState, seat: int) -> Observation:
-    """Build ``seat``'s observation of ``state``."""
+_NO_SEAT = -2
+"""A viewer who owns no seat: sees every public event and no private card."""
+
+
+def observe(state: GameState, seat: int, history_from: int = 0) -> Observation:
+    """Build ``seat``'s observation of ``state``.
+
+    ``history_from`` skips the hand's first events (a referee that already sent
+    them need not build them again).
+    """
     if not 0 <= seat < state.n:
         raise ValueError(f"seat {seat} out of range 0..{state.n - 1}")
     blind = not state.game_over and state.kind is DecisionKind.NAME_SUIT and state.to_act == seat
@@ -72,5 +81,7 @@ def observe(state: GameState, seat: int) -> Observation:
         decision=None if state.game_over else state.kind,
         king_cards_left=state.king_left if state.kind is DecisionKind.KING_SEQUENCE else 0,
         pending_penalty=tuple(state.penalty),
-        history=tuple(event_view(e, seat) for e in state.hand_events),
+        # A blind dealer sees no cards at all, not even their own deal in the history (rule 2).
+        history=tuple(event_view(e, _NO_SEAT if blind else seat) for e in state.hand_events[history_from:]),
+        history_start=history_from,
     )

@@ -12,7 +12,7 @@ import enum
 import hashlib
 from dataclasses import dataclass
 
-from .actions import ACTIONS, DRAW_ID, Action, ActionKind, play_action_id, suit_action_id
+from .actions import ACTIONS, DRAW_ID, Action, ActionKind, is_announced_play, play_action_id, suit_action_id
 from .cards import CARDS, Card, Rank, Suit
 from .config import CRAZY_EIGHTS_MAX_HANDS, GameConfig, make_config
 from .errors import IllegalActionError
@@ -268,10 +268,19 @@ class GameState:
 
         Raises IllegalActionError, leaving the state unchanged, if it is not legal now.
         """
-        aid = action if isinstance(action, int) else action.id
+        if isinstance(action, int):
+            aid = action
+        elif isinstance(action, Action):
+            aid = action.id
+        else:
+            raise TypeError(f"apply takes an Action or an action id (int), not {action!r}")
         legal = self.legal_action_ids()
         if aid not in legal:
-            raise self._illegal(aid, legal)
+            # Rule 7.1: "one card" on a play that does not leave one card is ignored, not refused.
+            if is_announced_play(aid) and aid - 1 in legal:
+                aid -= 1
+            else:
+                raise self._illegal(aid, legal)
         self._legal = None
         self.decisions += 1
         try:
@@ -304,13 +313,19 @@ class GameState:
         code = act.card.code
         if code not in self.hands[self.to_act]:
             return IllegalActionError(f"{what}: {act.card} is not in the hand", "3", texts)
-        if act.announce:
-            return IllegalActionError(f"{what}: 'one card' goes only with a play that leaves one card", "7.1", texts)
         if kind is DecisionKind.ANSWER_COUNT:
             return IllegalActionError(f"{what}: a count is answered only with an ace or a 2", "5.1", texts)
-        if act.card.rank == Rank.NINE and act.suit is not None and act.suit.letter != act.card.suit.letter:
-            if int(act.suit) != _COLOUR_PARTNER[act.card.suit]:
-                return IllegalActionError(f"{what}: a 9 names its own suit or the other suit of its colour", "3.3", texts)
+        if act.card.rank == Rank.NINE and self._crazy and act.suit is not None:
+            return IllegalActionError(f"{what}: in crazy eights only 8s are wild; a 9 names no suit", "10", texts)
+        if act.card.rank == Rank.NINE and not self._crazy and act.suit is None:
+            return IllegalActionError(f"{what}: a 9 names its own suit or the other suit of its colour", "3.3", texts)
+        if (
+            act.card.rank == Rank.NINE
+            and act.suit is not None
+            and act.suit is not act.card.suit
+            and int(act.suit) != _COLOUR_PARTNER[act.card.suit]
+        ):
+            return IllegalActionError(f"{what}: a 9 names its own suit or the other suit of its colour", "3.3", texts)
         return IllegalActionError(
             f"{what}: does not match the rank {Rank(self.top_rank).symbol} or the suit {Suit(self.suit).word}",
             "3.1",
@@ -471,9 +486,8 @@ class GameState:
                 self._draw(p, 2)
             else:
                 self.kind = DecisionKind.PENALTY
-        if self._crazy and not self.stock:
-            if not self._compute_legal():
-                raise _HandEnds("blocked")
+        if self._crazy and not self.stock and not self._compute_legal():
+            raise _HandEnds("blocked")
 
     # ------------------------------------------------------------------ drawing
 

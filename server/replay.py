@@ -1,0 +1,1238 @@
+"""Replays: one JSON Lines file per game, hash-chained, verifiable by re-simulation.
+
+A replay is the seed plus the decisions (a game is fully determined by its
+configuration, its seed and the decisions made), with every engine event and
+every bot timing recorded beside them so a reader needs no engine, and a SHA-256
+chain so any edit is detected. The format is documented in docs/replay-format.md.
+
+This is an edge module: it does file I/O and reads the wall clock (for
+``started_at``); the engine stays pure. The referee writes with
+:class:`ReplayWriter`; ``craits replay verify|show|html`` read with
+:func:`read_replay`, :func:`verify_replay`, :func:`format_walkthrough` and
+:func:`render_html`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import hashlib
+import html
+import json
+import os
+import random
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from server.engine import ACTIONS, CARDS, DecisionKind, Flags, GameConfig, GameState, Suit, make_config
+from server.engine.errors import ConfigError
+from server.errors import UserError
+
+SCHEMA = "craits-replay/1"
+GENESIS = "0" * 64
+"""The ``prev`` of the header: there is no record before it."""
+REPLAY_SUFFIX = ".jsonl"
+STATUSES = ("ok", "auto", "bank", "timeout", "illegal", "malformed", "default", "disconnected")
+"""Decision statuses the project uses (documented in docs/replay-format.md); others are
+accepted so a newer referee can add one without breaking older readers."""
+
+_VIEWER_DIR = Path(__file__).with_name("viewer")
+
+JsonDict = dict[str, Any]
+
+
+# --------------------------------------------------------------------------- errors
+
+
+class ReplayError(Exception):
+    """A replay that cannot be read or does not verify; says which file, which record, what."""
+
+    def __init__(self, path: str | os.PathLike[str], record: int | None, message: str) -> None:
+        self.path = str(path)
+        self.record = record
+        self.message = message
+        where = f"{self.path}: record {record}" if record is not None else self.path
+        super().__init__(f"{where}: {message}")
+
+
+class ReplayUsageError(RuntimeError):
+    """The writer was driven out of order (a bug in the caller, not in the game)."""
+
+
+# --------------------------------------------------------------------------- canonical form
+
+
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def canonical_json(value: Any) -> str:
+    """The one text a record is hashed as: sorted keys, no spaces, UTF-8 kept as is."""
+    return _CANONICAL.encode(value)
+
+
+def record_hash(record: Mapping[str, Any]) -> str:
+    """SHA-256 of the canonical JSON of ``record`` without its ``hash`` field."""
+    body = {k: v for k, v in record.items() if k != "hash"}
+    return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
+
+
+def chain_records(records: Iterable[Mapping[str, Any]]) -> list[JsonDict]:
+    """Set ``prev`` and ``hash`` on each record in order (for writers and tools that edit replays)."""
+    out: list[JsonDict] = []
+    prev = GENESIS
+    for rec in records:
+        body = {k: v for k, v in rec.items() if k not in ("hash", "prev")}
+        body["prev"] = prev
+        body["hash"] = prev = record_hash(body)
+        out.append(body)
+    return out
+
+
+def write_records(path: str | os.PathLike[str], records: Iterable[Mapping[str, Any]]) -> Path:
+    """Write ``records`` as a replay file, re-chaining the hashes (tests and repair tools)."""
+    target = Path(path)
+    with target.open("w", encoding="utf-8", newline="\n") as out:
+        for rec in chain_records(records):
+            out.write(canonical_json(rec) + "\n")
+    return target
+
+
+def event_json(raw: Sequence[Any]) -> list[Any]:
+    """An engine raw event as JSON: [kind, seat, [card codes], suit or -1, value]."""
+    kind, seat, cards, suit, value = raw
+    return [kind, seat, list(cards), suit, value]
+
+
+def _micros(ms: float | None) -> int | None:
+    """Milliseconds (float) to whole microseconds: every number in a replay is an integer,
+    so the canonical JSON is the same in any language."""
+    return None if ms is None else round(ms * 1000)
+
+
+def _utc_now() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _seat_entries(seats: Sequence[Any], players: int) -> list[JsonDict]:
+    """Header seat entries from names, BotSpecs or mappings; never copies a token."""
+    if len(seats) != players:
+        raise ValueError(f"{len(seats)} seats given for a game of {players} players")
+    out: list[JsonDict] = []
+    for i, seat in enumerate(seats):
+        if isinstance(seat, str):
+            entry: JsonDict = {"bot": seat}
+        elif isinstance(seat, Mapping):
+            entry = {k: v for k, v in seat.items() if k not in ("token", "seat")}
+            entry.setdefault("bot", entry.pop("name", f"seat {i}"))
+        else:  # a BotSpec (duck-typed so this module does not force gamespec on callers)
+            entry = {"bot": seat.name}
+            if getattr(seat, "builtin", None):
+                entry["via"] = "builtin"
+                entry["builtin"] = seat.builtin
+            elif getattr(seat, "command", None):
+                entry["via"] = "command"
+            else:
+                entry["via"] = "remote"
+        out.append({"seat": i, **entry})
+    return out
+
+
+def _clocks_entry(clocks: Any) -> JsonDict | None:
+    if clocks is None:
+        return None
+    if isinstance(clocks, Mapping):
+        return dict(clocks)
+    return {
+        "decision_ms": round(clocks.decision_s * 1000),
+        "bank_ms": round(clocks.bank_s * 1000),
+        "max_strikes": clocks.max_strikes,
+    }
+
+
+def _seat_report_entry(report: Any) -> JsonDict:
+    if isinstance(report, Mapping):
+        return dict(report)
+    entry: JsonDict = {}
+    for name in report.__dataclass_fields__:
+        value = getattr(report, name)
+        if name.endswith("_s") and isinstance(value, float):
+            entry[name[:-2] + "_us"] = round(value * 1_000_000)
+        else:
+            entry[name] = str(value) if name == "status" else value
+    return entry
+
+
+def result_entry(state: GameState) -> JsonDict:
+    """The engine's result of ``state`` as replay JSON (also what verify recomputes)."""
+    res = state.result()
+    return {
+        "totals": list(res.totals),
+        "placings": list(res.placings),
+        "team_totals": None if res.team_totals is None else list(res.team_totals),
+        "team_placings": None if res.team_placings is None else list(res.team_placings),
+        "lower_wins": res.lower_wins,
+        "pressure_totals": list(res.pressures),
+        "hands": [
+            {
+                "number": h.number,
+                "dealer": h.dealer,
+                "reason": h.reason,
+                "scores": list(h.scores),
+                "pressures": list(h.pressures),
+                "cards_left": [[str(c) for c in cards] for cards in h.cards_left],
+            }
+            for h in res.hands
+        ],
+        "decisions": state.decisions,
+        "digest": state.digest(),
+    }
+
+
+class ReplayWriter:
+    """Records one game as the referee plays it.
+
+    Create it with the fresh :class:`GameState` (the writer reads new raw events from
+    ``state.log``), call :meth:`decision` right after every ``state.apply()``, then
+    :meth:`finish`. Records go to ``<path>.tmp`` and are moved to ``path`` only by
+    ``finish``, so a file at the final path is always complete; :meth:`abort` (or
+    leaving a ``with`` block by an exception) deletes the temporary file.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        state: GameState,
+        *,
+        seats: Sequence[Any],
+        game_id: str = "",
+        tournament: str = "",
+        clocks: Any = None,
+        started_at: str | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
+        """``seats``: one bot name, BotSpec or mapping per seat. ``started_at``: None for now,
+        "" to leave the time out (golden files must not change when regenerated)."""
+        if state.decisions or state.game_over:
+            raise ReplayUsageError("a ReplayWriter starts from a fresh game (no decision applied yet)")
+        self.path = Path(path)
+        self.tmp_path = self.path.with_name(self.path.name + ".tmp")
+        self.state = state
+        self._seen = 0
+        self._n = 0
+        self._prev = GENESIS
+        self._done = False
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._out: TextIO | None = self.tmp_path.open("w", encoding="utf-8", newline="\n")
+        header: JsonDict = {
+            "type": "header",
+            "schema": SCHEMA,
+            "game_id": game_id,
+            "tournament": tournament,
+            "config": state.config.to_dict(),
+            "seed": state.seed,
+            "seats": _seat_entries(seats, state.n),
+        }
+        clocks_entry = _clocks_entry(clocks)
+        if clocks_entry is not None:
+            header["clocks"] = clocks_entry
+        stamp = _utc_now() if started_at is None else started_at
+        if stamp:
+            header["started_at"] = stamp
+        if extra:
+            header["extra"] = dict(extra)
+        try:
+            self._write(header)
+            self._write({"type": "start", "events": self._new_events()})
+        except BaseException:
+            self.abort()
+            raise
+        self._snapshot()
+
+    @classmethod
+    def for_spec(
+        cls, spec: Any, state: GameState, path: str | os.PathLike[str] | None = None
+    ) -> ReplayWriter:
+        """A writer for a :class:`server.gamespec.GameSpec` (path defaults to ``spec.replay_path``)."""
+        target = path if path is not None else spec.replay_path
+        if target is None:
+            raise ValueError(f"game {spec.game_id}: no replay path given")
+        return cls(
+            target,
+            state,
+            seats=spec.seats,
+            game_id=spec.game_id,
+            tournament=spec.tournament,
+            clocks=spec.clocks,
+        )
+
+    def __enter__(self) -> ReplayWriter:
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is not None:
+            self.abort()
+        elif not self._done:
+            self.finish()
+
+    # ---- recording
+
+    def _snapshot(self) -> None:
+        """Remember the decision now pending, to record it once it has been applied."""
+        decision = self.state.decision
+        self._pending = (
+            None if decision is None else (decision.seat, decision.kind, tuple(self.state.legal_action_ids()))
+        )
+        self._pending_hand = self.state.hand_number
+
+    def _new_events(self) -> list[list[Any]]:
+        log = self.state.log
+        events = [event_json(e) for e in log[self._seen :]]
+        self._seen = len(log)
+        return events
+
+    def _write(self, record: JsonDict) -> None:
+        if self._out is None:
+            raise ReplayUsageError(f"replay {self.path} is already finished or aborted")
+        record["prev"] = self._prev
+        record["hash"] = self._prev = record_hash(record)
+        self._out.write(canonical_json(record) + "\n")
+        self._out.flush()
+
+    def decision(
+        self,
+        seat: int,
+        kind: DecisionKind | str | int | None,
+        action_id: int,
+        status: str = "ok",
+        think_ms: float | None = None,
+        transport_ms: float | None = None,
+        note: str = "",
+    ) -> None:
+        """Record the decision just applied: who, what kind, which action, how it went.
+
+        ``status`` says how the action was obtained ("ok", "auto" for a single legal action
+        the referee applied itself, "timeout", "illegal", "default", ...); ``note`` may carry
+        detail (e.g. the illegal text the bot sent before the default action was applied).
+        """
+        if self._pending is None:
+            raise ReplayUsageError("decision() after the last decision of the game")
+        if self.state.decisions != self._n + 1:
+            raise ReplayUsageError(
+                f"decision() must follow exactly one state.apply(): the game has applied "
+                f"{self.state.decisions} decisions, the replay has {self._n} before this one"
+            )
+        p_seat, p_kind, legal = self._pending
+        if seat != p_seat:
+            raise ReplayUsageError(f"decision {self._n + 1} belonged to seat {p_seat}, not seat {seat}")
+        if kind is not None:
+            named = (
+                kind.name
+                if isinstance(kind, DecisionKind)
+                else DecisionKind(kind).name
+                if isinstance(kind, int)
+                else kind
+            )
+            if named != p_kind.name:
+                raise ReplayUsageError(f"decision {self._n + 1} was {p_kind.name}, not {named}")
+        if not isinstance(status, str) or not status:
+            raise ReplayUsageError(f"status must be a non-empty string, got {status!r}")
+        applied = _applied_id(action_id, legal)
+        if applied is None:
+            raise ReplayUsageError(
+                f"decision {self._n + 1}: action {action_id!r} was not legal, so the game cannot have applied it"
+            )
+        self._n += 1
+        record: JsonDict = {
+            "type": "decision",
+            "n": self._n,
+            "hand": self._pending_hand,
+            "seat": seat,
+            "kind": p_kind.name,
+            "legal": len(legal),
+            "action": applied,
+            "text": str(ACTIONS[applied]),
+            "status": status,
+            "think_us": _micros(think_ms),
+            "transport_us": _micros(transport_ms),
+            "events": self._new_events(),
+        }
+        if applied != action_id:
+            record["sent"] = action_id
+        if note:
+            record["note"] = note
+        self._write(record)
+        self._snapshot()
+
+    def finish(self, outcome: Any = None, *, aborted: str = "") -> Path:
+        """Write the result record and move the file to its final name; return that path.
+
+        ``outcome`` may be a GameRecord (its seat reports and ``aborted`` are kept), a
+        sequence of SeatReports or mappings, or None. Scores always come from the engine.
+        A game that is not over is recorded as aborted.
+        """
+        if self.state.decisions != self._n:
+            raise ReplayUsageError(
+                f"the game applied {self.state.decisions} decisions but only {self._n} were recorded"
+            )
+        reports: Sequence[Any] = ()
+        if outcome is not None and hasattr(outcome, "seats") and hasattr(outcome, "result"):
+            reports = outcome.seats
+            aborted = aborted or getattr(outcome, "aborted", "")
+        elif isinstance(outcome, Sequence) and not isinstance(outcome, str):
+            reports = outcome
+        if not self.state.game_over and not aborted:
+            aborted = "the game was not played to the end"
+        record: JsonDict = {"type": "result", **result_entry(self.state)}
+        if reports:
+            record["seat_reports"] = [_seat_report_entry(r) for r in reports]
+        if aborted:
+            record["aborted"] = aborted
+        self._write(record)
+        out = self._out
+        assert out is not None
+        out.flush()
+        os.fsync(out.fileno())
+        out.close()
+        self._out = None
+        os.replace(self.tmp_path, self.path)
+        _fsync_dir(self.path.parent)
+        self._done = True
+        return self.path
+
+    def abort(self) -> None:
+        """Drop the game: close and delete the temporary file (no replay is left)."""
+        if self._out is not None:
+            self._out.close()
+            self._out = None
+        self.tmp_path.unlink(missing_ok=True)
+        self._done = True
+
+
+def _applied_id(action_id: int, legal: Sequence[int]) -> int | None:
+    """The id the engine applies for ``action_id``: itself if legal, the same play without
+    "one card" if only the announcement was out of place (rule 7.1: it is ignored), else None."""
+    if action_id in legal:
+        return action_id
+    if isinstance(action_id, int) and 0 <= action_id < len(ACTIONS):
+        action = ACTIONS[action_id]
+        if action is not None and action.announce and action_id - 1 in legal:
+            return action_id - 1
+    return None
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # not every platform can open a directory
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+Policy = Callable[[GameState, random.Random], int]
+
+
+def random_policy(state: GameState, rng: random.Random) -> int:
+    """Uniform over the legal action ids (announcements included, so some are missed)."""
+    return rng.choice(state.legal_action_ids())
+
+
+def record_game(
+    path: str | os.PathLike[str],
+    config: GameConfig,
+    seed: int,
+    *,
+    policy: Policy = random_policy,
+    policy_seed: int | None = None,
+    seats: Sequence[Any] | None = None,
+    game_id: str = "",
+    tournament: str = "",
+    started_at: str | None = "",
+) -> GameState:
+    """Play a whole game in-process with ``policy`` and record it (golden files, tests, demos).
+
+    Deterministic by default: the policy draws from ``Random(policy_seed or seed)``, no
+    timings and no timestamp are written, so the same arguments give the same bytes.
+    """
+    state = GameState(config, seed)
+    rng = random.Random(seed if policy_seed is None else policy_seed)
+    names = seats if seats is not None else [f"random-{i}" for i in range(config.players)]
+    with ReplayWriter(
+        path,
+        state,
+        seats=names,
+        game_id=game_id or Path(path).name.split(".")[0],
+        tournament=tournament,
+        started_at=started_at,
+    ) as writer:
+        while (decision := state.decision) is not None:
+            legal = state.legal_action_ids()
+            action = legal[0] if len(legal) == 1 else policy(state, rng)
+            state.apply(action)
+            writer.decision(decision.seat, decision.kind, action, "auto" if len(legal) == 1 else "ok")
+    return state
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def config_from_dict(data: Mapping[str, Any]) -> GameConfig:
+    """Rebuild (and re-validate) a configuration from ``GameConfig.to_dict()``.
+
+    Flags at their default value are left out, since a preset may refuse a flag it does
+    not take even at its default (crazy-eights takes ``decks`` alone)."""
+    defaults = Flags()
+    flags = {k: v for k, v in dict(data.get("flags", {})).items() if getattr(defaults, k, None) != v}
+    return make_config(data["preset"], data["players"], **flags)
+
+
+@dataclass(frozen=True)
+class Replay:
+    """A replay as read from disk: the header, the start record, the decisions, the result."""
+
+    path: Path
+    header: JsonDict
+    start: JsonDict
+    decisions: tuple[JsonDict, ...]
+    result: JsonDict
+    records: tuple[JsonDict, ...] = field(repr=False)
+
+    @property
+    def config(self) -> GameConfig:
+        return config_from_dict(self.header["config"])
+
+    @property
+    def seed(self) -> int:
+        return int(self.header["seed"])
+
+    @property
+    def game_id(self) -> str:
+        return str(self.header.get("game_id", ""))
+
+    @property
+    def bots(self) -> list[str]:
+        return [str(s.get("bot", f"seat {i}")) for i, s in enumerate(self.header["seats"])]
+
+    @property
+    def aborted(self) -> str:
+        return str(self.result.get("aborted", ""))
+
+
+_REQUIRED = {
+    "header": ("schema", "config", "seed", "seats"),
+    "start": ("events",),
+    "decision": ("n", "seat", "kind", "legal", "action", "status", "events"),
+    "result": ("totals", "placings", "hands", "digest"),
+}
+
+
+def load_records(path: str | os.PathLike[str]) -> list[JsonDict]:
+    """Parse a replay file into records; check the hash chain and that it is complete."""
+    target = Path(path)
+    try:
+        data = target.read_bytes()
+    except FileNotFoundError:
+        raise ReplayError(target, None, "no such file") from None
+    except IsADirectoryError:
+        raise ReplayError(target, None, "is a directory, not a replay file") from None
+    except OSError as err:
+        raise ReplayError(target, None, f"cannot read: {err.strerror}") from None
+    if not data:
+        raise ReplayError(target, None, "truncated: the file is empty")
+    lines = data.split(b"\n")
+    complete = data.endswith(b"\n")
+    if complete:
+        lines.pop()
+    records: list[JsonDict] = []
+    prev = GENESIS
+    for number, line in enumerate(lines, start=1):
+        last = number == len(lines)
+        try:
+            rec = json.loads(line.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+            if last and not complete:
+                raise ReplayError(
+                    target, number, "truncated: the last line is cut off (no end of line)"
+                ) from None
+            raise ReplayError(target, number, f"not a JSON record: {err}") from None
+        if not isinstance(rec, dict):
+            raise ReplayError(target, number, f"not a JSON object but {type(rec).__name__}")
+        kind = rec.get("type")
+        if kind not in _REQUIRED:
+            raise ReplayError(target, number, f"unknown record type {kind!r}")
+        missing = [k for k in (*_REQUIRED[kind], "prev", "hash") if k not in rec]
+        if missing:
+            raise ReplayError(target, number, f"{kind} record lacks {', '.join(missing)}")
+        computed = record_hash(rec)
+        if rec["hash"] != computed:
+            raise ReplayError(
+                target,
+                number,
+                f"hash mismatch: the record was changed after it was written "
+                f"(stored {str(rec['hash'])[:16]}..., computed {computed[:16]}...)",
+            )
+        if rec["prev"] != prev:
+            raise ReplayError(
+                target,
+                number,
+                f"chain broken: prev is {str(rec['prev'])[:16]}... but the previous record's hash "
+                f"is {prev[:16]}... (a record was removed, inserted or reordered)",
+            )
+        prev = rec["hash"]
+        if last and not complete:
+            raise ReplayError(target, number, "truncated: the last line is cut off (no end of line)")
+        records.append(rec)
+    return records
+
+
+_JSON_TYPE = {dict: "object", int: "integer", list: "array", str: "string"}
+
+
+def read_replay(path: str | os.PathLike[str]) -> Replay:
+    """Read and structurally check a replay (chain, record order, completeness); no re-simulation."""
+    target = Path(path)
+    records = load_records(target)
+    if records[0]["type"] != "header":
+        raise ReplayError(target, 1, f"the first record must be the header, not {records[0]['type']!r}")
+    header = records[0]
+    if header["schema"] != SCHEMA:
+        raise ReplayError(target, 1, f"unsupported schema {header['schema']!r} (this reader knows {SCHEMA})")
+    shapes = (("config", dict), ("seed", int), ("seats", list), ("game_id", str), ("tournament", str))
+    for key, kind in shapes:
+        if key in header and not isinstance(header[key], kind):
+            raise ReplayError(target, 1, f"header field {key} must be a JSON {_JSON_TYPE[kind]}")
+    if not all(isinstance(seat, dict) for seat in header["seats"]):
+        raise ReplayError(target, 1, "header field seats must list one object per seat")
+    if len(records) < 2 or records[1]["type"] != "start":
+        raise ReplayError(
+            target,
+            2 if len(records) >= 2 else None,
+            "truncated or malformed: no start record after the header",
+        )
+    decisions: list[JsonDict] = []
+    result: JsonDict | None = None
+    for number, rec in enumerate(records[2:], start=3):
+        if result is not None:
+            raise ReplayError(target, number, "a record after the result record")
+        if rec["type"] == "decision":
+            if rec["n"] != len(decisions) + 1:
+                raise ReplayError(
+                    target, number, f"decision numbered {rec['n']}, expected {len(decisions) + 1}"
+                )
+            decisions.append(rec)
+        elif rec["type"] == "result":
+            result = rec
+        else:
+            raise ReplayError(target, number, f"unexpected {rec['type']} record")
+    if result is None:
+        raise ReplayError(
+            target,
+            None,
+            f"truncated: the file ends after record {len(records)} without a result record",
+        )
+    return Replay(target, header, records[1], tuple(decisions), result, tuple(records))
+
+
+# --------------------------------------------------------------------------- verifying
+
+
+@dataclass(frozen=True)
+class VerifySummary:
+    path: Path
+    game_id: str
+    preset: str
+    players: int
+    decisions: int
+    hands: int
+    totals: tuple[int, ...]
+    digest: str
+    aborted: str = ""
+
+    def line(self) -> str:
+        end = f"aborted ({self.aborted})" if self.aborted else "totals " + " ".join(map(str, self.totals))
+        return (
+            f"OK {self.path}: {self.game_id or '-'} {self.preset} {self.players}p, "
+            f"{self.decisions} decisions, {self.hands} hands, {end}, digest {self.digest[:12]}"
+        )
+
+
+def _describe_legal(state: GameState) -> str:
+    return ", ".join(str(a) for a in state.legal_actions())
+
+
+def _compare_events(path: Path, number: int, what: str, engine: list[list[Any]], found: Any) -> None:
+    if not isinstance(found, list):
+        raise ReplayError(path, number, f"{what}: events is not a list")
+    for i, (want, got) in enumerate(zip(engine, found, strict=False)):
+        if want != got:
+            raise ReplayError(
+                path,
+                number,
+                f"{what}: event {i} differs: the engine gives {canonical_json(want)}, "
+                f"the file has {canonical_json(got)}",
+            )
+    if len(engine) != len(found):
+        if len(engine) > len(found):
+            extra = f"the engine gives {len(engine) - len(found)} more, first {canonical_json(engine[len(found)])}"
+        else:
+            extra = (
+                f"the file has {len(found) - len(engine)} more, first {canonical_json(found[len(engine)])}"
+            )
+        raise ReplayError(
+            path,
+            number,
+            f"{what}: the engine gives {len(engine)} events, the file has {len(found)} ({extra})",
+        )
+
+
+def simulate(replay: Replay, upto: int | None = None) -> Iterator[tuple[int, JsonDict, GameState]]:
+    """Re-simulate a replay with the engine, checking each record; yield (record number,
+    record, state after it). ``upto`` stops after that many decisions."""
+    path = replay.path
+    try:
+        config = replay.config
+        state = GameState(config, replay.seed)
+    except (ConfigError, KeyError, TypeError, ValueError, AttributeError) as err:
+        raise ReplayError(path, 1, f"the header's configuration is not a valid game: {err}") from None
+    seen = len(state.log)
+    _compare_events(path, 2, "start", [event_json(e) for e in state.log], replay.start["events"])
+    yield 2, replay.start, state
+    for number, rec in enumerate(replay.decisions, start=3):
+        if upto is not None and rec["n"] > upto:
+            return
+        what = f"decision {rec['n']}"
+        decision = state.decision
+        if decision is None:
+            raise ReplayError(path, number, f"{what}: the game is already over")
+        if rec["seat"] != decision.seat or rec["kind"] != decision.kind.name:
+            raise ReplayError(
+                path,
+                number,
+                f"{what}: the engine asks seat {decision.seat} ({decision.kind.name}), "
+                f"the file has seat {rec['seat']} ({rec['kind']})",
+            )
+        legal = state.legal_action_ids()
+        if rec["legal"] != len(legal):
+            raise ReplayError(
+                path,
+                number,
+                f"{what}: the engine has {len(legal)} legal actions, the file says {rec['legal']}",
+            )
+        action = rec["action"]
+        if not isinstance(action, int) or isinstance(action, bool) or action not in legal:
+            raise ReplayError(
+                path,
+                number,
+                f"{what}: action {action!r} ({rec.get('text', '?')}) is not legal for seat {decision.seat} "
+                f"({decision.kind.name}); legal: {_describe_legal(state)}",
+            )
+        text = str(ACTIONS[action])
+        if rec.get("text", text) != text:
+            raise ReplayError(
+                path, number, f"{what}: action {action} is {text!r}, the file says {rec['text']!r}"
+            )
+        if "hand" in rec and rec["hand"] != state.hand_number:
+            raise ReplayError(
+                path,
+                number,
+                f"{what}: the engine is in hand {state.hand_number}, the file says {rec['hand']}",
+            )
+        state.apply(action)
+        new = [event_json(e) for e in state.log[seen:]]
+        seen = len(state.log)
+        _compare_events(path, number, what, new, rec["events"])
+        yield number, rec, state
+
+
+def verify_replay(path: str | os.PathLike[str]) -> VerifySummary:
+    """Check the chain and re-simulate every decision; raise ReplayError at the first difference."""
+    replay = read_replay(path)
+    state = _last_state(simulate(replay))
+    number = len(replay.records)
+    result = replay.result
+    aborted = replay.aborted
+    if not state.game_over and not aborted:
+        decision = state.decision
+        assert decision is not None
+        raise ReplayError(
+            path,
+            number,
+            f"the result comes after decision {len(replay.decisions)} but the game is not over "
+            f"(seat {decision.seat} to act, {decision.kind.name}) and the result does not say it was aborted",
+        )
+    if state.game_over and aborted:
+        raise ReplayError(path, number, f"the result says aborted ({aborted}) but the game is over")
+    expected = result_entry(state)
+    for key, want in expected.items():
+        got = result.get(key)
+        if key == "hands" and isinstance(got, list):
+            for i, (w, g) in enumerate(zip(want, got, strict=False)):
+                if w != g:
+                    diffs = [k for k in w if w[k] != (g.get(k) if isinstance(g, dict) else None)]
+                    field_name = diffs[0] if diffs else "entry"
+                    raise ReplayError(
+                        path,
+                        number,
+                        f"result: hand {i + 1} {field_name} differ: the engine gives "
+                        f"{canonical_json(w.get(field_name, w))}, the file has "
+                        f"{canonical_json(g.get(field_name) if isinstance(g, dict) else g)}",
+                    )
+        if got != want:
+            raise ReplayError(
+                path,
+                number,
+                f"result: {key} differ: the engine gives {canonical_json(want)}, the file has {canonical_json(got)}",
+            )
+    return VerifySummary(
+        replay.path,
+        replay.game_id,
+        state.config.preset,
+        state.n,
+        len(replay.decisions),
+        len(state.hand_results),
+        tuple(state.totals),
+        state.digest(),
+        aborted,
+    )
+
+
+def replay_state(replay: Replay, decisions: int) -> GameState:
+    """The engine state after the first ``decisions`` decisions of a replay (checked on the way)."""
+    return _last_state(simulate(replay, upto=decisions))
+
+
+def _last_state(steps: Iterable[tuple[int, JsonDict, GameState]]) -> GameState:
+    state: GameState | None = None
+    for step in steps:
+        state = step[2]
+    assert state is not None, "simulate() always yields the start"
+    return state
+
+
+# --------------------------------------------------------------------------- walkthrough
+
+
+def _cards(codes: Iterable[int]) -> str:
+    return " ".join(str(CARDS[c]) for c in codes) or "-"
+
+
+def describe_event(event: Sequence[Any], name: Callable[[int], str]) -> str:
+    """One engine event in words (the omniscient view)."""
+    kind, seat, cards, suit, value = event
+    who = name(seat) if seat >= 0 else ""
+    match kind:
+        case "dealer_draw":
+            return f"{who} draws {_cards(cards)} for the deal"
+        case "hand_start":
+            return f"hand {value} starts, {who} deals"
+        case "deal":
+            return f"{who} is dealt {_cards(cards)}"
+        case "turn_up":
+            return f"turned up: {_cards(cards)}"
+        case "name_suit":
+            return f"{who} names {Suit(suit).word}"
+        case "play":
+            text = f"{who} plays {_cards(cards)}"
+            if suit >= 0:
+                text += f" naming {Suit(suit).word}"
+            return text + (" and announces one card" if value else "")
+        case "missed_announcement":
+            return f"{who} did not announce one card: the next turn is forfeited"
+        case "count":
+            return f"the count is {value}"
+        case "cooper":
+            return f"{who} made a Cooper (out on a 6): draws one, the hand goes on"
+        case "draw":
+            return f"{who} draws {len(cards)}: {_cards(cards)}" if cards else f"{who} draws nothing"
+        case "forfeit":
+            return f"{who} forfeits the turn"
+        case "skip":
+            return f"{who} is skipped"
+        case "reverse":
+            return "direction reverses: now " + ("clockwise" if value > 0 else "counter-clockwise")
+        case "pressure":
+            return f"{who} takes a pressure of {value}"
+        case "reshuffle":
+            return f"the discard pile is reshuffled into a stock of {value}"
+        case "penalty_draw":
+            return f"{who} pays the one-card penalty"
+        case "hand_end":
+            return f"hand {value} ends"
+        case "game_end":
+            return "the game is over"
+    return f"{kind} {who} {_cards(cards)} {value}".strip()
+
+
+def _score_sheet(replay: Replay, name: Callable[[int], str]) -> list[str]:
+    result = replay.result
+    players = len(replay.header["seats"])
+    names = [name(s) for s in range(players)]
+    width = max(8, *(len(n) for n in names))
+    head = f"{'hand':>4} {'dealer':<{width}} " + " ".join(f"{n:>{width}}" for n in names) + "  end"
+    lines = ["Score sheet", head, "-" * len(head)]
+    for h in result["hands"]:
+        cells = []
+        for s in range(players):
+            cell = str(h["scores"][s]) + (f" (p{h['pressures'][s]})" if h["pressures"][s] else "")
+            cells.append(f"{cell:>{width}}")
+        lines.append(
+            f"{h['number']:>4} {names[h['dealer']]:<{width}} " + " ".join(cells) + f"  {h['reason']}"
+        )
+    lines.append("-" * len(head))
+    lines.append(f"{'':>4} {'total':<{width}} " + " ".join(f"{t:>{width}}" for t in result["totals"]))
+    lines.append(f"{'':>4} {'place':<{width}} " + " ".join(f"{p:>{width}}" for p in result["placings"]))
+    if result.get("team_totals"):
+        lines.append(
+            "teams: "
+            + ", ".join(
+                f"team {t} (seats {t} and {t + 2}) {tot}, place {pl}"
+                for t, (tot, pl) in enumerate(
+                    zip(result["team_totals"], result["team_placings"], strict=True)
+                )
+            )
+        )
+    lines.append("lowest total wins" if result.get("lower_wins", True) else "highest total wins")
+    return lines
+
+
+def _timing(rec: Mapping[str, Any]) -> str:
+    parts = [rec["status"]]
+    if rec.get("think_us") is not None:
+        parts.append(f"think {rec['think_us'] / 1000:.1f} ms")
+    if rec.get("transport_us") is not None:
+        parts.append(f"transport {rec['transport_us'] / 1000:.1f} ms")
+    if rec.get("note"):
+        parts.append(str(rec["note"]))
+    return ", ".join(parts)
+
+
+def format_walkthrough(replay: Replay) -> str:
+    """The game hand by hand in words, every decision with its timing, then the score sheet."""
+    header = replay.header
+    bots = replay.bots
+
+    def name(seat: int) -> str:
+        return f"seat {seat} ({bots[seat]})" if 0 <= seat < len(bots) else f"seat {seat}"
+
+    cfg = header["config"]
+    flags = ", ".join(
+        f"{k}={v}" for k, v in sorted(cfg.get("flags", {}).items()) if v not in (False, "next_but_one")
+    )
+    lines = [
+        f"Replay {replay.game_id or replay.path.name}"
+        + (f" (tournament {header['tournament']})" if header.get("tournament") else ""),
+        f"{cfg['preset']}, {cfg['players']} players, seed {header['seed']}" + (f", {flags}" if flags else ""),
+        "Seats: " + ", ".join(name(s) for s in range(len(bots))),
+    ]
+    if header.get("started_at"):
+        lines.append(f"Started {header['started_at']}")
+    hands = {h["number"]: h for h in replay.result["hands"]}
+
+    def emit(events: Iterable[Sequence[Any]], skip_first: bool = False) -> None:
+        for i, ev in enumerate(events):
+            if skip_first and i == 0:
+                continue
+            kind = ev[0]
+            if kind == "hand_start":
+                lines.append("")
+                lines.append(f"Hand {ev[4]}: {name(ev[1])} deals")
+            elif kind == "hand_end":
+                h = hands.get(ev[4])
+                if h is not None:
+                    scores = ", ".join(f"{bots[s]} {v}" for s, v in enumerate(h["scores"]))
+                    lines.append(f"  Hand {ev[4]} ends ({h['reason']}): {scores}")
+                else:
+                    lines.append(f"  Hand {ev[4]} ends")
+            elif kind == "game_end":
+                lines.append("")
+                lines.append("The game is over.")
+            else:
+                lines.append(("    " if not skip_first else "      ") + describe_event(ev, name))
+
+    lines.append("")
+    lines.append("Choosing the first dealer:")
+    emit(replay.start["events"])
+    for rec in replay.decisions:
+        events = rec["events"]
+        first = events[0] if events else None
+        own = first is not None and first[1] == rec["seat"] and first[0] in ("play", "name_suit", "draw")
+        text = rec.get("text", str(rec["action"]))
+        if own and first is not None and first[0] == "draw":
+            text = f"draw {len(first[2])}: {_cards(first[2])}"
+        lines.append(f"  #{rec['n']} {name(rec['seat'])} [{rec['kind']}] {text}  ({_timing(rec)})")
+        emit(events, skip_first=own)
+    if replay.aborted:
+        lines.append(f"The game was aborted: {replay.aborted}")
+    lines.append("")
+    lines.extend(_score_sheet(replay, name))
+    reports = replay.result.get("seat_reports")
+    if reports:
+        lines.append("")
+        lines.append("Seats:")
+        for s, rep in enumerate(reports):
+            think = rep.get("think_us")
+            lines.append(
+                f"  {name(s)}: {rep.get('status', '?')}, {rep.get('decisions', 0)} decisions asked, "
+                f"{rep.get('timeouts', 0)} timeouts, {rep.get('illegal', 0)} illegal, "
+                f"{rep.get('malformed', 0)} malformed"
+                + (f", think {think / 1000:.1f} ms in all" if isinstance(think, int) else "")
+            )
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- HTML
+
+
+def _viewer_asset(name: str) -> str:
+    return (_VIEWER_DIR / name).read_text(encoding="utf-8")
+
+
+def _embed_json(value: Any) -> str:
+    """JSON safe inside <script type="application/json">: no "</", "<!--" or "]]>" can close it."""
+    return (
+        json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        .replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
+
+
+def _fill(template: str, values: Mapping[str, str]) -> str:
+    """Replace each {{KEY}} in one pass, so a value never has markers of its own filled."""
+    missing = [k for k in values if "{{" + k + "}}" not in template]
+    if missing:
+        raise RuntimeError(f"viewer template lacks {', '.join(missing)}")
+    return re.sub(r"\{\{([A-Z]+)\}\}", lambda m: values.get(m.group(1), m.group(0)), template)
+
+
+def render_html(replay: Replay, *, index_href: str | None = None) -> str:
+    """One self-contained page (inline CSS, JS and data; no network) that plays the replay."""
+    title = f"Craits replay {replay.game_id or replay.path.name}"
+    data = {"records": list(replay.records), "index_href": index_href, "file": replay.path.name}
+    return _fill(
+        _viewer_asset("viewer.html"),
+        {
+            "TITLE": html.escape(title),
+            "CSS": _viewer_asset("viewer.css"),
+            "JS": _viewer_asset("viewer.js").replace("</", "<\\/"),
+            "DATA": _embed_json(data),
+        },
+    )
+
+
+def write_html(
+    replay_path: str | os.PathLike[str], out_path: str | os.PathLike[str], *, index_href: str | None = None
+) -> Path:
+    """Read a replay (chain checked) and write its viewer page."""
+    replay = read_replay(replay_path)
+    out = Path(out_path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render_html(replay, index_href=index_href), encoding="utf-8")
+    return out
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    """One game on an index page: where its viewer is and how it ended."""
+
+    href: str
+    game_id: str
+    seats: tuple[str, ...]
+    totals: tuple[int, ...] = ()
+    placings: tuple[int, ...] = ()
+    description: str = ""
+    """e.g. "craits 4p short_game"."""
+    note: str = ""
+    """e.g. "aborted: ..." or a round label."""
+
+
+def index_entry(replay: Replay | str | os.PathLike[str], href: str) -> IndexEntry:
+    """An index entry for a replay whose viewer page is at ``href``."""
+    rep = replay if isinstance(replay, Replay) else read_replay(replay)
+    cfg = rep.header["config"]
+    flags = [k for k, v in sorted(cfg.get("flags", {}).items()) if v is True]
+    if cfg.get("flags", {}).get("seven_hits", "next_but_one") != "next_but_one":
+        flags.append(f"seven_hits={cfg['flags']['seven_hits']}")
+    if cfg.get("flags", {}).get("decks") == 2:
+        flags.append("2 decks")
+    return IndexEntry(
+        href=href,
+        game_id=rep.game_id or rep.path.name,
+        seats=tuple(rep.bots),
+        totals=tuple(rep.result["totals"]),
+        placings=tuple(rep.result["placings"]),
+        description=" ".join([cfg["preset"], f"{cfg['players']}p", *flags]),
+        note=f"aborted: {rep.aborted}" if rep.aborted else "",
+    )
+
+
+def write_index_html(
+    entries: Iterable[IndexEntry | Mapping[str, Any]],
+    out_path: str | os.PathLike[str],
+    *,
+    title: str = "Craits games",
+) -> Path:
+    """Write a page listing games, each linking to its viewer, with seats, totals and placings.
+
+    ``entries`` are :class:`IndexEntry` values or mappings with the same keys; ``href`` is
+    relative to the index page (the pages work from the file system, no server).
+    """
+    rows = []
+    for i, item in enumerate(entries, start=1):
+        entry = (
+            item
+            if isinstance(item, IndexEntry)
+            else IndexEntry(
+                href=str(item["href"]),
+                game_id=str(item.get("game_id", "")),
+                seats=tuple(item.get("seats", ())),
+                totals=tuple(item.get("totals", ())),
+                placings=tuple(item.get("placings", ())),
+                description=str(item.get("description", "")),
+                note=str(item.get("note", "")),
+            )
+        )
+        players = []
+        for s, bot in enumerate(entry.seats):
+            score = ""
+            if s < len(entry.totals):
+                place = entry.placings[s] if s < len(entry.placings) else None
+                cls = ' class="win"' if place == 1 else ""
+                score = (
+                    f" <span{cls}>{entry.totals[s]}"
+                    + (f" <small>#{place}</small>" if place else "")
+                    + "</span>"
+                )
+            players.append(f"<li>{html.escape(bot)}{score}</li>")
+        rows.append(
+            f'<tr><td>{i}</td><td><a href="{html.escape(entry.href, quote=True)}">'
+            f"{html.escape(entry.game_id or entry.href)}</a></td>"
+            f'<td>{html.escape(entry.description)}</td><td><ol start="0">{"".join(players)}</ol></td>'
+            f"<td>{html.escape(entry.note)}</td></tr>"
+        )
+    page = _fill(
+        _viewer_asset("index.html"),
+        {
+            "TITLE": html.escape(title),
+            "CSS": _viewer_asset("viewer.css"),
+            "ROWS": "\n".join(rows) or '<tr><td colspan="5">no games</td></tr>',
+            "COUNT": str(len(rows)),
+        },
+    )
+    out = Path(out_path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(page, encoding="utf-8")
+    return out
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def _replay_files(items: Sequence[str]) -> list[Path]:
+    """Files named on the command line; a directory stands for its *.jsonl files."""
+    files: list[Path] = []
+    for item in items:
+        p = Path(item)
+        if p.is_dir():
+            found = sorted(p.glob(f"*{REPLAY_SUFFIX}"))
+            if not found:
+                raise UserError(f"{item}: no *{REPLAY_SUFFIX} replay files in this directory")
+            files.extend(found)
+        elif p.exists():
+            files.append(p)
+        else:
+            raise UserError(f"{item}: no such file or directory")
+    return files
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    failures = 0
+    for path in _replay_files(args.files):
+        try:
+            summary = verify_replay(path)
+        except ReplayError as err:
+            failures += 1
+            print(f"FAIL {err}", flush=True)
+        else:
+            if not args.quiet:
+                print(summary.line(), flush=True)
+    if failures:
+        print(f"{failures} replay(s) failed verification")
+    return 1 if failures else 0
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    (path,) = _replay_files([args.file])
+    try:
+        replay = read_replay(path)
+    except ReplayError as err:
+        raise UserError(str(err)) from None
+    print(format_walkthrough(replay), end="")
+    return 0
+
+
+def _cmd_html(args: argparse.Namespace) -> int:
+    files = _replay_files(args.files)
+    out = Path(args.output)
+    many = len(files) > 1 or any(Path(f).is_dir() for f in args.files) or out.is_dir()
+    try:
+        if not many:
+            if out.suffix.lower() not in (".html", ".htm"):
+                raise UserError(f"{out}: the output of one replay is an .html file")
+            write_html(files[0], out)
+            print(f"wrote {out}")
+            return 0
+        if out.suffix.lower() in (".html", ".htm"):
+            raise UserError(f"{out}: several replays need an output directory (it gets index.html)")
+        out.mkdir(parents=True, exist_ok=True)
+        entries = []
+        for path in files:
+            name = path.name[: -len(REPLAY_SUFFIX)] if path.name.endswith(REPLAY_SUFFIX) else path.stem
+            page = f"{name}.html"
+            replay = read_replay(path)
+            (out / page).write_text(render_html(replay, index_href="index.html"), encoding="utf-8")
+            entries.append(index_entry(replay, page))
+        write_index_html(entries, out / "index.html", title=args.title)
+    except ReplayError as err:
+        raise UserError(str(err)) from None
+    print(f"wrote {len(entries)} game pages and {out / 'index.html'}")
+    return 0
+
+
+def register_cli(subparsers: Any) -> None:
+    """Add ``craits replay verify|show|html``."""
+    parser = subparsers.add_parser("replay", help="verify, show or view game replays")
+    actions = parser.add_subparsers(dest="replay_command", metavar="ACTION", required=True)
+
+    verify = actions.add_parser(
+        "verify", help="re-simulate replays with the engine and check every event, score and hash"
+    )
+    verify.add_argument("files", nargs="+", metavar="FILE", help="replay files or directories of *.jsonl")
+    verify.add_argument("-q", "--quiet", action="store_true", help="print only failures")
+    verify.set_defaults(func=_cmd_verify)
+
+    show = actions.add_parser("show", help="print a readable walkthrough, hand by hand, with the score sheet")
+    show.add_argument("file", metavar="FILE")
+    show.set_defaults(func=_cmd_show)
+
+    page = actions.add_parser(
+        "html", help="write a self-contained HTML viewer (several files: pages + index)"
+    )
+    page.add_argument("files", nargs="+", metavar="FILE", help="replay files or directories of *.jsonl")
+    page.add_argument(
+        "-o", "--output", required=True, metavar="OUT", help="OUT.html for one replay, else a directory"
+    )
+    page.add_argument("--title", default="Craits games", help="title of the index page")
+    page.set_defaults(func=_cmd_html)

@@ -1,0 +1,54 @@
+"""`craits check-bot` on the command line: exit status, the printed report, --json, user mistakes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.checker.helpers import BOTS, ROOT
+
+
+def craits(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "server.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=240
+    )
+
+
+def test_a_passing_bot_exits_0_and_writes_the_json_report(tmp_path: Path) -> None:
+    out = tmp_path / "report.json"
+    result = craits("check-bot", "--json", str(out), "--", sys.executable, str(BOTS / "good_bot.py"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 failed" in result.stdout.splitlines()[-1]
+    report = json.loads(out.read_text())
+    assert report["ok"] is True and report["failed"] == 0 and report["bot_exit_code"] == 0
+    assert {c["key"] for c in report["checks"]} >= {"hello", "one-card", "king-sequence", "late-answer", "exit"}
+
+
+def test_a_failing_bot_exits_1_and_prints_what_it_sent_and_what_was_expected() -> None:
+    result = craits("check-bot", "--", sys.executable, str(BOTS / "first_action_bot.py"))
+    assert result.returncode == 1
+    line = next(line for line in result.stdout.splitlines() if line.startswith("FAIL"))
+    assert line.startswith("FAIL  one-card announcement: sent 3H; expected a play that leaves one card")
+    assert "1 failed" in result.stdout.splitlines()[-1]
+
+
+def test_no_command_is_a_one_line_user_error() -> None:
+    result = craits("check-bot")
+    assert result.returncode == 2
+    assert result.stderr.strip() == "craits: error: no bot command: use craits check-bot [options] -- COMMAND [ARGS...]"
+
+
+def test_an_unknown_command_is_a_one_line_user_error() -> None:
+    result = craits("check-bot", "--", "no-such-bot-program-xyz")
+    assert result.returncode == 2
+    assert result.stderr.strip() == "craits: error: cannot run the bot: command not found: no-such-bot-program-xyz"
+    missing = craits("check-bot", "--", "./bots/missing.py")
+    assert missing.returncode == 2 and "does not exist" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_a_bad_timeout_is_a_one_line_user_error() -> None:
+    result = craits("check-bot", "--timeout", "0", "--", sys.executable, "-c", "pass")
+    assert result.returncode == 2
+    assert result.stderr.strip() == "craits: error: --timeout must be a positive number of seconds"

@@ -1,0 +1,128 @@
+"""`craits replay verify|show|html`, run as a user would: a real process, exit codes, messages."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from server.engine import make_config
+from server.replay import record_game
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def craits(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "server.cli", "replay", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.fixture
+def two_replays(tmp_path: Path) -> list[Path]:
+    games = tmp_path / "games"
+    a = games / "g-1.jsonl"
+    b = games / "g-2.jsonl"
+    record_game(a, make_config("craits", 2, short_game=True), seed=1, seats=["ann", "<bob>"])
+    record_game(b, make_config("crazy-eights", 3), seed=2)
+    return [a, b]
+
+
+def test_verify_prints_one_ok_line_per_good_file(two_replays: list[Path]) -> None:
+    out = craits("verify", *two_replays)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert len(lines) == 2
+    assert lines[0].startswith(f"OK {two_replays[0]}: g-1 craits 2p")
+    assert lines[1].startswith(f"OK {two_replays[1]}: g-2 crazy-eights 3p")
+
+
+def test_verify_takes_a_directory(two_replays: list[Path]) -> None:
+    out = craits("verify", two_replays[0].parent)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("OK ") == 2
+
+
+def test_verify_fails_loudly_with_the_file_and_record(two_replays: list[Path]) -> None:
+    bad = two_replays[1]
+    lines = bad.read_bytes().split(b"\n")
+    lines[4] = lines[4].replace(b'"seat":', b'"seat": ', 1)  # still valid JSON, but not what was hashed
+    lines[4] = lines[4].replace(b'"legal":', b'"legal":1', 1)
+    bad.write_bytes(b"\n".join(lines))
+    out = craits("verify", *two_replays)
+    assert out.returncode == 1
+    assert f"OK {two_replays[0]}" in out.stdout
+    assert f"FAIL {bad}: record 5: hash mismatch" in out.stdout
+    assert "1 replay(s) failed verification" in out.stdout
+
+
+def test_verify_reports_truncation(two_replays: list[Path]) -> None:
+    data = two_replays[0].read_bytes()
+    two_replays[0].write_bytes(data[:-40])
+    out = craits("verify", two_replays[0])
+    assert out.returncode == 1
+    assert "truncated: the last line is cut off" in out.stdout
+
+
+def test_a_missing_file_is_a_one_line_user_error(tmp_path: Path) -> None:
+    out = craits("verify", tmp_path / "nope.jsonl")
+    assert out.returncode == 2
+    assert out.stderr.strip() == f"craits: error: {tmp_path / 'nope.jsonl'}: no such file or directory"
+    assert "Traceback" not in out.stderr
+
+
+def test_show_prints_the_walkthrough(two_replays: list[Path]) -> None:
+    out = craits("show", two_replays[0])
+    assert out.returncode == 0, out.stderr
+    assert "Replay g-1" in out.stdout
+    assert "Hand 1: seat" in out.stdout
+    assert "Score sheet" in out.stdout
+
+
+def test_show_of_a_damaged_file_is_a_user_error(two_replays: list[Path]) -> None:
+    two_replays[0].write_text("not json\n", encoding="utf-8")
+    out = craits("show", two_replays[0])
+    assert out.returncode == 2
+    assert "record 1: not a JSON record" in out.stderr
+
+
+def test_html_writes_one_self_contained_page(two_replays: list[Path], tmp_path: Path) -> None:
+    page = tmp_path / "one.html"
+    out = craits("html", two_replays[0], "-o", page)
+    assert out.returncode == 0, out.stderr
+    text = page.read_text(encoding="utf-8")
+    assert text.startswith("<!DOCTYPE html>")
+    assert "{{" not in text, "every template marker is filled"
+    assert 'id="replay-data"' in text
+    for remote in ("http://", "https://", "src=", "<link"):
+        assert remote not in text, f"the page must load nothing ({remote!r} found)"
+
+
+def test_html_of_several_files_writes_pages_and_an_index(two_replays: list[Path], tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    out = craits("html", *two_replays, "-o", site, "--title", "Cup 1")
+    assert out.returncode == 0, out.stderr
+    assert sorted(p.name for p in site.iterdir()) == ["g-1.html", "g-2.html", "index.html"]
+    index = (site / "index.html").read_text(encoding="utf-8")
+    assert '<a href="g-1.html">g-1</a>' in index and '<a href="g-2.html">g-2</a>' in index
+    assert "&lt;bob&gt;" in index and "<bob>" not in index
+    assert "<h1>Cup 1</h1>" in index
+    assert '"index_href":"index.html"' in (site / "g-1.html").read_text(encoding="utf-8")
+
+
+def test_html_of_several_files_into_one_html_file_is_a_user_error(
+    two_replays: list[Path], tmp_path: Path
+) -> None:
+    out = craits("html", *two_replays, "-o", tmp_path / "x.html")
+    assert out.returncode == 2
+    assert "several replays need an output directory" in out.stderr
