@@ -26,6 +26,7 @@ def register_cli(sub: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    p.add_argument("--out", help="output folder of the demo tournament (default logs/demo)")
     p.add_argument("--game", action="store_true", help="print one seeded game of random players instead")
     p.add_argument("--seed", type=int, default=2026, help="seed of the printed game (default 2026)")
     p.add_argument("--players", type=int, default=4, help="seats in the printed game (default 4)")
@@ -37,9 +38,12 @@ def register_cli(sub: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     if args.game:
         return print_demo_game(args.seed, args.players, args.preset, args.short)
-    from tournaments.cli import run_tournament_file  # the scheduler lives in tournaments/
+    from tournaments.cli import cmd_run  # the scheduler lives in tournaments/
 
-    return run_tournament_file(DEMO_TOURNAMENT)
+    run = argparse.Namespace(
+        file=str(DEMO_TOURNAMENT), out=args.out, overwrite=True, runner="auto", concurrency=None, no_progress=False
+    )
+    return cmd_run(run)
 
 
 def print_demo_game(seed: int, players: int, preset: str, short: bool) -> int:

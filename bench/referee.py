@@ -1,0 +1,352 @@
+"""Referee speed, side by side with a bare grpc.aio bidirectional echo.
+
+Two phases in one run, both with this process as the server and bot processes as
+clients on 127.0.0.1:
+
+1. **Referee.** An :class:`~server.service.Arena` plays games of four-player Craits
+   between four bots, each a separate process (this file with ``--bot``: a grpc.aio
+   client that answers each request with a random legal action). Measured per
+   decision put to a bot, from the moment the referee starts building the request
+   to the moment the answer is back in the game task (the request's construction,
+   its serialisation, the network both ways, the bot, the answer's routing). The
+   ratio uses this whole span; the span from the send on is printed beside it.
+2. **Echo.** A bare grpc.aio stream-stream method with raw bytes (no protobuf, no
+   game): the server sends a payload and awaits the client's reply, the client
+   (``--echo-client``, a separate process) replies at once. The payload sizes are the
+   sizes of the referee's DecisionRequests recorded in phase 1, the replies the
+   size of an Answer, so both move the same bytes.
+
+Also printed: the server's own CPU per round trip in each phase (process time of
+this process, which is only the server: the bots are other processes), and the
+engine's share (applying an action; building the request in ``server.wire``).
+
+    python bench/referee.py            # ~2 minutes
+    python bench/referee.py --quick    # under a minute
+
+The last line is machine-readable: ``p50_ratio_vs_echo=X decisions_per_s=Y``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import secrets
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # allow `python bench/referee.py` as well as `python -m bench.referee`
+    sys.path.insert(0, str(ROOT))
+
+GOAL_RATIO = 1.5
+ECHO_METHOD = "/bench.Echo/Stream"
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+# --------------------------------------------------------------------------- client processes
+
+
+async def _bot_main(seed: int) -> None:
+    """A fast correct bot: a random legal action. It reads raw bytes and parses them itself,
+    so the time it reports as thinking (think_us) includes parsing the request: the part
+    of the round trip that is the bot's own work, which the bare echo's client does not do."""
+    import grpc
+    from craits.v1 import referee_pb2 as pb
+
+    rng = random.Random(seed)
+    perf = time.perf_counter
+    async with grpc.aio.insecure_channel(os.environ["CRAITS_SERVER"]) as channel:
+        call = channel.stream_stream("/craits.v1.Referee/Play")()
+        await call.write(pb.BotMessage(hello=pb.Hello(
+            token=os.environ["CRAITS_TOKEN"], protocol_version=1,
+            name=os.environ.get("CRAITS_BOT_NAME", "bench"))).SerializeToString())
+        while True:
+            data = await call.read()
+            if data is grpc.aio.EOF:
+                return
+            start = perf()
+            message = pb.RefereeMessage.FromString(data)
+            if message.WhichOneof("message") == "decision":
+                request = message.decision
+                legal = request.legal_actions
+                choice = legal[rng.randrange(len(legal))].id
+                await call.write(pb.BotMessage(answer=pb.Answer(
+                    game_id=request.game_id, decision_id=request.decision_id, action_id=choice,
+                    think_us=int((perf() - start) * 1e6))).SerializeToString())
+
+
+async def _echo_client_main(target: str, reply_size: int) -> None:
+    import grpc
+
+    reply = b"a" * reply_size
+    async with grpc.aio.insecure_channel(target) as channel:
+        call = channel.stream_stream(ECHO_METHOD)()
+        await call.write(reply)  # hello
+        try:
+            while True:
+                message = await call.read()
+                if message is grpc.aio.EOF:
+                    return
+                await call.write(reply)
+        except grpc.aio.AioRpcError:  # the bench stopped the server
+            return
+
+
+# --------------------------------------------------------------------------- the two servers
+
+
+class EchoServer:
+    """A bare grpc.aio stream-stream method on raw bytes, driven in batches: the handler sends
+    each payload of a batch and awaits the client's reply, timing the round trip."""
+
+    def __init__(self) -> None:
+        self.batches: asyncio.Queue[list[bytes]] = asyncio.Queue()
+        self.results: asyncio.Queue[list[float]] = asyncio.Queue()
+        self.server: Any = None
+        self.client: Any = None
+
+    async def start(self, reply_size: int) -> None:
+        import grpc
+
+        async def stream(request_iterator: Any, context: Any) -> Any:
+            await anext(request_iterator)  # the client's hello
+            perf = time.perf_counter
+            while True:
+                payloads = await self.batches.get()
+                rts = []
+                for payload in payloads:
+                    start = perf()
+                    yield payload
+                    await anext(request_iterator)
+                    rts.append(perf() - start)
+                self.results.put_nowait(rts)
+
+        self.server = grpc.aio.server()
+        handler = grpc.method_handlers_generic_handler(
+            "bench.Echo", {"Stream": grpc.stream_stream_rpc_method_handler(stream)}
+        )
+        self.server.add_generic_rpc_handlers((handler,))
+        port = self.server.add_insecure_port("127.0.0.1:0")
+        await self.server.start()
+        self.client = await asyncio.create_subprocess_exec(
+            sys.executable, str(Path(__file__).resolve()), "--echo-client", f"127.0.0.1:{port}", str(reply_size)
+        )
+
+    async def run(self, payloads: list[bytes]) -> tuple[list[float], float, float]:
+        """Round trips of one batch, with its wall and CPU time."""
+        c0, w0 = time.process_time(), time.perf_counter()
+        self.batches.put_nowait(payloads)
+        rts = await asyncio.wait_for(self.results.get(), 600)
+        return rts, time.perf_counter() - w0, time.process_time() - c0
+
+    async def stop(self) -> None:
+        await self.server.stop(0.5)
+        if self.client.returncode is None:
+            self.client.kill()
+        await self.client.wait()
+
+
+async def run_bench(games: int, seed: int, reply_size: int) -> dict[str, Any]:
+    """Referee games and echo batches take turns, so a noisy neighbour hurts both alike;
+    each echo batch has as many round trips as the game before it asked."""
+    from server import wire
+    from server.engine import make_config
+    from server.gamespec import BotSpec, Clocks, GameSpec
+    from server.referee import GameReferee
+    from server.service import Arena
+
+    arena = await Arena.start("127.0.0.1:0")
+    echo = EchoServer()
+    await echo.start(reply_size)
+    config = make_config("craits", 4, short_game=True)
+    clocks = Clocks(decision_s=5.0, bank_s=30.0, connect_timeout_s=30.0)
+
+    def make_spec(n: int) -> GameSpec:
+        bots = tuple(
+            BotSpec(f"bot{i}", secrets.token_urlsafe(12),
+                    command=(sys.executable, str(Path(__file__).resolve()), "--bot", str(seed * 10 + i)))
+            for i in range(4)
+        )
+        return GameSpec(f"bench-{n}", config, seed + n, bots, clocks)
+
+    # Warm-up game: record the request sizes (for the echo) without timing anything.
+    sizes: list[int] = []
+    original_request = wire.decision_request
+
+    def sized(*args: Any, **kwargs: Any) -> Any:
+        message = original_request(*args, **kwargs)
+        sizes.append(message.ByteSize() + 3)  # + the RefereeMessage wrapper's tag and length
+        return message
+
+    wire.decision_request = sized  # type: ignore[assignment]
+    try:
+        await arena.run_game(make_spec(10_000))
+    finally:
+        wire.decision_request = original_request  # type: ignore[assignment]
+
+    # Timed games: wrap GameReferee._ask to time each decision put to a bot. A game is
+    # timed from its first request to its last answer (bot start-up excluded).
+    original_ask, original_send = GameReferee._ask, GameReferee._send_request
+    perf, cpu_now = time.perf_counter, time.process_time
+    span: dict[str, list[float]] = {}
+    rts: list[float] = []
+    wire_rts: list[float] = []
+    thinks: list[float] = []
+    sent_at = [0.0]
+
+    async def timed_ask(self: GameReferee, seat: Any, legal: list[int]) -> Any:
+        start = perf()
+        if self.game_id not in span:
+            span[self.game_id] = [start, cpu_now(), 0.0, 0.0]
+        result = await original_ask(self, seat, legal)
+        end = perf()
+        rts.append(end - start)
+        wire_rts.append(end - sent_at[0])
+        thinks.append(result[2] or 0.0)
+        span[self.game_id][2:] = [end, cpu_now()]
+        return result
+
+    def stamped_send(self: GameReferee, seat: Any, message: bytes) -> None:
+        sent_at[0] = perf()
+        original_send(self, seat, message)
+
+    rng = random.Random(seed)
+    echo_rts: list[float] = []
+    echo_wall = echo_cpu = 0.0
+    GameReferee._ask = timed_ask  # type: ignore[method-assign]
+    GameReferee._send_request = stamped_send  # type: ignore[method-assign]
+    try:
+        for n in range(games):
+            before = len(rts)
+            record = await arena.run_game(make_spec(n))
+            if record.aborted:
+                raise SystemExit(f"bench game {record.game_id} aborted: {record.aborted}")
+            batch = [b"q" * rng.choice(sizes) for _ in range(len(rts) - before)]
+            got, wall, cpu = await echo.run(batch)
+            echo_rts += got
+            echo_wall += wall
+            echo_cpu += cpu
+    finally:
+        GameReferee._ask = original_ask  # type: ignore[method-assign]
+        GameReferee._send_request = original_send  # type: ignore[method-assign]
+        await arena.shutdown(0)
+        await echo.stop()
+    wall = sum(s[2] - s[0] for s in span.values())
+    cpu = sum(s[3] - s[1] for s in span.values())
+    return {
+        "sizes": sizes,
+        "referee": {
+            "round_trips": len(rts), "per_s": len(rts) / wall, "p50_ms": _pct(rts, 0.5) * 1000,
+            "p99_ms": _pct(rts, 0.99) * 1000, "cpu_ms": cpu / len(rts) * 1000,
+            "sent_p50_ms": _pct(wire_rts, 0.5) * 1000,
+            "think_p50_ms": _pct(thinks, 0.5) * 1000,
+            "net_p50_ms": _pct([rt - t for rt, t in zip(rts, thinks, strict=True)], 0.5) * 1000,
+            "net_p99_ms": _pct([rt - t for rt, t in zip(rts, thinks, strict=True)], 0.99) * 1000,
+        },
+        "echo": {
+            "round_trips": len(echo_rts), "per_s": len(echo_rts) / echo_wall, "p50_ms": _pct(echo_rts, 0.5) * 1000,
+            "p99_ms": _pct(echo_rts, 0.99) * 1000, "cpu_ms": echo_cpu / len(echo_rts) * 1000,
+        },
+    }
+
+
+# --------------------------------------------------------------------------- the engine's share
+
+
+def engine_share(games: int, seed: int) -> dict[str, float]:
+    """In-process: applying actions and building requests, per decision put to a bot."""
+    from server import wire
+    from server.engine import GameState, make_config
+
+    config = make_config("craits", 4, short_game=True)
+    perf = time.perf_counter
+    apply_s = build_s = 0.0
+    asked = 0
+    for g in range(games):
+        state = GameState(config, seed + g)
+        rng = random.Random(g)
+        sent: dict[int, tuple[int, int]] = {}
+        while (decision := state.decision) is not None:
+            legal = state.legal_action_ids()
+            if len(legal) > 1:
+                hand, count = sent.get(decision.seat, (0, 0))
+                start = perf()
+                wire.decision_request(state, decision.seat, game_id="g", decision_id=asked, deadline_ms=1000,
+                                      bank_ms=10_000, strikes=0,
+                                      history_from=count if hand == state.hand_number else 0).SerializeToString()
+                build_s += perf() - start
+                sent[decision.seat] = (state.hand_number, len(state.hand_events))
+                asked += 1
+            action = legal[rng.randrange(len(legal))]
+            start = perf()
+            state.apply(action)
+            apply_s += perf() - start
+    return {"apply_ms": apply_s / asked * 1000, "build_ms": build_s / asked * 1000}
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer games (under a minute)")
+    parser.add_argument("--games", type=int, help="referee games to time (default 16, 4 with --quick)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--bot", metavar="SEED", help=argparse.SUPPRESS)
+    parser.add_argument("--echo-client", nargs=2, metavar=("TARGET", "REPLY_SIZE"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.bot is not None:
+        asyncio.run(_bot_main(int(args.bot)))
+        return 0
+    if args.echo_client is not None:
+        asyncio.run(_echo_client_main(args.echo_client[0], int(args.echo_client[1])))
+        return 0
+
+    from craits.v1 import referee_pb2 as pb
+
+    from server.logging import configure_logging
+
+    configure_logging(None, console=False)
+    games = args.games or (4 if args.quick else 16)
+    print(f"referee bench: {games} games of 4-player craits (short_game), 4 bot processes, taking turns "
+          f"with a bare echo; python {sys.version.split()[0]}, {os.cpu_count()} cpus", flush=True)
+    answer_size = pb.BotMessage(answer=pb.Answer(game_id="bench-0", decision_id=123456, action_id=318,
+                                                 think_us=42)).ByteSize()
+    result = asyncio.run(run_bench(games, args.seed, answer_size))
+    ref, echo, sizes = result["referee"], result["echo"], result["sizes"]
+    share = engine_share(3, args.seed)
+    ratio = ref["net_p50_ms"] / echo["p50_ms"]
+    print(f"message sizes: requests mean {statistics.mean(sizes):.0f} B (max {max(sizes)} B), answers {answer_size} B")
+    print(f"{'':26} {'round trips':>11} {'per s':>8} {'p50 ms':>8} {'p99 ms':>8} {'server CPU ms/rt':>17}")
+    print(f"{'referee, whole':26} {ref['round_trips']:>11} {ref['per_s']:>8.0f} {ref['p50_ms']:>8.3f} "
+          f"{ref['p99_ms']:>8.3f} {ref['cpu_ms']:>17.3f}")
+    print(f"{'referee, less bot time':26} {ref['round_trips']:>11} {'':>8} {ref['net_p50_ms']:>8.3f} "
+          f"{ref['net_p99_ms']:>8.3f}")
+    print(f"{'echo':26} {echo['round_trips']:>11} {echo['per_s']:>8.0f} {echo['p50_ms']:>8.3f} "
+          f"{echo['p99_ms']:>8.3f} {echo['cpu_ms']:>17.3f}")
+    print(f"bot time per decision (parse the request, choose, reply; reported as think_us): "
+          f"p50 {ref['think_p50_ms']:.3f} ms")
+    print(f"referee from the request's send to its answer (the build excluded, bot time included): "
+          f"p50 {ref['sent_p50_ms']:.3f} ms")
+    print(f"engine per decision put to a bot: apply {share['apply_ms']:.3f} ms, "
+          f"build the request (server.wire) {share['build_ms']:.3f} ms "
+          f"({(share['apply_ms'] + share['build_ms']) / echo['p50_ms']:.0%} of the echo's p50)")
+    verdict = "meets" if ratio <= GOAL_RATIO else "misses"
+    print(f"referee p50 (less bot time) / echo p50 = {ratio:.2f} ({verdict} the goal of {GOAL_RATIO}x); "
+          f"whole round trip {ref['p50_ms'] / echo['p50_ms']:.2f}x; "
+          f"server CPU per round trip {ref['cpu_ms'] / echo['cpu_ms']:.2f}x the echo's")
+    print(f"p50_ratio_vs_echo={ratio:.3f} decisions_per_s={ref['per_s']:.0f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,484 @@
+#!/usr/bin/env node
+'use strict';
+/**
+ * A Craits Arena bot for Node.js.
+ *
+ *   node clients/js/bot.js --strategy random|heuristic|./my_strategy.js
+ *        [--server HOST:PORT] [--token T] [--name N] [--proto FILE] [-v|-q]
+ *
+ * It loads the protocol from proto/craits/v1/referee.proto at run time (no code
+ * generation), says Hello, answers every DecisionRequest with the strategy's
+ * choice, logs the referee's errors one line each on stderr, reconnects with
+ * backoff when the connection drops, and exits with the same codes as the
+ * Python kit: 0 done (or SIGTERM), 1 unexpected end, 2 usage, 3 refused (token
+ * or protocol version), 4 no referee for the whole reconnect window, 130 Ctrl-C.
+ *
+ * Messages are plain objects with the .proto's own field names (snake_case:
+ * legal_actions, decision_id), enums as their names ('RANK_EIGHT',
+ * 'DECISION_KIND_ANSWER_COUNT'), and 64-bit integers (decision_id, totals,
+ * event values, seed) as decimal strings so they are never rounded.
+ */
+
+const path = require('node:path');
+const { parseArgs } = require('node:util');
+const grpc = require('@grpc/grpc-js');
+const protoLoader = require('@grpc/proto-loader');
+
+const EXIT = Object.freeze({ OK: 0, FAILED: 1, USAGE: 2, REFUSED: 3, UNREACHABLE: 4, INTERRUPTED: 130 });
+const DEFAULT_SERVER = '127.0.0.1:50051';
+const DEFAULT_RECONNECT_S = 30;
+const DEFAULT_PROTO = path.resolve(__dirname, '..', '..', 'proto', 'craits', 'v1', 'referee.proto');
+const BUILTIN_STRATEGIES = ['random', 'heuristic'];
+const LOADER_OPTIONS = Object.freeze({
+  keepCase: true, // field names exactly as in the .proto, as in every other language's docs
+  enums: String, // 'SUIT_HEARTS', not 3: readable, and immune to renumbering mistakes
+  longs: String, // uint64/int64 as decimal strings: decision ids are echoed back exactly
+  defaults: true, // absent fields read as their zero value ([], 0, false, 'SUIT_UNSPECIFIED')
+  oneofs: true, // msg.message names which field of a oneof is set ('decision', 'error', ...)
+});
+
+// Statuses after which the same token may simply connect again (see the Python kit).
+const RETRYABLE = new Set([
+  grpc.status.UNAVAILABLE, grpc.status.INTERNAL, grpc.status.UNKNOWN,
+  grpc.status.ABORTED, grpc.status.CANCELLED, grpc.status.RESOURCE_EXHAUSTED,
+]);
+const REFUSED = new Set([
+  grpc.status.UNAUTHENTICATED, grpc.status.FAILED_PRECONDITION,
+  grpc.status.PERMISSION_DENIED, grpc.status.INVALID_ARGUMENT,
+]);
+const REFUSING_ERRORS = new Set(['ERROR_CODE_UNAUTHENTICATED', 'ERROR_CODE_PROTOCOL_VERSION']);
+const HINTS = {
+  [grpc.status.UNAUTHENTICATED]: 'check the token (--token or CRAITS_TOKEN)',
+  [grpc.status.FAILED_PRECONDITION]: 'this bot speaks protocol version 1; update it or the referee',
+};
+const STATUS_NAMES = Object.fromEntries(Object.entries(grpc.status).map(([k, v]) => [v, k]));
+
+// ---------------------------------------------------------------------------- logging
+
+const LEVELS = { debug: 10, info: 20, warn: 30, error: 40 };
+let logLevel = LEVELS.info;
+
+function log(level, message) {
+  if (LEVELS[level] < logLevel) return;
+  const time = new Date().toTimeString().slice(0, 8);
+  process.stderr.write(`${time} craits_bot_js ${level.toUpperCase()} ${message}\n`);
+}
+
+// ---------------------------------------------------------------------------- protocol
+
+/** Load the protocol; returns { Referee (client constructor), protocolVersion }. */
+function loadProtocol(protoPath = DEFAULT_PROTO) {
+  const definition = protoLoader.loadSync(protoPath, LOADER_OPTIONS);
+  const pkg = grpc.loadPackageDefinition(definition).craits.v1;
+  const versions = definition['craits.v1.ProtocolVersion'].type.value;
+  const current = versions.find((v) => v.name === 'PROTOCOL_VERSION_CURRENT');
+  return { Referee: pkg.Referee, protocolVersion: current.number };
+}
+
+// ---------------------------------------------------------------------------- dispatcher
+
+/**
+ * Routes referee messages to a strategy and turns its choices into answers; no I/O.
+ * The strategy's own mistakes never cost the game: an exception or an unusable
+ * return value is logged and answered with the first legal action.
+ */
+class Dispatcher {
+  constructor(strategy) {
+    this.strategy = strategy;
+    this.games = new Map(); // game_id -> { start, handNumber, history }
+    this.gamesEnded = 0;
+    this.decisions = 0;
+    this.fallbacks = 0;
+  }
+
+  /** Handle one RefereeMessage; resolves to the BotMessage to send, or null. */
+  async handle(msg) {
+    switch (msg.message) {
+      case 'decision':
+        return this.decide(msg.decision);
+      case 'game_start':
+        this.games.set(msg.game_start.game_id, { start: msg.game_start, handNumber: 0, history: [] });
+        this.hook('onGameStart', msg.game_start);
+        break;
+      case 'hand_start': {
+        const game = this.game(msg.hand_start.game_id);
+        game.handNumber = msg.hand_start.hand_number;
+        game.history = [];
+        this.hook('onHandStart', msg.hand_start);
+        break;
+      }
+      case 'hand_end':
+        this.hook('onHandEnd', msg.hand_end);
+        break;
+      case 'game_end':
+        this.games.delete(msg.game_end.game_id);
+        this.gamesEnded += 1;
+        this.hook('onGameEnd', msg.game_end);
+        break;
+      case 'error':
+        this.hook('onError', msg.error);
+        break;
+      default:
+        break;
+    }
+    return null;
+  }
+
+  game(gameId) {
+    if (!this.games.has(gameId)) this.games.set(gameId, { start: null, handNumber: 0, history: [] });
+    return this.games.get(gameId);
+  }
+
+  /**
+   * The request a strategy sees: the observation's history made whole for the hand
+   * (the referee sends only the events since its previous request, from history_start).
+   */
+  requestFor(msg) {
+    const game = this.game(msg.game_id);
+    const obs = msg.observation;
+    if (obs.hand_number !== game.handNumber) {
+      game.handNumber = obs.hand_number;
+      game.history = [];
+    }
+    let start = obs.history_start;
+    if (start > game.history.length) {
+      log('warn', `game ${msg.game_id}: history jumps from ${game.history.length} to ${start} events (missed messages?)`);
+      start = game.history.length;
+    }
+    game.history = game.history.slice(0, start).concat(obs.history);
+    obs.history = game.history.slice();
+    obs.history_start = 0;
+    return {
+      observation: obs,
+      legal_actions: msg.legal_actions,
+      game_id: msg.game_id,
+      decision_id: msg.decision_id,
+      deadline_ms: msg.deadline_ms,
+      time_bank_ms: msg.time_bank_ms,
+      strikes: msg.strikes,
+      repeated: msg.repeated_request,
+      game: game.start,
+      hand: obs.hand,
+      kind: obs.decision,
+    };
+  }
+
+  async decide(msg) {
+    const received = process.hrtime.bigint();
+    const request = this.requestFor(msg);
+    this.decisions += 1;
+    let chosen;
+    try {
+      chosen = actionId(await this.strategy.choose(request), request);
+    } catch (err) {
+      const first = request.legal_actions[0];
+      this.fallbacks += 1;
+      const what = err instanceof ChoiceError ? err.message : `choose() failed: ${describe(err)}`;
+      log('error', `${what}; answered the first legal action '${first.text}' instead`);
+      chosen = first.id;
+    }
+    const thinkUs = Number((process.hrtime.bigint() - received) / 1000n);
+    if (logLevel <= LEVELS.debug) {
+      const text = request.legal_actions.find((a) => a.id === chosen).text;
+      const hand = request.hand.map((c) => c.text).join(' ') || '(hidden)';
+      log('debug', `game ${msg.game_id} decision ${msg.decision_id} (${request.kind}): hand ${hand}, top ${request.observation.top_card.text} -> ${text}`);
+    }
+    return { answer: { game_id: msg.game_id, decision_id: msg.decision_id, action_id: chosen, think_us: thinkUs } };
+  }
+
+  hook(name, payload) {
+    const fn = this.strategy[name];
+    if (typeof fn !== 'function') return;
+    try {
+      fn.call(this.strategy, payload);
+    } catch (err) {
+      log('error', `${name}() failed: ${describe(err)} (ignored)`);
+    }
+  }
+}
+
+class ChoiceError extends Error {}
+
+/** The legal action id a strategy's return value names, or a ChoiceError saying why not. */
+function actionId(choice, request) {
+  const id = choice !== null && typeof choice === 'object' ? choice.id : choice;
+  if (typeof id !== 'number' || !Number.isInteger(id)) {
+    throw new ChoiceError(`choose() returned ${JSON.stringify(choice)}; return one of request.legal_actions or its .id`);
+  }
+  if (!request.legal_actions.some((a) => a.id === id)) {
+    const offered = request.legal_actions.map((a) => `${a.id} (${a.text})`).join(', ');
+    throw new ChoiceError(`choose() returned ${id}, which is not a legal action id; legal: ${offered}`);
+  }
+  return id;
+}
+
+function describe(err) {
+  if (!(err instanceof Error)) return String(err);
+  const frame = (err.stack || '').split('\n').slice(1).find((line) => line.trim().startsWith('at '));
+  const where = frame ? ` ${frame.trim()}` : '';
+  return `${err.name}: ${err.message}${where}`;
+}
+
+// ---------------------------------------------------------------------------- runner
+
+/** Plays one strategy against one referee; play() resolves to an exit code. */
+class Runner {
+  constructor(strategy, { server = DEFAULT_SERVER, token = '', name = '', reconnectS = DEFAULT_RECONNECT_S, protocol }) {
+    this.strategy = strategy;
+    this.server = server;
+    this.token = token;
+    this.name = name || strategy.name || 'js-bot';
+    this.reconnectS = reconnectS;
+    this.protocol = protocol || loadProtocol();
+    this.dispatcher = new Dispatcher(strategy);
+    this.stopped = false;
+    this.stopCode = EXIT.OK;
+    this.call = null;
+    this.wakeUp = null;
+    this.welcomed = false;
+    this.lastFailure = '';
+  }
+
+  async play() {
+    let failingSince = null;
+    let delayMs = 200;
+    while (!this.stopped) {
+      this.welcomed = false;
+      const code = await this.session();
+      if (code !== null) return code;
+      const now = Date.now();
+      const fresh = this.welcomed || failingSince === null;
+      if (fresh) { // a new run of failures: say so once, then quietly retry
+        failingSince = now;
+        delayMs = 200;
+      }
+      if (now - failingSince >= this.reconnectS * 1000) {
+        log('error', `giving up: no referee at ${this.server} for ${this.reconnectS} s (is it running? is --server right?) last error: ${this.lastFailure}`);
+        return EXIT.UNREACHABLE;
+      }
+      const what = this.welcomed ? 'lost the connection to' : 'cannot reach';
+      log(fresh ? 'warn' : 'debug', `${what} the referee at ${this.server}: ${this.lastFailure}; retrying for up to ${this.reconnectS} s`);
+      await new Promise((resolve) => {
+        const timer = setTimeout(resolve, delayMs);
+        this.wakeUp = () => { clearTimeout(timer); resolve(); };
+      });
+      this.wakeUp = null;
+      delayMs = Math.min(delayMs * 2, 5000);
+    }
+    return this.stopCode;
+  }
+
+  /** Close the stream; play() then resolves to `code`. */
+  stop(code = EXIT.OK) {
+    if (!this.stopped) {
+      this.stopped = true;
+      this.stopCode = code;
+    }
+    if (this.call) this.call.cancel();
+    if (this.wakeUp) this.wakeUp();
+  }
+
+  /** One stream from Hello to its end: resolves to an exit code, or null to reconnect. */
+  session() {
+    return new Promise((resolve) => {
+      const client = new this.protocol.Referee(this.server, grpc.credentials.createInsecure());
+      const call = client.Play();
+      this.call = call;
+      let fatal = null;
+      let pending = Promise.resolve(); // answers go out in the order requests came
+      call.on('data', (msg) => {
+        if (msg.message === 'welcome') this.onWelcome(msg.welcome);
+        if (msg.message === 'error') {
+          logRefereeError(msg.error);
+          if (msg.error.fatal) fatal = msg.error;
+        }
+        pending = pending.then(async () => {
+          const reply = await this.dispatcher.handle(msg);
+          if (reply && this.call === call) call.write(reply);
+        }).catch((err) => log('error', `could not handle a ${msg.message} message: ${describe(err)}`));
+      });
+      call.on('error', () => {}); // the 'status' event below carries the same news
+      call.on('status', (status) => {
+        this.call = null;
+        pending.finally(() => {
+          client.close();
+          resolve(this.ended(status, fatal));
+        });
+      });
+      call.write({
+        hello: {
+          token: this.token,
+          protocol_version: this.protocol.protocolVersion,
+          name: this.name.slice(0, 64),
+          about: (this.strategy.about || `craits bot.js (Node ${process.version}) strategy ${this.strategy.name || '?'}`).slice(0, 200),
+        },
+      });
+      if (this.stopped) call.cancel();
+    });
+  }
+
+  onWelcome(welcome) {
+    this.welcomed = true;
+    const resumed = welcome.resumed ? '; resuming games in progress' : '';
+    log('info', `connected to ${this.server} as '${welcome.bot_name || this.name}' (referee ${welcome.server_version || '?'}, protocol ${welcome.protocol_version})${resumed}`);
+  }
+
+  ended(status, fatal) {
+    const d = this.dispatcher;
+    const summary = `${d.gamesEnded} game(s) ended, ${d.decisions} decision(s), ${d.fallbacks} fallback answer(s)`;
+    if (status.code === grpc.status.OK) {
+      log('info', `the referee closed the stream: done (${summary})`);
+      return EXIT.OK;
+    }
+    if (this.stopped) {
+      log('info', 'stopped; stream closed');
+      return this.stopCode;
+    }
+    const name = STATUS_NAMES[status.code] || String(status.code);
+    const details = status.details || '';
+    if (fatal && fatal.code === 'ERROR_CODE_SHUTTING_DOWN') {
+      log('info', `the referee shut down: done (${summary})`);
+      return EXIT.OK;
+    }
+    if (REFUSED.has(status.code) || (fatal && REFUSING_ERRORS.has(fatal.code))) {
+      const hint = HINTS[status.code] ? `; ${HINTS[status.code]}` : '';
+      log('error', `the referee at ${this.server} refused this bot: ${details || (fatal ? fatal.message : '')} (${name})${hint}`);
+      return EXIT.REFUSED;
+    }
+    if (fatal) {
+      log('error', `the referee at ${this.server} closed the stream: ${fatal.message || details} (${name})`);
+      return EXIT.FAILED;
+    }
+    if (RETRYABLE.has(status.code)) {
+      this.lastFailure = `${details} (${name})`;
+      return null;
+    }
+    log('error', `the referee at ${this.server} ended the stream: ${details} (${name})`);
+    return EXIT.FAILED;
+  }
+}
+
+function logRefereeError(error) {
+  const parts = [`referee error ${error.code}: ${error.message}`];
+  if (error.rule) parts.push(`rule ${error.rule}`);
+  if (error.game_id) parts.push(`game ${error.game_id} decision ${error.decision_id}`);
+  if (error.strikes) parts.push(`strikes ${error.strikes}`);
+  if (error.fatal) parts.push('fatal');
+  const quiet = error.code === 'ERROR_CODE_SHUTTING_DOWN'; // news, not a problem of the bot's
+  log(quiet ? 'info' : 'warn', parts.join('; '));
+}
+
+// ---------------------------------------------------------------------------- command line
+
+class UsageError extends Error {}
+
+/** A strategy module: a built-in name, or a path to a file exporting choose(request). */
+function loadStrategy(spec) {
+  const file = BUILTIN_STRATEGIES.includes(spec)
+    ? path.join(__dirname, 'strategies', `${spec}.js`)
+    : path.resolve(process.cwd(), spec);
+  let strategy;
+  try {
+    strategy = require(file);
+  } catch (err) {
+    if (err.code === 'MODULE_NOT_FOUND' && err.message.includes(file)) {
+      throw new UsageError(`--strategy ${spec}: no such strategy (built in: ${BUILTIN_STRATEGIES.join(', ')}; or a path to a .js file)`);
+    }
+    throw err;
+  }
+  if (!strategy || typeof strategy.choose !== 'function') {
+    throw new UsageError(`--strategy ${spec}: the module must export a function choose(request)`);
+  }
+  if (!strategy.name || typeof strategy.name !== 'string') strategy.name = path.basename(file, '.js');
+  return strategy;
+}
+
+const HELP = `usage: node bot.js --strategy random|heuristic|FILE.js [--server HOST:PORT] [--token T] [--name N]
+                   [--reconnect-s SECONDS] [--proto FILE] [-v|--verbose] [-q|--quiet]
+
+  --strategy     random, heuristic, or a path to a .js file exporting choose(request)
+  --server       referee address (env CRAITS_SERVER; default ${DEFAULT_SERVER})
+  --token        this bot's secret token (env CRAITS_TOKEN)
+  --name         display name (env CRAITS_BOT_NAME)
+  --reconnect-s  how long to keep trying to reach the referee (default ${DEFAULT_RECONNECT_S})
+  --proto        the protocol file (default: ${path.relative(process.cwd(), DEFAULT_PROTO) || DEFAULT_PROTO})`;
+
+function parseCommandLine(argv, env = process.env) {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        strategy: { type: 'string' },
+        server: { type: 'string' },
+        token: { type: 'string' },
+        name: { type: 'string' },
+        'reconnect-s': { type: 'string' },
+        proto: { type: 'string' },
+        verbose: { type: 'boolean', short: 'v' },
+        quiet: { type: 'boolean', short: 'q' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    }));
+  } catch (err) {
+    throw new UsageError(err.message);
+  }
+  if (values.help) return { help: true };
+  const options = {
+    strategy: values.strategy || env.CRAITS_STRATEGY || '',
+    server: values.server || env.CRAITS_SERVER || DEFAULT_SERVER,
+    token: values.token ?? env.CRAITS_TOKEN ?? '',
+    name: values.name || env.CRAITS_BOT_NAME || '',
+    reconnectS: values['reconnect-s'] === undefined ? DEFAULT_RECONNECT_S : Number(values['reconnect-s']),
+    proto: values.proto ? path.resolve(process.cwd(), values.proto) : DEFAULT_PROTO,
+    verbose: Boolean(values.verbose),
+    quiet: Boolean(values.quiet),
+  };
+  if (!options.strategy) throw new UsageError('--strategy is required: random, heuristic, or a path to a .js file');
+  if (!options.server.includes(':') || options.server.startsWith(':')) {
+    throw new UsageError(`--server takes HOST:PORT, e.g. ${DEFAULT_SERVER}; got '${options.server}'`);
+  }
+  if (!Number.isFinite(options.reconnectS) || options.reconnectS < 0) {
+    throw new UsageError('--reconnect-s must be a number, 0 or more');
+  }
+  return options;
+}
+
+async function main(argv = process.argv.slice(2)) {
+  let options;
+  let strategy;
+  let protocol;
+  try {
+    options = parseCommandLine(argv);
+    if (options.help) {
+      process.stdout.write(`${HELP}\n`);
+      return EXIT.OK;
+    }
+    strategy = loadStrategy(options.strategy);
+    try {
+      protocol = loadProtocol(options.proto);
+    } catch (err) {
+      throw new UsageError(`cannot load the protocol from ${options.proto}: ${err.message}`);
+    }
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    process.stderr.write(`bot.js: error: ${err.message}\n${HELP.split('\n\n')[0]}\n`);
+    return EXIT.USAGE;
+  }
+  logLevel = options.verbose ? LEVELS.debug : options.quiet ? LEVELS.warn : LEVELS.info;
+  const runner = new Runner(strategy, {
+    server: options.server, token: options.token, name: options.name, reconnectS: options.reconnectS, protocol,
+  });
+  process.on('SIGTERM', () => runner.stop(EXIT.OK));
+  process.on('SIGINT', () => runner.stop(EXIT.INTERRUPTED));
+  return runner.play();
+}
+
+module.exports = { Dispatcher, Runner, EXIT, actionId, loadProtocol, loadStrategy, parseCommandLine, LOADER_OPTIONS };
+
+if (require.main === module) {
+  main().then((code) => process.exit(code), (err) => {
+    process.stderr.write(`bot.js: unexpected error: ${err && err.stack ? err.stack : err}\n`);
+    process.exit(EXIT.FAILED);
+  });
+}

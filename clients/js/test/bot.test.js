@@ -1,0 +1,108 @@
+'use strict';
+// Unit tests of the JavaScript bot: `npm test` (node --test test/).
+const test = require('node:test');
+const assert = require('node:assert/strict');
+
+const { Dispatcher, actionId, loadProtocol, parseCommandLine, EXIT } = require('../bot.js');
+const heuristic = require('../strategies/heuristic.js');
+
+const card = (text, rank, suit) => ({ text, rank, suit });
+const play = (id, c, { suit = 'SUIT_UNSPECIFIED', announce = false } = {}) => ({
+  id, text: c.text + (announce ? '+one-card' : ''), kind: 'ACTION_KIND_PLAY_CARD', card: c, suit, announce,
+});
+const draw = { id: 0, text: 'draw', kind: 'ACTION_KIND_DRAW', card: null, suit: 'SUIT_UNSPECIFIED', announce: false };
+
+const H5 = card('5H', 'RANK_FIVE', 'SUIT_HEARTS');
+const HJ = card('JH', 'RANK_JACK', 'SUIT_HEARTS');
+const S8 = card('8S', 'RANK_EIGHT', 'SUIT_SPADES');
+const C2 = card('2C', 'RANK_TWO', 'SUIT_CLUBS');
+const SA = card('AS', 'RANK_ACE', 'SUIT_SPADES');
+const CK = card('KC', 'RANK_KING', 'SUIT_CLUBS');
+const CQ = card('QC', 'RANK_QUEEN', 'SUIT_CLUBS');
+
+function request(hand, legal, { handSizes = [hand.length, 5], seat = 0 } = {}) {
+  return {
+    observation: { seat, direction: 1, hand, hand_sizes: handSizes },
+    legal_actions: legal, hand, kind: 'DECISION_KIND_PLAY',
+  };
+}
+
+test('choose may return a legal action or its id, nothing else', () => {
+  const req = request([H5], [draw, play(100, H5)]);
+  assert.equal(actionId(req.legal_actions[1], req), 100);
+  assert.equal(actionId(100, req), 100);
+  assert.throws(() => actionId(7, req), /not a legal action id; legal: 0 \(draw\), 100 \(5H\)/);
+  assert.throws(() => actionId('draw', req), /return one of request.legal_actions/);
+});
+
+test('the dispatcher rebuilds the whole hand history from increments, also for a repeated request', async () => {
+  const seen = [];
+  const dispatcher = new Dispatcher({ choose(r) { seen.push(r.observation.history.map((e) => e.value)); return 0; } });
+  const decision = (hand, start, values, id) => ({
+    message: 'decision',
+    decision: {
+      game_id: 'g', decision_id: String(id), legal_actions: [draw],
+      observation: { hand_number: hand, history_start: start, history: values.map((value) => ({ value })), hand: [] },
+    },
+  });
+  await dispatcher.handle(decision(1, 0, ['a', 'b'], 1));
+  await dispatcher.handle(decision(1, 2, ['c', 'd'], 2));
+  await dispatcher.handle(decision(1, 2, ['c', 'd'], 2)); // repeated: starts where the original did
+  await dispatcher.handle(decision(2, 0, ['x'], 3)); // a new hand starts afresh
+  assert.deepEqual(seen, [['a', 'b'], ['a', 'b', 'c', 'd'], ['a', 'b', 'c', 'd'], ['x']]);
+});
+
+test('a throwing strategy is answered with the first legal action', async () => {
+  const dispatcher = new Dispatcher({ choose() { throw new Error('on purpose'); } });
+  const reply = await dispatcher.handle({
+    message: 'decision',
+    decision: {
+      game_id: 'g', decision_id: '9007199254740993', legal_actions: [draw, play(100, H5)],
+      observation: { hand_number: 1, history_start: 0, history: [], hand: [H5] },
+    },
+  });
+  assert.equal(reply.answer.action_id, 0);
+  assert.equal(reply.answer.decision_id, '9007199254740993', '64-bit ids are echoed exactly');
+  assert.equal(dispatcher.fallbacks, 1);
+});
+
+test('heuristic: announces "one card" whenever offered', () => {
+  const legal = [play(100, H5), play(101, H5, { announce: true })];
+  assert.equal(heuristic.choose(request([H5, CK], legal)).id, 101);
+});
+
+test('heuristic: keeps a wild 8 while another card is legal, names its longest suit when not', () => {
+  const wild = (suit, id) => play(id, S8, { suit });
+  const both = [play(100, HJ), wild('SUIT_CLUBS', 200), wild('SUIT_SPADES', 201)];
+  assert.equal(heuristic.choose(request([HJ, S8, CK, CQ], both)).text, 'JH');
+  const onlyWild = [wild('SUIT_HEARTS', 199), wild('SUIT_CLUBS', 200), wild('SUIT_SPADES', 201)];
+  assert.equal(heuristic.choose(request([S8, CK, CQ, HJ], onlyWild)).id, 200);
+});
+
+test('heuristic: answers a count with a 2 before an ace', () => {
+  assert.equal(heuristic.choose(request([SA, C2, CK], [draw, play(50, SA), play(60, C2)])).text, '2C');
+});
+
+test('the protocol loads with enums as names and field names as in the .proto', () => {
+  const { Referee, protocolVersion } = loadProtocol();
+  assert.equal(protocolVersion, 1);
+  const decode = Referee.service.Play.responseDeserialize;
+  const encode = Referee.service.Play.responseSerialize;
+  const msg = decode(encode({ error: { code: 'ERROR_CODE_TIMEOUT', decision_id: '12345678901234567' } }));
+  assert.equal(msg.message, 'error');
+  assert.equal(msg.error.code, 'ERROR_CODE_TIMEOUT');
+  assert.equal(msg.error.decision_id, '12345678901234567');
+});
+
+test('command line: flags, then environment, then defaults; mistakes are usage errors', () => {
+  const env = { CRAITS_SERVER: 'h:1', CRAITS_TOKEN: 't', CRAITS_BOT_NAME: 'n' };
+  const fromEnv = parseCommandLine(['--strategy', 'random'], env);
+  assert.deepEqual([fromEnv.server, fromEnv.token, fromEnv.name], ['h:1', 't', 'n']);
+  const fromFlags = parseCommandLine(['--strategy', 'random', '--server', 'x:2', '--token', 'u'], env);
+  assert.deepEqual([fromFlags.server, fromFlags.token], ['x:2', 'u']);
+  assert.equal(parseCommandLine(['--strategy', 'random'], {}).server, '127.0.0.1:50051');
+  assert.throws(() => parseCommandLine([], {}), /--strategy is required/);
+  assert.throws(() => parseCommandLine(['--strategy', 'random', '--server', 'nope'], {}), /HOST:PORT/);
+  assert.throws(() => parseCommandLine(['--bogus'], {}), /bogus/);
+  assert.equal(EXIT.REFUSED, 3);
+});

@@ -1,0 +1,252 @@
+"""The Bot base class, the Request it receives, and the dispatcher between them.
+
+A bot author writes one method, :meth:`Bot.choose`. Everything between the
+referee's messages and that method (keeping each hand's history whole, turning
+the bot's choice into an answer, surviving the bot's own exceptions) lives in
+:class:`Dispatcher`, which does no I/O, so the runner, a test and an in-process
+benchmark all drive a bot the same way.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from craits.v1 import referee_pb2 as pb
+
+log = logging.getLogger("craits_bot")
+
+
+@dataclass(frozen=True)
+class Request:
+    """One decision to make. ``legal_actions`` is never empty and sorted by id."""
+
+    observation: pb.Observation
+    """What the bot may see: its hand, the top card, counts, every seat's hand size,
+    totals, and the hand's whole history so far (the kit keeps it complete)."""
+    legal_actions: list[pb.LegalAction]
+    game_id: str
+    decision_id: int
+    deadline_ms: int
+    """Time for this decision before the time bank is used."""
+    time_bank_ms: int
+    strikes: int
+    repeated: bool
+    """True when the referee sends the request again (after a reconnect or a refused answer)."""
+    game: pb.GameStart | None = None
+    """The game's GameStart (seat, players, preset, flags, clocks), if it was received."""
+
+    @property
+    def hand(self) -> list[pb.Card]:
+        """The bot's cards (empty when the dealer names a suit blind)."""
+        return list(self.observation.hand)
+
+    @property
+    def kind(self) -> int:
+        """The pb.DecisionKind asked for (PLAY, ANSWER_COUNT, PLAY_AGAIN, NAME_SUIT, ...)."""
+        return self.observation.decision
+
+    @property
+    def seat(self) -> int:
+        return self.observation.seat
+
+    @classmethod
+    def from_message(cls, msg: pb.DecisionRequest, game: pb.GameStart | None = None) -> Request:
+        return cls(
+            observation=msg.observation,
+            legal_actions=list(msg.legal_actions),
+            game_id=msg.game_id,
+            decision_id=msg.decision_id,
+            deadline_ms=msg.deadline_ms,
+            time_bank_ms=msg.time_bank_ms,
+            strikes=msg.strikes,
+            repeated=msg.repeated_request,
+            game=game,
+        )
+
+
+Choice = int | pb.LegalAction
+"""What choose() returns: one of the request's LegalAction messages, or its id."""
+
+
+class Bot:
+    """Subclass this and write :meth:`choose`; the other methods are optional hooks.
+
+    A complete bot::
+
+        import random
+        from craits_bot import Bot, run
+
+        class MyBot(Bot):
+            def choose(self, request):
+                return random.choice(request.legal_actions)
+
+        run(MyBot())
+    """
+
+    name: str = ""
+    """Name sent to the referee (default: the class name); --name overrides it."""
+    about: str = ""
+    """Free text sent to the referee: version, language, author."""
+
+    def choose(self, request: Request) -> Choice:
+        """Return one of ``request.legal_actions`` (or its ``id``)."""
+        raise NotImplementedError(f"{type(self).__name__} must define choose(self, request)")
+
+    def on_game_start(self, game: pb.GameStart) -> None:
+        """A game begins: your seat, the players, the preset, flags and clocks."""
+
+    def on_hand_start(self, hand: pb.HandStart) -> None:
+        """A hand begins: its number, the dealer, cards dealt to each."""
+
+    def on_hand_end(self, hand: pb.HandEnd) -> None:
+        """A hand ended: why, scores, totals and its whole history."""
+
+    def on_game_end(self, game: pb.GameEnd) -> None:
+        """A game ended: final totals and placings (or ``aborted``)."""
+
+    def on_error(self, error: pb.Error) -> None:
+        """The referee refused something or a clock ran out (the runner logs it too)."""
+
+
+def action_id(choice: object, request: Request) -> int:
+    """The legal action id that ``choice`` names; ValueError/TypeError saying why not."""
+    if isinstance(choice, pb.LegalAction):
+        choice = choice.id
+    if isinstance(choice, bool) or not isinstance(choice, int):
+        raise TypeError(
+            f"choose() returned {choice!r} ({type(choice).__name__}); "
+            "return one of request.legal_actions or its .id"
+        )
+    legal = [a.id for a in request.legal_actions]
+    if choice not in legal:
+        offered = ", ".join(f"{a.id} ({a.text})" for a in request.legal_actions)
+        raise ValueError(f"choose() returned {choice}, which is not a legal action id; legal: {offered}")
+    return choice
+
+
+def _where(err: BaseException) -> str:
+    """file:line of the innermost frame of ``err``: enough to find a bug from one log line."""
+    frames = traceback.extract_tb(err.__traceback__)
+    if not frames:
+        return "?"
+    last = frames[-1]
+    return f"{Path(last.filename).name}:{last.lineno}"
+
+
+@dataclass
+class _Game:
+    start: pb.GameStart | None = None
+    hand_number: int = 0
+    seen: pb.Observation = field(default_factory=pb.Observation)
+    """Its ``history`` holds the hand's events received so far (copied in C by protobuf)."""
+
+
+class Dispatcher:
+    """Routes referee messages to a bot and turns its choices into answers. No I/O.
+
+    ``handle`` takes one ``pb.RefereeMessage`` and returns the ``pb.BotMessage``
+    to send back, or None. It never raises because of the bot: an exception in a
+    hook is logged, an exception or an unusable value from ``choose`` is logged
+    and answered with the first legal action.
+    """
+
+    def __init__(self, bot: Bot) -> None:
+        self.bot = bot
+        self.games: dict[str, _Game] = {}
+        self.games_ended = 0
+        self.decisions = 0
+        self.fallbacks = 0
+        """Answers the kit chose because choose() failed."""
+        self.welcome: pb.Welcome | None = None
+
+    def handle(self, msg: pb.RefereeMessage) -> pb.BotMessage | None:
+        which = msg.WhichOneof("message")
+        if which == "decision":
+            return self._decide(msg.decision)
+        if which == "welcome":
+            self.welcome = msg.welcome
+        elif which == "game_start":
+            self.games[msg.game_start.game_id] = _Game(start=msg.game_start)
+            self._hook("on_game_start", msg.game_start)
+        elif which == "hand_start":
+            game = self.games.setdefault(msg.hand_start.game_id, _Game())
+            game.hand_number = msg.hand_start.hand_number
+            del game.seen.history[:]
+            self._hook("on_hand_start", msg.hand_start)
+        elif which == "hand_end":
+            self._hook("on_hand_end", msg.hand_end)
+        elif which == "game_end":
+            self.games.pop(msg.game_end.game_id, None)
+            self.games_ended += 1
+            self._hook("on_game_end", msg.game_end)
+        elif which == "error":
+            self._hook("on_error", msg.error)
+        return None
+
+    def request_for(self, msg: pb.DecisionRequest) -> Request:
+        """The Request for ``msg``, its observation's history made whole for the hand.
+
+        The referee sends only the events since its previous request to this seat
+        (from index ``history_start``); the kit keeps the rest.
+        """
+        game = self.games.setdefault(msg.game_id, _Game())
+        obs = msg.observation
+        history = game.seen.history
+        if obs.hand_number != game.hand_number:
+            game.hand_number = obs.hand_number
+            del history[:]
+        start = obs.history_start
+        if start > len(history):
+            log.warning(
+                "game %s: history jumps from %d to %d events (missed messages?)", msg.game_id, len(history), start
+            )
+            start = len(history)
+        del history[start:]
+        history.extend(obs.history)
+        if obs.history_start:  # the message holds only the tail: give the bot the whole hand
+            del obs.history[:]
+            obs.history.extend(history)
+            obs.history_start = 0
+        return Request.from_message(msg, game.start)
+
+    def _decide(self, msg: pb.DecisionRequest) -> pb.BotMessage:
+        received = time.perf_counter_ns()
+        request = self.request_for(msg)
+        self.decisions += 1
+        try:
+            choice = self.bot.choose(request)
+        except Exception as err:  # a bot's bug must not cost it the game
+            chosen = self._fallback(request, f"choose() failed at {_where(err)}: {type(err).__name__}: {err}")
+        else:
+            try:
+                chosen = action_id(choice, request)
+            except (TypeError, ValueError) as err:
+                chosen = self._fallback(request, str(err))
+        think_us = (time.perf_counter_ns() - received) // 1000
+        if log.isEnabledFor(logging.DEBUG):
+            chosen_text = next(a.text for a in request.legal_actions if a.id == chosen)
+            log.debug(
+                "game %s decision %d (%s): hand %s, top %s -> %s",
+                msg.game_id, msg.decision_id, pb.DecisionKind.Name(request.kind),
+                " ".join(c.text for c in request.hand) or "(hidden)", request.observation.top_card.text,
+                chosen_text,
+            )
+        return pb.BotMessage(
+            answer=pb.Answer(game_id=msg.game_id, decision_id=msg.decision_id, action_id=chosen, think_us=think_us)
+        )
+
+    def _fallback(self, request: Request, why: str) -> int:
+        self.fallbacks += 1
+        first = request.legal_actions[0]
+        log.error("%s; answered the first legal action %r instead", why, first.text)
+        return first.id
+
+    def _hook(self, name: str, payload: object) -> None:
+        try:
+            getattr(self.bot, name)(payload)
+        except Exception as err:
+            log.error("%s() failed at %s: %s: %s (ignored)", name, _where(err), type(err).__name__, err)

@@ -1,0 +1,1 @@
+"""Example bots: ``python -m craits_bot.examples.random_bot`` and ``...heuristic_bot``."""

@@ -1,0 +1,327 @@
+"""Connect a Bot to a referee and play until the referee is done with it.
+
+``run(bot)`` is all a bot script needs: it reads ``--server/--token/--name`` (or
+the environment variables CRAITS_SERVER, CRAITS_TOKEN, CRAITS_BOT_NAME), says
+Hello, answers every DecisionRequest, logs the referee's errors one line each,
+reconnects with backoff when the connection drops, and exits with a code that
+says how it ended (see :class:`ExitCode`). SIGTERM and SIGINT close the stream
+cleanly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import enum
+import logging
+import os
+import queue
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from typing import NoReturn
+
+import grpc
+from craits.v1 import referee_pb2 as pb
+from craits.v1 import referee_pb2_grpc
+
+from .bot import Bot, Dispatcher
+
+log = logging.getLogger("craits_bot")
+
+ENV_SERVER = "CRAITS_SERVER"
+ENV_TOKEN = "CRAITS_TOKEN"
+ENV_NAME = "CRAITS_BOT_NAME"
+DEFAULT_SERVER = "127.0.0.1:50051"
+DEFAULT_RECONNECT_S = 30.0
+
+
+class ExitCode(enum.IntEnum):
+    """How a bot process ends; the same codes as the JavaScript bot."""
+
+    OK = 0
+    """The referee closed the stream normally (its games are over), or SIGTERM."""
+    FAILED = 1
+    """The referee ended the stream with an unexpected status."""
+    USAGE = 2
+    """Bad command-line arguments."""
+    REFUSED = 3
+    """The referee refused this bot: unknown token or unsupported protocol version."""
+    UNREACHABLE = 4
+    """No referee answered (or it stayed gone) for the whole reconnect window."""
+    INTERRUPTED = 130
+    """Ctrl-C."""
+
+
+# Statuses after which the same token may simply connect again.
+_RETRYABLE = frozenset(
+    {
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.INTERNAL,
+        grpc.StatusCode.UNKNOWN,
+        grpc.StatusCode.ABORTED,
+        grpc.StatusCode.CANCELLED,
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+    }
+)
+# Statuses that trying again cannot fix.
+_REFUSED = frozenset(
+    {
+        grpc.StatusCode.UNAUTHENTICATED,
+        grpc.StatusCode.FAILED_PRECONDITION,
+        grpc.StatusCode.PERMISSION_DENIED,
+        grpc.StatusCode.INVALID_ARGUMENT,
+    }
+)
+_REFUSING_ERRORS = frozenset({pb.ERROR_CODE_UNAUTHENTICATED, pb.ERROR_CODE_PROTOCOL_VERSION})
+_HINTS = {
+    grpc.StatusCode.UNAUTHENTICATED: f"check the token (--token or {ENV_TOKEN})",
+    grpc.StatusCode.FAILED_PRECONDITION: "this kit speaks protocol version 1; update it or the referee",
+}
+_FIRST_DELAY_S = 0.2
+_MAX_DELAY_S = 5.0
+
+
+class Runner:
+    """Plays one bot against one referee; :meth:`play` returns an :class:`ExitCode`."""
+
+    def __init__(
+        self,
+        bot: Bot,
+        *,
+        server: str = DEFAULT_SERVER,
+        token: str = "",
+        name: str = "",
+        reconnect_s: float = DEFAULT_RECONNECT_S,
+    ) -> None:
+        self.bot = bot
+        self.server = server
+        self.token = token
+        self.name = name or bot.name or type(bot).__name__
+        self.reconnect_s = reconnect_s
+        self.dispatcher = Dispatcher(bot)
+        self._stop = threading.Event()
+        self._stop_code = ExitCode.OK
+        self._lock = threading.Lock()
+        self._call: grpc.Future | None = None
+        self._welcomed = False
+        self._last_failure = ""
+
+    # ------------------------------------------------------------------ public
+
+    def play(self) -> ExitCode:
+        """Connect, play until the referee closes the stream, reconnect when it drops."""
+        failing_since = 0.0
+        delay = _FIRST_DELAY_S
+        failed_before = False
+        while not self._stop.is_set():
+            self._welcomed = False
+            code = self._session()
+            if code is not None:
+                return code
+            now = time.monotonic()
+            fresh = self._welcomed or not failed_before
+            if fresh:  # a new run of failures: say so once, then quietly retry
+                failing_since, delay, failed_before = now, _FIRST_DELAY_S, True
+            if now - failing_since >= self.reconnect_s:
+                log.error(
+                    "giving up: no referee at %s for %g s (is it running? is --server right?) last error: %s",
+                    self.server, self.reconnect_s, self._last_failure,
+                )
+                return ExitCode.UNREACHABLE
+            log.log(
+                logging.WARNING if fresh else logging.DEBUG,
+                "%s the referee at %s: %s; retrying for up to %g s",
+                "lost the connection to" if self._welcomed else "cannot reach",
+                self.server, self._last_failure, self.reconnect_s,
+            )
+            if self._stop.wait(delay):
+                break
+            delay = min(delay * 2, _MAX_DELAY_S)
+        return self._stop_code
+
+    def stop(self, code: ExitCode = ExitCode.OK) -> None:
+        """Close the stream and make :meth:`play` return ``code``. Safe from any thread or a signal handler."""
+        if not self._stop.is_set():
+            self._stop_code = code
+            self._stop.set()
+        with self._lock:
+            call = self._call
+        if call is not None:
+            call.cancel()
+
+    # ------------------------------------------------------------------ one stream
+
+    def _session(self) -> ExitCode | None:
+        """One stream from Hello to its end: an exit code, or None to reconnect."""
+        outbox: queue.SimpleQueue[pb.BotMessage | None] = queue.SimpleQueue()
+        outbox.put(
+            pb.BotMessage(
+                hello=pb.Hello(
+                    token=self.token,
+                    protocol_version=pb.PROTOCOL_VERSION_CURRENT,
+                    name=self.name[:64],
+                    about=(self.bot.about or f"craits_bot (Python) {type(self.bot).__name__}")[:200],
+                )
+            )
+        )
+
+        def outgoing() -> Iterator[pb.BotMessage]:
+            while (item := outbox.get()) is not None:
+                yield item
+
+        fatal: pb.Error | None = None
+        channel = grpc.insecure_channel(self.server)
+        try:
+            call = referee_pb2_grpc.RefereeStub(channel).Play(outgoing())
+            with self._lock:
+                self._call = call
+            if self._stop.is_set():
+                call.cancel()
+            for msg in call:
+                which = msg.WhichOneof("message")
+                if which == "welcome":
+                    self._on_welcome(msg.welcome)
+                elif which == "error":
+                    _log_referee_error(msg.error)
+                    if msg.error.fatal:
+                        fatal = msg.error
+                reply = self.dispatcher.handle(msg)
+                if reply is not None:
+                    outbox.put(reply)
+            log.info("the referee closed the stream: done (%s)", self._summary())
+            return ExitCode.OK
+        except grpc.RpcError as err:
+            return self._ended(err, fatal)
+        finally:
+            outbox.put(None)
+            with self._lock:
+                self._call = None
+            channel.close()
+
+    def _summary(self) -> str:
+        d = self.dispatcher
+        return f"{d.games_ended} game(s) ended, {d.decisions} decision(s), {d.fallbacks} fallback answer(s)"
+
+    def _on_welcome(self, welcome: pb.Welcome) -> None:
+        self._welcomed = True
+        log.info(
+            "connected to %s as %r (referee %s, protocol %d)%s",
+            self.server, welcome.bot_name or self.name, welcome.server_version or "?",
+            welcome.protocol_version, "; resuming games in progress" if welcome.resumed else "",
+        )
+
+    def _ended(self, err: grpc.RpcError, fatal: pb.Error | None) -> ExitCode | None:
+        if self._stop.is_set():
+            log.info("stopped; stream closed")
+            return self._stop_code
+        code: grpc.StatusCode = err.code()
+        details: str = err.details() or ""
+        if fatal is not None and fatal.code == pb.ERROR_CODE_SHUTTING_DOWN:
+            log.info("the referee shut down: done (%s)", self._summary())
+            return ExitCode.OK
+        if code in _REFUSED or (fatal is not None and fatal.code in _REFUSING_ERRORS):
+            hint = _HINTS.get(code)
+            log.error(
+                "the referee at %s refused this bot: %s (%s)%s",
+                self.server, details or (fatal.message if fatal else ""), code.name, f"; {hint}" if hint else "",
+            )
+            return ExitCode.REFUSED
+        if fatal is not None:  # e.g. another stream took over this token: connecting again would fight it
+            log.error("the referee at %s closed the stream: %s (%s)", self.server, fatal.message or details, code.name)
+            return ExitCode.FAILED
+        if code in _RETRYABLE:
+            self._last_failure = f"{details} ({code.name})"
+            return None
+        log.error("the referee at %s ended the stream: %s (%s)", self.server, details, code.name)
+        return ExitCode.FAILED
+
+
+def _log_referee_error(error: pb.Error) -> None:
+    """One line per referee Error: what, where, and the strikes it cost."""
+    parts = [f"referee error {pb.ErrorCode.Name(error.code)}: {error.message}"]
+    if error.rule:
+        parts.append(f"rule {error.rule}")
+    if error.game_id:
+        parts.append(f"game {error.game_id} decision {error.decision_id}")
+    if error.strikes:
+        parts.append(f"strikes {error.strikes}")
+    if error.fatal:
+        parts.append("fatal")
+    quiet = error.code == pb.ERROR_CODE_SHUTTING_DOWN  # news, not a problem of the bot's
+    log.log(logging.INFO if quiet else logging.WARNING, "; ".join(parts))
+
+
+# ---------------------------------------------------------------------- command line
+
+
+def parse_args(
+    argv: Sequence[str] | None,
+    *,
+    prog: str | None = None,
+    description: str | None = None,
+    server: str | None = None,
+    token: str | None = None,
+    name: str | None = None,
+) -> argparse.Namespace:
+    """Command line first, then the environment, then the arguments given in code, then defaults."""
+    env = os.environ
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument(
+        "--server",
+        default=env.get(ENV_SERVER) or server or DEFAULT_SERVER,
+        help=f"referee address HOST:PORT (env {ENV_SERVER}; default {DEFAULT_SERVER})",
+    )
+    parser.add_argument(
+        "--token", default=env.get(ENV_TOKEN) or token or "", help=f"this bot's secret token (env {ENV_TOKEN})"
+    )
+    parser.add_argument(
+        "--name", default=env.get(ENV_NAME) or name or "", help=f"display name (env {ENV_NAME})"
+    )
+    parser.add_argument(
+        "--reconnect-s",
+        type=float,
+        default=DEFAULT_RECONNECT_S,
+        metavar="SECONDS",
+        help=f"how long to keep trying to reach the referee (default {DEFAULT_RECONNECT_S:g})",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log every decision")
+    parser.add_argument("-q", "--quiet", action="store_true", help="log only problems")
+    args = parser.parse_args(argv)
+    if ":" not in args.server or args.server.startswith(":"):
+        parser.error(f"--server takes HOST:PORT, e.g. {DEFAULT_SERVER}; got {args.server!r}")
+    if args.reconnect_s < 0:
+        parser.error("--reconnect-s must be 0 or more")
+    return args
+
+
+def configure_logging(verbose: bool = False, quiet: bool = False) -> None:
+    """One line per event on stderr, unless the program configured logging itself."""
+    if log.handlers:
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s craits_bot %(levelname)s %(message)s", "%H:%M:%S"))
+    log.addHandler(handler)
+    log.setLevel(logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO)
+    log.propagate = False
+
+
+def run(
+    bot: Bot,
+    *,
+    server: str | None = None,
+    token: str | None = None,
+    name: str | None = None,
+    argv: Sequence[str] | None = None,
+) -> NoReturn:
+    """Play ``bot`` against the referee and exit the process with an :class:`ExitCode`."""
+    args = parse_args(
+        argv, description=f"Run the Craits bot {type(bot).__name__}.", server=server, token=token, name=name
+    )
+    configure_logging(args.verbose, args.quiet)
+    runner = Runner(bot, server=args.server, token=args.token, name=args.name, reconnect_s=args.reconnect_s)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda *_: runner.stop(ExitCode.OK))
+        signal.signal(signal.SIGINT, lambda *_: runner.stop(ExitCode.INTERRUPTED))
+    sys.exit(int(runner.play()))

@@ -1,0 +1,139 @@
+"""Launching bot processes, and making sure none outlives its game.
+
+A launched bot gets the referee's address and its own token in the environment
+(``CRAITS_SERVER=host:port``, ``CRAITS_TOKEN``, ``CRAITS_BOT_NAME``) and connects
+like any remote bot. Each bot runs in its own session (process group), so
+:meth:`LaunchedBot.stop` can end the bot *and* anything it started: SIGTERM to
+the group, a short wait, then SIGKILL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO
+
+from server.logging import get_logger
+
+log = get_logger()
+
+
+class LaunchError(Exception):
+    """The command could not be started at all (no such file, not executable)."""
+
+
+def bot_env(server: str, token: str, name: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a launched bot: ours, plus where to connect and who it is."""
+    env = dict(os.environ)
+    env.update(extra or {})
+    env["CRAITS_SERVER"] = server
+    env["CRAITS_TOKEN"] = token
+    env["CRAITS_BOT_NAME"] = name
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+class LaunchedBot:
+    """One bot process in its own process group."""
+
+    def __init__(self, process: asyncio.subprocess.Process, command: Sequence[str], output: IO[bytes] | None) -> None:
+        self.process = process
+        self.command = tuple(command)
+        self.pid = process.pid
+        self._output = output
+
+    @classmethod
+    async def start(
+        cls,
+        command: Sequence[str],
+        *,
+        server: str,
+        token: str,
+        name: str,
+        cwd: str | os.PathLike[str] | None = None,
+        output_path: str | os.PathLike[str] | None = None,
+        extra_env: Mapping[str, str] | None = None,
+    ) -> LaunchedBot:
+        """Start ``command``; its stdout and stderr go to ``output_path`` (or nowhere)."""
+        if not command:
+            raise LaunchError(f"bot {name}: empty command")
+        output: IO[bytes] | None = None
+        if output_path is not None:
+            Path(output_path).parent.mkdir(parents=True, exist_ok=True)
+            output = open(output_path, "ab")  # noqa: SIM115 - closed in stop()
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *command,
+                cwd=cwd,
+                env=bot_env(server, token, name, extra_env),
+                stdin=subprocess.DEVNULL,
+                stdout=output if output is not None else subprocess.DEVNULL,
+                stderr=subprocess.STDOUT if output is not None else subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except OSError as err:
+            if output is not None:
+                output.close()
+            raise LaunchError(f"bot {name}: cannot run {' '.join(command)!r}: {err.strerror or err}") from None
+        log.info("bot_launched", bot=name, pid=process.pid, command=list(command))
+        return cls(process, command, output)
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.returncode
+
+    @property
+    def alive(self) -> bool:
+        return self.process.returncode is None
+
+    async def stop(self, grace_s: float = 1.0) -> int | None:
+        """End the bot and its process group: wait ``grace_s`` for a clean exit, then TERM, then KILL.
+
+        Safe to call twice and from a cancelled task (it shields its own waiting).
+        """
+        try:
+            await asyncio.shield(self._stop(grace_s))
+        except asyncio.CancelledError:
+            self.kill_now()
+            raise
+        return self.process.returncode
+
+    async def _stop(self, grace_s: float) -> None:
+        try:
+            if self.alive:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self.process.wait(), grace_s)
+            if self.alive:
+                self._signal_group(signal.SIGTERM)
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self.process.wait(), 1.0)
+            # Whatever the bot started in its group goes too, even after the bot exited.
+            self._signal_group(signal.SIGKILL)
+            if self.alive:
+                await self.process.wait()
+        finally:
+            if self._output is not None:
+                self._output.close()
+                self._output = None
+
+    def kill_now(self) -> None:
+        """SIGKILL the whole group at once (no waiting; for cancellation and exit paths)."""
+        self._signal_group(signal.SIGKILL)
+        if self._output is not None:
+            self._output.close()
+            self._output = None
+
+    def _signal_group(self, sig: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, sig)
+
+
+def python_command(path: str) -> list[str]:
+    """The command that runs a Python script with this interpreter."""
+    return [sys.executable, path]

@@ -1,0 +1,140 @@
+"""The one structlog configuration of the referee.
+
+Every event is a JSON line in a file under ``logs/``; the same events go to
+stderr through the readable console renderer when stderr is a terminal (and as
+JSON lines at warning level and above when it is not, so a service manager still
+sees problems). Context (tournament, game, hand, seat) is bound per unit of
+work with :func:`bound` and lands in every event logged inside it; each game
+runs in its own asyncio task, so bindings never leak between games.
+
+Usage::
+
+    from server.logging import configure_logging, get_logger, bound
+    configure_logging("logs", name="serve")
+    log = get_logger()
+    with bound(game="g1"):
+        log.info("game_started", players=4)
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+_FILE_HANDLER_NAME = "craits-json-file"
+_CONSOLE_HANDLER_NAME = "craits-console"
+_configured_path: Path | None = None
+
+_shared_processors: list[Any] = [
+    structlog.contextvars.merge_contextvars,
+    structlog.processors.add_log_level,
+    structlog.processors.TimeStamper(fmt="iso", utc=True),
+]
+
+
+def configure_logging(
+    log_dir: str | os.PathLike[str] | None = "logs",
+    *,
+    name: str = "referee",
+    level: str | int = "info",
+    console: bool | None = None,
+) -> Path | None:
+    """Configure structlog once for this process; return the JSON log file's path.
+
+    ``log_dir`` None writes no file (tests that capture logs). ``console`` None means
+    "readable on stderr if stderr is a terminal, else warnings as JSON"; False
+    silences stderr. Calling it again replaces the previous handlers.
+    """
+    global _configured_path
+    numeric = level if isinstance(level, int) else logging.getLevelName(level.upper())
+    if not isinstance(numeric, int):
+        raise ValueError(f"unknown log level {level!r}: use debug, info, warning or error")
+    root = logging.getLogger("craits")
+    for handler in list(root.handlers):
+        if handler.get_name() in (_FILE_HANDLER_NAME, _CONSOLE_HANDLER_NAME):
+            root.removeHandler(handler)
+            handler.close()
+    root.setLevel(numeric)
+    root.propagate = False
+
+    path: Path | None = None
+    if log_dir is not None:
+        directory = Path(log_dir)
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / f"{name}.jsonl"
+        file_handler = logging.FileHandler(path, encoding="utf-8")
+        file_handler.set_name(_FILE_HANDLER_NAME)
+        file_handler.setFormatter(
+            structlog.stdlib.ProcessorFormatter(
+                processors=[
+                    structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                    structlog.processors.dict_tracebacks,
+                    structlog.processors.JSONRenderer(sort_keys=False),
+                ],
+                foreign_pre_chain=_shared_processors,
+            )
+        )
+        root.addHandler(file_handler)
+
+    tty = sys.stderr.isatty()
+    if console is None or console:
+        console_handler = logging.StreamHandler(sys.stderr)
+        console_handler.set_name(_CONSOLE_HANDLER_NAME)
+        if tty or console:
+            renderer: Any = structlog.dev.ConsoleRenderer(colors=tty)
+        else:
+            renderer = structlog.processors.JSONRenderer()
+            console_handler.setLevel(logging.WARNING)
+        console_handler.setFormatter(
+            structlog.stdlib.ProcessorFormatter(
+                processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+                foreign_pre_chain=_shared_processors,
+            )
+        )
+        root.addHandler(console_handler)
+
+    if not root.handlers:
+        quiet = logging.NullHandler()
+        quiet.set_name(_CONSOLE_HANDLER_NAME)
+        root.addHandler(quiet)  # else logging's last-resort handler would print warnings anyway
+
+    structlog.configure(
+        processors=[
+            *_shared_processors,
+            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
+        ],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.make_filtering_bound_logger(numeric),
+        cache_logger_on_first_use=True,
+    )
+    _configured_path = path
+    return path
+
+
+def get_logger(**initial: Any) -> Any:
+    """A bound logger under the "craits" logging hierarchy (safe before configuration)."""
+    return structlog.get_logger("craits", **initial)
+
+
+@contextmanager
+def bound(**context: Any) -> Iterator[None]:
+    """Bind context (tournament=, game=, hand=, seat=) for everything logged inside."""
+    with structlog.contextvars.bound_contextvars(**context):
+        yield
+
+
+def bind(**context: Any) -> None:
+    """Bind context for the rest of the current task (e.g. the hand number as it changes)."""
+    structlog.contextvars.bind_contextvars(**context)
+
+
+def log_file() -> Path | None:
+    """Where the JSON lines of this process go (None before configuration or without a file)."""
+    return _configured_path

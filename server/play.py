@@ -1,0 +1,262 @@
+"""`craits play BOT BOT ...`: one game (or a few) between bots, through the real referee.
+
+A bot is a built-in name (``random``, ``first``, ``default``: played in-process),
+a command (``"python my_bot.py"``, or just ``my_bot.py``), or
+``remote:NAME:TOKEN`` for a bot that connects on its own. The referee listens
+on 127.0.0.1 with a free port; launched bots find it in CRAITS_SERVER.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import secrets
+import shlex
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from server.engine import ConfigError, GameConfig, make_config
+from server.errors import UserError
+from server.gamespec import BotSpec, Clocks, GameRecord, GameSpec
+from server.policies import POLICY_NAMES
+
+
+@dataclass(frozen=True, slots=True)
+class GameSettings:
+    config: GameConfig
+    clocks: Clocks
+    seed: int
+    replays: Path | None
+
+
+def add_game_options(parser: argparse.ArgumentParser) -> None:
+    """The options that describe a game: preset, flags, seed, clocks, replays, logs."""
+    g = parser.add_argument_group("game")
+    g.add_argument("--preset", default="craits", help="craits, crates-partners or crazy-eights (default craits)")
+    g.add_argument("--flag", action="append", default=[], metavar="NAME=VALUE",
+                   help="a variant flag, e.g. short_game=true, seven_hits=next, decks=2 (repeatable)")
+    g.add_argument("--seed", type=int, default=1, help="seed of the (first) game (default 1)")
+    g.add_argument("--replays", metavar="DIR", help="write one replay per game into DIR")
+    c = parser.add_argument_group("clocks")
+    c.add_argument("--decision-ms", type=int, default=1000, help="time per decision (default 1000)")
+    c.add_argument("--bank-ms", type=int, default=10_000, help="time bank per game (default 10000)")
+    c.add_argument("--max-strikes", type=int, default=3, help="strikes before the default policy takes over (default 3)")
+    c.add_argument("--reconnect-grace-ms", type=int, default=5000, help="time to reconnect (default 5000)")
+    c.add_argument("--connect-timeout-ms", type=int, default=10_000, help="time for a bot's first Hello (default 10000)")
+    parser.add_argument("--log-dir", default="logs", help="JSON logs (and launched bots' output) go here (default logs)")
+
+
+def _flag_value(text: str) -> Any:
+    low = text.lower()
+    if low in ("true", "yes", "on"):
+        return True
+    if low in ("false", "no", "off"):
+        return False
+    if text.isdigit():
+        return int(text)
+    return text
+
+
+def game_settings(args: argparse.Namespace, players: int) -> GameSettings:
+    """Validate the game options (user mistakes become UserError)."""
+    flags: dict[str, Any] = {}
+    for item in args.flag:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise UserError(f"--flag {item!r}: expected NAME=VALUE, e.g. short_game=true")
+        flags[name.strip()] = _flag_value(value.strip())
+    try:
+        config = make_config(args.preset, players, **flags)
+    except ConfigError as err:
+        raise UserError(str(err)) from None
+    for name in ("decision_ms", "bank_ms", "reconnect_grace_ms", "connect_timeout_ms"):
+        if getattr(args, name) < 0:
+            raise UserError(f"--{name.replace('_', '-')} must not be negative")
+    if args.decision_ms == 0:
+        raise UserError("--decision-ms must be more than 0")
+    if args.max_strikes < 1:
+        raise UserError("--max-strikes must be 1 or more")
+    clocks = Clocks(
+        decision_s=args.decision_ms / 1000,
+        bank_s=args.bank_ms / 1000,
+        max_strikes=args.max_strikes,
+        reconnect_grace_s=args.reconnect_grace_ms / 1000,
+        connect_timeout_s=args.connect_timeout_ms / 1000,
+    )
+    return GameSettings(config, clocks, args.seed, Path(args.replays) if args.replays else None)
+
+
+def parse_bot(text: str) -> BotSpec:
+    """One bot argument as a BotSpec (commands get a fresh token per game in :func:`make_spec`)."""
+    text = text.strip()
+    if not text:
+        raise UserError("an empty bot: give a built-in name, a command or remote:NAME:TOKEN")
+    if text in POLICY_NAMES:
+        return BotSpec(name=text, token="", builtin=text)
+    if text.startswith("remote:"):
+        parts = text.split(":", 2)
+        if len(parts) != 3 or not parts[1] or not parts[2]:
+            raise UserError(f"bot {text!r}: expected remote:NAME:TOKEN")
+        return BotSpec(name=parts[1], token=parts[2])
+    try:
+        command = shlex.split(text)
+    except ValueError as err:
+        raise UserError(f"bot {text!r}: {err}") from None
+    first = Path(command[0])
+    if first.suffix == ".py":
+        if not first.exists():
+            raise UserError(f"bot {text!r}: no such file {first}")
+        command = [sys.executable, *command]
+    elif first.suffix == ".js":
+        command = ["node", *command]
+    script = next((Path(c) for c in command if c.endswith((".py", ".js"))), None)
+    name = script.stem if script is not None else Path(command[0]).name
+    return BotSpec(name=name, token="", command=tuple(command))
+
+
+def parse_bots(texts: Sequence[str]) -> list[BotSpec]:
+    """Parse the bot arguments; equal names get #2, #3 so each seat is told apart."""
+    bots = [parse_bot(t) for t in texts]
+    seen: dict[str, int] = {}
+    out = []
+    for bot in bots:
+        n = seen[bot.name] = seen.get(bot.name, 0) + 1
+        if n > 1:
+            bot = BotSpec(f"{bot.name}#{n}", bot.token, bot.command, bot.builtin, bot.cwd)
+        out.append(bot)
+    return out
+
+
+def make_spec(bots: Sequence[BotSpec], settings: GameSettings, n: int, *, prefix: str = "play",
+              rotate: bool = False) -> GameSpec:
+    """The spec of game ``n``: seed + n, seats rotated if asked (launched bots get their
+    tokens from the referee)."""
+    seated = list(bots)
+    if rotate and seated:
+        k = n % len(seated)
+        seated = seated[k:] + seated[:k]
+    seats = tuple(seated)
+    game_id = f"{prefix}-{settings.seed + n}-{secrets.token_hex(3)}"
+    replay = settings.replays / f"{game_id}.jsonl" if settings.replays is not None else None
+    return GameSpec(game_id, settings.config, settings.seed + n, seats, settings.clocks, replay)
+
+
+def record_summary(spec: GameSpec, record: GameRecord) -> dict[str, Any]:
+    """A GameRecord as plain JSON (for result files and --json)."""
+    return {
+        "game_id": record.game_id,
+        "seed": spec.seed,
+        "preset": spec.config.preset,
+        "bots": [s.bot for s in record.seats],
+        "totals": list(record.result.totals),
+        "placings": list(record.result.placings),
+        "statuses": [str(s.status) for s in record.seats],
+        "seats": [
+            {
+                "bot": s.bot, "status": str(s.status), "decisions": s.decisions, "timeouts": s.timeouts,
+                "strikes": s.strikes, "illegal": s.illegal, "malformed": s.malformed,
+                "disconnects": s.disconnects, "default_actions": s.default_actions,
+                "think_ms": round(s.think_s * 1000, 3), "transport_ms": round(s.transport_s * 1000, 3),
+            }
+            for s in record.seats
+        ],
+        "aborted": record.aborted,
+        "replay": str(record.replay_path) if record.replay_path else None,
+        "digest": record.digest,
+    }
+
+
+def format_record(spec: GameSpec, record: GameRecord) -> str:
+    """A game's result as a small table."""
+    cfg = spec.config
+    flags = [k for k, v in (("short_game", cfg.flags.short_game), ("face_cards", cfg.flags.face_cards),
+                            ("voluntary_draw", cfg.flags.voluntary_draw)) if v]
+    lines = [f"game {record.game_id}: {cfg.preset}, {cfg.players} players, seed {spec.seed}"
+             + (f", {' '.join(flags)}" if flags else "")]
+    if record.aborted:
+        lines.append(f"  ABORTED: {record.aborted}")
+    width = max(4, *(len(s.bot) for s in record.seats))
+    lines.append(f"  {'seat':>4}  {'bot':<{width}}  {'total':>6}  {'place':>5}  {'status':<15} "
+                 f"{'asked':>5} {'timeouts':>8} {'strikes':>7}  {'think ms/dec':>12}")
+    for i, s in enumerate(record.seats):
+        per = f"{s.think_s * 1000 / s.decisions:.2f}" if s.decisions else "-"
+        lines.append(
+            f"  {i:>4}  {s.bot:<{width}}  {record.result.totals[i]:>6}  {record.result.placings[i]:>5}  "
+            f"{s.status!s:<15} {s.decisions:>5} {s.timeouts:>8} {s.strikes:>7}  {per:>12}"
+        )
+    if record.result.team_totals:
+        lines.append("  teams: " + ", ".join(f"team {t} {v}" for t, v in enumerate(record.result.team_totals)))
+    lines.append("  " + ("lowest total wins" if record.result.lower_wins else "highest total wins"))
+    if record.replay_path:
+        lines.append(f"  replay: {record.replay_path}")
+    return "\n".join(lines)
+
+
+def register_cli(subparsers: Any) -> None:
+    """Add ``craits play``."""
+    parser = subparsers.add_parser(
+        "play",
+        help="play one game between bots (built-in names or commands) and print the result",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("bots", nargs="+", metavar="BOT",
+                        help=f"one per seat: {', '.join(POLICY_NAMES)}, a command, or remote:NAME:TOKEN")
+    parser.add_argument("--games", type=int, default=1, help="games to play, seats rotating (default 1)")
+    parser.add_argument("--address", default="127.0.0.1:0", help="where the referee listens (default: a free port)")
+    parser.add_argument("--json", action="store_true", help="print one JSON line per game instead of a table")
+    add_game_options(parser)
+    parser.set_defaults(func=_cmd_play)
+
+
+def _cmd_play(args: argparse.Namespace) -> int:
+    from server.logging import configure_logging
+
+    if args.games < 1:
+        raise UserError("--games must be 1 or more")
+    bots = parse_bots(args.bots)
+    settings = game_settings(args, players=len(bots))
+    configure_logging(args.log_dir, name="play", console=False)
+    return asyncio.run(_play(args, bots, settings))
+
+
+async def _play(args: argparse.Namespace, bots: list[BotSpec], settings: GameSettings) -> int:
+    import json
+
+    from server.service import Arena, ArenaError, ArenaOptions
+
+    try:
+        arena = await Arena.start(args.address, ArenaOptions(bot_log_dir=Path(args.log_dir) / "bots"))
+    except ArenaError as err:
+        raise UserError(str(err)) from None
+    for bot in bots:
+        if not bot.command and not bot.builtin:
+            arena.register_token(bot.token, bot.name)
+    wins: dict[str, float] = {b.name: 0.0 for b in bots}
+    places: dict[str, list[int]] = {b.name: [] for b in bots}
+    try:
+        for n in range(args.games):
+            spec = make_spec(bots, settings, n, rotate=args.games > 1)
+            try:
+                record = await arena.run_game(spec)
+            except ArenaError as err:
+                raise UserError(str(err)) from None
+            if args.json:
+                print(json.dumps(record_summary(spec, record), sort_keys=True), flush=True)
+            else:
+                print(format_record(spec, record), flush=True)
+            for s, place in zip(record.seats, record.result.placings, strict=True):
+                places[s.bot].append(place)
+                if place == 1:
+                    wins[s.bot] += 1
+    finally:
+        await arena.shutdown(grace_s=0)
+    if args.games > 1 and not args.json:
+        print(f"\nafter {args.games} games:")
+        for name in sorted(places, key=lambda b: sum(places[b]) / len(places[b])):
+            mean = sum(places[name]) / len(places[name])
+            print(f"  {name:<20} mean place {mean:.2f}  first places {int(wins[name])}")
+    return 0

@@ -1,0 +1,585 @@
+"""Runs one game: asks the seats, enforces the clocks, applies, records.
+
+:class:`GameReferee` owns a :class:`~server.engine.GameState` and its seats. For
+every decision it either applies the only legal action itself (status "auto"),
+lets an in-process policy choose, or sends the bot a DecisionRequest and waits on
+the seat's mailbox for an answer, a reconnect, a disconnect or the clock.
+
+Clocks (issue 2): a bot has ``decision_s`` per decision; an overrun is taken from
+its per-game bank; when both are spent the referee plays the default action
+(draw if legal, else the first legal action) and gives a strike. Refused answers
+(malformed or illegal) are strikes too, and the request stays open until the
+clock runs out. At ``max_strikes`` the default policy plays the seat for the rest
+of the game. A disconnected bot may come back within ``reconnect_grace_s`` (the
+decision clock keeps running meanwhile); after that, the default policy plays.
+
+Nothing a bot does raises out of :meth:`GameReferee.run`: every fault becomes a
+counter, a status and an entry in the seat's events, the log and the replay.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Protocol
+
+from craits.v1 import referee_pb2 as pb
+
+from server import wire
+from server.engine import ACTIONS, GameState, IllegalActionError
+from server.engine.actions import MAX_ACTION_ID
+from server.gamespec import GameRecord, GameSpec, SeatStatus
+from server.logging import bind, bound, get_logger
+from server.policies import DefaultPolicy, default_action
+from server.seats import (
+    ABORT,
+    CONNECTED,
+    DISCONNECTED,
+    EXITED,
+    Arrival,
+    Outgoing,
+    Seat,
+    Session,
+    Wake,
+    framed,
+)
+
+log = get_logger()
+_perf = time.perf_counter
+
+_YIELD_EVERY = 16
+"""In-process decisions in a row before the game yields the event loop to others."""
+
+
+class Hub(Protocol):
+    """What a game needs from the server around it."""
+
+    open_decisions: dict[int, Seat]
+
+    def next_decision_id(self) -> int: ...
+
+
+class _Aborted(Exception):
+    pass
+
+
+def _ms(seconds: float) -> int:
+    return max(0, int(seconds * 1000))
+
+
+def _seat_entry(seat: Seat) -> dict[str, Any]:
+    """A seat's report for the replay's result record: the SeatReport fields (times in
+    whole microseconds, as every replay number is an integer) plus what it lacks."""
+    report = seat.report()
+    entry: dict[str, Any] = {}
+    for name in report.__dataclass_fields__:
+        value = getattr(report, name)
+        if name.endswith("_s") and isinstance(value, float):
+            entry[name[:-2] + "_us"] = round(value * 1_000_000)
+        else:
+            entry[name] = str(value) if name == "status" else value
+    entry["stale"] = seat.stale
+    entry["events"] = list(seat.events)
+    return entry
+
+
+class GameReferee:
+    """One game in progress. The service calls the ``seat_*`` methods as streams come and go."""
+
+    def __init__(self, spec: GameSpec, seats: Sequence[Seat], hub: Hub) -> None:
+        if len(seats) != spec.config.players:
+            raise ValueError(f"game {spec.game_id}: {len(seats)} seats for {spec.config.players} players")
+        self.spec = spec
+        self.game_id = spec.game_id
+        self.clocks = spec.clocks
+        self.seats = list(seats)
+        self.hub = hub
+        self.state = GameState(spec.config, spec.seed)
+        self.started = False
+        """GameStart has been sent (late joiners get it when they connect)."""
+        self.over = False
+        self.abort_reason = ""
+        self.abort_code: int = pb.ERROR_CODE_UNSPECIFIED
+        self._changed = asyncio.Event()
+        self._names = [s.name for s in self.seats]
+        for seat in self.seats:
+            seat.game = self
+
+    # ------------------------------------------------------------------ events from the service
+
+    def seat_connected(self, seat: Seat, session: Session) -> None:
+        """A stream said Hello with this seat's token (first time, or again after a loss)."""
+        if self.over:
+            return
+        previous = seat.session
+        seat.session = session
+        if seat.disconnected_at is not None:
+            away = time.monotonic() - seat.disconnected_at
+            self._event(seat, f"reconnected after {away:.2f} s")
+            seat.disconnected_at = None
+        elif previous is not None and previous is not session:
+            self._event(seat, "a new stream replaced the open one")
+        if not seat.connected_once:
+            seat.connected_once = True
+            self._changed.set()
+        if self.started:
+            self._send_start(seat)
+            seat.history_hand = 0  # a resumed bot may have lost everything: send the hand from its start
+            if seat.open_decision:
+                seat.mailbox.put(CONNECTED)
+
+    def seat_disconnected(self, seat: Seat, session: Session, why: str) -> None:
+        """The seat's stream ended (the bot closed it, died, or was cut off)."""
+        if seat.session is not session:
+            return
+        seat.session = None
+        if self.over:
+            return
+        seat.disconnects += 1
+        seat.disconnected_at = time.monotonic()
+        self._event(seat, f"disconnected: {why}")
+        seat.mailbox.put(DISCONNECTED)
+
+    def seat_process_exited(self, seat: Seat, returncode: int | None) -> None:
+        """A launched bot's process ended: there is nobody left to reconnect."""
+        seat.process_exited = True
+        if self.over:
+            return
+        self._event(seat, f"bot process exited with code {returncode}")
+        self._changed.set()
+        seat.mailbox.put(EXITED)
+
+    def abort(self, reason: str, code: int = pb.ERROR_CODE_UNSPECIFIED) -> None:
+        """Stop the game at the next step; it is recorded as aborted with ``reason``."""
+        if self.over or self.abort_reason:
+            return
+        self.abort_reason = reason
+        self.abort_code = code
+        self._changed.set()
+        for seat in self.seats:
+            seat.mailbox.put(ABORT)
+
+    def stale_answer(self, seat: Seat, session: Session, answer: pb.Answer, code: int, why: str) -> None:
+        """An answer that names no open decision of this seat: refused, counted, nothing changes."""
+        seat.stale += 1
+        self._event(seat, why)
+        session.send_error(code, why, game_id=answer.game_id, decision_id=answer.decision_id, strikes=seat.strikes)
+
+    # ------------------------------------------------------------------ the game
+
+    async def run(self, replay: Any = None) -> GameRecord:
+        """Play the game to the end (or to an abort) and return its record. Bot faults never raise.
+
+        ``replay``: a writer from :meth:`open_replay` (opened before any bot is launched,
+        so a replay path that cannot be written fails before anything starts).
+        """
+        spec = self.spec
+        context = {"game": self.game_id, "hand": self.state.hand_number}
+        if spec.tournament:
+            context["tournament"] = spec.tournament
+        with bound(**context):  # "hand" is rebound as hands go by, and reset on the way out
+            aborted = ""
+            try:
+                log.info("game_started", seed=spec.seed, preset=spec.config.preset, players=spec.config.players,
+                         bots=self._names)
+                await self._wait_for_bots()
+                self._announce()
+                await self._play(replay)
+                aborted = self.abort_reason
+            except _Aborted:
+                aborted = self.abort_reason
+            except asyncio.CancelledError:
+                # A cancelled game is not recorded by its caller (it will be played again):
+                # tell the bots, drop the replay, keep nothing half-written.
+                if replay is not None:
+                    replay.abort()
+                self._finish(None, self.abort_reason or "the game was cancelled")
+                raise
+            except Exception as err:  # a bug of ours: record the game as aborted, keep serving
+                log.exception("game_crashed")
+                aborted = f"internal error: {type(err).__name__}: {err}"
+            return self._finish(replay, aborted)
+
+    def open_replay(self) -> Any:
+        """The replay writer for ``spec.replay_path`` (None when the spec asks for no replay)."""
+        if self.spec.replay_path is None:
+            return None
+        from server.replay import ReplayWriter
+
+        return ReplayWriter.for_spec(self.spec, self.state)
+
+    async def _wait_for_bots(self) -> None:
+        """Wait for every remote seat's first Hello, up to the connect timeout."""
+        waiting = [s for s in self.seats if s.remote]
+        deadline = time.monotonic() + self.clocks.connect_timeout_s
+        while not self.abort_reason:
+            missing = [s for s in waiting if not s.connected_once and not s.process_exited and s.policy is None]
+            left = deadline - time.monotonic()
+            if not missing or left <= 0:
+                break
+            self._changed.clear()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), left)
+        if self.abort_reason:
+            raise _Aborted
+        for seat in waiting:
+            if not seat.connected_once and seat.policy is None:
+                seat.status = SeatStatus.NEVER_CONNECTED
+                seat.policy = DefaultPolicy()
+                why = "its process exited" if seat.process_exited else f"no Hello within {self.clocks.connect_timeout_s:g} s"
+                self._event(seat, f"never connected ({why}): the default policy plays this seat", warn=True)
+
+    def _announce(self) -> None:
+        self.started = True
+        for seat in self.seats:
+            if seat.session is not None:
+                self._send_start(seat)
+
+    def _send_start(self, seat: Seat) -> None:
+        session = seat.session
+        if session is None:
+            return
+        spec = self.spec
+        session.send(
+            pb.RefereeMessage(
+                game_start=wire.game_start(
+                    spec.config,
+                    seat.index,
+                    game_id=self.game_id,
+                    seat_names=self._names,
+                    clock=self.clocks,
+                    tournament=spec.tournament,
+                )
+            )
+        )
+        if not self.state.game_over:
+            session.send(framed("hand_start", wire.hand_start(self.state, self.game_id)))
+
+    def _broadcast(self, message: Outgoing) -> None:
+        for seat in self.seats:
+            if seat.session is not None:
+                seat.session.send(message)
+
+    async def _play(self, replay: Any) -> None:
+        state = self.state
+        seats = self.seats
+        hands_done = len(state.hand_results)
+        bind(hand=state.hand_number)
+        in_process = 0
+        while (decision := state.decision) is not None:
+            if self.abort_reason:
+                raise _Aborted
+            seat = seats[decision.seat]
+            legal = state.legal_action_ids()
+            think: float | None = None
+            transport: float | None = None
+            note = ""
+            if len(legal) == 1:
+                action, status = legal[0], "auto"
+            elif seat.policy is not None:
+                started = _perf()
+                action = seat.policy.choose(legal)
+                if seat.builtin:
+                    status = "ok"
+                    seat.decisions += 1
+                    think, transport = _perf() - started, 0.0
+                    seat.think_s += think
+                else:
+                    status = "default"
+                    seat.default_actions += 1
+                in_process += 1
+                if in_process % _YIELD_EVERY == 0:
+                    await asyncio.sleep(0)
+            else:
+                action, status, think, transport, note = await self._ask(seat, legal)
+            state.apply(action)
+            if replay is not None:
+                replay.decision(
+                    decision.seat,
+                    decision.kind,
+                    action,
+                    status,
+                    None if think is None else think * 1000,
+                    None if transport is None else transport * 1000,
+                    note,
+                )
+            if len(state.hand_results) != hands_done:
+                hands_done = self._hands_ended(hands_done)
+
+    def _hands_ended(self, hands_done: int) -> int:
+        state = self.state
+        results = state.hand_results
+        for result in results[hands_done:]:
+            for seat in self.seats:
+                if seat.session is not None:
+                    seat.session.send(framed("hand_end", wire.hand_end(state, result, seat.index, self.game_id)))
+        if not state.game_over:
+            bind(hand=state.hand_number)
+            self._broadcast(framed("hand_start", wire.hand_start(state, self.game_id)))
+        return len(results)
+
+    # ------------------------------------------------------------------ asking a bot
+
+    def _request(self, seat: Seat, decision_id: int, history_from: int, deadline_s: float, bank_s: float,
+                 repeated: bool) -> bytes:
+        state = self.state
+        request = wire.decision_request(
+            state,
+            seat.index,
+            game_id=self.game_id,
+            decision_id=decision_id,
+            deadline_ms=_ms(deadline_s),
+            bank_ms=_ms(bank_s),
+            strikes=seat.strikes,
+            repeated=repeated,
+            history_from=history_from,
+        )
+        return framed("decision", request)
+
+    def _send_request(self, seat: Seat, message: bytes) -> None:
+        session = seat.session
+        if session is not None:
+            session.bucket.credit()
+            session.send(message)
+
+    async def _ask(self, seat: Seat, legal: list[int]) -> tuple[int, str, float | None, float | None, str]:
+        """Ask the bot in ``seat``; return (action, status, think_s, transport_s, note).
+
+        The action returned is always legal: the bot's, or the default one.
+        """
+        hub = self.hub
+        state = self.state
+        clocks = self.clocks
+        decision_s = clocks.decision_s
+        decision_id = hub.next_decision_id()
+        seat.decisions += 1
+        seat.mailbox.clear()
+        history_from = seat.history_from(state.hand_number)
+        seat.history_hand = state.hand_number
+        seat.history_sent = len(state.hand_events)
+        message = self._request(seat, decision_id, history_from, decision_s, seat.bank_s, False)
+        hub.open_decisions[decision_id] = seat
+        seat.open_decision = decision_id
+        seat.asked.add(decision_id)
+        sent = last_sent = _perf()
+        limit = decision_s + seat.bank_s
+        self._send_request(seat, message)
+        notes: list[str] = []
+        resend_from = history_from
+        try:
+            while True:
+                if self.abort_reason:
+                    raise _Aborted
+                now = _perf()
+                remaining = sent + limit - now
+                if remaining <= 0:
+                    return self._timed_out(seat, decision_id, legal, notes)
+                wait = remaining
+                if seat.session is None:
+                    grace_end = self._grace_end(seat)
+                    if now >= grace_end:
+                        return self._gone(seat, legal, notes)
+                    wait = min(wait, grace_end - now)
+                item = await seat.mailbox.get(wait)
+                if item is None:
+                    continue
+                if isinstance(item, Wake):
+                    if item is CONNECTED:
+                        resend_from = 0  # the bot may have restarted: the hand's history from its start
+                        seat.history_hand = state.hand_number
+                        elapsed = _perf() - sent
+                        last_sent = _perf()
+                        self._send_request(
+                            seat,
+                            self._request(seat, decision_id, 0, decision_s - elapsed,
+                                          seat.bank_s - max(0.0, elapsed - decision_s), True),
+                        )
+                    continue
+                answer = item.answer
+                action_id = answer.action_id
+                if action_id in legal:
+                    elapsed = item.at - sent
+                    think = min(answer.think_us / 1e6, max(0.0, item.at - last_sent))
+                    transport = max(0.0, elapsed - think)
+                    overrun = elapsed - decision_s
+                    status = "ok"
+                    if overrun > 0:
+                        seat.bank_s = max(0.0, seat.bank_s - overrun)
+                        status = "bank"
+                    seat.think_s += think
+                    seat.transport_s += transport
+                    return action_id, status, think, transport, "; ".join(notes)
+                refused = self._refuse(seat, decision_id, action_id)
+                notes.append(refused)
+                if seat.strikes >= clocks.max_strikes:
+                    return self._strike_out(seat, legal, notes, "malformed" if refused.startswith("malformed") else "illegal")
+                elapsed = _perf() - sent
+                last_sent = _perf()
+                self._send_request(
+                    seat,
+                    self._request(seat, decision_id, resend_from, decision_s - elapsed,
+                                  seat.bank_s - max(0.0, elapsed - decision_s), True),
+                )
+        finally:
+            hub.open_decisions.pop(decision_id, None)
+            seat.open_decision = 0
+            self._drain(seat)
+
+    def _grace_end(self, seat: Seat) -> float:
+        """When a disconnected seat's grace runs out, on the perf_counter clock."""
+        if seat.process_exited or seat.disconnected_at is None:
+            return 0.0
+        left = seat.disconnected_at + self.clocks.reconnect_grace_s - time.monotonic()
+        return _perf() + left
+
+    def _drain(self, seat: Seat) -> None:
+        """Refuse answers that arrived for the decision after another answer settled it."""
+        for item in seat.mailbox.drain():
+            if isinstance(item, Arrival) and seat.session is not None:
+                self.stale_answer(
+                    seat, seat.session, item.answer, pb.ERROR_CODE_STALE_DECISION,
+                    f"decision {item.answer.decision_id} was already settled; this answer changes nothing",
+                )
+
+    def _refuse(self, seat: Seat, decision_id: int, action_id: int) -> str:
+        """Tell the bot why its answer was refused, count the strike; return a note for the replay."""
+        seat.strikes += 1
+        if action_id > MAX_ACTION_ID or ACTIONS[action_id] is None:
+            seat.malformed += 1
+            code = pb.ERROR_CODE_MALFORMED
+            rule = "3"
+            message = (
+                f"action id {action_id} names no action; answer with one of the LegalAction ids of the request "
+                f"({', '.join(str(a) for a in self.state.legal_action_ids()[:12])}"
+                f"{', ...' if len(self.state.legal_action_ids()) > 12 else ''})"
+            )
+            note = f"malformed answer: action id {action_id}"
+        else:
+            seat.illegal += 1
+            code = pb.ERROR_CODE_ILLEGAL_ACTION
+            try:
+                self.state.apply(action_id)  # not legal, so it raises and changes nothing
+            except IllegalActionError as err:
+                message, rule = str(err), err.rule
+            else:  # pragma: no cover - apply() refuses every id outside the legal list
+                raise AssertionError(f"action {action_id} was applied although it was not legal")
+            note = f"illegal answer: {ACTIONS[action_id]}"
+        message += f" (strike {seat.strikes} of {self.clocks.max_strikes})"
+        self._event(seat, f"{note}: {message}")
+        if seat.session is not None:
+            seat.session.send_error(code, message, rule=rule, game_id=self.game_id, decision_id=decision_id,
+                                    strikes=seat.strikes)
+        return note
+
+    def _timed_out(self, seat: Seat, decision_id: int, legal: list[int], notes: list[str]) -> tuple[int, str, None, None, str]:
+        seat.timeouts += 1
+        seat.strikes += 1
+        seat.bank_s = 0.0
+        action = default_action(legal)
+        seat.default_actions += 1
+        message = (
+            f"no answer within the decision time and the time bank: the referee played "
+            f"{ACTIONS[action]} (the default action); strike {seat.strikes} of {self.clocks.max_strikes}"
+        )
+        self._event(seat, f"timeout on decision {decision_id}")
+        if seat.session is not None:
+            seat.session.send_error(pb.ERROR_CODE_TIMEOUT, message, game_id=self.game_id, decision_id=decision_id,
+                                    strikes=seat.strikes)
+        notes.append("timeout: default action")
+        if seat.strikes >= self.clocks.max_strikes:
+            self._struck_out(seat)
+        return action, "timeout", None, None, "; ".join(notes)
+
+    def _strike_out(self, seat: Seat, legal: list[int], notes: list[str], status: str) -> tuple[int, str, None, None, str]:
+        action = default_action(legal)
+        seat.default_actions += 1
+        notes.append("struck out: default action")
+        self._struck_out(seat)
+        return action, status, None, None, "; ".join(notes)
+
+    def _struck_out(self, seat: Seat) -> None:
+        seat.status = SeatStatus.STRUCK_OUT
+        seat.policy = DefaultPolicy()
+        message = f"{seat.strikes} strikes: the default policy plays this seat for the rest of the game"
+        self._event(seat, f"struck out: {message}", warn=True)
+        if seat.session is not None:
+            seat.session.send_error(pb.ERROR_CODE_STRUCK_OUT, message, game_id=self.game_id, strikes=seat.strikes)
+
+    def _gone(self, seat: Seat, legal: list[int], notes: list[str]) -> tuple[int, str, None, None, str]:
+        seat.status = SeatStatus.DISCONNECTED
+        seat.policy = DefaultPolicy()
+        seat.default_actions += 1
+        why = "its process exited" if seat.process_exited else f"not back within {self.clocks.reconnect_grace_s:g} s"
+        self._event(seat, f"gone ({why}): the default policy plays this seat", warn=True)
+        notes.append(f"disconnected ({why}): default action")
+        return default_action(legal), "disconnected", None, None, "; ".join(notes)
+
+    # ------------------------------------------------------------------ the end
+
+    def _event(self, seat: Seat, what: str, *, warn: bool = False) -> None:
+        seat.events.append(what)
+        (log.warning if warn else log.info)("seat_event", seat=seat.index, bot=seat.name, what=what,
+                                           hand=self.state.hand_number)
+
+    def _finish(self, replay: Any, aborted: str) -> GameRecord:
+        state = self.state
+        self.over = True
+        end = framed("game_end", wire.game_end(state, self.game_id, aborted))
+        for seat in self.seats:
+            if seat.session is not None:
+                if aborted:
+                    seat.session.send_error(self.abort_code, f"game aborted: {aborted}", game_id=self.game_id)
+                seat.session.send(end)
+        record = GameRecord(
+            game_id=self.game_id,
+            result=state.result(),
+            seats=tuple(seat.report() for seat in self.seats),
+            replay_path=None,
+            digest=state.digest(),
+            aborted=aborted,
+        )
+        if replay is not None:
+            try:
+                path = replay.finish([_seat_entry(s) for s in self.seats], aborted=aborted)
+            except Exception:
+                log.exception("replay_not_written")
+                replay.abort()
+            else:
+                record = GameRecord(record.game_id, record.result, record.seats, path, record.digest, record.aborted)
+        log.info(
+            "game_finished" if not aborted else "game_aborted",
+            aborted=aborted or None,
+            totals=list(state.result().totals),
+            placings=list(state.result().placings),
+            decisions=state.decisions,
+            statuses=[str(s.status) for s in self.seats],
+        )
+        return record
+
+
+# --------------------------------------------------------------------------- tournaments
+
+
+@contextlib.asynccontextmanager
+async def tournament_runner(config: Any, out_dir: Any, *, address: str = "127.0.0.1:0") -> AsyncIterator[Any]:
+    """The referee as a tournament's game runner (``tournaments.runner`` looks this up).
+
+    Starts an :class:`~server.service.Arena` on ``address``, accepts the remote bots'
+    tokens for the whole tournament, yields ``arena.run_game``, and shuts the server
+    down on the way out (the runner has finished or cancelled its games by then).
+    """
+    from pathlib import Path
+
+    from server.service import Arena, ArenaOptions
+
+    arena = await Arena.start(address, ArenaOptions(bot_log_dir=Path(out_dir) / "bots"))
+    for bot in getattr(config, "bots", ()):
+        if bot.builtin is None and bot.command is None and bot.token:
+            arena.register_token(bot.token, bot.name)
+    log.info("tournament_referee", address=arena.target, tournament=getattr(config, "name", ""))
+    try:
+        yield arena.run_game
+    finally:
+        await arena.shutdown(grace_s=0)

@@ -1,0 +1,307 @@
+"""Who sits in a seat: a bot on a gRPC stream, or an in-process policy.
+
+A :class:`Session` is one Play stream: an outbox the stream's writer drains (so a
+bot that stops reading never blocks a game) and a flood bucket. A :class:`Seat`
+is one place at one table: the bot's token and name, its current session (None
+while disconnected), the clock (time bank, strikes) and the counters that become
+its :class:`~server.gamespec.SeatReport`. When a policy is set the seat is played
+in-process (a built-in bot, or the default policy after a strike-out, a
+disconnect or a bot that never connected).
+
+Nothing here awaits anything but the seat's own mailbox; the game task
+(:mod:`server.referee`) decides what every event means.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import itertools
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+import grpc
+from craits.v1 import referee_pb2 as pb
+
+from server.gamespec import BotSpec, SeatReport, SeatStatus
+from server.policies import Policy
+
+if TYPE_CHECKING:
+    from server.launcher import LaunchedBot
+
+_session_ids = itertools.count(1)
+_CLOSE = object()
+"""Outbox sentinel: the writer ends the stream after everything before it is sent."""
+
+
+class TokenBucket:
+    """Flood control: every message costs one token; tokens come back at ``rate`` per
+    second and ``per_request`` for every DecisionRequest the bot was sent, up to ``burst``."""
+
+    __slots__ = ("burst", "per_request", "rate", "stamp", "tokens")
+
+    def __init__(self, burst: float = 64.0, rate: float = 20.0, per_request: float = 4.0) -> None:
+        self.burst = burst
+        self.rate = rate
+        self.per_request = per_request
+        self.tokens = burst
+        self.stamp = time.monotonic()
+
+    def credit(self) -> None:
+        self.tokens = min(self.burst, self.tokens + self.per_request)
+
+    def take(self) -> bool:
+        now = time.monotonic()
+        self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
+        self.stamp = now
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return True
+        return False
+
+
+class Session:
+    """One bot's Play stream, from its Hello to its end."""
+
+    def __init__(self, peer: str, bucket: TokenBucket) -> None:
+        self.id = next(_session_ids)
+        self.peer = peer
+        self.token = ""
+        self.name = ""
+        self.bucket = bucket
+        self.outbox: asyncio.Queue[Any] = asyncio.Queue()
+        self.closed = False
+        self.status: grpc.StatusCode | None = None
+        self.details = ""
+        self.dropped = 0
+        """Messages dropped by flood control."""
+        self.flood_warned_at = -1e9
+
+    def send(self, message: Outgoing) -> None:
+        """Queue a message for the bot (never blocks; dropped once the session is closed)."""
+        if not self.closed:
+            self.outbox.put_nowait(message)
+
+    def send_error(
+        self,
+        code: int,
+        message: str,
+        *,
+        game_id: str = "",
+        decision_id: int = 0,
+        rule: str = "",
+        strikes: int = 0,
+        fatal: bool = False,
+    ) -> None:
+        self.send(
+            pb.RefereeMessage(
+                error=pb.Error(
+                    code=code,
+                    message=message,
+                    rule=rule,
+                    game_id=game_id,
+                    decision_id=decision_id,
+                    fatal=fatal,
+                    strikes=strikes,
+                )
+            )
+        )
+
+    def close(self, status: grpc.StatusCode | None = None, details: str = "") -> None:
+        """End the stream after the queued messages (status None: OK)."""
+        if self.closed:
+            return
+        self.status = status
+        self.details = details
+        self.outbox.put_nowait(_CLOSE)
+        self.closed = True
+
+    def __repr__(self) -> str:
+        return f"Session({self.id} {self.name or '?'} {self.peer})"
+
+
+def is_close(item: object) -> bool:
+    return item is _CLOSE
+
+
+# --------------------------------------------------------------------------- framing
+
+Outgoing: TypeAlias = "pb.RefereeMessage | bytes"
+"""What a session sends: a message, or one already serialised (see :func:`framed`)."""
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        low = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(low | 0x80)
+        else:
+            out.append(low)
+            return bytes(out)
+
+
+_FIELD_TAGS = {
+    name: _varint(field.number << 3 | 2) for name, field in pb.RefereeMessage.DESCRIPTOR.fields_by_name.items()
+}
+
+
+def framed(field: str, message: Any) -> bytes:
+    """``RefereeMessage(<field>=message)`` serialised, without copying ``message`` into a
+    wrapper first (the hot path: one DecisionRequest per decision; and a broadcast is
+    serialised once for every seat). Protobuf's wire format makes the two identical."""
+    body: bytes = message.SerializeToString()
+    return _FIELD_TAGS[field] + _varint(len(body)) + body
+
+
+def serialize(message: Outgoing) -> bytes:
+    """The Play stream's response serializer: passes pre-framed bytes through."""
+    if isinstance(message, bytes):
+        return message
+    data: bytes = message.SerializeToString()
+    return data
+
+
+# --------------------------------------------------------------------------- mailbox
+
+
+@dataclass(slots=True)
+class Arrival:
+    """An answer as the stream reader received it, stamped on arrival."""
+
+    answer: pb.Answer
+    at: float
+
+
+class Wake(str):
+    """Something that changed for the seat while the game waits on it."""
+
+
+CONNECTED = Wake("connected")
+DISCONNECTED = Wake("disconnected")
+EXITED = Wake("exited")
+ABORT = Wake("abort")
+
+
+class Mailbox:
+    """What the game task awaits for a seat: answers and wake-ups, in arrival order."""
+
+    __slots__ = ("_items", "_waiter")
+
+    def __init__(self) -> None:
+        self._items: collections.deque[Arrival | Wake] = collections.deque()
+        self._waiter: asyncio.Future[None] | None = None
+
+    def put(self, item: Arrival | Wake) -> None:
+        self._items.append(item)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def clear(self) -> None:
+        self._items.clear()
+
+    def drain(self) -> list[Arrival | Wake]:
+        """Take everything queued."""
+        items = list(self._items)
+        self._items.clear()
+        return items
+
+    async def get(self, timeout: float) -> Arrival | Wake | None:
+        """The next item, or None when ``timeout`` seconds pass first."""
+        if self._items:
+            return self._items.popleft()
+        if timeout <= 0:
+            return None
+        loop = asyncio.get_running_loop()
+        waiter = self._waiter = loop.create_future()
+        timer = loop.call_later(timeout, _expire, waiter)
+        try:
+            await waiter
+        finally:
+            timer.cancel()
+            self._waiter = None
+        return self._items.popleft() if self._items else None
+
+
+def _expire(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
+# --------------------------------------------------------------------------- seats
+
+
+class Seat:
+    """One seat of one game, with its bot, its clock and its report."""
+
+    def __init__(self, index: int, bot: BotSpec, *, bank_s: float, policy: Policy | None = None) -> None:
+        self.index = index
+        self.bot = bot
+        self.name = bot.name
+        self.token = bot.token
+        self.builtin = policy is not None
+        self.policy = policy
+        """Set when the seat is played in-process (built-in bot or default policy)."""
+        self.status = SeatStatus.OK
+        self.session: Session | None = None
+        self.process: LaunchedBot | None = None
+        self.connected_once = False
+        self.disconnected_at: float | None = None
+        self.process_exited = False
+        self.bank_s = bank_s
+        self.strikes = 0
+        self.mailbox = Mailbox()
+        self.open_decision: int = 0
+        """The id of this seat's open DecisionRequest, 0 when none is open."""
+        self.asked: set[int] = set()
+        """Every decision id this seat was sent (to tell a stale answer from one out of turn)."""
+        self.history_hand = 0
+        self.history_sent = 0
+        """How many of hand ``history_hand``'s events this seat's bot has been sent."""
+        self.game: Any = None
+        """The game (server.referee.GameReferee) this seat belongs to."""
+        # Counters for the SeatReport.
+        self.decisions = 0
+        self.timeouts = 0
+        self.illegal = 0
+        self.malformed = 0
+        self.stale = 0
+        self.disconnects = 0
+        self.default_actions = 0
+        self.think_s = 0.0
+        self.transport_s = 0.0
+        self.events: list[str] = []
+        """Faults and refusals, in words, in order (also logged)."""
+
+    @property
+    def remote(self) -> bool:
+        return not self.builtin
+
+    @property
+    def live(self) -> bool:
+        """True while the bot itself (not a stand-in policy) plays the seat."""
+        return self.policy is None
+
+    def history_from(self, hand_number: int) -> int:
+        return self.history_sent if self.history_hand == hand_number else 0
+
+    def report(self) -> SeatReport:
+        return SeatReport(
+            bot=self.name,
+            status=self.status,
+            decisions=self.decisions,
+            timeouts=self.timeouts,
+            strikes=self.strikes,
+            illegal=self.illegal,
+            malformed=self.malformed,
+            disconnects=self.disconnects,
+            default_actions=self.default_actions,
+            think_s=self.think_s,
+            transport_s=self.transport_s,
+        )
+
+    def __repr__(self) -> str:
+        return f"Seat({self.index} {self.name} {self.status})"

@@ -1,0 +1,667 @@
+"""The gRPC referee: the Play stream servicer, the token registry, and the server around them.
+
+:class:`Arena` is what the rest of the project uses::
+
+    arena = await Arena.start("127.0.0.1:0")        # port 0: an ephemeral port (arena.port)
+    record = await arena.run_game(spec)             # GameSpec -> GameRecord (server/gamespec.py)
+    await arena.shutdown(grace_s=10)
+
+``run_game`` launches the seats' command bots (with CRAITS_SERVER, CRAITS_TOKEN and
+CRAITS_BOT_NAME), plays built-in bots in-process, waits for the others to say
+Hello with their token, plays the game (:mod:`server.referee`) and stops every
+process it launched, whatever happens. Many games may run at once, each in the
+caller's task; one stream may carry several games of the same token.
+
+The servicer only translates: it checks Hello (protocol version, token), routes
+each Answer to the seat whose decision it names (or refuses it), applies flood
+control, and drains the stream's outbox. The standard health and reflection
+services are registered so ``grpcurl`` works against the server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import itertools
+import os
+import secrets
+import signal
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+from craits.v1 import referee_pb2 as pb
+from craits.v1 import referee_pb2_grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1._async import HealthServicer
+from grpc_reflection.v1alpha import reflection
+
+from server import __version__
+from server.gamespec import GameRecord, GameSpec
+from server.launcher import LaunchedBot, LaunchError
+from server.logging import bound, get_logger
+from server.policies import make_policy
+from server.referee import GameReferee
+from server.seats import Arrival, Seat, Session, TokenBucket, is_close, serialize
+
+log = get_logger()
+_perf = time.perf_counter
+
+SERVICE_NAME = pb.DESCRIPTOR.services_by_name["Referee"].full_name
+MAX_NAME = 64
+
+
+class ArenaError(Exception):
+    """The referee cannot do what was asked (address in use, shutting down, bad spec)."""
+
+
+class ArenaClosed(ArenaError):
+    """The referee is shutting down and takes no new games."""
+
+
+@dataclass(frozen=True, slots=True)
+class ArenaOptions:
+    """Server-wide limits (per-game clocks are in each GameSpec)."""
+
+    hello_timeout_s: float = 10.0
+    """A stream that says nothing for this long after opening is closed."""
+    max_message_bytes: int = 64 * 1024
+    """Larger messages from a bot are refused by gRPC itself (RESOURCE_EXHAUSTED)."""
+    flood_burst: float = 64.0
+    flood_rate: float = 20.0
+    """Messages per second a bot may send beyond its answers."""
+    flood_per_request: float = 4.0
+    """Messages allowed per DecisionRequest sent (the answer plus corrections)."""
+    flood_close_after: int = 256
+    """Messages dropped for flooding before the stream is closed."""
+    bot_stop_grace_s: float = 2.0
+    """How long a launched bot may take to exit on its own after its game."""
+    bot_log_dir: Path | None = None
+    """Where launched bots' stdout and stderr go (None: discarded)."""
+
+
+class TokenEntry:
+    """A token the referee accepts: its bot's name, the seats it plays, its current stream."""
+
+    def __init__(self, token: str, name: str, persistent: bool) -> None:
+        self.token = token
+        self.name = name
+        self.persistent = persistent
+        self.seats: list[Seat] = []
+        self.session: Session | None = None
+
+
+class RefereeServicer(referee_pb2_grpc.RefereeServicer):  # type: ignore[misc]  # generated, untyped
+    """Adapts the Play stream to the Arena: one reader task per stream, the handler writes."""
+
+    def __init__(self, arena: Arena) -> None:
+        self.arena = arena
+
+    async def Play(
+        self, request_iterator: AsyncIterator[pb.BotMessage], context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[pb.RefereeMessage]:
+        arena = self.arena
+        session = Session(context.peer(), arena.new_bucket())
+        if arena.closing:
+            session.send_error(pb.ERROR_CODE_SHUTTING_DOWN, "the referee is shutting down", fatal=True)
+            session.close(grpc.StatusCode.UNAVAILABLE, "the referee is shutting down")
+        arena.sessions.add(session)
+        reader = asyncio.create_task(arena.read_stream(session, request_iterator))
+        why = "the bot closed the stream"
+        try:
+            while True:
+                item = await session.outbox.get()
+                if is_close(item):
+                    why = session.details or "the referee closed the stream"
+                    break
+                yield item
+        except asyncio.CancelledError:
+            why = "the connection was lost or cancelled"
+            raise
+        finally:
+            reader.cancel()
+            arena.sessions.discard(session)
+            arena.session_ended(session, why)
+        if session.status is not None:
+            context.set_code(session.status)
+            context.set_details(session.details)
+
+
+class Arena:
+    """The referee server: streams, tokens, open decisions and the games in progress."""
+
+    def __init__(self, options: ArenaOptions | None = None) -> None:
+        self.options = options or ArenaOptions()
+        self.server: grpc.aio.Server | None = None
+        self.health = HealthServicer()
+        self.port = 0
+        self.host = "127.0.0.1"
+        self.tokens: dict[str, TokenEntry] = {}
+        self.open_decisions: dict[int, Seat] = {}
+        self.games: dict[str, GameReferee] = {}
+        self.sessions: set[Session] = set()
+        self.closing = False
+        self._decision_ids = itertools.count(1)
+        self._game_done: dict[str, asyncio.Event] = {}
+        self._closed = asyncio.Event()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @classmethod
+    async def start(cls, address: str = "127.0.0.1:50051", options: ArenaOptions | None = None) -> Arena:
+        """Bind ``address`` (port 0 picks a free port) and start serving."""
+        arena = cls(options)
+        await arena._start(address)
+        return arena
+
+    async def _start(self, address: str) -> None:
+        host, _, port_text = address.rpartition(":")
+        if not host or not port_text.isdigit():
+            raise ArenaError(f"address {address!r} is not HOST:PORT (e.g. 127.0.0.1:50051, or port 0 for any free port)")
+        server = grpc.aio.server(
+            options=[
+                ("grpc.max_receive_message_length", self.options.max_message_bytes),
+                ("grpc.so_reuseport", 0),
+                ("grpc.keepalive_time_ms", 20_000),
+                ("grpc.keepalive_timeout_ms", 10_000),
+                ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
+            ]
+        )
+        # Registered by hand rather than with add_RefereeServicer_to_server: the same method,
+        # with a serializer that lets the referee send pre-framed bytes (seats.framed).
+        servicer = RefereeServicer(self)
+        handlers = {
+            "Play": grpc.stream_stream_rpc_method_handler(
+                servicer.Play, request_deserializer=pb.BotMessage.FromString, response_serializer=serialize
+            )
+        }
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),))
+        server.add_registered_method_handlers(SERVICE_NAME, handlers)
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
+        reflection.enable_server_reflection(
+            [SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME],
+            server,
+        )
+        try:
+            port = server.add_insecure_port(address)
+        except RuntimeError as err:
+            raise ArenaError(f"cannot listen on {address}: {err} (is another referee running there?)") from None
+        if port == 0:
+            raise ArenaError(f"cannot listen on {address} (is another referee running there?)")
+        await server.start()
+        self.server = server
+        self.port = port
+        self.host = host.strip("[]")
+        await self.health.set("", health_pb2.HealthCheckResponse.SERVING)
+        await self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
+        log.info("referee_listening", address=f"{self.host}:{port}", version=__version__)
+
+    @property
+    def target(self) -> str:
+        """Where a bot on this machine connects (a wildcard bind is reached on loopback)."""
+        host = self.host
+        if host in ("0.0.0.0", "", "::"):
+            host = "127.0.0.1"
+        if ":" in host:
+            host = f"[{host}]"
+        return f"{host}:{self.port}"
+
+    async def shutdown(self, grace_s: float = 10.0) -> None:
+        """Stop taking games, let games in flight finish for ``grace_s``, abort (and record) the
+        rest, close every stream, stop the server. Safe to call more than once."""
+        if self.closing:
+            await self._closed.wait()
+            return
+        self.closing = True
+        await self.health.enter_graceful_shutdown()
+        pending = [done.wait() for done in self._game_done.values()]
+        log.info("shutdown_started", games_in_flight=len(pending), grace_s=grace_s)
+        if pending:
+            await asyncio.wait([asyncio.ensure_future(p) for p in pending], timeout=grace_s)
+        unfinished = list(self.games.values())
+        for game in unfinished:
+            game.abort("the referee is shutting down", pb.ERROR_CODE_SHUTTING_DOWN)
+        waits = [asyncio.ensure_future(done.wait()) for done in self._game_done.values()]
+        if waits:
+            _, late = await asyncio.wait(waits, timeout=self.options.bot_stop_grace_s + 5.0)
+            for w in late:
+                w.cancel()
+        for session in list(self.sessions):
+            if not session.closed:
+                session.send_error(pb.ERROR_CODE_SHUTTING_DOWN, "the referee is shutting down", fatal=True)
+                session.close(grpc.StatusCode.UNAVAILABLE, "the referee is shutting down")
+        if self.server is not None:
+            await self.server.stop(1.0)
+        log.info("shutdown_finished", aborted_games=len(unfinished))
+        self._closed.set()
+
+    async def wait_closed(self) -> None:
+        await self._closed.wait()
+
+    # ------------------------------------------------------------------ the hub games use
+
+    def next_decision_id(self) -> int:
+        return next(self._decision_ids)
+
+    def new_bucket(self) -> TokenBucket:
+        o = self.options
+        return TokenBucket(o.flood_burst, o.flood_rate, o.flood_per_request)
+
+    def register_token(self, token: str, name: str) -> None:
+        """Accept ``token`` from now on, even between games (a remote bot that waits for its games)."""
+        entry = self.tokens.get(token)
+        if entry is None:
+            self.tokens[token] = TokenEntry(token, name, persistent=True)
+        else:
+            entry.persistent = True
+
+    def unregister_token(self, token: str) -> None:
+        entry = self.tokens.get(token)
+        if entry is None:
+            return
+        entry.persistent = False
+        if not entry.seats:
+            self._drop_token(entry)
+
+    def _drop_token(self, entry: TokenEntry) -> None:
+        self.tokens.pop(entry.token, None)
+        if entry.session is not None:
+            entry.session.close()  # the games it was scheduled for are over: end the stream with OK
+
+    # ------------------------------------------------------------------ games
+
+    async def run_game(self, spec: GameSpec) -> GameRecord:
+        """Play one game and return its record (the tournament scheduler's entry point).
+
+        Raises ArenaClosed when shutting down, ArenaError for a spec that cannot be
+        played (duplicate game id, unknown built-in bot, unwritable replay path);
+        nothing a bot does raises.
+        """
+        if self.closing:
+            raise ArenaClosed(f"game {spec.game_id}: the referee is shutting down")
+        if spec.game_id in self.games:
+            raise ArenaError(f"game {spec.game_id} is already being played")
+        seats: list[Seat] = []
+        for index, bot in enumerate(spec.seats):
+            policy = None
+            if bot.builtin:
+                try:
+                    policy = make_policy(bot.builtin, seed=spec.seed * 1_000_003 + index)
+                except ValueError as err:
+                    raise ArenaError(f"game {spec.game_id}, seat {index}: {err}") from None
+            elif not bot.token and not bot.command:
+                raise ArenaError(f"game {spec.game_id}, seat {index} ({bot.name}): a remote bot needs a token")
+            seat = Seat(index, bot, bank_s=spec.clocks.bank_s, policy=policy)
+            if bot.command:
+                # A launched process gets a token of its own: a tournament gives a bot one token
+                # for all its games, and two games at once must not share a stream.
+                seat.token = secrets.token_urlsafe(24)
+            seats.append(seat)
+        try:
+            game = GameReferee(spec, seats, self)
+            replay = game.open_replay()
+        except (ValueError, OSError) as err:
+            raise ArenaError(f"game {spec.game_id}: {err}") from None
+        done = asyncio.Event()
+        self.games[spec.game_id] = game
+        self._game_done[spec.game_id] = done
+        launched: list[LaunchedBot] = []
+        watchers: list[asyncio.Task[None]] = []
+        playing = False
+        try:
+            with bound(game=spec.game_id, **({"tournament": spec.tournament} if spec.tournament else {})):
+                for seat in seats:
+                    if seat.remote:
+                        self._seat_token(seat)
+                for seat in seats:
+                    if seat.remote and seat.bot.command:
+                        process = await self._launch(spec, seat)
+                        if process is not None:
+                            launched.append(process)
+                            watchers.append(asyncio.create_task(self._watch(game, seat, process)))
+                playing = True  # from here on the game finishes or drops its own replay
+                return await game.run(replay)
+        except BaseException:
+            if replay is not None and not playing:
+                replay.abort()
+            raise
+        finally:
+            for task in watchers:
+                task.cancel()
+            self._release_seats(seats)
+            try:
+                if launched:
+                    await asyncio.gather(*(p.stop(self.options.bot_stop_grace_s) for p in launched))
+            finally:
+                for process in launched:
+                    process.kill_now()
+                self.games.pop(spec.game_id, None)
+                self._game_done.pop(spec.game_id, None)
+                done.set()
+
+    def _seat_token(self, seat: Seat) -> None:
+        entry = self.tokens.get(seat.token)
+        if entry is None:
+            entry = self.tokens[seat.token] = TokenEntry(seat.token, seat.name, persistent=False)
+        entry.seats.append(seat)
+        if entry.session is not None and not entry.session.closed:
+            seat.game.seat_connected(seat, entry.session)
+
+    def _release_seats(self, seats: list[Seat]) -> None:
+        for seat in seats:
+            if seat.builtin:
+                continue
+            entry = self.tokens.get(seat.token)
+            if entry is None:
+                continue
+            with contextlib.suppress(ValueError):
+                entry.seats.remove(seat)
+            if not entry.seats and not entry.persistent:
+                self._drop_token(entry)
+
+    async def _launch(self, spec: GameSpec, seat: Seat) -> LaunchedBot | None:
+        bot = seat.bot
+        assert bot.command is not None
+        out = None
+        if self.options.bot_log_dir is not None:
+            out = self.options.bot_log_dir / f"{spec.game_id}-seat{seat.index}.log"
+        try:
+            launched = await LaunchedBot.start(
+                bot.command, server=self.target, token=seat.token, name=bot.name, cwd=bot.cwd, output_path=out
+            )
+        except LaunchError as err:
+            seat.game.seat_process_exited(seat, None)
+            seat.events.append(str(err))
+            log.warning("bot_not_launched", seat=seat.index, bot=bot.name, error=str(err))
+            return None
+        seat.process = launched
+        return launched
+
+    async def _watch(self, game: GameReferee, seat: Seat, bot: LaunchedBot) -> None:
+        code = await bot.process.wait()
+        game.seat_process_exited(seat, code)
+
+    # ------------------------------------------------------------------ streams
+
+    async def read_stream(self, session: Session, messages: AsyncIterator[pb.BotMessage]) -> None:
+        """Read one stream: Hello first, then answers; refuse everything else. Never raises."""
+        try:
+            try:
+                first = await asyncio.wait_for(anext(messages), self.options.hello_timeout_s)
+            except TimeoutError:
+                wait = self.options.hello_timeout_s
+                session.send_error(pb.ERROR_CODE_MALFORMED, f"no Hello within {wait:g} s of opening the stream", fatal=True)
+                session.close(grpc.StatusCode.DEADLINE_EXCEEDED, f"no Hello within {wait:g} s")
+                log.info("stream_refused", peer=session.peer, why="no hello")
+                return
+            except StopAsyncIteration:
+                session.close()
+                return
+            if not self._hello(session, first):
+                return
+            bucket = session.bucket
+            async for message in messages:
+                at = _perf()
+                if not bucket.take():
+                    if self._flood(session):
+                        return
+                    continue
+                which = message.WhichOneof("message")
+                if which == "answer":
+                    self._answer(session, message.answer, at)
+                elif which == "hello":
+                    session.send_error(pb.ERROR_CODE_MALFORMED, "Hello is only the first message of a stream")
+                    self._note(session, "sent a second Hello (refused)")
+                else:
+                    session.send_error(pb.ERROR_CODE_MALFORMED, "empty message: send an Answer (or Hello first)")
+                    self._note(session, "sent an empty message (refused)")
+            session.close()  # the bot half-closed: it can answer nothing more
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:  # a broken stream (reset, undecodable bytes, oversize message)
+            log.info("stream_broken", peer=session.peer, bot=session.name or None, error=f"{type(err).__name__}: {err}")
+            session.close(grpc.StatusCode.INVALID_ARGUMENT, f"stream error: {type(err).__name__}")
+
+    def _hello(self, session: Session, message: pb.BotMessage) -> bool:
+        if message.WhichOneof("message") != "hello":
+            session.send_error(pb.ERROR_CODE_MALFORMED, "the first message of a stream must be Hello", fatal=True)
+            session.close(grpc.StatusCode.INVALID_ARGUMENT, "the first message of a stream must be Hello")
+            return False
+        hello = message.hello
+        if hello.protocol_version != pb.PROTOCOL_VERSION_CURRENT:
+            text = (
+                f"protocol version {hello.protocol_version} is not supported: this referee speaks version "
+                f"{pb.PROTOCOL_VERSION_CURRENT} (craits.v1); update the bot's generated code"
+            )
+            session.send_error(pb.ERROR_CODE_PROTOCOL_VERSION, text, fatal=True)
+            session.close(grpc.StatusCode.FAILED_PRECONDITION, text)
+            log.info("stream_refused", peer=session.peer, why="protocol version", version=hello.protocol_version)
+            return False
+        entry = self.tokens.get(hello.token)
+        if entry is None:
+            session.send_error(pb.ERROR_CODE_UNAUTHENTICATED, "unknown token", fatal=True)
+            session.close(grpc.StatusCode.UNAUTHENTICATED, "unknown token")
+            log.warning("stream_refused", peer=session.peer, why="unknown token", bot=hello.name[:MAX_NAME])
+            return False
+        if self.closing:
+            session.send_error(pb.ERROR_CODE_SHUTTING_DOWN, "the referee is shutting down", fatal=True)
+            session.close(grpc.StatusCode.UNAVAILABLE, "the referee is shutting down")
+            return False
+        session.token = entry.token
+        session.name = entry.name
+        old = entry.session
+        entry.session = session
+        if old is not None and not old.closed:
+            old.send_error(pb.ERROR_CODE_UNSPECIFIED, "another stream with this token took over", fatal=True)
+            old.close(grpc.StatusCode.ABORTED, "another stream with this token took over")
+        resumed = any(seat.game.started and not seat.game.over for seat in entry.seats)
+        session.send(
+            pb.RefereeMessage(
+                welcome=pb.Welcome(
+                    protocol_version=pb.PROTOCOL_VERSION_CURRENT,
+                    server_version=__version__,
+                    bot_name=entry.name,
+                    resumed=resumed,
+                )
+            )
+        )
+        log.info("bot_connected", bot=entry.name, says=hello.name[:MAX_NAME], about=hello.about[:200],
+                 peer=session.peer, resumed=resumed, games=[s.game.game_id for s in entry.seats])
+        for seat in list(entry.seats):
+            seat.game.seat_connected(seat, session)
+        return True
+
+    def session_ended(self, session: Session, why: str) -> None:
+        """A stream is over: its seats are disconnected (their games decide what that means)."""
+        entry = self.tokens.get(session.token) if session.token else None
+        if entry is None or entry.session is not session:
+            return
+        entry.session = None
+        for seat in list(entry.seats):
+            seat.game.seat_disconnected(seat, session, why)
+
+    def _answer(self, session: Session, answer: pb.Answer, at: float) -> None:
+        seat = self.open_decisions.get(answer.decision_id)
+        if seat is not None and seat.token == session.token and seat.game.game_id == answer.game_id:
+            seat.mailbox.put(Arrival(answer, at))
+            return
+        entry = self.tokens.get(session.token)
+        mine = [s for s in entry.seats if s.game.game_id == answer.game_id] if entry is not None else []
+        if not mine:
+            session.send_error(
+                pb.ERROR_CODE_STALE_DECISION,
+                f"you sit in no game {answer.game_id!r} in progress: answer with the game_id of the request",
+                game_id=answer.game_id,
+                decision_id=answer.decision_id,
+            )
+            log.info("answer_refused", bot=session.name, game=answer.game_id, decision=answer.decision_id, why="no such game")
+            return
+        own = next((s for s in mine if answer.decision_id in s.asked), mine[0])
+        game = own.game
+        to_act = next((s for s in game.seats if s.open_decision), None)
+        if answer.decision_id not in own.asked and to_act is not None and to_act.token != session.token:
+            code = pb.ERROR_CODE_NOT_YOUR_TURN
+            why = f"answer to decision {answer.decision_id} refused: it is not your turn (seat {to_act.index} is to act)"
+        else:
+            code = pb.ERROR_CODE_STALE_DECISION
+            why = f"answer to decision {answer.decision_id} refused: that decision is not open (answered, timed out or unknown)"
+        game.stale_answer(own, session, answer, code, why)
+
+    def _flood(self, session: Session) -> bool:
+        """Drop a message for flooding; return True when the stream has been closed for it."""
+        session.dropped += 1
+        limit = self.options.flood_close_after
+        if session.dropped >= limit:
+            text = f"too many messages: {session.dropped} dropped; closing the stream"
+            session.send_error(pb.ERROR_CODE_FLOOD, text, fatal=True)
+            session.close(grpc.StatusCode.RESOURCE_EXHAUSTED, text)
+            self._note(session, f"flood: stream closed after {session.dropped} dropped messages")
+            log.warning("stream_closed_for_flood", bot=session.name, peer=session.peer, dropped=session.dropped)
+            return True
+        now = time.monotonic()
+        if now - session.flood_warned_at >= 1.0:  # one warning a second at most: no echo flood
+            session.flood_warned_at = now
+            session.send_error(
+                pb.ERROR_CODE_FLOOD,
+                f"too many messages: this one and the next ones are dropped until you slow down "
+                f"(the stream is closed after {limit} dropped)",
+            )
+            self._note(session, "flood: messages dropped")
+            log.warning("flood", bot=session.name, peer=session.peer, dropped=session.dropped)
+        return False
+
+    def _note(self, session: Session, what: str) -> None:
+        """Record a stream-level fault on every seat the token plays."""
+        entry = self.tokens.get(session.token)
+        if entry is None:
+            return
+        for seat in entry.seats:
+            seat.events.append(what)
+
+
+# --------------------------------------------------------------------------- `craits serve`
+
+
+def register_cli(subparsers: Any) -> None:
+    """Add ``craits serve``."""
+    from server import play
+
+    parser = subparsers.add_parser(
+        "serve",
+        help="run the referee (for bots that connect on their own, or for games between given bots)",
+        description=(
+            "Run the gRPC referee until SIGTERM or Ctrl-C. With --bot, play games between the given "
+            "bots (built-in names, commands, or remote:NAME:TOKEN for bots that connect on their own); "
+            "without, serve health and reflection and accept the tokens given with --token. "
+            "On SIGTERM, games in flight get --shutdown-grace seconds to finish; the rest are recorded as aborted."
+        ),
+    )
+    parser.add_argument("--address", default="127.0.0.1:50051", help="HOST:PORT to listen on (port 0: any free port)")
+    parser.add_argument("--token", action="append", default=[], metavar="NAME=TOKEN",
+                        help="accept a remote bot's token (repeatable)")
+    parser.add_argument("--bot", action="append", default=[], metavar="BOT",
+                        help="a seat: built-in name, command, or remote:NAME:TOKEN (repeat once per seat)")
+    parser.add_argument("--games", type=int, default=0, help="games to play with --bot (0: until stopped)")
+    parser.add_argument("--parallel", type=int, default=1, help="games at once with --bot")
+    parser.add_argument("--results", metavar="FILE", help="append one JSON line per finished game")
+    parser.add_argument("--shutdown-grace", type=float, default=10.0, metavar="S",
+                        help="seconds games in flight may take to finish after SIGTERM")
+    play.add_game_options(parser)
+    parser.set_defaults(func=_cmd_serve)
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from server.errors import UserError
+    from server.logging import configure_logging
+    from server.play import game_settings, parse_bots
+
+    if args.games < 0 or args.parallel < 1:
+        raise UserError("--games must be 0 or more and --parallel 1 or more")
+    tokens = []
+    for item in args.token:
+        name, sep, token = item.partition("=")
+        if not sep or not name or not token:
+            raise UserError(f"--token {item!r}: expected NAME=TOKEN")
+        tokens.append((name, token))
+    bots = parse_bots(args.bot) if args.bot else []
+    settings = game_settings(args, players=len(bots)) if bots else None
+    log_path = configure_logging(args.log_dir, name="serve")
+    return asyncio.run(_serve(args, tokens, bots, settings, log_path))
+
+
+async def _serve(args: argparse.Namespace, tokens: list[tuple[str, str]], bots: list[Any], settings: Any,
+                 log_path: Path | None) -> int:
+    from server.errors import UserError
+    from server.play import make_spec, record_summary
+
+    try:
+        arena = await Arena.start(args.address, ArenaOptions(bot_log_dir=Path(args.log_dir) / "bots"))
+    except ArenaError as err:
+        raise UserError(str(err)) from None
+    for name, token in tokens:
+        arena.register_token(token, name)
+    for bot in bots:
+        if not bot.command and not bot.builtin:
+            arena.register_token(bot.token, bot.name)
+    print(f"craits serve: listening on {arena.target} (logs: {log_path})", flush=True)
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+
+    results = Path(args.results) if args.results else None
+    if results is not None:
+        results.parent.mkdir(parents=True, exist_ok=True)
+    counter = itertools.count()
+    finished = 0
+
+    async def worker() -> None:
+        nonlocal finished
+        while not arena.closing:
+            n = next(counter)
+            if args.games and n >= args.games:
+                return
+            spec = make_spec(bots, settings, n, prefix="serve")
+            try:
+                record = await arena.run_game(spec)
+            except ArenaClosed:
+                return
+            finished += 1
+            summary = record_summary(spec, record)
+            if results is not None:
+                _append_line(results, summary)
+            print(f"craits serve: game {spec.game_id} " + ("aborted: " + record.aborted if record.aborted
+                  else "totals " + " ".join(map(str, record.result.totals))), flush=True)
+
+    workers = [asyncio.create_task(worker()) for _ in range(args.parallel)] if bots else []
+    all_done = asyncio.ensure_future(asyncio.gather(*workers)) if workers else None
+    waiters: list[asyncio.Future[Any]] = [asyncio.ensure_future(stop.wait())]
+    if all_done is not None:
+        waiters.append(all_done)
+    await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    print("craits serve: shutting down", flush=True)
+    await arena.shutdown(args.shutdown_grace)
+    if workers:
+        await asyncio.gather(*workers, return_exceptions=True)
+    for w in waiters:
+        w.cancel()
+    print(f"craits serve: stopped after {finished} game(s)", flush=True)
+    return 0
+
+
+def _append_line(path: Path, value: Any) -> None:
+    """One whole JSON line per write, flushed to disk: a crash never leaves half a line."""
+    import json
+
+    data = (json.dumps(value, sort_keys=True) + "\n").encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)

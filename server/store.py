@@ -1,0 +1,407 @@
+"""SQLite storage of a tournament: its schedule, every finished game, nothing half-written.
+
+One database file holds one tournament (``<output dir>/tournament.db``). It runs
+in WAL mode; a finished game is written in a single transaction (its result,
+every seat's status and every hand's scores), so after a crash at any moment a
+game is either fully recorded or absent, and resuming means playing the games
+that have no result row. ``synchronous=NORMAL``: in WAL mode a committed game
+survives any crash of the process (SIGKILL included); a power cut may lose the
+last few commits, never half of one, and resume plays those games again.
+
+Scores are stored as decimal text: Craits pressures double, so totals can pass
+what a 64-bit SQLite INTEGER holds.
+
+Tables (``schema_version`` says which layout a file has)::
+
+    tournament  one row: name, source file text and path, schedule digest,
+                settings (JSON), created_at, finished_at
+    bots        name, kind, token: the tokens a resumed run must reuse
+    games       the schedule: game_id, ordinal, table_no, deal, rotation, seed, seats
+    results     one row per recorded game: digest, replay path, aborted reason
+    seats       per recorded game and seat: bot, total, placing, status, counters
+    hands       per recorded game and hand: dealer, reason, scores and pressures
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from server.gamespec import GameRecord
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+CREATE TABLE tournament (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    name TEXT NOT NULL,
+    source_text TEXT NOT NULL,
+    source_path TEXT NOT NULL,
+    schedule_digest TEXT NOT NULL,
+    settings TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    finished_at REAL
+);
+CREATE TABLE bots (
+    name TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    token TEXT NOT NULL
+);
+CREATE TABLE games (
+    game_id TEXT PRIMARY KEY,
+    ordinal INTEGER NOT NULL UNIQUE,
+    table_no INTEGER NOT NULL,
+    deal INTEGER NOT NULL,
+    rotation INTEGER NOT NULL,
+    seed INTEGER NOT NULL,
+    seats TEXT NOT NULL
+);
+CREATE TABLE results (
+    game_id TEXT PRIMARY KEY REFERENCES games(game_id),
+    recorded_at REAL NOT NULL,
+    digest TEXT NOT NULL,
+    replay_path TEXT,
+    lower_wins INTEGER NOT NULL,
+    team_placings TEXT,
+    aborted TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE seats (
+    game_id TEXT NOT NULL REFERENCES results(game_id),
+    seat INTEGER NOT NULL,
+    bot TEXT NOT NULL,
+    total TEXT NOT NULL,
+    placing INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    decisions INTEGER NOT NULL,
+    timeouts INTEGER NOT NULL,
+    strikes INTEGER NOT NULL,
+    illegal INTEGER NOT NULL,
+    malformed INTEGER NOT NULL,
+    disconnects INTEGER NOT NULL,
+    default_actions INTEGER NOT NULL,
+    think_s REAL NOT NULL,
+    transport_s REAL NOT NULL,
+    PRIMARY KEY (game_id, seat)
+);
+CREATE TABLE hands (
+    game_id TEXT NOT NULL REFERENCES results(game_id),
+    number INTEGER NOT NULL,
+    dealer INTEGER NOT NULL,
+    reason TEXT NOT NULL,
+    scores TEXT NOT NULL,
+    pressures TEXT NOT NULL,
+    PRIMARY KEY (game_id, number)
+);
+"""
+
+COUNTERS = ("decisions", "timeouts", "strikes", "illegal", "malformed", "disconnects", "default_actions")
+"""Per-seat counters from ``SeatReport``, stored and summed as they are."""
+
+
+class StoreError(Exception):
+    """The database cannot be used as asked (wrong file, other version, bad record)."""
+
+
+@dataclass(frozen=True, slots=True)
+class GameSlot:
+    """One scheduled game."""
+
+    game_id: str
+    ordinal: int
+    table: int
+    deal: int
+    rotation: int
+    seed: int
+    seats: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TournamentRow:
+    name: str
+    source_text: str
+    source_path: str
+    schedule_digest: str
+    settings: dict[str, Any]
+    created_at: float
+    finished_at: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class SeatRow:
+    seat: int
+    bot: str
+    total: int
+    placing: int
+    status: str
+    counters: dict[str, int]
+    think_s: float
+    transport_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class HandRow:
+    number: int
+    dealer: int
+    reason: str
+    scores: tuple[int, ...]
+    pressures: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredResult:
+    """A recorded game, as the standings read it."""
+
+    game_id: str
+    ordinal: int
+    seats: tuple[SeatRow, ...]
+    lower_wins: bool
+    team_placings: tuple[int, ...] | None
+    aborted: str
+    digest: str
+    replay_path: str | None
+
+    @property
+    def bots(self) -> tuple[str, ...]:
+        return tuple(s.bot for s in self.seats)
+
+    @property
+    def totals(self) -> tuple[int, ...]:
+        return tuple(s.total for s in self.seats)
+
+    @property
+    def placings(self) -> tuple[int, ...]:
+        return tuple(s.placing for s in self.seats)
+
+
+class Store:
+    """A tournament database. Use from one thread; open one per process."""
+
+    FILENAME = "tournament.db"
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        try:
+            self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
+            self._db.execute("PRAGMA foreign_keys = ON")
+            mode = self._db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            self._db.execute("PRAGMA synchronous = NORMAL")
+            self._check_schema()
+        except sqlite3.DatabaseError as err:
+            raise StoreError(f"{self.path}: not a usable tournament database ({err})") from None
+        if mode.lower() != "wal":
+            raise StoreError(f"{self.path}: cannot switch the database to WAL mode (got {mode})")
+
+    @classmethod
+    def in_dir(cls, directory: str | Path) -> Store:
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        return cls(directory / cls.FILENAME)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_schema(self) -> None:
+        tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if not tables:
+            self._db.executescript(f"BEGIN; {_SCHEMA} INSERT INTO schema_version VALUES ({SCHEMA_VERSION}); COMMIT;")
+            return
+        if "schema_version" not in tables:
+            raise StoreError(f"{self.path}: this SQLite file is not a Craits tournament database")
+        version = self._db.execute("SELECT version FROM schema_version").fetchone()
+        if not version or version[0] != SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path}: database layout version {version[0] if version else '?'}, "
+                f"this craits reads version {SCHEMA_VERSION}"
+            )
+
+    # --------------------------------------------------------------- writing
+
+    def create_tournament(
+        self,
+        *,
+        name: str,
+        source_text: str,
+        source_path: str,
+        schedule_digest: str,
+        settings: dict[str, Any],
+        bots: Sequence[tuple[str, str, str]],
+        games: Iterable[GameSlot],
+    ) -> None:
+        """Store the tournament, its bots ``(name, kind, token)`` and its whole schedule at once."""
+        existing = self.tournament()
+        if existing is not None:
+            raise StoreError(f"{self.path}: already holds tournament {existing.name!r}")
+        with self._transaction():
+            self._db.execute(
+                "INSERT INTO tournament (id, name, source_text, source_path, schedule_digest, settings, created_at)"
+                " VALUES (1, ?, ?, ?, ?, ?, ?)",
+                (name, source_text, source_path, schedule_digest, json.dumps(settings, sort_keys=True), time.time()),
+            )
+            self._db.executemany("INSERT INTO bots (name, kind, token) VALUES (?, ?, ?)", bots)
+            self._db.executemany(
+                "INSERT INTO games (game_id, ordinal, table_no, deal, rotation, seed, seats) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                ((g.game_id, g.ordinal, g.table, g.deal, g.rotation, g.seed, json.dumps(g.seats)) for g in games),
+            )
+
+    def record_game(self, record: GameRecord) -> None:
+        """Write one finished (or aborted) game in ONE transaction: the result, every
+        seat and every hand, or nothing at all."""
+        with self._transaction():
+            row = self._db.execute("SELECT seats FROM games WHERE game_id = ?", (record.game_id,)).fetchone()
+            if row is None:
+                raise StoreError(f"game {record.game_id!r} is not in the schedule")
+            seats = json.loads(row[0])
+            if len(record.seats) != len(seats) or any(r.bot != b for r, b in zip(record.seats, seats, strict=False)):
+                raise StoreError(f"game {record.game_id}: the record's seats {[r.bot for r in record.seats]} are not the schedule's {seats}")
+            result = record.result
+            if not record.aborted and len(result.totals) != len(seats):
+                raise StoreError(f"game {record.game_id}: {len(result.totals)} totals for {len(seats)} seats")
+            try:
+                self._db.execute(
+                    "INSERT INTO results (game_id, recorded_at, digest, replay_path, lower_wins, team_placings, aborted)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        record.game_id,
+                        time.time(),
+                        record.digest,
+                        None if record.replay_path is None else str(record.replay_path),
+                        int(result.lower_wins),
+                        None if result.team_placings is None else json.dumps(list(result.team_placings)),
+                        record.aborted,
+                    ),
+                )
+            except sqlite3.IntegrityError:
+                raise StoreError(f"game {record.game_id} is already recorded") from None
+            for seat, report in enumerate(record.seats):
+                total = result.totals[seat] if seat < len(result.totals) else 0
+                placing = result.placings[seat] if seat < len(result.placings) else 0
+                self._db.execute(
+                    "INSERT INTO seats (game_id, seat, bot, total, placing, status, decisions, timeouts, strikes,"
+                    " illegal, malformed, disconnects, default_actions, think_s, transport_s)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        record.game_id, seat, report.bot, str(total), placing, str(report.status),
+                        *(getattr(report, name) for name in COUNTERS),
+                        report.think_s, report.transport_s,
+                    ),
+                )
+            for hand in result.hands:
+                self._db.execute(
+                    "INSERT INTO hands (game_id, number, dealer, reason, scores, pressures) VALUES (?, ?, ?, ?, ?, ?)",
+                    (
+                        record.game_id, hand.number, hand.dealer, hand.reason,
+                        json.dumps(list(hand.scores)), json.dumps(list(hand.pressures)),
+                    ),
+                )
+
+    def forget_aborted(self) -> int:
+        """Delete the aborted games' records (one transaction) so they are played again;
+        returns how many. For aborts caused by the infrastructure, not by the bots."""
+        with self._transaction():
+            ids = [r[0] for r in self._db.execute("SELECT game_id FROM results WHERE aborted != ''")]
+            for table in ("hands", "seats", "results"):
+                self._db.executemany(f"DELETE FROM {table} WHERE game_id = ?", ((i,) for i in ids))
+            if ids:
+                self._db.execute("UPDATE tournament SET finished_at = NULL WHERE id = 1")
+        return len(ids)
+
+    def mark_finished(self) -> None:
+        with self._transaction():
+            self._db.execute("UPDATE tournament SET finished_at = ? WHERE id = 1 AND finished_at IS NULL", (time.time(),))
+
+    def _transaction(self) -> _Transaction:
+        return _Transaction(self._db)
+
+    # --------------------------------------------------------------- reading
+
+    def tournament(self) -> TournamentRow | None:
+        row = self._db.execute(
+            "SELECT name, source_text, source_path, schedule_digest, settings, created_at, finished_at FROM tournament"
+        ).fetchone()
+        if row is None:
+            return None
+        return TournamentRow(row[0], row[1], row[2], row[3], json.loads(row[4]), row[5], row[6])
+
+    def bot_tokens(self) -> dict[str, str]:
+        return dict(self._db.execute("SELECT name, token FROM bots").fetchall())
+
+    def games(self, pending_only: bool = False) -> list[GameSlot]:
+        """The schedule in order; ``pending_only``: the games with no recorded result."""
+        where = " WHERE game_id NOT IN (SELECT game_id FROM results)" if pending_only else ""
+        rows = self._db.execute(
+            f"SELECT game_id, ordinal, table_no, deal, rotation, seed, seats FROM games{where} ORDER BY ordinal"
+        )
+        return [GameSlot(r[0], r[1], r[2], r[3], r[4], r[5], tuple(json.loads(r[6]))) for r in rows]
+
+    def pending_games(self) -> list[GameSlot]:
+        return self.games(pending_only=True)
+
+    def counts(self) -> tuple[int, int]:
+        """(games recorded, games scheduled)."""
+        done = self._db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+        total = self._db.execute("SELECT COUNT(*) FROM games").fetchone()[0]
+        return done, total
+
+    def results(self) -> list[StoredResult]:
+        """Every recorded game, in schedule order."""
+        seats: dict[str, list[SeatRow]] = {}
+        for r in self._db.execute(
+            f"SELECT game_id, seat, bot, total, placing, status, {', '.join(COUNTERS)}, think_s, transport_s"
+            " FROM seats ORDER BY game_id, seat"
+        ):
+            counters = dict(zip(COUNTERS, r[6 : 6 + len(COUNTERS)], strict=True))
+            seats.setdefault(r[0], []).append(
+                SeatRow(r[1], r[2], int(r[3]), r[4], r[5], counters, r[-2], r[-1])
+            )
+        out = []
+        for r in self._db.execute(
+            "SELECT r.game_id, g.ordinal, r.lower_wins, r.team_placings, r.aborted, r.digest, r.replay_path"
+            " FROM results r JOIN games g USING (game_id) ORDER BY g.ordinal"
+        ):
+            out.append(
+                StoredResult(
+                    game_id=r[0],
+                    ordinal=r[1],
+                    seats=tuple(seats.get(r[0], ())),
+                    lower_wins=bool(r[2]),
+                    team_placings=None if r[3] is None else tuple(json.loads(r[3])),
+                    aborted=r[4],
+                    digest=r[5],
+                    replay_path=r[6],
+                )
+            )
+        return out
+
+    def hands(self, game_id: str) -> list[HandRow]:
+        rows = self._db.execute(
+            "SELECT number, dealer, reason, scores, pressures FROM hands WHERE game_id = ? ORDER BY number", (game_id,)
+        )
+        return [HandRow(r[0], r[1], r[2], tuple(json.loads(r[3])), tuple(json.loads(r[4]))) for r in rows]
+
+
+class _Transaction:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT``, or ``ROLLBACK`` on any exception."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def __enter__(self) -> None:
+        self._db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is None:
+            self._db.execute("COMMIT")
+        else:
+            self._db.execute("ROLLBACK")

@@ -1,0 +1,288 @@
+"""The server around the games: authentication, versions, health, reflection, shutdown, CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import grpc
+from craits.v1 import referee_pb2 as pb
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from server.gamespec import SeatStatus
+from server.replay import verify_replay
+
+from .conftest import BOTS, Client, bot, builtin, pid_alive, remote, spec, with_arena
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+async def _run_bot_process(arena, script: str, *args: str, token: str, tmp_path: Path) -> tuple[int, str]:
+    status = tmp_path / f"{script}.status"
+    env = {**os.environ, "CRAITS_SERVER": arena.target, "CRAITS_TOKEN": token, "CRAITS_STATUS": str(status)}
+    proc = await asyncio.create_subprocess_exec(sys.executable, str(BOTS / script), *args, env=env)
+    code = await asyncio.wait_for(proc.wait(), 30)
+    return code, status.read_text()
+
+
+# --------------------------------------------------------------------------- who may play
+
+
+def test_a_wrong_token_is_refused_with_unauthenticated(tmp_path: Path) -> None:
+    async def body(arena):
+        arena.register_token("the-real-token", "real")
+        code, status = await _run_bot_process(arena, "wrong_token_bot.py", "guessed", token="x", tmp_path=tmp_path)
+        client = await Client(arena.target, "guessed").open()
+        error = (await client.next("error")).error
+        final = await client.status()
+        await client.close()
+        return code, status, error, final
+
+    code, status, error, final = with_arena(body)
+    assert status == "UNAUTHENTICATED" and code != 0
+    assert error.code == pb.ERROR_CODE_UNAUTHENTICATED and error.fatal
+    assert final == grpc.StatusCode.UNAUTHENTICATED
+
+
+def test_a_token_is_accepted_only_while_its_games_are_scheduled(tmp_path: Path) -> None:
+    """A launched bot's token stops working when its game is over."""
+    seat = bot("a", "random_bot.py")
+
+    async def body(arena):
+        record = await arena.run_game(spec(seat, builtin("random")))
+        client = await Client(arena.target, seat.token).open()
+        final = await client.status()
+        await client.close()
+        return record, final
+
+    record, final = with_arena(body)
+    assert record.seats[0].status is SeatStatus.OK
+    assert final == grpc.StatusCode.UNAUTHENTICATED
+
+
+def test_a_protocol_version_mismatch_gets_a_clear_error_at_hello(tmp_path: Path) -> None:
+    me = remote("me")
+
+    async def body(arena):
+        arena.register_token(me.token, "me")
+        code, status = await _run_bot_process(arena, "wrong_version_bot.py", "2", token=me.token, tmp_path=tmp_path)
+        client = await Client(arena.target, me.token, version=0).open()
+        error = (await client.next("error")).error
+        final = await client.status()
+        await client.close()
+        return code, status, error, final
+
+    code, status, error, final = with_arena(body)
+    assert status == "FAILED_PRECONDITION" and code != 0
+    assert error.code == pb.ERROR_CODE_PROTOCOL_VERSION and error.fatal
+    assert "protocol version 0 is not supported" in error.message and "version 1" in error.message
+    assert final == grpc.StatusCode.FAILED_PRECONDITION
+
+
+def test_the_first_message_must_be_hello() -> None:
+    async def body(arena):
+        client = await Client(arena.target, "t").open(hello=pb.BotMessage(answer=pb.Answer(decision_id=1)))
+        error = (await client.next("error")).error
+        final = await client.status()
+        await client.close()
+        return error, final
+
+    error, final = with_arena(body)
+    assert error.code == pb.ERROR_CODE_MALFORMED and "must be Hello" in error.message
+    assert final == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_one_stream_carries_all_the_games_of_its_token() -> None:
+    """A remote bot registered for the whole event plays two games at once on one stream."""
+    me = remote("me")
+    games = [spec(me, builtin("random"), seed=s) for s in (1, 2)]
+
+    async def body(arena):
+        arena.register_token(me.token, "me")
+        client = await Client(arena.target, me.token).open()
+        await client.next("welcome")
+        tasks = [asyncio.create_task(arena.run_game(g)) for g in games]
+        ended = set()
+        while len(ended) < 2:
+            message = await client.next()
+            if message.HasField("decision"):
+                await client.answer(message.decision, message.decision.legal_actions[0].id)
+            elif message.HasField("game_end"):
+                ended.add(message.game_end.game_id)
+        records = await asyncio.gather(*tasks)
+        await client.close()
+        return records, ended
+
+    records, ended = with_arena(body)
+    assert ended == {g.game_id for g in games}
+    assert all(r.seats[0].status is SeatStatus.OK and r.seats[0].decisions > 0 for r in records)
+
+
+# --------------------------------------------------------------------------- operations
+
+
+def test_health_checking_and_reflection_are_served() -> None:
+    async def body(arena):
+        async with grpc.aio.insecure_channel(arena.target) as channel:
+            health = health_pb2_grpc.HealthStub(channel)
+            overall = await health.Check(health_pb2.HealthCheckRequest(service=""))
+            referee = await health.Check(health_pb2.HealthCheckRequest(service="craits.v1.Referee"))
+            stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+            replies = stub.ServerReflectionInfo(iter([
+                reflection_pb2.ServerReflectionRequest(list_services=""),
+                reflection_pb2.ServerReflectionRequest(file_containing_symbol="craits.v1.Referee"),
+            ]))
+            answers = [r async for r in replies]
+        return overall, referee, answers
+
+    overall, referee, answers = with_arena(body)
+    assert overall.status == referee.status == health_pb2.HealthCheckResponse.SERVING
+    services = {s.name for s in answers[0].list_services_response.service}
+    assert {"craits.v1.Referee", "grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection"} <= services
+    assert answers[1].file_descriptor_response.file_descriptor_proto  # grpcurl can describe the protocol
+
+
+def test_shutdown_records_a_game_in_flight_as_aborted_with_a_complete_replay(tmp_path: Path) -> None:
+    replay = tmp_path / "g.jsonl"
+    game = spec(bot("slow", "slow_bot.py", 0.05), builtin("random"), replay=replay)
+
+    async def body(arena):
+        task = asyncio.create_task(arena.run_game(game))
+        while not arena.games or not arena.games[game.game_id].state.decisions:
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.3)
+        await arena.shutdown(grace_s=0.1)
+        return await task
+
+    record = with_arena(body)
+    assert record.aborted == "the referee is shutting down"
+    assert replay.exists() and not list(tmp_path.glob("*.tmp"))
+    summary = verify_replay(replay)
+    assert "aborted" in json.loads(replay.read_text().splitlines()[-1])
+    assert summary is not None
+
+
+def test_a_cancelled_game_leaves_no_bot_process_behind() -> None:
+    game = spec(bot("a", "slow_bot.py", 0.05), bot("b", "slow_bot.py", 0.05))
+
+    async def body(arena):
+        task = asyncio.create_task(arena.run_game(game))
+        while not arena.games or not arena.games[game.game_id].state.decisions:
+            await asyncio.sleep(0.05)
+        seats = arena.games[game.game_id].seats
+        pids = [s.process.pid for s in seats]
+        assert all(pid_alive(p) for p in pids)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        return pids
+
+    pids = with_arena(body)
+    assert not any(pid_alive(p) for p in pids)
+
+
+# --------------------------------------------------------------------------- the commands
+
+
+def _craits(*args: str, **kw) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "server.cli", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, **kw)
+
+
+def test_craits_play_runs_a_game_between_builtin_names_and_commands_and_prints_the_result(tmp_path: Path) -> None:
+    result = _craits("play", "random", str(BOTS / "random_bot.py"), "first", "--flag", "short_game=true",
+                     "--seed", "5", "--log-dir", str(tmp_path / "logs"), "--replays", str(tmp_path / "replays"))
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "craits, 3 players, seed 5" in out and "random_bot" in out and "lowest total wins" in out
+    assert len(list((tmp_path / "replays").glob("*.jsonl"))) == 1
+    log_lines = (tmp_path / "logs" / "play.jsonl").read_text().splitlines()
+    finished = [json.loads(line) for line in log_lines if '"game_finished"' in line]
+    assert finished and finished[0]["game"].startswith("play-5")
+
+
+def test_craits_play_explains_a_mistake_in_one_line(tmp_path: Path) -> None:
+    result = _craits("play", "random", "random", "--preset", "crates-partners", "--log-dir", str(tmp_path))
+    assert result.returncode == 2
+    assert result.stderr.strip().startswith("craits: error:") and "4" in result.stderr
+    assert "Traceback" not in result.stderr
+    missing = _craits("play", "random", "no_such_bot.py", "--log-dir", str(tmp_path))
+    assert missing.returncode == 2 and "no such file" in missing.stderr
+
+
+def test_craits_serve_finishes_or_records_every_game_on_sigterm(tmp_path: Path) -> None:
+    """SIGTERM with games in flight: they get the grace to finish, the rest are recorded as
+    aborted; every result line and replay is whole; no bot process is left."""
+    results = tmp_path / "results.jsonl"
+    replays = tmp_path / "replays"
+    slow = f"{BOTS / 'slow_bot.py'} 0.02"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "server.cli", "serve", "--address", "127.0.0.1:0", "--bot", slow, "--bot", "random",
+         "--bot", slow, "--parallel", "2", "--flag", "short_game=true", "--shutdown-grace", "0.5",
+         "--results", str(results), "--replays", str(replays), "--log-dir", str(tmp_path / "logs")],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        first = proc.stdout.readline()
+        assert first.startswith("craits serve: listening on 127.0.0.1:"), first + proc.stderr.read()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(list(replays.glob("*.tmp"))) < 2:
+            time.sleep(0.1)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert "shutting down" in out
+    lines = [json.loads(line) for line in results.read_text().splitlines()]
+    assert lines and any(line["aborted"] for line in lines)
+    assert not list(replays.glob("*.tmp"))
+    for line in lines:
+        assert line["replay"] and Path(line["replay"]).exists()
+        verify_replay(line["replay"])
+    logs = (tmp_path / "logs" / "serve.jsonl").read_text().splitlines()
+    events = [json.loads(x) for x in logs]
+    assert any(e["event"] == "shutdown_finished" for e in events)
+    launched = [e["pid"] for e in events if e["event"] == "bot_launched"]
+    assert launched and not any(pid_alive(p) for p in launched)
+
+
+def test_an_address_in_use_is_a_clear_error() -> None:
+    from server.service import Arena, ArenaError
+
+    async def body(arena):
+        try:
+            await Arena.start(f"127.0.0.1:{arena.port}")
+        except ArenaError as err:
+            return str(err)
+        return "bound twice"
+
+    assert "cannot listen on 127.0.0.1:" in with_arena(body)
+
+
+def test_logs_are_json_lines_with_the_game_hand_and_seat_bound(tmp_path: Path) -> None:
+    from server.logging import configure_logging
+
+    path = configure_logging(tmp_path, name="t", console=False)
+    try:
+        game = spec(bot("slow", "slow_bot.py", 0.35), builtin("random"))
+        with_arena(lambda arena: arena.run_game(game))
+    finally:
+        configure_logging(None, console=False)
+    assert path == tmp_path / "t.jsonl"
+    events = [json.loads(line) for line in path.read_text().splitlines()]
+    timeouts = [e for e in events if e["event"] == "seat_event" and "timeout" in e["what"]]
+    assert timeouts and all(e["game"] == game.game_id and e["seat"] == 0 and e["hand"] >= 1 for e in timeouts)
+    finished = next(e for e in events if e["event"] == "game_finished")
+    assert finished["statuses"] == ["struck_out", "ok"] and "timestamp" in finished and finished["level"] == "info"
+    assert all("hand" not in e for e in events if e["event"] == "shutdown_finished")  # context does not leak

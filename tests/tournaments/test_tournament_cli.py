@@ -1,0 +1,117 @@
+"""`craits tournament ...` from the user's side: files, messages, exit codes."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from server.cli import main
+from server.errors import UserError
+from tournaments.cli import choose_runner
+from tournaments.config import load_config
+
+ROOT = Path(__file__).resolve().parents[2]
+QUICK = ROOT / "tournaments" / "examples" / "local-quick.toml"
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["tournament", *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_run_prints_standings_and_leaves_everything_in_the_output_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "quick"
+    code, stdout, stderr = run(capsys, "run", str(QUICK), "--out", str(out))
+    assert code == 0, stderr
+    assert "local-quick: 36/36 games (complete)" in stdout and "head to head" in stdout
+    for name in ("tournament.db", "tournament.log", "standings.json", "standings.csv"):
+        assert (out / name).is_file(), name
+    assert len(list((out / "replays").glob("*.jsonl"))) == 36
+    assert json.loads((out / "standings.json").read_text())["games_recorded"] == 36
+
+
+def test_the_default_output_folder_is_logs_name(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, _, stderr = run(capsys, "run", str(QUICK))
+    assert code == 0, stderr
+    assert (tmp_path / "logs" / "local-quick" / "tournament.db").is_file()
+
+
+def test_running_twice_points_to_resume_or_overwrite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "q"
+    assert run(capsys, "run", str(QUICK), "--out", str(out))[0] == 0
+    code, _, stderr = run(capsys, "run", str(QUICK), "--out", str(out))
+    assert code == 2 and "already holds tournament 'local-quick', finished" in stderr and "--overwrite" in stderr
+    assert run(capsys, "run", str(QUICK), "--out", str(out), "--overwrite")[0] == 0
+    code, _, stderr = run(capsys, "resume", str(out), "--retry-aborted")
+    assert code == 0 and "all 36 games are already recorded" in stderr and "0 aborted game(s)" in stderr
+
+
+def test_standings_exports_csv_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "q"
+    run(capsys, "run", str(QUICK), "--out", str(out))
+    code, stdout, _ = run(capsys, "standings", str(out), "--csv", str(tmp_path / "s.csv"),
+                          "--json", str(tmp_path / "s.json"))
+    assert code == 0 and "avg pts" in stdout
+    rows = list(csv.DictReader((tmp_path / "s.csv").open()))
+    assert sorted(r["bot"] for r in rows) == ["first", "greedy", "random-a", "random-b"]
+    assert (tmp_path / "s.json").read_text() == (out / "standings.json").read_text()
+
+
+def test_resume_refuses_a_changed_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "t.toml"
+    config.write_text(QUICK.read_text())
+    out = tmp_path / "q"
+    run(capsys, "run", str(config), "--out", str(out))
+    config.write_text(QUICK.read_text().replace("seed = 1", "seed = 2"))
+    code, _, stderr = run(capsys, "resume", str(config), "--out", str(out))
+    assert code == 2 and "no longer describes the tournament" in stderr
+
+
+def test_user_mistakes_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text(QUICK.read_text().replace("table_size = 3", "table_size = 9"))
+    code, _, stderr = run(capsys, "run", str(bad))
+    assert code == 2 and stderr.strip().count("\n") == 0
+    assert stderr.startswith(f"craits: error: {bad}:4: table_size: must be from 2 to 5")
+    assert run(capsys, "resume", str(tmp_path / "nothing"))[0] == 2
+    code, _, stderr = run(capsys, "standings", str(tmp_path))
+    assert code == 2 and "no tournament.db here" in stderr
+
+
+def test_the_local_runner_cannot_play_launched_bots(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, stderr = run(capsys, "run", str(ROOT / "tournaments" / "demo.toml"), "--runner", "local")
+    assert code == 2 and "py-random" in stderr and "--runner grpc" in stderr
+
+
+def test_the_grpc_runner_is_found_in_the_referee_or_reported_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    config = load_config(ROOT / "tournaments" / "demo.toml")
+    monkeypatch.setitem(sys.modules, "server.referee", types.ModuleType("server.referee"))
+    with pytest.raises(UserError, match="neither tournament_runner nor run_game_grpc"):
+        choose_runner("grpc", config)
+
+    @contextlib.asynccontextmanager
+    async def tournament_runner(config, out_dir):  # type: ignore[no-untyped-def]
+        yield None
+
+    referee = types.ModuleType("server.referee")
+    referee.tournament_runner = tournament_runner  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "server.referee", referee)
+    assert choose_runner("grpc", config) is tournament_runner
+    assert choose_runner("auto", config) is tournament_runner
+
+
+def test_plan_shows_the_seat_balance(capsys: pytest.CaptureFixture[str]) -> None:
+    code, stdout, _ = run(capsys, "plan", str(QUICK))
+    assert code == 0 and "4 tables x 3 deals x 3 seat rotations = 36 games" in stdout
+    assert stdout.count("seat0=9 seat1=9 seat2=9") == 4

@@ -1,0 +1,162 @@
+"""A tournament file: what it accepts, and that every mistake names its line and key."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from server.gamespec import Clocks
+from tournaments.config import TournamentFileError, load_config, parse_config
+
+ROOT = Path(__file__).resolve().parents[2]
+
+GOOD = """\
+name = "t"
+table_size = 3
+deals = 2
+seed = 5
+
+[flags]
+short_game = true
+
+[[bots]]
+name = "a"
+builtin = "random"
+
+[[bots]]
+name = "b"
+builtin = "first"
+
+[[bots]]
+name = "c"
+builtin = "greedy"
+"""
+
+
+def error_of(text: str) -> str:
+    with pytest.raises(TournamentFileError) as caught:
+        parse_config(textwrap.dedent(text), source="t.toml", base_dir=ROOT)
+    return str(caught.value)
+
+
+def replace(old: str, new: str) -> str:
+    assert old in GOOD
+    return GOOD.replace(old, new)
+
+
+@pytest.mark.parametrize("path", ["tournaments/demo.toml", "tournaments/examples/classroom.toml",
+                                  "tournaments/examples/local-quick.toml", "tournaments/examples/reference.toml"])
+def test_the_bundled_files_are_valid(path: str) -> None:
+    config = load_config(ROOT / path)
+    assert 2 <= config.table_size <= 5 and len(config.bots) >= config.table_size
+    assert config.clocks == Clocks() or path.endswith("demo.toml") or path.endswith("classroom.toml")
+
+
+def test_a_good_file_gives_frozen_values() -> None:
+    config = parse_config(GOOD, base_dir=ROOT)
+    assert config.name == "t" and config.table_size == 3 and config.deals == 2 and config.seed == 5
+    assert config.game.flags.short_game and config.game.players == 3
+    assert [b.kind for b in config.bots] == ["builtin", "builtin", "builtin"]
+    assert str(config.output_dir()) == "logs/t"
+    with pytest.raises(AttributeError):
+        config.name = "other"  # type: ignore[misc]
+
+
+def test_syntax_errors_give_line_and_column() -> None:
+    message = error_of(replace('seed = 5', 'seed = = 5'))
+    assert message.startswith("t.toml:4:") and "syntax" in message
+
+
+def test_unknown_keys_are_errors_with_a_suggestion() -> None:
+    message = error_of(replace("deals = 2", "deal = 2"))
+    assert message.startswith("t.toml:3: deal: unknown key") and "did you mean 'deals'" in message
+
+
+def test_unknown_bot_keys_name_the_bot_and_line() -> None:
+    message = error_of(replace('name = "b"\nbuiltin = "first"', 'name = "b"\nbuitin = "first"'))
+    assert message.startswith("t.toml:15: bots[2].buitin: unknown key") and "'builtin'" in message
+
+
+def test_a_command_given_as_one_string_is_refused_at_its_line() -> None:
+    message = error_of(replace('name = "c"\nbuiltin = "greedy"', 'name = "c"\ncommand = "python bot.py"'))
+    assert message.startswith("t.toml:19: bots[3].command: must be a list of strings")
+
+
+def test_table_size_out_of_range() -> None:
+    assert error_of(replace("table_size = 3", "table_size = 6")).startswith("t.toml:2: table_size: must be from 2 to 5")
+
+
+def test_wrong_types_are_named() -> None:
+    assert error_of(replace("seed = 5", 'seed = "five"')).startswith("t.toml:4: seed: must be a whole number")
+    assert error_of(replace("deals = 2", "deals = 0")).startswith("t.toml:3: deals: must be from 1")
+
+
+def test_flags_are_checked_by_the_engine() -> None:
+    message = error_of(replace("short_game = true", "short_game = 1"))
+    assert message == "t.toml:7: flags.short_game: flag short_game must be true or false, got 1"
+    message = error_of(replace("short_game = true", "shortgame = true"))
+    assert message.startswith("t.toml:7: flags.shortgame: unknown flag(s) shortgame")
+
+
+def test_a_preset_must_fit_the_table() -> None:
+    message = error_of(replace("table_size = 3", 'table_size = 3\npreset = "crates-partners"'))
+    assert message.startswith("t.toml:3: preset: preset crates-partners takes exactly 4 players, not 3")
+    assert "unknown preset 'poker'" in error_of(replace("table_size = 3", 'table_size = 3\npreset = "poker"'))
+
+
+def test_too_few_bots_for_a_table() -> None:
+    assert "2 bot(s) cannot fill a table of 3" in error_of(replace('[[bots]]\nname = "c"\nbuiltin = "greedy"\n', ""))
+
+
+def test_bot_names_are_unique() -> None:
+    message = error_of(replace('name = "c"', 'name = "a"'))
+    assert message.startswith("t.toml:18: bots[3].name: 'a' is already the name of bots[1]")
+
+
+def test_a_bot_needs_a_way_to_play() -> None:
+    message = error_of(replace('name = "c"\nbuiltin = "greedy"', 'name = "c"'))
+    assert message.startswith("t.toml:17: bots[3]: bot 'c' needs a command") and "token" in message
+
+
+def test_unknown_builtin() -> None:
+    assert "unknown builtin 'smart'" in error_of(replace('builtin = "greedy"', 'builtin = "smart"'))
+
+
+def test_short_tokens_and_shared_tokens_are_refused() -> None:
+    assert "at least 8 characters" in error_of(replace('builtin = "greedy"', 'token = "abc"'))
+    two = replace('builtin = "first"', 'token = "abcdefgh"').replace('builtin = "greedy"', 'token = "abcdefgh"')
+    assert error_of(two).startswith("t.toml:19: bots[3].token: the same token as bots[2]")
+
+
+def test_missing_name_and_missing_bots() -> None:
+    assert "the key 'name' is missing" in error_of(GOOD.replace('name = "t"\n', ""))
+    assert "no bots" in error_of(GOOD.split("[[bots]]")[0])
+
+
+def test_clocks_take_positive_numbers_and_known_keys() -> None:
+    config = parse_config(GOOD + "\n[clocks]\ndecision_s = 2\nmax_strikes = 5\n", base_dir=ROOT)
+    assert config.clocks.decision_s == 2.0 and config.clocks.max_strikes == 5
+    assert "must be a number of seconds above 0" in error_of(GOOD + "\n[clocks]\ndecision_s = -1\n")
+    assert "did you mean 'decision_s'" in error_of(GOOD + "\n[clocks]\ndecision = 1\n")
+
+
+def test_games_is_a_minimum_rounded_up_to_whole_deals() -> None:
+    # 3 bots at tables of 3: one table, 3 games per deal; 10 games -> 4 deals (12 games).
+    config = parse_config(replace("deals = 2", "games = 10"), base_dir=ROOT)
+    assert config.deals == 4
+    assert "not both" in error_of(replace("deals = 2", "deals = 2\ngames = 10"))
+
+
+def test_python_means_this_interpreter_and_cwd_is_relative_to_the_file() -> None:
+    text = replace('builtin = "greedy"', 'command = ["python", "-m", "bot"]\ncwd = "tournaments"')
+    bot = parse_config(text, base_dir=ROOT).bots[2]
+    assert bot.command == (sys.executable, "-m", "bot") and bot.cwd == str(ROOT / "tournaments")
+    assert "is not a folder" in error_of(text.replace('cwd = "tournaments"', 'cwd = "nowhere"'))
+
+
+def test_a_missing_file_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(TournamentFileError, match="no such tournament file"):
+        load_config(tmp_path / "missing.toml")

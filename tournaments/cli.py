@@ -1,0 +1,308 @@
+"""`craits tournament ...`: run, resume and report tournaments.
+
+    craits tournament run FILE [--runner auto|local|grpc] [--out DIR] [--concurrency N] [--overwrite]
+    craits tournament resume FILE|DIR [--retry-aborted] [--runner ...] [--concurrency N]
+    craits tournament standings DIR|FILE [--csv F] [--json F]
+    craits tournament plan FILE
+
+Everything a run produces lands in its output folder (``logs/<name>/`` unless
+``--out`` or the file's ``output`` says otherwise): ``tournament.db`` (SQLite),
+``tournament.log`` (JSON lines, one event per game), ``replays/``,
+``standings.json``/``.csv`` and, with the referee, ``referee.jsonl`` and ``bots/``
+(each launched bot's output).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import importlib
+import json
+import sys
+from collections import Counter
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from server.errors import UserError
+from server.store import Store, StoreError
+from tournaments.config import TournamentConfig, load_config
+from tournaments.pages import game_links, write_viewer_pages
+from tournaments.runner import (
+    RunGame,
+    RunnerFactory,
+    RunSummary,
+    TournamentError,
+    load_standings,
+    local_runner,
+    open_tournament,
+    play,
+    start_tournament,
+    write_standings,
+)
+from tournaments.schedule import schedule_digest, schedule_for
+
+RUNNERS = ("auto", "local", "grpc")
+
+
+def register_cli(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "tournament",
+        help="run, resume and report round-robin tournaments",
+        description="Round robin with seat rotation and duplicate deals; persisted, resumable and rated.",
+    )
+    sub = parser.add_subparsers(dest="tournament_command", metavar="ACTION", required=True)
+
+    run = sub.add_parser("run", help="start a tournament from its TOML file")
+    run.add_argument("file", help="the tournament file, e.g. tournaments/demo.toml")
+    run.add_argument("--out", help="output folder (default: the file's output, else logs/<name>)")
+    run.add_argument("--overwrite", action="store_true", help="replace an earlier run in the output folder")
+    _runner_options(run)
+    run.set_defaults(func=cmd_run)
+
+    resume = sub.add_parser("resume", help="play the games a stopped or killed run did not record")
+    resume.add_argument("target", help="the tournament's output folder, or its TOML file")
+    resume.add_argument("--out", help="with a FILE: its output folder, if not the default")
+    resume.add_argument(
+        "--retry-aborted", action="store_true",
+        help="play the aborted games again (when the referee, not a bot, was at fault)",
+    )
+    _runner_options(resume)
+    resume.set_defaults(func=cmd_resume)
+
+    standings = sub.add_parser("standings", help="print (and export) the standings of a tournament")
+    standings.add_argument("target", help="the tournament's output folder, or its TOML file")
+    standings.add_argument("--csv", metavar="FILE", help="also write the standings as CSV")
+    standings.add_argument("--json", metavar="FILE", help="also write the standings (with head to head) as JSON")
+    standings.set_defaults(func=cmd_standings)
+
+    plan = sub.add_parser("plan", help="check a tournament file and show its schedule without playing")
+    plan.add_argument("file")
+    plan.set_defaults(func=cmd_plan)
+
+
+def _runner_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--runner", choices=RUNNERS, default="auto",
+        help="local: in-process builtin bots; grpc: the referee with launched/remote bots; "
+        "auto (default): local when every bot is builtin, else grpc",
+    )
+    parser.add_argument("--concurrency", type=_positive, help="games at once (default: the file's concurrency)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+# ------------------------------------------------------------------ commands
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    config = load_config(args.file)
+    out_dir = config.output_dir(args.out)
+    factory = choose_runner(args.runner, config)
+    text = Path(args.file).read_text(encoding="utf-8")
+    try:
+        store = start_tournament(config, text, str(Path(args.file).resolve()), out_dir, overwrite=args.overwrite)
+    except (TournamentError, StoreError) as err:
+        raise UserError(str(err)) from None
+    with store:
+        _, total = store.counts()
+        print(f"{config.name}: {total} games, {len(config.bots)} bots, tables of {config.table_size}; output in {out_dir}",
+              file=sys.stderr)
+        return _play_and_report(config, store, out_dir, factory, args)
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    out_dir = _target_dir(args.target, getattr(args, "out", None), check_file=True)
+    config, store = _open(out_dir)
+    with store:
+        if args.retry_aborted:
+            print(f"{config.name}: {store.forget_aborted()} aborted game(s) will be played again", file=sys.stderr)
+        done, total = store.counts()
+        if done == total:
+            print(f"{config.name}: all {total} games are already recorded", file=sys.stderr)
+        else:
+            print(f"{config.name}: resuming, {done}/{total} games recorded; output in {out_dir}", file=sys.stderr)
+        factory = choose_runner(args.runner, config)
+        return _play_and_report(config, store, out_dir, factory, args)
+
+
+def cmd_standings(args: argparse.Namespace) -> int:
+    out_dir = _target_dir(args.target, None, check_file=False)
+    config, store = _open(out_dir)
+    with store:
+        standings = load_standings(config, store)
+        games = game_links(store, out_dir)
+    print(standings.format_table())
+    if args.csv:
+        _write(args.csv, standings.to_csv())
+    if args.json:
+        _write(args.json, json.dumps({**standings.to_dict(), "games": games}, indent=2, sort_keys=True) + "\n")
+    return 0
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    config = load_config(args.file)
+    games = schedule_for(config)
+    seats: dict[str, Counter[int]] = {b: Counter() for b in config.bot_names}
+    for game in games:
+        for seat, name in enumerate(game.seats):
+            seats[name][seat] += 1
+    tables = len({g.table for g in games})
+    print(f"{config.name}: {len(config.bots)} bots, tables of {config.table_size}, preset {config.preset}")
+    print(f"{tables} tables x {config.deals} deals x {config.table_size} seat rotations = {len(games)} games")
+    print(f"duplicate deals: {config.duplicate}; seed {config.seed}; concurrency {config.concurrency}")
+    print(f"output: {config.output_dir()}")
+    for bot in config.bots:
+        counts = " ".join(f"seat{s}={seats[bot.name][s]}" for s in range(config.table_size))
+        print(f"  {bot.name:<20} {bot.kind:<8} {counts}")
+    return 0
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def _target_dir(target: str, out: str | None, *, check_file: bool) -> Path:
+    """An output folder, or a tournament file whose output folder is meant."""
+    path = Path(target)
+    if path.is_dir():
+        return path
+    if not path.exists():
+        raise UserError(f"{target}: no such folder or tournament file")
+    config = load_config(path)
+    out_dir = config.output_dir(out)
+    if check_file and (out_dir / Store.FILENAME).is_file():
+        with Store(out_dir / Store.FILENAME) as store:
+            row = store.tournament()
+        if row is not None and row.schedule_digest != schedule_digest(schedule_for(config)):
+            raise UserError(
+                f"{target} no longer describes the tournament stored in {out_dir} (its schedule changed); "
+                f"resume the folder ({out_dir}) to finish it as it started, or run the file with --overwrite"
+            )
+    return out_dir
+
+
+def _open(out_dir: Path) -> tuple[TournamentConfig, Store]:
+    try:
+        return open_tournament(out_dir)
+    except (TournamentError, StoreError) as err:
+        raise UserError(str(err)) from None
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as err:
+        raise UserError(f"cannot write {path}: {err}") from None
+    print(f"wrote {path}", file=sys.stderr)
+
+
+def _play_and_report(
+    config: TournamentConfig, store: Store, out_dir: Path, factory: RunnerFactory, args: argparse.Namespace
+) -> int:
+    if factory is not local_runner:
+        _quiet_referee_logs(out_dir)
+    summary: RunSummary | None = None
+    failure: TournamentError | None = None
+    try:
+        summary = asyncio.run(
+            play(config, store, out_dir, factory, concurrency=args.concurrency,
+                 progress=False if args.no_progress else None)
+        )
+    except TournamentError as err:
+        failure = err
+    standings = load_standings(config, store)
+    json_path, csv_path = write_standings(standings, out_dir, game_links(store, out_dir))
+    index = write_viewer_pages(store, out_dir, title=f"Craits tournament {config.name}")
+    print(standings.format_table())
+    print(f"\nstandings: {json_path} {csv_path}; database: {store.path}; log: {out_dir / 'tournament.log'}"
+          f"\nreplays: {out_dir / 'replays'}; watch them in a browser: {index}",
+          file=sys.stderr)
+    if failure is not None or summary is None:
+        done, total = store.counts()
+        print(f"craits: error: {failure}\n{done}/{total} games are recorded; after fixing it, continue with: "
+              f"craits tournament resume {out_dir}", file=sys.stderr)
+        return 1
+    if not summary.complete:
+        print(f"stopped after {summary.recorded}/{summary.scheduled} games; continue with: "
+              f"craits tournament resume {out_dir}", file=sys.stderr)
+        return 130
+    return 0
+
+
+def _quiet_referee_logs(out_dir: Path) -> None:
+    """The referee's events go to ``<out>/referee.jsonl``, not the terminal, which
+    keeps the progress bar and the standings; bot faults show in the standings."""
+    try:
+        from server.logging import configure_logging
+    except ModuleNotFoundError:
+        return
+    configure_logging(out_dir, name="referee", console=False)
+
+
+def choose_runner(name: str, config: TournamentConfig) -> RunnerFactory:
+    """The local runner for builtin-only tournaments (or when asked), else the referee's."""
+    if name == "local" or (name == "auto" and all(b.builtin for b in config.bots)):
+        others = [b.name for b in config.bots if b.builtin is None]
+        if others:
+            raise UserError(
+                f"the local runner plays only builtin bots; {', '.join(others)} need the referee: use --runner grpc"
+            )
+        return local_runner
+    factory = grpc_runner_factory()
+    _check_referee_builtins(config)
+    return factory
+
+
+def _check_referee_builtins(config: TournamentConfig) -> None:
+    """The referee knows fewer in-process policies than the local runner ("greedy" is local only)."""
+    try:
+        known = importlib.import_module("server.policies").POLICY_NAMES
+    except (ModuleNotFoundError, AttributeError):
+        return
+    for bot in config.bots:
+        if bot.builtin is not None and bot.builtin not in known:
+            raise UserError(
+                f"bot {bot.name!r}: the referee has no builtin {bot.builtin!r} (it has {', '.join(known)}); "
+                "use --runner local for a builtin-only tournament"
+            )
+
+
+def grpc_runner_factory() -> RunnerFactory:
+    """The referee's runner, looked up lazily so the scheduler works without it.
+
+    ``server.referee`` provides either ``tournament_runner(config, out_dir)``, an
+    async context manager yielding ``run_game`` (it starts the referee on its
+    embedded defaults and stops it and every bot process on exit), or a plain
+    ``async run_game_grpc(spec)``.
+    """
+    try:
+        module = importlib.import_module("server.referee")
+    except ModuleNotFoundError as err:
+        if err.name in ("server.referee", "server"):
+            raise UserError(
+                "the gRPC runner needs the referee (server.referee), which this build does not have yet; "
+                "a tournament of builtin bots runs with --runner local"
+            ) from None
+        raise
+    factory = getattr(module, "tournament_runner", None)
+    if factory is not None:
+        return factory  # type: ignore[no-any-return]
+    run_game = getattr(module, "run_game_grpc", None)
+    if run_game is None:
+        raise UserError("server.referee offers neither tournament_runner nor run_game_grpc; cannot play launched bots")
+
+    @contextlib.asynccontextmanager
+    async def plain(config: TournamentConfig, out_dir: Path) -> AsyncIterator[RunGame]:
+        yield run_game
+
+    return plain

@@ -1,0 +1,403 @@
+"""A tournament file (TOML), parsed once into frozen values.
+
+A tournament file looks like this (``tournaments/examples/reference.toml``
+lists every key with its default)::
+
+    name = "demo"
+    table_size = 3            # seats per game, 2 to 5
+    preset = "craits"         # craits | crates-partners | crazy-eights
+    deals = 4                 # deals per table; each deal is played in every seat rotation
+    seed = 2024
+    concurrency = 2
+
+    [flags]                   # the engine's variant flags
+    short_game = true
+
+    [clocks]                  # server.gamespec.Clocks
+    decision_s = 1.0
+
+    [[bots]]
+    name = "random"
+    command = ["python", "-m", "craits_bot.examples.random_bot"]
+
+Every mistake is reported with the file, the line and the key
+(``demo.toml:12: bots[2].command: ...``), unknown keys get a did-you-mean, and
+presets and flags are checked by the engine itself so the messages match.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+import sys
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from server.engine import ConfigError, GameConfig, make_config
+from server.errors import UserError
+from server.gamespec import BotSpec, Clocks
+from tournaments.schedule import games_per_deal
+
+MIN_TABLE, MAX_TABLE = 2, 5
+MAX_GAMES = 1_000_000
+"""A schedule larger than this is almost certainly a typo (a big ``deals``)."""
+BUILTINS = ("random", "first", "greedy", "default")
+"""In-process policies a bot may be (see ``tournaments.local``)."""
+DUPLICATE_MODES = ("tournament", "table")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,39}$")
+
+TOP_KEYS = (
+    "name", "table_size", "preset", "deals", "games", "seed", "concurrency", "duplicate",
+    "output", "flags", "clocks", "bots",
+)
+BOT_KEYS = ("name", "command", "builtin", "token", "cwd")
+CLOCK_KEYS = tuple(f.name for f in fields(Clocks))
+
+
+class TournamentFileError(UserError):
+    """A tournament file that cannot be used; the message names file, line and key."""
+
+
+@dataclass(frozen=True, slots=True)
+class BotEntry:
+    """One bot of the tournament, as the file describes it.
+
+    ``command`` bots are launched by the referee for each game and receive
+    ``CRAITS_SERVER`` (host:port), ``CRAITS_TOKEN`` and ``CRAITS_BOT_NAME`` in their
+    environment; a bot with only a ``token`` connects from elsewhere with it; a
+    ``builtin`` bot is an in-process policy.
+    """
+
+    name: str
+    command: tuple[str, ...] | None = None
+    builtin: str | None = None
+    token: str | None = None
+    cwd: str | None = None
+
+    @property
+    def kind(self) -> str:
+        if self.builtin is not None:
+            return "builtin"
+        return "command" if self.command is not None else "remote"
+
+    def spec(self, token: str) -> BotSpec:
+        """The referee's view of this bot, with its (stored) token."""
+        return BotSpec(name=self.name, token=token, command=self.command, builtin=self.builtin, cwd=self.cwd)
+
+
+@dataclass(frozen=True, slots=True)
+class TournamentConfig:
+    """A validated tournament. ``deals`` is the number of deals per table: each deal
+    is played once in every seat rotation, so the schedule has
+    ``tables x deals x table_size`` games (see ``tournaments.schedule``)."""
+
+    name: str
+    bots: tuple[BotEntry, ...]
+    table_size: int
+    game: GameConfig
+    deals: int
+    seed: int
+    clocks: Clocks = field(default_factory=Clocks)
+    concurrency: int = 1
+    duplicate: str = "tournament"
+    output: str | None = None
+    source: str = ""
+    """Where the file came from (for messages)."""
+
+    @property
+    def preset(self) -> str:
+        return self.game.preset
+
+    @property
+    def bot_names(self) -> tuple[str, ...]:
+        return tuple(b.name for b in self.bots)
+
+    def output_dir(self, override: str | Path | None = None) -> Path:
+        """``--out``, else the file's ``output``, else ``logs/<name>``; relative to the
+        current directory."""
+        return Path(override or self.output or Path("logs") / self.name)
+
+
+# --------------------------------------------------------------------- loading
+
+
+def load_config(path: str | Path) -> TournamentConfig:
+    """Read and validate a tournament file; raise TournamentFileError naming key and line."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise TournamentFileError(f"{path}: no such tournament file") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise TournamentFileError(f"{path}: cannot read the tournament file: {err}") from None
+    return parse_config(text, source=str(path), base_dir=path.resolve().parent)
+
+
+def parse_config(text: str, source: str = "<tournament>", base_dir: Path | None = None) -> TournamentConfig:
+    """Validate the TOML ``text``. Relative bot ``cwd`` resolves against ``base_dir``."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise TournamentFileError(_syntax_message(err, text, source)) from None
+    return _Validator(data, text, source, base_dir or Path.cwd()).config()
+
+
+def _syntax_message(err: tomllib.TOMLDecodeError, text: str, source: str) -> str:
+    message = str(err)
+    found = re.search(r"\s*\(at line (\d+), column (\d+)\)$", message)
+    if found:
+        return f"{source}:{found[1]}:{found[2]}: TOML syntax error: {message[: found.start()]}"
+    found = re.search(r"\s*\(at end of document\)$", message)
+    if found:
+        last = max(1, text.count("\n") + (0 if text.endswith("\n") else 1))
+        return f"{source}:{last}: TOML syntax error at the end of the file: {message[: found.start()]}"
+    return f"{source}: TOML syntax error: {message}"
+
+
+class _LineIndex:
+    """Where each key sits in the source, for messages about valid TOML with bad values.
+
+    A small line scanner: it follows ``[table]`` and ``[[array]]`` headers and
+    ``key =`` lines, which is all a tournament file uses. Keys it cannot place
+    (inline tables, dotted keys) fall back to their table's header line.
+    """
+
+    _HEADER = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\-\" ]+?)\s*\]\]?\s*(#.*)?$")
+    _KEY = re.compile(r"^\s*(\"[^\"]*\"|'[^']*'|[A-Za-z0-9_\-]+)\s*=")
+
+    def __init__(self, text: str) -> None:
+        self.lines: dict[tuple[Any, ...], int] = {}
+        table: tuple[Any, ...] = ()
+        counts: dict[str, int] = {}
+        for number, line in enumerate(text.splitlines(), start=1):
+            header = self._HEADER.match(line)
+            if header:
+                name = header[2].strip().strip('"')
+                if header[1] == "[[":
+                    index = counts.get(name, 0)
+                    counts[name] = index + 1
+                    table = (name, index)
+                    self.lines.setdefault((name,), number)
+                else:
+                    table = tuple(name.split("."))
+                self.lines.setdefault(table, number)
+                continue
+            key = self._KEY.match(line)
+            if key:
+                self.lines.setdefault((*table, key[1].strip("\"'")), number)
+
+    def line_of(self, path: tuple[Any, ...]) -> int | None:
+        while path:
+            if path in self.lines:
+                return self.lines[path]
+            path = path[:-1]
+        return None
+
+
+def _key_text(path: tuple[Any, ...]) -> str:
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part + 1}]"
+        else:
+            out += ("." if out else "") + part
+    return out
+
+
+class _Validator:
+    def __init__(self, data: dict[str, Any], text: str, source: str, base_dir: Path) -> None:
+        self.data = data
+        self.source = source
+        self.base_dir = base_dir
+        self.index = _LineIndex(text)
+
+    def fail(self, path: tuple[Any, ...], message: str) -> TournamentFileError:
+        line = self.index.line_of(path)
+        where = f"{self.source}:{line}" if line else self.source
+        key = _key_text(path)
+        return TournamentFileError(f"{where}: {key}: {message}" if key else f"{where}: {message}")
+
+    def check_keys(self, table: dict[str, Any], allowed: tuple[str, ...], path: tuple[Any, ...]) -> None:
+        for key in table:
+            if key not in allowed:
+                close = difflib.get_close_matches(key, allowed, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(allowed)}"
+                raise self.fail((*path, key), f"unknown key{hint}")
+
+    # ----------------------------------------------------------- typed getters
+
+    def text(self, table: dict[str, Any], key: str, path: tuple[Any, ...], default: str | None = None) -> str | None:
+        value = table.get(key, default)
+        if value is not None and not isinstance(value, str):
+            raise self.fail((*path, key), f"must be a string, got {value!r}")
+        return value
+
+    def integer(self, table: dict[str, Any], key: str, low: int, high: int, default: int | None = None) -> int:
+        value = table.get(key, default)
+        if value is None:
+            raise self.fail((), f"the key {key!r} is missing (a whole number from {low} to {high})")
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise self.fail((key,), f"must be a whole number, got {value!r}")
+        if not low <= value <= high:
+            raise self.fail((key,), f"must be from {low} to {high}, got {value}")
+        return value
+
+    # ------------------------------------------------------------------- parts
+
+    def config(self) -> TournamentConfig:
+        data = self.data
+        self.check_keys(data, TOP_KEYS, ())
+        name = self.text(data, "name", ())
+        if name is None:
+            raise self.fail((), "the key 'name' is missing (a short name: letters, digits, _ . -)")
+        if not _NAME.match(name):
+            raise self.fail(("name",), f"{name!r} is not a usable name: 1 to 40 letters, digits, '_', '.' or '-'")
+        table_size = self.integer(data, "table_size", MIN_TABLE, MAX_TABLE)
+        preset = self.text(data, "preset", (), "craits")
+        assert preset is not None
+        game = self.game_config(preset, table_size)
+        bots = self.bots(table_size)
+        seed = self.integer(data, "seed", 0, 2**63 - 1, 0)
+        concurrency = self.integer(data, "concurrency", 1, 256, 1)
+        duplicate = self.text(data, "duplicate", (), "tournament")
+        if duplicate not in DUPLICATE_MODES:
+            raise self.fail(("duplicate",), f"must be one of {', '.join(DUPLICATE_MODES)}, got {duplicate!r}")
+        output = self.text(data, "output", ())
+        clocks = self.clocks()
+        deals = self.deals(len(bots), table_size, game)
+        return TournamentConfig(
+            name=name, bots=bots, table_size=table_size, game=game, deals=deals, seed=seed,
+            clocks=clocks, concurrency=concurrency, duplicate=duplicate, output=output, source=self.source,
+        )
+
+    def game_config(self, preset: str, table_size: int) -> GameConfig:
+        flags = self.data.get("flags", {})
+        if not isinstance(flags, dict):
+            raise self.fail(("flags",), "must be a table of the engine's flags, e.g. [flags] short_game = true")
+        try:
+            return make_config(preset, table_size, **flags)
+        except ConfigError as err:
+            message = str(err)
+            path: tuple[Any, ...] = ("preset",) if "preset" in message or "players" in message else ("flags",)
+            for flag in flags:
+                if flag in message:
+                    path = ("flags", flag)
+                    break
+            if path == ("preset",) and "preset" not in self.data:
+                path = ("table_size",)
+            raise self.fail(path, message) from None
+
+    def deals(self, n_bots: int, table_size: int, game: GameConfig) -> int:
+        """``deals`` is exact; ``games`` is a minimum total, rounded up to whole deals
+        so that every bot still sits in every seat equally often."""
+        per_deal = games_per_deal(n_bots, table_size, game.partnerships)
+        if "deals" in self.data and "games" in self.data:
+            raise self.fail(("games",), "give either 'deals' (per table) or 'games' (a total), not both")
+        if "games" in self.data:
+            games = self.integer(self.data, "games", 1, MAX_GAMES)
+            deals = math.ceil(games / per_deal)
+        else:
+            deals = self.integer(self.data, "deals", 1, MAX_GAMES, 1)
+        if deals * per_deal > MAX_GAMES:
+            key = "games" if "games" in self.data else "deals"
+            raise self.fail((key,), f"{deals} deals make {deals * per_deal} games; at most {MAX_GAMES} are allowed")
+        return deals
+
+    def clocks(self) -> Clocks:
+        table = self.data.get("clocks", {})
+        if not isinstance(table, dict):
+            raise self.fail(("clocks",), "must be a table, e.g. [clocks] decision_s = 1.0")
+        self.check_keys(table, CLOCK_KEYS, ("clocks",))
+        values: dict[str, Any] = {}
+        for f in fields(Clocks):
+            if f.name not in table:
+                continue
+            value = table[f.name]
+            path = ("clocks", f.name)
+            if f.type in (int, "int"):
+                if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                    raise self.fail(path, f"must be a whole number of at least 0, got {value!r}")
+            else:
+                if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value) or value <= 0:
+                    raise self.fail(path, f"must be a number of seconds above 0, got {value!r}")
+                value = float(value)
+            values[f.name] = value
+        return Clocks(**values)
+
+    def bots(self, table_size: int) -> tuple[BotEntry, ...]:
+        raw = self.data.get("bots")
+        if raw is None:
+            raise self.fail((), "no bots: add one [[bots]] table per bot, with a name and a command, builtin or token")
+        if not isinstance(raw, list) or not all(isinstance(b, dict) for b in raw):
+            raise self.fail(("bots",), "must be an array of tables: one [[bots]] section per bot")
+        bots: list[BotEntry] = []
+        seen: dict[str, int] = {}
+        tokens: dict[str, int] = {}
+        for i, table in enumerate(raw):
+            bot = self.bot(table, ("bots", i))
+            if bot.name in seen:
+                raise self.fail(("bots", i, "name"), f"{bot.name!r} is already the name of bots[{seen[bot.name] + 1}]")
+            seen[bot.name] = i
+            if bot.token is not None:
+                if bot.token in tokens:
+                    raise self.fail(("bots", i, "token"), f"the same token as bots[{tokens[bot.token] + 1}]; every bot needs its own")
+                tokens[bot.token] = i
+            bots.append(bot)
+        if len(bots) < table_size:
+            raise self.fail(("bots",), f"{len(bots)} bot(s) cannot fill a table of {table_size}; add bots or lower table_size")
+        return tuple(bots)
+
+    def bot(self, table: dict[str, Any], path: tuple[Any, ...]) -> BotEntry:
+        self.check_keys(table, BOT_KEYS, path)
+        name = self.text(table, "name", path)
+        if name is None:
+            raise self.fail(path, "a bot needs a name")
+        if not _NAME.match(name):
+            raise self.fail((*path, "name"), f"{name!r} is not a usable name: 1 to 40 letters, digits, '_', '.' or '-'")
+        command = table.get("command")
+        if command is not None:
+            if isinstance(command, str):
+                raise self.fail((*path, "command"), f'must be a list of strings, e.g. ["python", "bot.py"], got {command!r}')
+            if not isinstance(command, list) or not command or not all(isinstance(c, str) and c for c in command):
+                raise self.fail((*path, "command"), f"must be a non-empty list of non-empty strings, got {command!r}")
+            command = _portable_command(command)
+        builtin = self.text(table, "builtin", path)
+        if builtin is not None and builtin not in BUILTINS:
+            raise self.fail((*path, "builtin"), f"unknown builtin {builtin!r}: choose one of {', '.join(BUILTINS)}")
+        token = self.text(table, "token", path)
+        if token is not None and len(token) < 8:
+            raise self.fail((*path, "token"), "a token needs at least 8 characters (make it hard to guess)")
+        if command is not None and builtin is not None:
+            raise self.fail((*path, "builtin"), "a bot is either a command or a builtin, not both")
+        if builtin is not None and token is not None:
+            raise self.fail((*path, "token"), "a builtin bot plays in-process and takes no token")
+        if command is None and builtin is None and token is None:
+            raise self.fail(path, f"bot {name!r} needs a command (launched per game), a token (connects itself) or a builtin")
+        cwd = self.text(table, "cwd", path)
+        if cwd is not None:
+            if command is None:
+                raise self.fail((*path, "cwd"), "cwd applies only to a bot with a command")
+            resolved = (self.base_dir / cwd).resolve()
+            if not resolved.is_dir():
+                raise self.fail((*path, "cwd"), f"{cwd!r} is not a folder (resolved to {resolved})")
+            cwd = str(resolved)
+        elif command is not None:
+            cwd = str(self.base_dir)
+        return BotEntry(
+            name=name,
+            command=tuple(command) if command is not None else None,
+            builtin=builtin,
+            token=token,
+            cwd=cwd,
+        )
+
+
+def _portable_command(command: list[str]) -> list[str]:
+    """``python`` / ``python3`` mean the interpreter running craits, so a bundled
+    bot runs in the same environment on a machine where only one of them exists."""
+    if command[0] in ("python", "python3"):
+        return [sys.executable, *command[1:]]
+    return command

@@ -1,0 +1,423 @@
+"""Plays a tournament's pending games, many at once, recording each as it finishes.
+
+The runner is injected: anything with the shape ``async run_game(spec) ->
+GameRecord`` plays the games (``tournaments.local.LocalRunner`` in-process, the
+referee's gRPC runner for real bots). This module only schedules, persists and
+reports; it launches no bot itself.
+
+**Contract for a run_game** (the referee's runner honours it):
+
+* It owns every process and connection it opens for a game. When it returns,
+  raises, or is *cancelled*, those processes have exited: terminate them in a
+  ``finally``. The runner cancels a game once and then waits for it, so the
+  cancellation may land on an ``await`` inside that ``finally``: send the kill
+  synchronously first (``killpg``), and if a wait is interrupted, wait again.
+* A bot that a game launches gets ``CRAITS_SERVER`` (host:port of the referee),
+  ``CRAITS_TOKEN`` (its token) and ``CRAITS_BOT_NAME`` in its environment.
+* A game it could play but not finish (every bot gone, say) comes back as a
+  ``GameRecord`` with ``aborted`` set: recorded as a status, not retried. An
+  exception means the infrastructure failed: the tournament stops, nothing is
+  recorded for that game, and ``craits tournament resume`` plays it again.
+
+The runner's side: at most ``concurrency`` games in flight; each finished game
+is written in one transaction before the next result is looked at; on SIGINT or
+SIGTERM, or when a game raises, it stops starting games, cancels the ones in
+flight (they are not recorded) and awaits them, so their clean-up always runs
+before ``run`` returns. Only SIGKILL of the tournament skips that: a launched
+bot must then notice its stream closing and exit (the bot kits do).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import secrets
+import shutil
+import signal
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+import structlog
+
+from server.gamespec import GameRecord, GameSpec
+from server.replay import REPLAY_SUFFIX
+from server.store import GameSlot, Store, StoreError
+from tournaments.config import TournamentConfig, parse_config
+from tournaments.local import LocalRunner
+from tournaments.schedule import schedule_digest, schedule_for
+from tournaments.standings import Standings, compute_standings
+
+RunGame = Callable[[GameSpec], Awaitable[GameRecord]]
+RunnerFactory = Callable[[TournamentConfig, Path], AbstractAsyncContextManager[RunGame]]
+"""Builds the game runner for a tournament writing under an output folder."""
+
+LOG_NAME = "tournament.log"
+REPLAY_DIR = "replays"
+
+
+class TournamentError(Exception):
+    """The tournament cannot go on (a game's runner failed, a database clash)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    played: int
+    """Games recorded by this run."""
+    recorded: int
+    scheduled: int
+    stopped: bool
+    """Stopped by a signal before the end."""
+    elapsed_s: float
+
+    @property
+    def complete(self) -> bool:
+        return self.recorded == self.scheduled
+
+
+# ------------------------------------------------------------------ set-up
+
+
+def start_tournament(
+    config: TournamentConfig, source_text: str, source_path: str, out_dir: Path, *, overwrite: bool = False
+) -> Store:
+    """Create ``out_dir/tournament.db`` holding the tournament and its whole schedule."""
+    db = out_dir / Store.FILENAME
+    if db.exists():
+        with Store(db) as existing:
+            row = existing.tournament()
+            done, total = existing.counts()
+        if row is not None and not overwrite:  # (no row: a run killed before its schedule was stored)
+            state = "finished" if row.finished_at else f"started ({done}/{total} games recorded)"
+            raise TournamentError(
+                f"{out_dir} already holds tournament {row.name!r}, {state}; "
+                f"continue it with `craits tournament resume {out_dir}`, or start again with --overwrite"
+            )
+        for name in (Store.FILENAME, Store.FILENAME + "-wal", Store.FILENAME + "-shm", LOG_NAME):
+            (out_dir / name).unlink(missing_ok=True)
+        shutil.rmtree(out_dir / REPLAY_DIR, ignore_errors=True)
+    schedule = schedule_for(config)
+    store = Store.in_dir(out_dir)
+    bots = []
+    for bot in config.bots:
+        token = bot.token or ("builtin" if bot.builtin else secrets.token_urlsafe(18))
+        bots.append((bot.name, bot.kind, token))
+    store.create_tournament(
+        name=config.name,
+        source_text=source_text,
+        source_path=source_path,
+        schedule_digest=schedule_digest(schedule),
+        settings=settings_of(config),
+        bots=bots,
+        games=(GameSlot(g.game_id, g.ordinal, g.table, g.deal, g.rotation, g.seed, g.seats) for g in schedule),
+    )
+    return store
+
+
+def settings_of(config: TournamentConfig) -> dict[str, Any]:
+    return {
+        "bots": list(config.bot_names),
+        "table_size": config.table_size,
+        "game": config.game.to_dict(),
+        "deals": config.deals,
+        "seed": config.seed,
+        "duplicate": config.duplicate,
+        "concurrency": config.concurrency,
+        "clocks": asdict(config.clocks),
+    }
+
+
+def open_tournament(out_dir: Path) -> tuple[TournamentConfig, Store]:
+    """Reopen a tournament from its folder, its configuration re-read from the stored file text."""
+    db = out_dir / Store.FILENAME
+    if not db.is_file():
+        raise TournamentError(f"{out_dir}: no {Store.FILENAME} here; is this a tournament's output folder?")
+    store = Store(db)
+    row = store.tournament()
+    if row is None:
+        store.close()
+        raise TournamentError(
+            f"{db}: the run stopped before its schedule was stored; start it again with `craits tournament run FILE`"
+        )
+    config = parse_config(row.source_text, source=row.source_path, base_dir=Path(row.source_path).resolve().parent)
+    if schedule_digest(schedule_for(config)) != row.schedule_digest:
+        store.close()
+        raise TournamentError(f"{db}: the stored schedule does not match its tournament file; the database is damaged")
+    return config, store
+
+
+def load_standings(config: TournamentConfig, store: Store) -> Standings:
+    _, scheduled = store.counts()
+    return compute_standings(
+        store.results(),
+        config.bot_names,
+        name=config.name,
+        games_scheduled=scheduled,
+        partnerships=config.game.partnerships,
+        lower_wins=not config.game.crazy_eights,
+    )
+
+
+def write_standings(
+    standings: Standings, out_dir: Path, games: list[dict[str, Any]] | None = None
+) -> tuple[Path, Path]:
+    """``standings.json`` and ``standings.csv`` in the output folder (written atomically).
+
+    ``games`` (see ``tournaments.pages.game_links``) lists every game with its replay
+    and viewer page, so the export links each result to the game behind it.
+    """
+    paths = (out_dir / "standings.json", out_dir / "standings.csv")
+    document = standings.to_dict()
+    if games is not None:
+        document["games"] = games
+    texts = (json.dumps(document, indent=2, sort_keys=True) + "\n", standings.to_csv())
+    for path, text in zip(paths, texts, strict=True):
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    return paths
+
+
+@contextlib.asynccontextmanager
+async def local_runner(config: TournamentConfig, out_dir: Path, workers: int = 0) -> AsyncIterator[RunGame]:
+    """The in-process runner as a ``RunnerFactory``."""
+    for bot in config.bots:
+        if bot.builtin is None:
+            raise TournamentError(
+                f"bot {bot.name!r} is a {bot.kind} bot; the local runner plays only builtin bots (use --runner grpc)"
+            )
+    runner = LocalRunner(workers)
+    try:
+        yield runner
+    finally:
+        runner.close()
+
+
+# ------------------------------------------------------------------ running
+
+
+class Progress:
+    """A one-line progress bar with an ETA on a terminal; silent anywhere else."""
+
+    def __init__(self, total: int, done: int, stream: TextIO | None = None, enabled: bool | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.enabled = self.stream.isatty() if enabled is None else enabled
+        self.total = total
+        self.start_done = done
+        self.done = done
+        self.started = time.monotonic()
+        self._drawn = 0.0
+
+    def advance(self, n: int = 1) -> None:
+        self.done += n
+        now = time.monotonic()
+        if self.enabled and (now - self._drawn >= 0.1 or self.done >= self.total):
+            self._drawn = now
+            self.stream.write("\r" + self.line(now) + "\x1b[K")
+            self.stream.flush()
+
+    def line(self, now: float | None = None) -> str:
+        elapsed = (now or time.monotonic()) - self.started
+        played = self.done - self.start_done
+        fraction = self.done / self.total if self.total else 1.0
+        bar = "#" * int(fraction * 30)
+        rate = played / elapsed if elapsed > 0 else 0.0
+        if played and rate > 0:
+            eta = _clock((self.total - self.done) / rate)
+        else:
+            eta = "--:--"
+        return f"[{bar:<30}] {self.done}/{self.total} {fraction:4.0%}  {rate:.1f} games/s  ETA {eta}"
+
+    def close(self) -> None:
+        if self.enabled and self._drawn:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(seconds + 0.5)
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60:02d}:{rest % 60:02d}"
+
+
+class TournamentRunner:
+    """Plays the pending games of ``store`` with ``run_game``; see the module docstring."""
+
+    def __init__(
+        self,
+        config: TournamentConfig,
+        store: Store,
+        run_game: RunGame,
+        out_dir: Path,
+        *,
+        concurrency: int | None = None,
+        progress: bool | None = None,
+        handle_signals: bool = True,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.run_game = run_game
+        self.out_dir = out_dir
+        self.concurrency = concurrency or config.concurrency
+        self.progress_enabled = progress
+        self.handle_signals = handle_signals
+        self._stop = asyncio.Event()
+        self._tokens = store.bot_tokens()
+        self._bots = {b.name: b for b in config.bots}
+
+    def request_stop(self) -> None:
+        """Start no more games; cancel the ones in flight (they stay unrecorded)."""
+        self._stop.set()
+
+    def spec_for(self, slot: GameSlot) -> GameSpec:
+        return GameSpec(
+            game_id=slot.game_id,
+            config=self.config.game,
+            seed=slot.seed,
+            seats=tuple(self._bots[name].spec(self._tokens[name]) for name in slot.seats),
+            clocks=self.config.clocks,
+            replay_path=self.out_dir / REPLAY_DIR / f"{slot.game_id}{REPLAY_SUFFIX}",
+            tournament=self.config.name,
+        )
+
+    async def run(self) -> RunSummary:
+        started = time.monotonic()
+        pending = self.store.pending_games()
+        done_before, scheduled = self.store.counts()
+        progress = Progress(scheduled, done_before, enabled=self.progress_enabled)
+        with _event_log(self.out_dir / LOG_NAME) as log:
+            log = log.bind(tournament=self.config.name)
+            log.info(
+                "tournament_started", pending=len(pending), recorded=done_before, scheduled=scheduled,
+                concurrency=self.concurrency,
+            )
+            played = 0
+            failed = False  # once a game fails, no worker starts another
+            slots = iter(pending)
+
+            async def worker() -> None:
+                nonlocal failed
+                try:
+                    await play_slots()
+                except asyncio.CancelledError:
+                    raise
+                except BaseException:
+                    failed = True
+                    raise
+
+            async def play_slots() -> None:
+                nonlocal played
+                for slot in slots:
+                    if self._stop.is_set() or failed:
+                        return
+                    spec = self.spec_for(slot)
+                    began = time.monotonic()
+                    try:
+                        record = await self.run_game(spec)
+                    except asyncio.CancelledError:
+                        raise
+                    except Exception as err:
+                        log.error("game_failed", game=slot.game_id, seats=list(slot.seats), error=repr(err))
+                        raise TournamentError(f"game {slot.game_id} failed: {err}") from err
+                    if record.game_id != slot.game_id:
+                        raise TournamentError(f"the runner returned game {record.game_id!r} for {slot.game_id!r}")
+                    try:
+                        self.store.record_game(record)
+                    except StoreError as err:
+                        raise TournamentError(str(err)) from err
+                    played += 1
+                    log.info(
+                        "game_recorded", game=slot.game_id, seats=list(slot.seats),
+                        totals=[str(t) for t in record.result.totals], placings=list(record.result.placings),
+                        statuses=[str(s.status) for s in record.seats], aborted=record.aborted or None,
+                        duration_s=round(time.monotonic() - began, 4),
+                    )
+                    progress.advance()
+
+            restore = self._install_signal_handlers()
+            workers = [asyncio.create_task(worker()) for _ in range(min(self.concurrency, len(pending)))]
+            stopper = asyncio.create_task(self._stop.wait())
+            try:
+                remaining = set(workers)
+                while remaining:
+                    finished, _ = await asyncio.wait(remaining | {stopper}, return_when=asyncio.FIRST_COMPLETED)
+                    for task in finished & remaining:
+                        remaining.discard(task)
+                        task.result()  # a failed game stops the tournament here
+                    if stopper in finished:
+                        break
+            finally:
+                stopper.cancel()
+                for task in workers:
+                    task.cancel()
+                await asyncio.gather(*workers, stopper, return_exceptions=True)
+                restore()
+                progress.close()
+                recorded, _ = self.store.counts()
+                stopped = self._stop.is_set() and recorded < scheduled
+                if recorded == scheduled:
+                    self.store.mark_finished()
+                log.info(
+                    "tournament_stopped" if recorded < scheduled else "tournament_finished",
+                    played=played, recorded=recorded, scheduled=scheduled,
+                    elapsed_s=round(time.monotonic() - started, 3),
+                )
+        return RunSummary(played, recorded, scheduled, stopped, time.monotonic() - started)
+
+    def _install_signal_handlers(self) -> Callable[[], None]:
+        if not self.handle_signals:
+            return lambda: None
+        loop = asyncio.get_running_loop()
+        installed: list[int] = []
+
+        def restore() -> None:
+            while installed:
+                loop.remove_signal_handler(installed.pop())
+
+        def first_signal() -> None:
+            self.request_stop()
+            restore()  # a second Ctrl-C interrupts at once
+
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(sig, first_signal)
+                installed.append(sig)
+            except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no support
+                pass
+        return restore
+
+
+@contextlib.contextmanager
+def _event_log(path: Path) -> Any:
+    """One JSON object per line: what happened, with the game and seats bound."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as stream:
+        yield structlog.wrap_logger(
+            structlog.WriteLogger(stream),
+            processors=[
+                structlog.processors.add_log_level,
+                structlog.processors.TimeStamper(fmt="iso", utc=True),
+                structlog.processors.JSONRenderer(sort_keys=True),
+            ],
+        )
+
+
+async def play(
+    config: TournamentConfig,
+    store: Store,
+    out_dir: Path,
+    runner: RunnerFactory,
+    *,
+    concurrency: int | None = None,
+    progress: bool | None = None,
+) -> RunSummary:
+    """Open the runner, play what is pending, close the runner (and its processes)."""
+    async with runner(config, out_dir) as run_game:
+        return await TournamentRunner(
+            config, store, run_game, out_dir, concurrency=concurrency, progress=progress
+        ).run()

@@ -1,0 +1,332 @@
+"""Standings from recorded games: pure arithmetic, no I/O, deterministic.
+
+For each bot:
+
+* **average points per game** with a 95% confidence interval from Student's t
+  distribution (n - 1 degrees of freedom; games are not normal and n is often
+  small, so t rather than the normal 1.96). In Craits fewer points are better;
+  in crazy eights more (``lower_wins``).
+* **placings**: average placing (1 is best; tied totals share a place), wins
+  (games placed first, ties included) and how often each place was taken.
+* **rating**: OpenSkill's Plackett-Luce model (``mu`` and its uncertainty
+  ``sigma``; ``ordinal = mu - 3 sigma`` is a conservative estimate). Games are
+  rated in *schedule order*, not completion order, so a resumed tournament rates
+  exactly like an uninterrupted one. Partners are rated as a team.
+* **statuses** summed over the bot's games: timeouts, strikes, illegal and
+  malformed actions, disconnects, moves made by the default policy, and games it
+  struck out of, lost the connection in or never joined; aborted games are
+  counted but do not score.
+
+The table is ordered by average placing (the one number every game format
+shares), then rating ordinal, then name. The head-to-head table says, for every
+pair of bots, how often each finished ahead of the other when they shared a table.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from statistics import NormalDist
+from typing import Any, Protocol
+
+from openskill.models import PlackettLuce
+
+CONFIDENCE = 0.95
+RATING_MODEL = "OpenSkill Plackett-Luce (default mu=25, sigma=25/3)"
+ISSUE_COUNTERS = ("timeouts", "strikes", "illegal", "malformed", "disconnects", "default_actions")
+BAD_STATUSES = ("struck_out", "disconnected", "never_connected")
+
+# Student's t, two-sided 95% (the 0.975 quantile), for 1..30 degrees of freedom.
+_T975 = (
+    12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281,
+    2.2010, 2.1788, 2.1604, 2.1448, 2.1314, 2.1199, 2.1098, 2.1009, 2.0930, 2.0860,
+    2.0796, 2.0739, 2.0687, 2.0639, 2.0595, 2.0555, 2.0518, 2.0484, 2.0452, 2.0423,
+)
+
+
+class SeatLike(Protocol):
+    @property
+    def bot(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def counters(self) -> dict[str, int]: ...
+
+
+class ResultLike(Protocol):
+    """What the standings read from a recorded game (``server.store.StoredResult``)."""
+
+    @property
+    def ordinal(self) -> int: ...
+    @property
+    def seats(self) -> Sequence[SeatLike]: ...
+    @property
+    def bots(self) -> tuple[str, ...]: ...
+    @property
+    def totals(self) -> tuple[int, ...]: ...
+    @property
+    def placings(self) -> tuple[int, ...]: ...
+    @property
+    def lower_wins(self) -> bool: ...
+    @property
+    def aborted(self) -> str: ...
+
+
+def t_quantile_975(df: int) -> float:
+    """The 0.975 quantile of Student's t: a table to 30 degrees of freedom, then the
+    Cornish-Fisher expansion (Abramowitz & Stegun 26.7.5), exact to 4 decimals there."""
+    if df < 1:
+        raise ValueError("degrees of freedom must be at least 1")
+    if df <= len(_T975):
+        return _T975[df - 1]
+    z = NormalDist().inv_cdf(0.975)
+    g1 = (z**3 + z) / 4
+    g2 = (5 * z**5 + 16 * z**3 + 3 * z) / 96
+    g3 = (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384
+    g4 = (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160
+    return z + g1 / df + g2 / df**2 + g3 / df**3 + g4 / df**4
+
+
+def mean_ci(values: Sequence[int | float]) -> tuple[float | None, float | None, float | None]:
+    """(mean, low, high) of a 95% t interval; no interval below two values."""
+    n = len(values)
+    if n == 0:
+        return None, None, None
+    mean = sum(values) / n  # exact integer sum first: totals can be huge
+    if n == 1:
+        return mean, None, None
+    variance = sum((v - mean) ** 2 for v in values) / (n - 1)
+    half = t_quantile_975(n - 1) * math.sqrt(variance / n)
+    return mean, mean - half, mean + half
+
+
+@dataclass(frozen=True, slots=True)
+class BotStanding:
+    rank: int
+    bot: str
+    games: int
+    avg_points: float | None
+    ci_low: float | None
+    ci_high: float | None
+    avg_placing: float | None
+    wins: int
+    win_rate: float | None
+    rating_mu: float
+    rating_sigma: float
+    rating_ordinal: float
+    placing_counts: dict[str, int] = field(default_factory=dict)
+    issues: dict[str, int] = field(default_factory=dict)
+    aborted: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class HeadToHead:
+    ahead: int = 0
+    behind: int = 0
+    tied: int = 0
+
+    @property
+    def games(self) -> int:
+        return self.ahead + self.behind + self.tied
+
+
+@dataclass(frozen=True, slots=True)
+class Standings:
+    name: str
+    rows: tuple[BotStanding, ...]
+    head_to_head: dict[str, dict[str, HeadToHead]]
+    games_recorded: int
+    games_scheduled: int
+    games_aborted: int
+    lower_wins: bool
+
+    @property
+    def complete(self) -> bool:
+        return self.games_recorded == self.games_scheduled
+
+    # ------------------------------------------------------------- exports
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready document; equal results give equal documents."""
+        return {
+            "tournament": self.name,
+            "complete": self.complete,
+            "games_recorded": self.games_recorded,
+            "games_scheduled": self.games_scheduled,
+            "games_aborted": self.games_aborted,
+            "points": "lower is better" if self.lower_wins else "higher is better",
+            "confidence_interval": "95%, Student's t on points per game",
+            "rating": RATING_MODEL + "; ordinal = mu - 3 sigma",
+            "standings": [{k: _round(v) for k, v in asdict(row).items()} for row in self.rows],
+            "head_to_head": {
+                a: {b: {"ahead": h.ahead, "behind": h.behind, "tied": h.tied} for b, h in sorted(row.items())}
+                for a, row in sorted(self.head_to_head.items())
+            },
+        }
+
+    def to_csv(self) -> str:
+        columns = [
+            "rank", "bot", "games", "avg_points", "ci_low", "ci_high", "avg_placing", "wins", "win_rate",
+            "rating_mu", "rating_sigma", "rating_ordinal", *ISSUE_COUNTERS, *BAD_STATUSES, "aborted",
+        ]
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(columns)
+        for row in self.rows:
+            values = asdict(row)
+            values.update(row.issues)
+            writer.writerow(["" if values[c] is None else _round(values[c]) for c in columns])
+        return out.getvalue()
+
+    def format_table(self) -> str:
+        """The standings and the head-to-head table, for a terminal."""
+        header = ["#", "bot", "games", "avg pts", "95% CI", "avg place", "wins", "rating mu±sigma", "ordinal", "issues"]
+        lines = [header]
+        for r in self.rows:
+            issues = {k: v for k, v in r.issues.items() if v} | ({"aborted": r.aborted} if r.aborted else {})
+            lines.append([
+                str(r.rank),
+                r.bot,
+                str(r.games),
+                _fmt(r.avg_points),
+                "-" if r.ci_low is None else f"{_fmt(r.ci_low)} .. {_fmt(r.ci_high)}",
+                _fmt(r.avg_placing, 2),
+                str(r.wins),
+                f"{r.rating_mu:.2f} ± {r.rating_sigma:.2f}",
+                f"{r.rating_ordinal:.2f}",
+                ", ".join(f"{k} {v}" for k, v in issues.items()) or "-",
+            ])
+        state = "complete" if self.complete else "INCOMPLETE"
+        title = (
+            f"{self.name}: {self.games_recorded}/{self.games_scheduled} games ({state}), "
+            f"points: {'lower' if self.lower_wins else 'higher'} is better"
+        )
+        text = [title, *_columns(lines, right={0, 2, 3, 5, 6, 8})]
+        bots = [r.bot for r in self.rows]
+        if len(bots) > 1:
+            text += ["", "head to head: row finished ahead-behind (tied) of column when at the same table"]
+            grid = [["", *bots]]
+            for a in bots:
+                cells = [a]
+                for b in bots:
+                    h = self.head_to_head.get(a, {}).get(b)
+                    if a == b or h is None or not h.games:
+                        cells.append("-" if a == b else "")
+                    else:
+                        cells.append(f"{h.ahead}-{h.behind}" + (f" ({h.tied})" if h.tied else ""))
+                grid.append(cells)
+            text += _columns(grid, right=set(range(1, len(bots) + 1)))
+        return "\n".join(text)
+
+
+def _round(value: Any) -> Any:
+    return round(value, 6) if isinstance(value, float) else value
+
+
+def _fmt(value: float | None, digits: int = 1) -> str:
+    if value is None:
+        return "-"
+    if abs(value) >= 1e7:
+        return f"{value:.3e}"
+    return f"{value:,.{digits}f}"
+
+
+def _columns(rows: list[list[str]], right: set[int]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        "  ".join(cell.rjust(w) if i in right else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True))).rstrip()
+        for row in rows
+    ]
+
+
+def compute_standings(
+    results: Sequence[ResultLike],
+    bots: Sequence[str],
+    *,
+    name: str = "",
+    games_scheduled: int | None = None,
+    partnerships: bool = False,
+    lower_wins: bool = True,
+) -> Standings:
+    """Standings of ``bots`` from ``results`` (any order: they are sorted by schedule)."""
+    ordered = sorted(results, key=lambda r: r.ordinal)
+    model = PlackettLuce()
+    ratings = {b: model.rating(name=b) for b in bots}
+    points: dict[str, list[int]] = {b: [] for b in bots}
+    places: dict[str, list[int]] = {b: [] for b in bots}
+    issues: dict[str, dict[str, int]] = {b: dict.fromkeys((*ISSUE_COUNTERS, *BAD_STATUSES), 0) for b in bots}
+    aborted: dict[str, int] = dict.fromkeys(bots, 0)
+    h2h: dict[str, dict[str, list[int]]] = {a: {b: [0, 0, 0] for b in bots if b != a} for a in bots}
+    n_aborted = 0
+    lower_wins = next((g.lower_wins for g in ordered if not g.aborted), lower_wins)
+    for game in ordered:
+        for seat in game.seats:
+            for key in ISSUE_COUNTERS:
+                issues[seat.bot][key] += seat.counters.get(key, 0)
+            if seat.status in BAD_STATUSES:
+                issues[seat.bot][seat.status] += 1
+        if game.aborted:
+            n_aborted += 1
+            for b in game.bots:
+                aborted[b] += 1
+            continue
+        seats = game.bots
+        for b, total, place in zip(seats, game.totals, game.placings, strict=True):
+            points[b].append(total)
+            places[b].append(place)
+        for i, a in enumerate(seats):
+            for j, b in enumerate(seats):
+                if i != j:
+                    cell = h2h[a][b]
+                    cell[0 if game.placings[i] < game.placings[j] else 1 if game.placings[i] > game.placings[j] else 2] += 1
+        _rate(model, ratings, game, partnerships)
+
+    rows = []
+    for b in bots:
+        mean, low, high = mean_ci(points[b])
+        n = len(places[b])
+        counts: dict[str, int] = {}
+        for p in sorted(places[b]):
+            counts[str(p)] = counts.get(str(p), 0) + 1
+        r = ratings[b]
+        rows.append(
+            BotStanding(
+                rank=0, bot=b, games=n, avg_points=mean, ci_low=low, ci_high=high,
+                avg_placing=sum(places[b]) / n if n else None,
+                wins=counts.get("1", 0),
+                win_rate=counts.get("1", 0) / n if n else None,
+                rating_mu=r.mu, rating_sigma=r.sigma, rating_ordinal=r.ordinal(),
+                placing_counts=counts, issues=issues[b], aborted=aborted[b],
+            )
+        )
+    rows.sort(key=lambda r: (r.avg_placing is None, r.avg_placing or 0.0, -r.rating_ordinal, r.bot))
+    ranked = tuple(
+        BotStanding(**{**{f: getattr(row, f) for f in row.__dataclass_fields__}, "rank": i + 1})
+        for i, row in enumerate(rows)
+    )
+    return Standings(
+        name=name,
+        rows=ranked,
+        head_to_head={a: {b: HeadToHead(*cell) for b, cell in row.items()} for a, row in h2h.items()},
+        games_recorded=len(ordered),
+        games_scheduled=len(ordered) if games_scheduled is None else games_scheduled,
+        games_aborted=n_aborted,
+        lower_wins=lower_wins,
+    )
+
+
+def _rate(model: PlackettLuce, ratings: dict[str, Any], game: ResultLike, partnerships: bool) -> None:
+    seats = game.bots
+    if partnerships and len(seats) == 4:
+        groups = [[0, 2], [1, 3]]
+    else:
+        groups = [[s] for s in range(len(seats))]
+    teams = [[ratings[seats[s]] for s in group] for group in groups]
+    ranks: list[float] = [float(game.placings[group[0]]) for group in groups]
+    new = model.rate(teams, ranks=ranks)
+    for group, team in zip(groups, new, strict=True):
+        for s, rating in zip(group, team, strict=True):
+            ratings[seats[s]] = rating
