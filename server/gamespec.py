@@ -70,6 +70,10 @@ class SeatReport:
     """Total bot thinking time as measured by the bot (reported in its answers)."""
     transport_s: float = 0.0
     """Total round-trip time not accounted for by thinking."""
+    stale: int = 0
+    """Answers refused because they named a decision that was not open (no strike)."""
+    events: tuple[str, ...] = ()
+    """Every fault of this seat in words, in order (timeouts, refusals, disconnects)."""
 
 
 @dataclass(frozen=True, slots=True)

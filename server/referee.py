@@ -70,18 +70,18 @@ def _ms(seconds: float) -> int:
 
 
 def _seat_entry(seat: Seat) -> dict[str, Any]:
-    """A seat's report for the replay's result record: the SeatReport fields (times in
-    whole microseconds, as every replay number is an integer) plus what it lacks."""
+    """A seat's report for the replay's result record: the SeatReport fields, with times
+    in whole microseconds (every replay number is an integer)."""
     report = seat.report()
     entry: dict[str, Any] = {}
     for name in report.__dataclass_fields__:
         value = getattr(report, name)
         if name.endswith("_s") and isinstance(value, float):
             entry[name[:-2] + "_us"] = round(value * 1_000_000)
+        elif name == "events":
+            entry[name] = list(value)
         else:
             entry[name] = str(value) if name == "status" else value
-    entry["stale"] = seat.stale
-    entry["events"] = list(seat.events)
     return entry
 
 
@@ -526,7 +526,12 @@ class GameReferee:
     def _finish(self, replay: Any, aborted: str) -> GameRecord:
         state = self.state
         self.over = True
-        end = framed("game_end", wire.game_end(state, self.game_id, aborted))
+        try:
+            end = framed("game_end", wire.game_end(state, self.game_id, aborted))
+        except Exception:  # e.g. a total beyond the protocol's int64: the bots still learn the game ended
+            log.exception("game_end_not_encodable")
+            end = framed("game_end", pb.GameEnd(game_id=self.game_id, seed=state.seed & (2**64 - 1),
+                                                aborted=aborted or "the result cannot be encoded in the protocol"))
         for seat in self.seats:
             if seat.session is not None:
                 if aborted:

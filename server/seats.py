@@ -301,6 +301,8 @@ class Seat:
             default_actions=self.default_actions,
             think_s=self.think_s,
             transport_s=self.transport_s,
+            stale=self.stale,
+            events=tuple(self.events),
         )
 
     def __repr__(self) -> str:

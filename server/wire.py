@@ -57,6 +57,19 @@ _ACTION_KIND = {
 }
 
 
+_INT64_MAX = (1 << 63) - 1
+
+
+def points(value: int) -> int:
+    """A score for an int64 field. Doubling pressures can, in freak games, pass 2**63;
+    the wire then carries INT64_MAX (the replay and the standings keep exact values)."""
+    return value if value <= _INT64_MAX else _INT64_MAX
+
+
+def points_list(values: Iterable[int]) -> list[int]:
+    return [v if v <= _INT64_MAX else _INT64_MAX for v in values]
+
+
 def suit_to_pb(suit: Suit) -> int:
     return _SUIT_TO_PB[suit]
 
@@ -96,7 +109,7 @@ def legal_actions(ids: Iterable[int]) -> list[pb.LegalAction]:
 
 
 def event(ev: Event) -> pb.Event:
-    msg = pb.Event(kind=_EVENT_KIND[ev.kind], seat=ev.seat, count=ev.count, value=ev.value)
+    msg = pb.Event(kind=_EVENT_KIND[ev.kind], seat=ev.seat, count=ev.count, value=points(ev.value))
     if ev.cards:
         msg.cards.extend(card(c) for c in ev.cards)
     if ev.suit is not None:
@@ -113,9 +126,9 @@ def observation(obs: Observation) -> pb.Observation:
         direction=obs.direction,
         count=obs.count,
         hand_sizes=obs.hand_sizes,
-        totals=obs.totals,
-        hand_pressures=obs.hand_pressures,
-        pressure_totals=obs.pressure_totals,
+        totals=points_list(obs.totals),
+        hand_pressures=points_list(obs.hand_pressures),
+        pressure_totals=points_list(obs.pressure_totals),
         stock_size=obs.stock_size,
         discard_size=obs.discard_size,
         dealer=obs.dealer,
@@ -227,9 +240,9 @@ def hand_end(state: GameState, result: HandResult, seat: int, game_id: str) -> p
         game_id=game_id,
         hand_number=result.number,
         reason=result.reason,
-        scores=result.scores,
-        pressures=result.pressures,
-        totals=totals,
+        scores=points_list(result.scores),
+        pressures=points_list(result.pressures),
+        totals=points_list(totals),
     )
     msg.history.extend(event(event_view(raw, seat)) for raw in _hand_log(state, result.number))
     return msg
@@ -253,9 +266,9 @@ def game_end(state: GameState, game_id: str, aborted: str = "") -> pb.GameEnd:
     result = state.result()
     return pb.GameEnd(
         game_id=game_id,
-        totals=result.totals,
+        totals=points_list(result.totals),
         placings=result.placings,
-        team_totals=result.team_totals or (),
+        team_totals=points_list(result.team_totals or ()),
         aborted=aborted,
         seed=state.seed & ((1 << 64) - 1),
     )

@@ -172,3 +172,14 @@ def test_no_bot_ever_receives_another_seats_cards_or_the_stock_order(tmp_path: P
         assert len(game_end) == 1 and list(game_end[0].totals) == list(record.result.totals)
         assert game_end[0].seed == game.seed  # revealed only at the end
         assert all(m.game_start.seat == seat for m in messages if m.HasField("game_start"))
+
+
+def test_a_game_whose_totals_outgrow_the_protocol_still_returns_its_record() -> None:
+    """Two "first" players can draw and reshuffle until the pressure doubles past int64
+    (seed 0, two seats, fifteen hands): the referee still returns the engine's result."""
+    game = spec(builtin("first"), builtin("first"), seed=0, short_game=False)
+    record = with_arena(lambda arena: arena.run_game(game))
+    state = GameState(game.config, game.seed)
+    while state.decision is not None:
+        state.apply(state.legal_action_ids()[0])
+    assert record.result.totals == state.result().totals and record.digest == state.digest()
