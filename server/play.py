@@ -112,9 +112,20 @@ def parse_bot(text: str) -> BotSpec:
         command = [sys.executable, *command]
     elif first.suffix == ".js":
         command = ["node", *command]
-    script = next((Path(c) for c in command if c.endswith((".py", ".js"))), None)
-    name = script.stem if script is not None else Path(command[0]).name
-    return BotSpec(name=name, token="", command=tuple(command))
+    return BotSpec(name=_command_name(command), token="", command=tuple(command))
+
+
+def _command_name(command: list[str]) -> str:
+    """A short seat name: the script or module, plus a --strategy if given
+    ("heuristic_bot", "bot.js:random"), so two launched bots are told apart."""
+    if "-m" in command[:-1]:
+        name = command[command.index("-m") + 1].rsplit(".", 1)[-1]
+    else:
+        script = next((Path(c) for c in command if c.endswith((".py", ".js"))), None)
+        name = script.stem if script is not None else Path(command[0]).name
+    if "--strategy" in command[:-1]:
+        name += ":" + Path(command[command.index("--strategy") + 1]).stem
+    return name
 
 
 def parse_bots(texts: Sequence[str]) -> list[BotSpec]:
