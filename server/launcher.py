@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import os
 import signal
 import subprocess
@@ -22,6 +23,18 @@ from typing import IO
 from server.logging import get_logger
 
 log = get_logger()
+
+
+_PR_SET_PDEATHSIG = 1
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+
+
+def _die_with_referee() -> None:
+    """Runs in the child before exec: if the referee dies, even by SIGKILL, the kernel
+    sends the bot SIGTERM, so no bot outlives a killed tournament (Linux only).
+    libc was loaded before the fork, so the child only makes one system call."""
+    if _LIBC is not None:
+        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 class LaunchError(Exception):
@@ -76,6 +89,7 @@ class LaunchedBot:
                 stdout=output if output is not None else subprocess.DEVNULL,
                 stderr=subprocess.STDOUT if output is not None else subprocess.DEVNULL,
                 start_new_session=True,
+                preexec_fn=_die_with_referee if _LIBC is not None else None,  # one syscall, no locks
             )
         except OSError as err:
             if output is not None:
