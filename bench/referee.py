@@ -180,18 +180,18 @@ async def run_bench(games: int, seed: int, reply_size: int) -> dict[str, Any]:
 
     # Warm-up game: record the request sizes (for the echo) without timing anything.
     sizes: list[int] = []
-    original_request = wire.decision_request
+    original_request = wire.GameEncoder.decision_request
 
-    def sized(*args: Any, **kwargs: Any) -> Any:
+    def sized(*args: Any, **kwargs: Any) -> bytes:
         message = original_request(*args, **kwargs)
-        sizes.append(message.ByteSize() + 3)  # + the RefereeMessage wrapper's tag and length
+        sizes.append(len(message) + 3)  # + the RefereeMessage wrapper's tag and length
         return message
 
-    wire.decision_request = sized  # type: ignore[assignment]
+    wire.GameEncoder.decision_request = sized  # type: ignore[method-assign]
     try:
         await arena.run_game(make_spec(10_000))
     finally:
-        wire.decision_request = original_request  # type: ignore[assignment]
+        wire.GameEncoder.decision_request = original_request  # type: ignore[method-assign]
 
     # Timed games: wrap GameReferee._ask to time each decision put to a bot. A game is
     # timed from its first request to its last answer (bot start-up excluded).
@@ -263,34 +263,62 @@ async def run_bench(games: int, seed: int, reply_size: int) -> dict[str, Any]:
 
 
 def engine_share(games: int, seed: int) -> dict[str, float]:
-    """In-process: applying actions and building requests, per decision put to a bot."""
+    """In-process, per decision put to a bot: applying actions, and building what the referee
+    sends (the request, and the hand ends at the end of each hand, serialised and framed), both
+    the referee's way (``wire.GameEncoder``) and through ``observe()`` (the reference path).
+    The two builders run in separate passes over the same games, so neither pays for the
+    other's garbage."""
     from server import wire
     from server.engine import GameState, make_config
+    from server.seats import framed
 
     config = make_config("craits", 4, short_game=True)
     perf = time.perf_counter
-    apply_s = build_s = 0.0
-    asked = 0
-    for g in range(games):
-        state = GameState(config, seed + g)
-        rng = random.Random(g)
-        sent: dict[int, tuple[int, int]] = {}
-        while (decision := state.decision) is not None:
-            legal = state.legal_action_ids()
-            if len(legal) > 1:
-                hand, count = sent.get(decision.seat, (0, 0))
+
+    def one_pass(fast: bool) -> tuple[float, float, int]:
+        apply_s = build_s = 0.0
+        asked = 0
+        for g in range(games):
+            state = GameState(config, seed + g)
+            encoder = wire.GameEncoder(state, f"bench-{g}")
+            rng = random.Random(g)
+            sent: dict[int, tuple[int, int]] = {}
+            hands_done = 0
+            while (decision := state.decision) is not None:
+                legal = state.legal_action_ids()
+                if len(legal) > 1:
+                    hand, count = sent.get(decision.seat, (0, 0))
+                    history_from = count if hand == state.hand_number else 0
+                    start = perf()
+                    if fast:
+                        framed("decision", encoder.decision_request(
+                            decision.seat, decision_id=asked + 1, deadline_ms=5000, bank_ms=30_000, strikes=0,
+                            history_from=history_from))
+                    else:
+                        framed("decision", wire.decision_request(
+                            state, decision.seat, game_id=encoder.game_id, decision_id=asked + 1, deadline_ms=5000,
+                            bank_ms=30_000, strikes=0, history_from=history_from))
+                    build_s += perf() - start
+                    sent[decision.seat] = (state.hand_number, len(state.hand_events))
+                    asked += 1
+                action = legal[rng.randrange(len(legal))]
                 start = perf()
-                wire.decision_request(state, decision.seat, game_id="g", decision_id=asked, deadline_ms=1000,
-                                      bank_ms=10_000, strikes=0,
-                                      history_from=count if hand == state.hand_number else 0).SerializeToString()
-                build_s += perf() - start
-                sent[decision.seat] = (state.hand_number, len(state.hand_events))
-                asked += 1
-            action = legal[rng.randrange(len(legal))]
-            start = perf()
-            state.apply(action)
-            apply_s += perf() - start
-    return {"apply_ms": apply_s / asked * 1000, "build_ms": build_s / asked * 1000}
+                state.apply(action)
+                apply_s += perf() - start
+                if len(state.hand_results) != hands_done:
+                    start = perf()
+                    for result in state.hand_results[hands_done:]:
+                        for seat in range(state.n):
+                            framed("hand_end", encoder.hand_end(result, seat) if fast
+                                   else wire.hand_end(state, result, seat, encoder.game_id))
+                    build_s += perf() - start
+                    hands_done = len(state.hand_results)
+        return apply_s, build_s, asked
+
+    apply_s, build_s, asked = one_pass(True)
+    _, reference_s, _ = one_pass(False)
+    return {"apply_ms": apply_s / asked * 1000, "build_ms": build_s / asked * 1000,
+            "reference_build_ms": reference_s / asked * 1000}
 
 
 # --------------------------------------------------------------------------- main
@@ -338,8 +366,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"referee from the request's send to its answer (the build excluded, bot time included): "
           f"p50 {ref['sent_p50_ms']:.3f} ms")
     print(f"engine per decision put to a bot: apply {share['apply_ms']:.3f} ms, "
-          f"build the request (server.wire) {share['build_ms']:.3f} ms "
-          f"({(share['apply_ms'] + share['build_ms']) / echo['p50_ms']:.0%} of the echo's p50)")
+          f"build the request and hand ends (server.wire.GameEncoder) {share['build_ms']:.3f} ms "
+          f"({(share['apply_ms'] + share['build_ms']) / echo['p50_ms']:.0%} of the echo's p50); "
+          f"the same through observe() {share['reference_build_ms']:.3f} ms")
     verdict = "meets" if ratio <= GOAL_RATIO else "misses"
     print(f"referee p50 (less bot time) / echo p50 = {ratio:.2f} ({verdict} the goal of {GOAL_RATIO}x); "
           f"whole round trip {ref['p50_ms'] / echo['p50_ms']:.2f}x; "

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -25,16 +25,46 @@ from server.logging import get_logger
 log = get_logger()
 
 
-_PR_SET_PDEATHSIG = 1
-_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+def _find_setpriv() -> str | None:
+    """util-linux's ``setpriv``, if it can set the parent-death signal (Linux only)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    path = shutil.which("setpriv")
+    if path is None:
+        return None
+    try:
+        usage = subprocess.run([path, "--help"], capture_output=True, text=True, timeout=5).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return path if "--pdeathsig" in usage else None
 
 
-def _die_with_referee() -> None:
-    """Runs in the child before exec: if the referee dies, even by SIGKILL, the kernel
-    sends the bot SIGTERM, so no bot outlives a killed tournament (Linux only).
-    libc was loaded before the fork, so the child only makes one system call."""
-    if _LIBC is not None:
-        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+_SETPRIV = _find_setpriv()
+"""Bots start as ``setpriv --pdeathsig TERM -- COMMAND``: if the referee dies, even by
+SIGKILL, the kernel sends the bot SIGTERM, so no bot outlives a killed tournament.
+
+Not a ``preexec_fn`` calling prctl: that forces a plain fork() of a process full of
+gRPC threads, and gRPC's fork handlers then sometimes abort the child before its exec
+(seen as bots dying with SIGABRT under load). Without ``preexec_fn`` the child is
+spawned with vfork and runs no fork handlers. Where setpriv is missing, bots start
+unwrapped and a killed referee may leave them running."""
+
+
+def _program(command: Sequence[str], cwd: str | os.PathLike[str] | None, path: str | None) -> str:
+    """The executable ``command`` runs, checked here so that a wrapped command still fails
+    at launch with a clear message (rather than with setpriv's exit code later)."""
+    program = command[0]
+    if os.sep in program:
+        full = program if os.path.isabs(program) or cwd is None else os.path.join(cwd, program)
+        if not os.path.exists(full):
+            raise LaunchError(f"cannot run {' '.join(command)!r}: {program} does not exist")
+        if os.path.isdir(full) or not os.access(full, os.X_OK):
+            raise LaunchError(f"cannot run {' '.join(command)!r}: {program} is not executable")
+        return full
+    found = shutil.which(program, path=path)
+    if found is None:
+        raise LaunchError(f"cannot run {' '.join(command)!r}: command not found: {program}")
+    return found
 
 
 class LaunchError(Exception):
@@ -76,20 +106,25 @@ class LaunchedBot:
         """Start ``command``; its stdout and stderr go to ``output_path`` (or nowhere)."""
         if not command:
             raise LaunchError(f"bot {name}: empty command")
+        env = bot_env(server, token, name, extra_env)
+        try:
+            _program(command, cwd, env.get("PATH"))
+        except LaunchError as err:
+            raise LaunchError(f"bot {name}: {err}") from None
+        argv = (_SETPRIV, "--pdeathsig", "TERM", "--", *command) if _SETPRIV else tuple(command)
         output: IO[bytes] | None = None
         if output_path is not None:
             Path(output_path).parent.mkdir(parents=True, exist_ok=True)
             output = open(output_path, "ab")  # noqa: SIM115 - closed in stop()
         try:
             process = await asyncio.create_subprocess_exec(
-                *command,
+                *argv,
                 cwd=cwd,
-                env=bot_env(server, token, name, extra_env),
+                env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=output if output is not None else subprocess.DEVNULL,
                 stderr=subprocess.STDOUT if output is not None else subprocess.DEVNULL,
                 start_new_session=True,
-                preexec_fn=_die_with_referee if _LIBC is not None else None,  # one syscall, no locks
             )
         except OSError as err:
             if output is not None:

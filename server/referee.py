@@ -97,6 +97,8 @@ class GameReferee:
         self.seats = list(seats)
         self.hub = hub
         self.state = GameState(spec.config, spec.seed)
+        self.encoder = wire.GameEncoder(self.state, self.game_id)
+        """Serialises the requests and hand ends (each logged event once per view)."""
         self.started = False
         """GameStart has been sent (late joiners get it when they connect)."""
         self.over = False
@@ -314,7 +316,7 @@ class GameReferee:
         for result in results[hands_done:]:
             for seat in self.seats:
                 if seat.session is not None:
-                    seat.session.send(framed("hand_end", wire.hand_end(state, result, seat.index, self.game_id)))
+                    seat.session.send(framed("hand_end", self.encoder.hand_end(result, seat.index)))
         if not state.game_over:
             bind(hand=state.hand_number)
             self._broadcast(framed("hand_start", wire.hand_start(state, self.game_id)))
@@ -324,11 +326,8 @@ class GameReferee:
 
     def _request(self, seat: Seat, decision_id: int, history_from: int, deadline_s: float, bank_s: float,
                  repeated: bool) -> bytes:
-        state = self.state
-        request = wire.decision_request(
-            state,
+        request = self.encoder.decision_request(
             seat.index,
-            game_id=self.game_id,
             decision_id=decision_id,
             deadline_ms=_ms(deadline_s),
             bank_ms=_ms(bank_s),

@@ -61,6 +61,34 @@ class TokenBucket:
         return False
 
 
+class Outbox:
+    """What the stream's writer sends next, in order; the writer is its only reader.
+
+    An asyncio.Queue does the same with more bookkeeping (unfinished-task counts, a
+    list of getters); this sits on the path of every DecisionRequest."""
+
+    __slots__ = ("_items", "_waiter")
+
+    def __init__(self) -> None:
+        self._items: collections.deque[Any] = collections.deque()
+        self._waiter: asyncio.Future[None] | None = None
+
+    def put_nowait(self, item: Any) -> None:
+        self._items.append(item)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def get(self) -> Any:
+        while not self._items:
+            waiter = self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await waiter
+            finally:
+                self._waiter = None
+        return self._items.popleft()
+
+
 class Session:
     """One bot's Play stream, from its Hello to its end."""
 
@@ -70,7 +98,7 @@ class Session:
         self.token = ""
         self.name = ""
         self.bucket = bucket
-        self.outbox: asyncio.Queue[Any] = asyncio.Queue()
+        self.outbox = Outbox()
         self.closed = False
         self.status: grpc.StatusCode | None = None
         self.details = ""
@@ -151,8 +179,9 @@ _FIELD_TAGS = {
 def framed(field: str, message: Any) -> bytes:
     """``RefereeMessage(<field>=message)`` serialised, without copying ``message`` into a
     wrapper first (the hot path: one DecisionRequest per decision; and a broadcast is
-    serialised once for every seat). Protobuf's wire format makes the two identical."""
-    body: bytes = message.SerializeToString()
+    serialised once for every seat). Protobuf's wire format makes the two identical.
+    ``message`` may be already serialised (bytes from :class:`server.wire.GameEncoder`)."""
+    body: bytes = message if isinstance(message, bytes) else message.SerializeToString()
     return _FIELD_TAGS[field] + _varint(len(body)) + body
 
 

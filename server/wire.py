@@ -3,6 +3,11 @@
 Everything a bot receives about a game is built here from an engine
 :class:`~server.engine.Observation`, so hidden information has one home
 (``server.engine.observation``) and one translation (this module).
+
+The referee's hot path uses :class:`GameEncoder`, which writes the same bytes
+straight from the game state: each history event is serialised once per view and
+reused across requests and seats. Its tests check it byte for byte against
+:func:`decision_request` and :func:`hand_end`, which go through ``observe()``.
 """
 
 from __future__ import annotations
@@ -13,15 +18,18 @@ from craits.v1 import referee_pb2 as pb
 
 from server.engine import (
     ACTIONS,
+    CARDS,
     Action,
     ActionKind,
     Card,
+    DecisionKind,
     Event,
     GameConfig,
     GameState,
     HandResult,
     Observation,
     Suit,
+    event_view,
     observe,
 )
 from server.gamespec import Clocks
@@ -68,6 +76,14 @@ def points(value: int) -> int:
 
 def points_list(values: Iterable[int]) -> list[int]:
     return [v if v <= _INT64_MAX else _INT64_MAX for v in values]
+
+
+_UINT32_MAX = (1 << 32) - 1
+
+
+def _uint32(value: float) -> int:
+    """A clock reading in whole milliseconds for a uint32 field (never negative, never past 49 days)."""
+    return min(_UINT32_MAX, max(0, int(value)))
 
 
 def suit_to_pb(suit: Suit) -> int:
@@ -167,8 +183,8 @@ def decision_request(
     msg = pb.DecisionRequest(
         game_id=game_id,
         decision_id=decision_id,
-        deadline_ms=max(0, int(deadline_ms)),
-        time_bank_ms=max(0, int(bank_ms)),
+        deadline_ms=_uint32(deadline_ms),
+        time_bank_ms=_uint32(bank_ms),
         strikes=strikes,
         repeated_request=repeated,
     )
@@ -228,15 +244,20 @@ def hand_start(state: GameState, game_id: str) -> pb.HandStart:
 
 def hand_end(state: GameState, result: HandResult, seat: int, game_id: str) -> pb.HandEnd:
     """Scores of a finished hand, with its history as ``seat`` may see it (never other hands' cards)."""
-    from server.engine import event_view
+    msg = _hand_end_scores(state, result, game_id)
+    msg.history.extend(event(event_view(raw, seat)) for raw in _hand_log(state, result.number))
+    return msg
 
+
+def _hand_end_scores(state: GameState, result: HandResult, game_id: str) -> pb.HandEnd:
+    """A HandEnd without its history."""
     totals = [0] * state.n
     for hand in state.hand_results:
         for s, points in enumerate(hand.scores):
             totals[s] += points
         if hand is result:
             break
-    msg = pb.HandEnd(
+    return pb.HandEnd(
         game_id=game_id,
         hand_number=result.number,
         reason=result.reason,
@@ -244,8 +265,6 @@ def hand_end(state: GameState, result: HandResult, seat: int, game_id: str) -> p
         pressures=points_list(result.pressures),
         totals=points_list(totals),
     )
-    msg.history.extend(event(event_view(raw, seat)) for raw in _hand_log(state, result.number))
-    return msg
 
 
 def _hand_log(state: GameState, number: int) -> list[tuple[str, int, tuple[int, ...], int, int]]:
@@ -272,3 +291,225 @@ def game_end(state: GameState, game_id: str, aborted: str = "") -> pb.GameEnd:
         aborted=aborted,
         seed=state.seed & ((1 << 64) - 1),
     )
+
+
+# --------------------------------------------------------------------------- the hot path
+#
+# Protobuf's wire format is a concatenation of fields (key, then a varint or a
+# length-prefixed body), so a message can be put together from pieces serialised
+# earlier. The pieces below are written in field-number order, with proto3's
+# implicit presence (zero scalars left out), exactly as SerializeToString writes
+# them; tests/test_wire.py checks that byte for byte.
+
+
+def _varint(n: int) -> bytes:
+    """A protobuf varint; a negative int32/int64 as its 64-bit two's complement (10 bytes)."""
+    if n < 0:
+        n += 1 << 64
+    out = bytearray()
+    while n > 0x7F:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+_SMALL = tuple(_varint(i) for i in range(1 << 14))
+
+
+def _uv(n: int) -> bytes:
+    return _SMALL[n] if 0 <= n < 16384 else _varint(n)
+
+
+def _key(field: int, wire_type: int) -> bytes:
+    return _varint(field << 3 | wire_type)
+
+
+_VARINT_KEYS = tuple(_key(f, 0) for f in range(32))
+
+
+def _field(field: int, value: int) -> bytes:
+    """A varint field (uint, int, enum, bool), empty for zero as proto3 writes it."""
+    return _VARINT_KEYS[field] + _uv(value) if value else b""
+
+
+def _length_prefixed(body: bytes) -> bytes:
+    return _uv(len(body)) + body
+
+
+_PACKED_KEYS = tuple(_key(f, 2) for f in range(32))
+
+
+def _packed(field: int, values: list[int]) -> bytes:
+    """A packed repeated varint field (saturating int64 points); empty for an empty list."""
+    try:
+        body = bytes(values)  # one byte per value when every value is below 128
+    except ValueError:
+        body = b"\x80"
+    if not body.isascii():
+        body = b"".join([_uv(v if v <= _INT64_MAX else _INT64_MAX) for v in values])
+    return _PACKED_KEYS[field] + _uv(len(body)) + body if body else b""
+
+
+# Observation (field numbers from proto/craits/v1/referee.proto).
+_OBS_SEAT = _key(1, 0)
+_OBS_HAND_HIDDEN = _key(3, 0) + _varint(1)
+_OBS_HAND_ENTRY = tuple(_key(2, 2) + _length_prefixed(card(c).SerializeToString()) for c in CARDS)
+_OBS_TOP_CARD = tuple(_key(4, 2) + _length_prefixed(card(c).SerializeToString()) for c in CARDS)
+_OBS_SUIT = tuple(_field(5, suit_to_pb(s)) for s in Suit)
+_OBS_RANK = tuple(_field(6, r) for r in range(14))
+_OBS_DIRECTION = {1: _field(7, 1), -1: _field(7, -1), 0: b""}
+_OBS_HISTORY = _key(22, 2)
+# Event.
+_EVENT_KIND_FIELD = {kind: _field(1, number) for kind, number in _EVENT_KIND.items()}
+_EVENT_CARD = tuple(_key(3, 2) + _length_prefixed(card(c).SerializeToString()) for c in CARDS)
+_EVENT_SUIT = {-1: b"", **{int(s): _field(5, suit_to_pb(s)) for s in Suit}}
+# DecisionRequest.
+_REQ_DECISION_ID = _key(2, 0)
+_REQ_OBSERVATION = _key(3, 2)
+_REQ_LEGAL = tuple(b"" if a is None else _key(4, 2) + _length_prefixed(a.SerializeToString()) for a in _LEGAL_PB)
+_REQ_REPEATED = _field(8, 1)
+# HandEnd.
+_HAND_END_HISTORY = _key(7, 2)
+
+_NO_SEAT = -2
+"""A viewer who owns no seat (as in ``observe``): the public view of every event."""
+
+_HIDDEN_KINDS = frozenset(kind for kind in _EVENT_KIND if not event_view((kind, 0, (0,), -1, 0), _NO_SEAT).cards)
+"""Kinds whose cards only the event's own seat sees (deals and draws), as ``event_view`` says."""
+
+
+def _event_views(raw: tuple[str, int, tuple[int, ...], int, int]) -> tuple[bytes, bytes]:
+    """A raw event serialised as ``event(event_view(raw, viewer))``, length-prefixed: in the
+    public view, and in the view of the event's own seat."""
+    kind, seat, codes, suit, value = raw
+    head = _EVENT_KIND_FIELD[kind] + _field(2, seat)
+    tail = _field(4, len(codes)) + _EVENT_SUIT[suit] + _field(6, points(value))
+    own = head + b"".join([_EVENT_CARD[c] for c in codes]) + tail
+    own = _uv(len(own)) + own
+    if codes and kind in _HIDDEN_KINDS:
+        return _uv(len(head) + len(tail)) + head + tail, own
+    return own, own
+
+
+class GameEncoder:
+    """One game's DecisionRequests and HandEnds, serialised straight from its state.
+
+    Logged events never change, so each one is serialised once in its public view
+    and, when it hides cards (a draw or a deal), once more in its owner's view; every
+    request and hand end reuses those bytes. What a seat may see stays defined by
+    ``observe()`` and ``event_view()``: this class reads the same state fields, and
+    tests/test_wire.py checks its bytes against :func:`decision_request` and
+    :func:`hand_end` at every decision of many games.
+    """
+
+    def __init__(self, state: GameState, game_id: str) -> None:
+        self.state = state
+        self.game_id = game_id
+        self._game_id_field = _key(1, 2) + _length_prefixed(game_id.encode()) if game_id else b""
+        self._hands_total = _field(17, 0 if state.config.crazy_eights else len(state.config.hand_sizes))
+        self._views: list[tuple[bytes, bytes]] = []
+        """By log index: (public view, the event's own seat's view), each a length-prefixed Event."""
+        self._hand_starts: dict[int, int] = {}
+        """Hand number -> log index of its hand_start, for the hands scanned so far."""
+        self._scanned = 0
+
+    def _history(self, start: int, viewer: int) -> list[bytes]:
+        """Length-prefixed Events of log[start:] as ``viewer`` may see them."""
+        log = self.state.log
+        views = self._views
+        if len(views) < len(log):
+            views += map(_event_views, log[len(views) :])
+        return [
+            own if log[i][1] == viewer else public for i, (public, own) in enumerate(views[start:], start)
+        ]
+
+    def observation(self, seat: int, history_from: int = 0) -> bytes:
+        """``wire.observation(observe(state, seat, history_from)).SerializeToString()``, faster."""
+        state = self.state
+        if not 0 <= seat < state.n:
+            raise ValueError(f"seat {seat} out of range 0..{state.n - 1}")
+        over = state.game_over
+        kind = state.kind
+        blind = not over and kind is DecisionKind.NAME_SUIT and state.to_act == seat
+        hands = state.hands
+        parts = [_OBS_SEAT + _uv(seat)] if seat else []
+        if blind:
+            parts.append(_OBS_HAND_HIDDEN)
+        else:
+            parts += [_OBS_HAND_ENTRY[c] for c in sorted(hands[seat])]
+        parts += (
+            _OBS_TOP_CARD[state.discard[-1]],
+            _OBS_SUIT[state.suit],
+            _OBS_RANK[state.top_rank],
+            _OBS_DIRECTION[state.direction],
+            _field(8, state.count),
+            _packed(9, [len(h) for h in hands]),
+            _packed(10, state.totals),
+            _packed(11, state.hand_pressures),
+            _packed(12, state.pressure_totals),
+            _field(13, len(state.stock)),
+            _field(14, len(state.discard)),
+            _field(15, state.dealer),
+            _field(16, state.hand_number),
+            self._hands_total,
+            _field(18, state.to_act),
+            _field(19, 0 if over else int(kind)),
+            _field(20, state.king_left if kind is DecisionKind.KING_SEQUENCE else 0),
+            _packed(21, state.penalty),
+        )
+        events = len(state.hand_events)
+        history = self._history(len(state.log) - events + min(history_from, events), _NO_SEAT if blind else seat)
+        if history:
+            parts.append(_OBS_HISTORY)
+            parts.append(_OBS_HISTORY.join(history))
+        parts.append(_field(23, history_from))
+        return b"".join(parts)
+
+    def decision_request(
+        self,
+        seat: int,
+        *,
+        decision_id: int,
+        deadline_ms: float,
+        bank_ms: float,
+        strikes: int,
+        repeated: bool = False,
+        history_from: int = 0,
+    ) -> bytes:
+        """:func:`decision_request` for this game, serialised."""
+        observation = self.observation(seat, history_from)
+        return b"".join((
+            self._game_id_field,
+            _REQ_DECISION_ID + _uv(decision_id) if decision_id else b"",
+            _REQ_OBSERVATION,
+            _uv(len(observation)),
+            observation,
+            b"".join([_REQ_LEGAL[i] for i in self.state.legal_action_ids()]),
+            _field(5, _uint32(deadline_ms)),
+            _field(6, _uint32(bank_ms)),
+            _field(7, strikes),
+            _REQ_REPEATED if repeated else b"",
+        ))
+
+    def hand_end(self, result: HandResult, seat: int) -> bytes:
+        """:func:`hand_end` for this game, serialised."""
+        head = _hand_end_scores(self.state, result, self.game_id).SerializeToString()
+        start, end = self._hand_span(result.number)
+        history = self._history(start, seat)[: end - start]
+        if not history:
+            return head
+        return head + _HAND_END_HISTORY + _HAND_END_HISTORY.join(history)
+
+    def _hand_span(self, number: int) -> tuple[int, int]:
+        """Log indices of hand ``number``: its hand_start, and one past its hand_end."""
+        log = self.state.log
+        for i in range(self._scanned, len(log)):
+            if log[i][0] == "hand_start":
+                self._hand_starts[log[i][4]] = i
+        self._scanned = len(log)
+        start = self._hand_starts[number]
+        for i in range(start, len(log)):
+            if log[i][0] == "hand_end":
+                return start, i + 1
+        return start, len(log)

@@ -279,6 +279,7 @@ def test_a_command_that_cannot_start_is_never_connected() -> None:
     ghost = BotSpec("ghost", "t0ken", command=("/no/such/bot-binary",))
     record = with_arena(lambda arena: arena.run_game(spec(ghost, builtin("random"))))
     assert record.seats[0].status is SeatStatus.NEVER_CONNECTED and record.result.totals
+    assert any("/no/such/bot-binary does not exist" in event for event in record.seats[0].events), record.seats[0]
 
 
 # --------------------------------------------------------------------------- hostile input

@@ -56,3 +56,39 @@ def test_a_launched_bot_dies_when_its_referee_is_killed() -> None:
         assert not _alive(bot_pid), "the bot outlived its killed referee"
     finally:
         parent.kill()
+
+
+def test_a_command_that_cannot_run_is_refused_at_launch_with_the_reason(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import asyncio
+
+    from server.launcher import LaunchedBot, LaunchError
+
+    not_executable = tmp_path / "bot.py"
+    not_executable.write_text("print('hi')\n")
+    cases = {
+        ("no-such-bot-program-xyz",): "command not found: no-such-bot-program-xyz",
+        ("./missing_bot.py",): "./missing_bot.py does not exist",
+        ("./bot.py",): "./bot.py is not executable",
+    }
+    for command, reason in cases.items():
+        with pytest.raises(LaunchError, match=reason):
+            asyncio.run(LaunchedBot.start(command, server="127.0.0.1:1", token="t", name="b", cwd=tmp_path))
+
+
+def test_a_relative_command_runs_in_the_bots_directory(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import asyncio
+
+    from server.launcher import LaunchedBot
+
+    script = tmp_path / "bot.sh"
+    script.write_text("#!/bin/sh\necho \"$CRAITS_BOT_NAME ran in $(pwd)\"\n")
+    script.chmod(0o755)
+    out = tmp_path / "out.log"
+
+    async def run() -> int | None:
+        bot = await LaunchedBot.start(["./bot.sh"], server="127.0.0.1:1", token="t", name="shell",
+                                      cwd=tmp_path, output_path=out)
+        return await bot.process.wait()
+
+    assert asyncio.run(run()) == 0
+    assert out.read_text().strip() == f"shell ran in {tmp_path}"
