@@ -1,6 +1,6 @@
 """Referee speed, side by side with a bare grpc.aio bidirectional echo.
 
-Two phases in one run, both with this process as the server and bot processes as
+Three phases in one run, all with this process as the server and bot processes as
 clients on 127.0.0.1:
 
 1. **Referee.** An :class:`~server.service.Arena` plays games of four-player Craits
@@ -9,12 +9,16 @@ clients on 127.0.0.1:
    decision put to a bot, from the moment the referee starts building the request
    to the moment the answer is back in the game task (the request's construction,
    its serialisation, the network both ways, the bot, the answer's routing). The
-   ratio uses this whole span; the span from the send on is printed beside it.
+   ratio uses this whole span less the bot's own time (``think_us``: parsing the request,
+   choosing, building the answer); the span from the send on is printed beside it.
 2. **Echo.** A bare grpc.aio stream-stream method with raw bytes (no protobuf, no
    game): the server sends a payload and awaits the client's reply, the client
    (``--echo-client``, a separate process) replies at once. The payload sizes are the
    sizes of the referee's DecisionRequests recorded in phase 1, the replies the
    size of an Answer, so both move the same bytes.
+3. **Echo, four streams in turn** (for information): the same payloads sent to four
+   echo clients in turn, as four bots take turns in a game; it shows how much of the
+   referee's round trip is the cost of switching between processes.
 
 Also printed: the server's own CPU per round trip in each phase (process time of
 this process, which is only the server: the bots are other processes), and the
@@ -155,6 +159,85 @@ class EchoServer:
         await self.client.wait()
 
 
+class RotatingEcho:
+    """The same echo with four client processes answering in turn, as four bots do in a game:
+    payload i goes to stream i % 4, and the next is sent when its reply is back. Each stream's
+    handler writes what a driver hands it and a reader task passes the reply back; that hand-off
+    is the least any server needs to serve several streams from one sequence of turns.
+
+    Not the baseline of the ratio (the issue sets that as the one-stream echo); printed beside
+    it to show how much of the referee's round trip is the cost of taking turns between
+    processes (a client that waited through three other turns is no longer hot in the caches)."""
+
+    STREAMS = 4
+
+    def __init__(self) -> None:
+        self.streams: list[tuple[Any, list[Any]]] = []
+        self.ready = asyncio.Event()
+        self.server: Any = None
+        self.clients: list[Any] = []
+
+    async def start(self, reply_size: int) -> None:
+        import grpc
+
+        from server.seats import Outbox
+
+        async def stream(request_iterator: Any, context: Any) -> Any:
+            await anext(request_iterator)  # the client's hello
+            outbox, waiter = Outbox(), [None]
+            self.streams.append((outbox, waiter))
+            if len(self.streams) == self.STREAMS:
+                self.ready.set()
+
+            async def read() -> None:
+                async for _ in request_iterator:
+                    if waiter[0] is not None and not waiter[0].done():
+                        waiter[0].set_result(None)
+
+            reader = asyncio.create_task(read())
+            try:
+                while (payload := await outbox.get()) is not None:
+                    yield payload
+            finally:
+                reader.cancel()
+
+        self.server = grpc.aio.server()
+        handler = grpc.method_handlers_generic_handler(
+            "bench.Echo", {"Stream": grpc.stream_stream_rpc_method_handler(stream)}
+        )
+        self.server.add_generic_rpc_handlers((handler,))
+        port = self.server.add_insecure_port("127.0.0.1:0")
+        await self.server.start()
+        for _ in range(self.STREAMS):
+            self.clients.append(await asyncio.create_subprocess_exec(
+                sys.executable, str(Path(__file__).resolve()), "--echo-client", f"127.0.0.1:{port}", str(reply_size)
+            ))
+        await asyncio.wait_for(self.ready.wait(), 60)
+
+    async def run(self, payloads: list[bytes]) -> tuple[list[float], float, float]:
+        loop = asyncio.get_running_loop()
+        perf = time.perf_counter
+        rts = []
+        c0, w0 = time.process_time(), perf()
+        for i, payload in enumerate(payloads):
+            outbox, waiter = self.streams[i % self.STREAMS]
+            start = perf()
+            reply = waiter[0] = loop.create_future()
+            outbox.put_nowait(payload)
+            await reply
+            rts.append(perf() - start)
+        return rts, perf() - w0, time.process_time() - c0
+
+    async def stop(self) -> None:
+        for outbox, _ in self.streams:
+            outbox.put_nowait(None)
+        await self.server.stop(0.5)
+        for client in self.clients:
+            if client.returncode is None:
+                client.kill()
+            await client.wait()
+
+
 async def run_bench(games: int, seed: int, reply_size: int) -> dict[str, Any]:
     """Referee games and echo batches take turns, so a noisy neighbour hurts both alike;
     each echo batch has as many round trips as the game before it asked."""
@@ -167,6 +250,8 @@ async def run_bench(games: int, seed: int, reply_size: int) -> dict[str, Any]:
     arena = await Arena.start("127.0.0.1:0")
     echo = EchoServer()
     await echo.start(reply_size)
+    rotating = RotatingEcho()
+    await rotating.start(reply_size)
     config = make_config("craits", 4, short_game=True)
     clocks = Clocks(decision_s=5.0, bank_s=30.0, connect_timeout_s=30.0)
 
@@ -222,6 +307,7 @@ async def run_bench(games: int, seed: int, reply_size: int) -> dict[str, Any]:
     rng = random.Random(seed)
     echo_rts: list[float] = []
     echo_wall = echo_cpu = 0.0
+    turns_rts: list[float] = []
     GameReferee._ask = timed_ask  # type: ignore[method-assign]
     GameReferee._send_request = stamped_send  # type: ignore[method-assign]
     try:
@@ -235,11 +321,13 @@ async def run_bench(games: int, seed: int, reply_size: int) -> dict[str, Any]:
             echo_rts += got
             echo_wall += wall
             echo_cpu += cpu
+            turns_rts += (await rotating.run(batch))[0]
     finally:
         GameReferee._ask = original_ask  # type: ignore[method-assign]
         GameReferee._send_request = original_send  # type: ignore[method-assign]
         await arena.shutdown(0)
         await echo.stop()
+        await rotating.stop()
     wall = sum(s[2] - s[0] for s in span.values())
     cpu = sum(s[3] - s[1] for s in span.values())
     return {
@@ -255,6 +343,10 @@ async def run_bench(games: int, seed: int, reply_size: int) -> dict[str, Any]:
         "echo": {
             "round_trips": len(echo_rts), "per_s": len(echo_rts) / echo_wall, "p50_ms": _pct(echo_rts, 0.5) * 1000,
             "p99_ms": _pct(echo_rts, 0.99) * 1000, "cpu_ms": echo_cpu / len(echo_rts) * 1000,
+        },
+        "turns": {
+            "round_trips": len(turns_rts), "p50_ms": _pct(turns_rts, 0.5) * 1000,
+            "p99_ms": _pct(turns_rts, 0.99) * 1000,
         },
     }
 
@@ -350,7 +442,7 @@ def main(argv: list[str] | None = None) -> int:
     answer_size = pb.BotMessage(answer=pb.Answer(game_id="bench-0", decision_id=123456, action_id=318,
                                                  think_us=42)).ByteSize()
     result = asyncio.run(run_bench(games, args.seed, answer_size))
-    ref, echo, sizes = result["referee"], result["echo"], result["sizes"]
+    ref, echo, turns, sizes = result["referee"], result["echo"], result["turns"], result["sizes"]
     share = engine_share(3, args.seed)
     ratio = ref["net_p50_ms"] / echo["p50_ms"]
     print(f"message sizes: requests mean {statistics.mean(sizes):.0f} B (max {max(sizes)} B), answers {answer_size} B")
@@ -361,6 +453,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{ref['net_p99_ms']:>8.3f}")
     print(f"{'echo':26} {echo['round_trips']:>11} {echo['per_s']:>8.0f} {echo['p50_ms']:>8.3f} "
           f"{echo['p99_ms']:>8.3f} {echo['cpu_ms']:>17.3f}")
+    print(f"{'echo, 4 streams in turn':26} {turns['round_trips']:>11} {'':>8} {turns['p50_ms']:>8.3f} "
+          f"{turns['p99_ms']:>8.3f}")
     print(f"bot time per decision (parse the request, choose, reply; reported as think_us): "
           f"p50 {ref['think_p50_ms']:.3f} ms")
     print(f"referee from the request's send to its answer (the build excluded, bot time included): "
@@ -373,6 +467,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"referee p50 (less bot time) / echo p50 = {ratio:.2f} ({verdict} the goal of {GOAL_RATIO}x); "
           f"whole round trip {ref['p50_ms'] / echo['p50_ms']:.2f}x; "
           f"server CPU per round trip {ref['cpu_ms'] / echo['cpu_ms']:.2f}x the echo's")
+    print(f"for information: referee p50 (less bot time) / p50 of the echo with 4 streams in turn = "
+          f"{ref['net_p50_ms'] / turns['p50_ms']:.2f} (the same pattern of turns between processes as a game; "
+          f"that echo is {turns['p50_ms'] / echo['p50_ms']:.2f}x the one-stream echo)")
     print(f"p50_ratio_vs_echo={ratio:.3f} decisions_per_s={ref['per_s']:.0f}")
     return 0
 
