@@ -108,6 +108,26 @@ async def _echo_client_main(target: str, reply_size: int) -> None:
 # --------------------------------------------------------------------------- the two servers
 
 
+async def _start_echo_server(stream: Any) -> tuple[Any, int]:
+    """A grpc.aio server on an ephemeral port whose one method, bench.Echo/Stream, is ``stream``."""
+    import grpc
+
+    server = grpc.aio.server()
+    handler = grpc.method_handlers_generic_handler(
+        "bench.Echo", {"Stream": grpc.stream_stream_rpc_method_handler(stream)}
+    )
+    server.add_generic_rpc_handlers((handler,))
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    return server, port
+
+
+async def _start_echo_client(port: int, reply_size: int) -> Any:
+    return await asyncio.create_subprocess_exec(
+        sys.executable, str(Path(__file__).resolve()), "--echo-client", f"127.0.0.1:{port}", str(reply_size)
+    )
+
+
 class EchoServer:
     """A bare grpc.aio stream-stream method on raw bytes, driven in batches: the handler sends
     each payload of a batch and awaits the client's reply, timing the round trip."""
@@ -119,7 +139,6 @@ class EchoServer:
         self.client: Any = None
 
     async def start(self, reply_size: int) -> None:
-        import grpc
 
         async def stream(request_iterator: Any, context: Any) -> Any:
             await anext(request_iterator)  # the client's hello
@@ -134,16 +153,8 @@ class EchoServer:
                     rts.append(perf() - start)
                 self.results.put_nowait(rts)
 
-        self.server = grpc.aio.server()
-        handler = grpc.method_handlers_generic_handler(
-            "bench.Echo", {"Stream": grpc.stream_stream_rpc_method_handler(stream)}
-        )
-        self.server.add_generic_rpc_handlers((handler,))
-        port = self.server.add_insecure_port("127.0.0.1:0")
-        await self.server.start()
-        self.client = await asyncio.create_subprocess_exec(
-            sys.executable, str(Path(__file__).resolve()), "--echo-client", f"127.0.0.1:{port}", str(reply_size)
-        )
+        self.server, port = await _start_echo_server(stream)
+        self.client = await _start_echo_client(port, reply_size)
 
     async def run(self, payloads: list[bytes]) -> tuple[list[float], float, float]:
         """Round trips of one batch, with its wall and CPU time."""
@@ -178,7 +189,6 @@ class RotatingEcho:
         self.clients: list[Any] = []
 
     async def start(self, reply_size: int) -> None:
-        import grpc
 
         from server.seats import Outbox
 
@@ -201,17 +211,8 @@ class RotatingEcho:
             finally:
                 reader.cancel()
 
-        self.server = grpc.aio.server()
-        handler = grpc.method_handlers_generic_handler(
-            "bench.Echo", {"Stream": grpc.stream_stream_rpc_method_handler(stream)}
-        )
-        self.server.add_generic_rpc_handlers((handler,))
-        port = self.server.add_insecure_port("127.0.0.1:0")
-        await self.server.start()
-        for _ in range(self.STREAMS):
-            self.clients.append(await asyncio.create_subprocess_exec(
-                sys.executable, str(Path(__file__).resolve()), "--echo-client", f"127.0.0.1:{port}", str(reply_size)
-            ))
+        self.server, port = await _start_echo_server(stream)
+        self.clients = [await _start_echo_client(port, reply_size) for _ in range(self.STREAMS)]
         await asyncio.wait_for(self.ready.wait(), 60)
 
     async def run(self, payloads: list[bytes]) -> tuple[list[float], float, float]:
