@@ -12,7 +12,16 @@ import enum
 import hashlib
 from dataclasses import dataclass
 
-from .actions import ACTIONS, DRAW_ID, Action, ActionKind, is_announced_play, play_action_id, suit_action_id
+from .actions import (
+    ACTIONS,
+    DRAW_ID,
+    MAX_ACTION_ID,
+    Action,
+    ActionKind,
+    is_announced_play,
+    play_action_id,
+    suit_action_id,
+)
 from .cards import CARDS, Card, Rank, Suit
 from .config import CRAZY_EIGHTS_MAX_HANDS, GameConfig, make_config
 from .errors import IllegalActionError
@@ -62,6 +71,70 @@ class DecisionKind(enum.IntEnum):
 class Decision:
     seat: int
     kind: DecisionKind
+
+
+# The decision kinds as module globals: reading an enum member through its class costs
+# about five times a global read, and the hot path reads several per decision.
+_PLAY = DecisionKind.PLAY
+_ANSWER_COUNT = DecisionKind.ANSWER_COUNT
+_PLAY_AGAIN = DecisionKind.PLAY_AGAIN
+_KING_SEQUENCE = DecisionKind.KING_SEQUENCE
+_NAME_SUIT = DecisionKind.NAME_SUIT
+_PENALTY = DecisionKind.PENALTY
+
+_MAX_SEATS = 16
+"""More than any preset allows (10); sizes the table of shared Decision values."""
+_DECISIONS = tuple(tuple(Decision(seat, kind) for kind in (_PLAY, *DecisionKind)) for seat in range(_MAX_SEATS))
+"""_DECISIONS[seat][kind]: Decision is a frozen value, so one instance per pair serves every query."""
+
+
+def _play_ids(code: int, crazy: bool, announce: bool) -> tuple[int, ...]:
+    """The sorted action ids that play card ``code`` when it is legal (rule 3.3 for 8s and 9s).
+
+    Outside a count an 8 (and in Craits a 9) names a suit; in a count only aces and 2s are
+    legal, so the named forms never arise there and one table serves every decision kind.
+    """
+    rank = code // 4 + 1
+    if rank == _EIGHT or (rank == _NINE and not crazy):
+        suits = range(4) if rank == _EIGHT else sorted((code & 3, _COLOUR_PARTNER[code & 3]))
+        bases = [play_action_id(code, s) for s in suits]
+    else:
+        bases = [play_action_id(code)]
+    return tuple(i for base in bases for i in ((base, base + 1) if announce else (base,)))
+
+
+# Legal plays come from bitmasks: the hand's mask AND the playable mask, then for each set
+# bit (a single-bit int, the key) the card's precomputed action ids, already in id order.
+_IDS_CRAITS = {1 << c: _play_ids(c, False, False) for c in range(52)}
+_IDS_CRAITS_ANNOUNCE = {1 << c: _play_ids(c, False, True) for c in range(52)}
+_IDS_EIGHTS = {1 << c: _play_ids(c, True, False) for c in range(52)}
+
+_FIRST_PLAY_ID = play_action_id(0)
+# _DECODE[action id] = (card code, named suit or -1, announce, the card's bit, its rank, the suit
+# in force after the play, the event's card tuple) for every play id: a play derives nothing.
+_DECODE: list[tuple[int, int, int, int, int, int, tuple[int]]] = [(0, -1, 0, 1, 1, 0, (0,))] * (MAX_ACTION_ID + 1)
+for _aid in range(_FIRST_PLAY_ID, MAX_ACTION_ID + 1):
+    _code, _rest = divmod(_aid - _FIRST_PLAY_ID, 10)
+    _named = _rest // 2 - 1
+    _DECODE[_aid] = (_code, _named, _rest & 1, 1 << _code, _code // 4 + 1, _named if _named >= 0 else _code & 3, (_code,))
+
+_BIT = tuple(1 << c for c in range(52))
+"""_BIT[card]: the card's bit in a hand's mask. Most are big ints, so a lookup beats building one."""
+
+_DRAWN_ONE = tuple(tuple(("draw", seat, (c,), -1, 0) for c in range(52)) for seat in range(_MAX_SEATS))
+"""_DRAWN_ONE[seat][card]: the raw event of a one-card draw (immutable, so shared by every game)."""
+
+
+def _plain_cards(face: bool) -> tuple[bool, ...]:
+    """By card code: True if playing it (outside a count) has no function, so the turn just passes."""
+    active = {_TWO, _FOUR, _FIVE, _SIX, _SEVEN, _TEN} | ({_JACK, _KING} if face else set())
+    return tuple(
+        c // 4 + 1 not in active and not (face and c == _QUEEN_OF_SPADES) for c in range(52)
+    )
+
+
+_PLAIN = _plain_cards(False)
+_PLAIN_FACE = _plain_cards(True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +224,53 @@ def placings(totals: list[int] | tuple[int, ...], lower_wins: bool = True) -> tu
 class GameState:
     """A whole game of Craits (or a preset of it), from the first dealer to the result."""
 
+    # Slots rather than an instance dict: a game has more attributes than CPython's
+    # shared-key instance dicts hold (30), and reads through a plain dict cost far more.
+    __slots__ = (
+        "_crazy",
+        "_deck",
+        "_face",
+        "_hand_log_start",
+        "_hand_sizes",
+        "_hands",
+        "_held",
+        "_ids",
+        "_ids_announce",
+        "_legal",
+        "_next_pressure",
+        "_partnerships",
+        "_plain",
+        "_playable",
+        "_rng",
+        "_seven_next",
+        "_twice",
+        "_voluntary",
+        "config",
+        "count",
+        "dealer",
+        "dealer_suits",
+        "decisions",
+        "direction",
+        "discard",
+        "ending",
+        "game_over",
+        "hand_number",
+        "hand_pressures",
+        "hand_results",
+        "kind",
+        "king_left",
+        "log",
+        "n",
+        "penalty",
+        "pressure_totals",
+        "seed",
+        "stock",
+        "suit",
+        "to_act",
+        "top_rank",
+        "totals",
+    )
+
     def __init__(self, config: GameConfig, seed: int) -> None:
         self.config = config
         self.seed = seed
@@ -160,9 +280,20 @@ class GameState:
         self._face = config.flags.face_cards
         self._voluntary = config.flags.voluntary_draw
         self._seven_next = config.flags.seven_hits == "next" or self.n <= 3
+        self._partnerships = config.partnerships
+        self._deck = config.deck_cards
+        self._hand_sizes = config.hand_sizes
         self._playable = _PLAYABLE_EIGHTS if self._crazy else _PLAYABLE_CRAITS
+        self._plain = _PLAIN_FACE if self._face else _PLAIN
+        self._ids = _IDS_EIGHTS if self._crazy else _IDS_CRAITS
+        # Crazy eights has no "one card": its plays never take the announced form.
+        self._ids_announce = _IDS_EIGHTS if self._crazy else _IDS_CRAITS_ANNOUNCE
         self.log: list[RawEvent] = []
-        self.hands: list[list[int]] = [[] for _ in range(self.n)]
+        self._hands: list[list[int]] = [[] for _ in range(self.n)]
+        # Each hand also as bitmasks: bit c of _held[seat] is set if the seat holds card c,
+        # bit c of _twice[seat] if it holds a second copy (two decks). Kept in step with _hands.
+        self._held = [0] * self.n
+        self._twice = [0] * self.n
         self.stock: list[int] = []
         self.discard: list[int] = []
         self.top_rank = 0
@@ -170,7 +301,7 @@ class GameState:
         self.direction = 1
         self.count = 0
         self.to_act = 0
-        self.kind = DecisionKind.PLAY
+        self.kind = _PLAY
         self.king_left = 0
         self.dealer_suits: tuple[int, ...] = ()
         self.hand_number = 0
@@ -196,16 +327,89 @@ class GameState:
         """Whose decision it is and of what kind; None once the game is over."""
         if self.game_over:
             return None
-        return Decision(self.to_act, self.kind)
+        return _DECISIONS[self.to_act][self.kind]
 
     def legal_action_ids(self) -> list[int]:
-        """The legal action ids at this decision, sorted (empty once the game is over)."""
-        if self._legal is None:
-            self._legal = self._compute_legal()
-        return self._legal
+        """The legal action ids at this decision, sorted (empty once the game is over).
+
+        Computed once per decision and cached until the next ``apply``. Every driver calls
+        this once per decision, so the computation is written out here rather than in a
+        helper call (``_compute_legal`` recomputes through it).
+        """
+        legal = self._legal
+        if legal is not None:
+            return legal
+        if self.game_over:
+            legal = self._legal = []
+            return legal
+        kind = self.kind
+        p = self.to_act
+        if kind is _PLAY:  # by far the commonest kind, so tested first
+            playable = self._held[p] & self._playable[self.top_rank * 4 + self.suit]
+        elif kind is _ANSWER_COUNT:
+            playable = self._held[p] & _COUNT_ANSWERS
+        elif kind is _NAME_SUIT:
+            legal = self._legal = [suit_action_id(s) for s in self.dealer_suits]
+            return legal
+        elif kind is _PENALTY:
+            legal = self._legal = [DRAW_ID]
+            return legal
+        else:  # play again after a 6, or a card of a king's sequence
+            playable = self._held[p] & self._playable[self.top_rank * 4 + self.suit]
+        if not playable:  # draw, unless crazy eights' stock is empty
+            legal = self._legal = [] if self._crazy and not self.stock else [DRAW_ID]
+            return legal
+        # With a legal play, a draw is allowed only by crazy eights (while the stock lasts)
+        # and the voluntary-draw flag. A play that leaves one card may carry "one card" (rule 7.1).
+        draw = self.stock if self._crazy else self._voluntary
+        table = self._ids_announce if len(self._hands[p]) == 2 else self._ids
+        if not playable & (playable - 1):  # one playable card (the commonest case): no loop
+            legal = self._legal = [DRAW_ID, *table[playable]] if draw else list(table[playable])
+            return legal
+        legal = self._legal = [DRAW_ID] if draw else []
+        while playable:  # set bits from the lowest card up: ids come out sorted
+            low = playable & -playable
+            legal += table[low]
+            playable ^= low
+        return legal
 
     def legal_actions(self) -> list[Action]:
         return [ACTIONS[i] for i in self.legal_action_ids()]  # type: ignore[misc]
+
+    @property
+    def hands(self) -> list[list[int]]:
+        """Each seat's card codes, in the order received.
+
+        To change a hand from outside, assign a whole new list of lists: the engine keeps
+        bitmasks of the hands in step, and assigning here rebuilds them.
+        """
+        return self._hands
+
+    @hands.setter
+    def hands(self, hands: list[list[int]]) -> None:
+        self._hands = hands
+        self._held = [0] * len(hands)
+        self._twice = [0] * len(hands)
+        for seat, hand in enumerate(hands):
+            self._hold(seat, hand)
+
+    def _hold(self, seat: int, cards: list[int]) -> None:
+        """Set the bitmask bits of ``cards`` just added to ``seat``'s hand."""
+        held = self._held[seat]
+        new = sum(map(_BIT.__getitem__, cards))
+        if not held & new and new.bit_count() == len(cards):
+            # No card twice (always so with one deck): the sum of the bits is their union.
+            self._held[seat] = held | new
+            return
+        twice = self._twice[seat]
+        for c in cards:
+            bit = _BIT[c]
+            if held & bit:
+                twice |= bit
+            else:
+                held |= bit
+        self._held[seat] = held
+        self._twice[seat] = twice
 
     @property
     def hand_events(self) -> list[RawEvent]:
@@ -213,7 +417,7 @@ class GameState:
         return self.log[self._hand_log_start :]
 
     def hand_of(self, seat: int) -> tuple[Card, ...]:
-        return tuple(CARDS[c] for c in sorted(self.hands[seat]))
+        return tuple([CARDS[c] for c in sorted(self._hands[seat])])
 
     @property
     def top_card(self) -> Card:
@@ -245,9 +449,11 @@ class GameState:
 
     def clone(self) -> GameState:
         other = object.__new__(GameState)
-        for name, value in self.__dict__.items():
-            setattr(other, name, value)
-        other.hands = [list(h) for h in self.hands]
+        for name in GameState.__slots__:
+            setattr(other, name, getattr(self, name))
+        other._hands = [list(h) for h in self._hands]
+        other._held = list(self._held)
+        other._twice = list(self._twice)
         other.stock = list(self.stock)
         other.discard = list(self.discard)
         other.log = list(self.log)
@@ -274,7 +480,9 @@ class GameState:
             aid = action.id
         else:
             raise TypeError(f"apply takes an Action or an action id (int), not {action!r}")
-        legal = self.legal_action_ids()
+        legal = self._legal
+        if legal is None:
+            legal = self.legal_action_ids()
         if aid not in legal:
             # Rule 7.1: "one card" on a play that does not leave one card is ignored, not refused.
             if is_announced_play(aid) and aid - 1 in legal:
@@ -284,7 +492,12 @@ class GameState:
         self._legal = None
         self.decisions += 1
         try:
-            self._apply(aid)
+            if aid >= _FIRST_PLAY_ID:  # the legal list vouches for the rest: a play, a draw or a suit
+                self._play(self.to_act, aid)
+            elif aid:  # DRAW_ID is 0
+                self._name_suit(self.to_act, aid)
+            else:
+                self._apply_draw(self.to_act, self.kind)
         except _HandEnds as end:
             self._finish_hand(end.reason)
 
@@ -311,7 +524,7 @@ class GameState:
             return IllegalActionError(f"{what}: a player with a legal play must play", rule, texts)
         assert act.card is not None
         code = act.card.code
-        if code not in self.hands[self.to_act]:
+        if code not in self._hands[self.to_act]:
             return IllegalActionError(f"{what}: {act.card} is not in the hand", "3", texts)
         if kind is DecisionKind.ANSWER_COUNT:
             return IllegalActionError(f"{what}: a count is answered only with an ace or a 2", "5.1", texts)
@@ -332,29 +545,23 @@ class GameState:
             texts,
         )
 
-    def _apply(self, aid: int) -> None:
-        p = self.to_act
-        kind = self.kind
-        if kind is DecisionKind.NAME_SUIT:
-            self.suit = aid - 1
-            self.log.append(("name_suit", p, (), self.suit, 0))
-            self._begin_turn(self._next(p))
-            return
-        if aid == DRAW_ID:
-            self._apply_draw(p, kind)
-            return
-        body = aid - 8
-        code, rest = divmod(body, 10)
-        named = rest // 2 - 1
-        announce = rest & 1
-        self._play(p, code, named, announce)
+    def _name_suit(self, p: int, aid: int) -> None:
+        self.suit = aid - 1
+        self.log.append(("name_suit", p, (), self.suit, 0))
+        self._begin_turn(self._next(p))
 
     def _apply_draw(self, p: int, kind: DecisionKind) -> None:
         if self._crazy:
             self._draw(p, 1)
             self._begin_turn(p)  # crazy eights: keep drawing or play
             return
-        if kind is DecisionKind.PENALTY:
+        if kind is not _PENALTY and kind is not _ANSWER_COUNT:
+            # No legal play (or a voluntary draw): one card and the turn (and any king
+            # sequence) ends.
+            self._draw(p, 1)
+            self._begin_turn((p + self.direction) % self.n)
+            return
+        if kind is _PENALTY:
             self.penalty[p] = False
             self.log.append(("forfeit", p, (), -1, 0))
             self._draw(p, 2)
@@ -363,12 +570,7 @@ class GameState:
                 return
             self._begin_turn(self._next(p))
             return
-        if kind is DecisionKind.ANSWER_COUNT:
-            self._draw_count(p)
-            return
-        # no legal play (or a voluntary draw): one card and the turn (and any king sequence) ends
-        self._draw(p, 1)
-        self._begin_turn(self._next(p))
+        self._draw_count(p)  # answering a count
 
     def _draw_count(self, p: int) -> None:
         n, self.count = self.count, 0
@@ -377,36 +579,48 @@ class GameState:
             raise _HandEnds("count drawn after a player went out")
         self._begin_turn(self._next(p))
 
-    def _play(self, p: int, code: int, named: int, announce: int) -> None:
-        hand = self.hands[p]
+    def _play(self, p: int, aid: int) -> None:
+        code, named, announce, bit, rank, suit, cards = _DECODE[aid]
+        hand = self._hands[p]
         hand.remove(code)
+        twice = self._twice
+        if twice[p] and twice[p] & bit:  # one deck: twice[p] is 0, so no big-int op
+            twice[p] ^= bit
+        else:
+            self._held[p] ^= bit
         self.discard.append(code)
-        rank = code // 4 + 1
         self.top_rank = rank
-        self.suit = named if named >= 0 else code & 3
-        self.log.append(("play", p, (code,), named, announce))
-        if len(hand) == 1 and not announce and not self._crazy:
-            self.penalty[p] = True
-            self.log.append(("missed_announcement", p, (), -1, 0))
+        self.suit = suit
+        log = self.log
+        log.append(("play", p, cards, named, announce))
         if self._crazy:
             if not hand:
                 raise _HandEnds("out")
-            self._begin_turn(self._next(p))
+            self._begin_turn((p + self.direction) % self.n)
             return
+        left = len(hand)
+        if left == 1 and not announce:
+            self.penalty[p] = True
+            log.append(("missed_announcement", p, (), -1, 0))
         kind = self.kind
-        if kind is DecisionKind.ANSWER_COUNT:
+        if kind is _ANSWER_COUNT:
             self.count += 1 if rank == _ACE else 2
-            self.log.append(("count", p, (), -1, self.count))
-            if not hand:
+            log.append(("count", p, (), -1, self.count))
+            if not left:
                 self.ending = True
-            self._begin_turn(self._next(p))
+            self._begin_turn((p + self.direction) % self.n)
             return
-        if kind is DecisionKind.KING_SEQUENCE and self.king_left > 1:
+        if kind is _KING_SEQUENCE and self.king_left > 1:
             self.king_left -= 1  # the first two cards of a king's three have no function
-            if not hand:
+            if not left:
                 raise _HandEnds("out")
             return
-        self._resolve(p, rank, code, empty=not hand)
+        if self._plain[code]:  # a card without a function: the turn passes
+            if not left:
+                raise _HandEnds("out")
+            self._begin_turn((p + self.direction) % self.n)
+            return
+        self._resolve(p, rank, code, not left)
 
     def _resolve(self, p: int, rank: int, code: int, empty: bool) -> None:
         """Apply a card's function (section 4, and 6 for face cards), then pass the turn."""
@@ -423,13 +637,13 @@ class GameState:
                 self._draw(p, 1)
                 self._begin_turn(self._next(p))
                 return
-            self.kind = DecisionKind.PLAY_AGAIN
+            self.kind = _PLAY_AGAIN
             self.to_act = p
             return
         if rank == _KING and self._face:
             if empty:
                 raise _HandEnds("out")
-            self.kind = DecisionKind.KING_SEQUENCE
+            self.kind = _KING_SEQUENCE
             self.king_left = 3
             self.to_act = p
             return
@@ -440,21 +654,24 @@ class GameState:
 
     def _after_card(self, p: int, rank: int, code: int) -> int:
         """Effects on other players of a 4, 5, 7, 10, J or Q of spades; returns who acts next."""
-        nxt = self._next(p)
+        # self._next inlined: one and two seats on in the direction of play
+        step = self.direction
+        n = self.n
+        nxt = (p + step) % n
         if rank == _FOUR:
             self.log.append(("skip", nxt, (), -1, 0))
-            return self._next(p, 2)
+            return (p + 2 * step) % n
         if rank == _FIVE:
-            for i in range(1, self.n):
-                self._draw(self._next(p, i), 1)
+            for i in range(1, n):
+                self._draw((p + i * step) % n, 1)
             return nxt
         if rank == _SEVEN:
-            self._draw(nxt if self._seven_next else self._next(p, 2), 1)
+            self._draw(nxt if self._seven_next else (p + 2 * step) % n, 1)
             return nxt
         if rank == _TEN:
-            self.direction = -self.direction
-            self.log.append(("reverse", p, (), -1, self.direction))
-            return self._next(p)
+            self.direction = -step
+            self.log.append(("reverse", p, (), -1, -step))
+            return (p - step) % n
         if self._face and rank == _JACK:
             run = 0
             for c in reversed(self.discard):
@@ -463,11 +680,11 @@ class GameState:
                 run += 1
             self._draw(nxt, 2 * run)
             self.log.append(("forfeit", nxt, (), -1, 0))
-            return self._next(p, 2)
+            return (p + 2 * step) % n
         if self._face and code == _QUEEN_OF_SPADES:
             self._draw(nxt, 5)
             self.log.append(("forfeit", nxt, (), -1, 0))
-            return self._next(p, 2)
+            return (p + 2 * step) % n
         return nxt
 
     def _next(self, seat: int, steps: int = 1) -> int:
@@ -475,17 +692,16 @@ class GameState:
 
     def _begin_turn(self, p: int) -> None:
         self.to_act = p
-        if self.count:
-            self.kind = DecisionKind.ANSWER_COUNT
-        else:
-            self.kind = DecisionKind.PLAY
+        self.kind = _ANSWER_COUNT if self.count else _PLAY
         if self.penalty[p]:
-            if self.config.partnerships:
+            if self._partnerships:
                 self.penalty[p] = False
                 self.log.append(("penalty_draw", p, (), -1, 0))
                 self._draw(p, 2)
             else:
-                self.kind = DecisionKind.PENALTY
+                self.kind = _PENALTY
+        # Crazy eights with an empty stock: no legal play ends the hand. A turn begins last in
+        # every action, so the legal list computed here is the next decision's and stays cached.
         if self._crazy and not self.stock and not self._compute_legal():
             raise _HandEnds("blocked")
 
@@ -493,7 +709,26 @@ class GameState:
 
     def _draw(self, seat: int, n: int) -> None:
         """Draw ``n`` cards, reshuffling (with a pressure) whenever the stock runs out."""
-        got: list[int] = []
+        stock = self.stock
+        if n == 1 and stock:  # the common case, without the reshuffle machinery
+            c = stock.pop()
+            self._hands[seat].append(c)
+            bit = _BIT[c]
+            held = self._held
+            if held[seat] & bit:
+                self._twice[seat] |= bit
+            else:
+                held[seat] |= bit
+            self.log.append(_DRAWN_ONE[seat][c])
+            return
+        if 0 < n <= len(stock):  # enough cards: take them all at once, in the order popped
+            got = stock[: -n - 1 : -1]
+            del stock[-n:]
+            self._hands[seat].extend(got)
+            self._hold(seat, got)
+            self.log.append(("draw", seat, tuple(got), -1, 0))
+            return
+        got = []
         try:
             for _ in range(n):
                 if not self.stock:
@@ -501,11 +736,12 @@ class GameState:
                 got.append(self.stock.pop())
         finally:
             if got or n:
-                self.hands[seat].extend(got)
+                self._hands[seat].extend(got)
+                self._hold(seat, got)
                 self.log.append(("draw", seat, tuple(got), -1, 0))
 
     def _reshuffle(self, seat: int) -> None:
-        key = self.config.team_of(seat)
+        key = seat % 2 if self._partnerships else seat  # pressure doubles per team in partnerships
         points = self._next_pressure[key]
         self._next_pressure[key] = points * 2
         self.hand_pressures[seat] += points
@@ -522,41 +758,9 @@ class GameState:
     # ------------------------------------------------------------------ legal actions
 
     def _compute_legal(self) -> list[int]:
-        if self.game_over:
-            return []
-        kind = self.kind
-        if kind is DecisionKind.NAME_SUIT:
-            return [suit_action_id(s) for s in self.dealer_suits]
-        if kind is DecisionKind.PENALTY:
-            return [DRAW_ID]
-        hand = self.hands[self.to_act]
-        if kind is DecisionKind.ANSWER_COUNT:
-            ok = _COUNT_ANSWERS
-        else:
-            ok = self._playable[self.top_rank * 4 + self.suit]
-        cards = sorted({c for c in hand if ok >> c & 1})
-        announce = len(hand) == 2 and not self._crazy
-        ids: list[int] = []
-        if self._crazy:
-            if self.stock:
-                ids.append(DRAW_ID)
-        elif not cards or self._voluntary:
-            ids.append(DRAW_ID)
-        for c in cards:
-            rank = c // 4 + 1
-            if kind is not DecisionKind.ANSWER_COUNT and (rank == _EIGHT or (rank == _NINE and not self._crazy)):
-                suits = range(4) if rank == _EIGHT else sorted((c & 3, _COLOUR_PARTNER[c & 3]))
-                for s in suits:
-                    base = play_action_id(c, s)
-                    ids.append(base)
-                    if announce:
-                        ids.append(base + 1)
-            else:
-                base = play_action_id(c)
-                ids.append(base)
-                if announce:
-                    ids.append(base + 1)
-        return ids
+        """The legal ids of the state as it is now, computed afresh (and cached)."""
+        self._legal = None
+        return self.legal_action_ids()
 
     # ------------------------------------------------------------------ hands
 
@@ -568,7 +772,7 @@ class GameState:
             drawn: list[tuple[int, int]] = []
             for seat in candidates:
                 if not pack:
-                    pack = list(self.config.deck_cards)
+                    pack = list(self._deck)
                     self._rng.shuffle(pack)
                 card = pack.pop()
                 self.log.append(("dealer_draw", seat, (card,), -1, 0))
@@ -593,24 +797,29 @@ class GameState:
         self._hand_log_start = len(self.log)
         self._legal = None
         n, d = self.n, self.dealer
-        size = self.config.hand_sizes[0 if self._crazy else self.hand_number - 1]
+        size = self._hand_sizes[0 if self._crazy else self.hand_number - 1]
         self.log.append(("hand_start", d, (), -1, self.hand_number))
-        self.stock = list(self.config.deck_cards)
-        self._rng.shuffle(self.stock)
-        self.hands = [[] for _ in range(n)]
-        for _ in range(size):
-            for i in range(1, n + 1):
-                self.hands[(d + i) % n].append(self.stock.pop())
+        stock = self.stock = list(self._deck)
+        self._rng.shuffle(stock)
+        # One card at a time from the top of the stock (its end), starting left of the dealer:
+        # the k-th card off the stock goes to the (k % n + 1)-th seat after the dealer.
+        dealt = stock[len(stock) - size * n :]
+        del stock[len(stock) - size * n :]
+        dealt.reverse()
+        hands: list[list[int]] = [[] for _ in range(n)]
+        for i in range(1, n + 1):
+            hands[(d + i) % n] = dealt[i - 1 :: n]
+        self.hands = hands
         for i in range(1, n + 1):
             seat = (d + i) % n
-            self.log.append(("deal", seat, tuple(self.hands[seat]), -1, 0))
+            self.log.append(("deal", seat, tuple(hands[seat]), -1, 0))
         self.direction = 1
         self.count = 0
         self.ending = False
         self.king_left = 0
         self.penalty = [False] * n
         self.hand_pressures = [0] * n
-        code = self.stock.pop()
+        code = stock.pop()
         self.discard = [code]
         rank = code // 4 + 1
         self.top_rank = rank
@@ -623,7 +832,7 @@ class GameState:
         if rank == _EIGHT or (rank == _NINE and not self._crazy):
             self.dealer_suits = tuple(range(4)) if rank == _EIGHT else tuple(sorted((code & 3, _COLOUR_PARTNER[code & 3])))
             self.to_act = d
-            self.kind = DecisionKind.NAME_SUIT
+            self.kind = _NAME_SUIT
             return
         if self._crazy:
             self._begin_turn(self._next(d))
@@ -634,10 +843,10 @@ class GameState:
             self._begin_turn(self._next(d))
         elif rank == _SIX:
             self.to_act = d
-            self.kind = DecisionKind.PLAY_AGAIN
+            self.kind = _PLAY_AGAIN
         elif rank == _KING and self._face:
             self.to_act = d
-            self.kind = DecisionKind.KING_SEQUENCE
+            self.kind = _KING_SEQUENCE
             self.king_left = 3
         else:
             self._begin_turn(self._after_card(d, rank, code))
@@ -649,8 +858,9 @@ class GameState:
     def _close_hand(self, reason: str) -> bool:
         """Score the hand; return True if the game is now over."""
         self._legal = None
+        hands = self._hands
         if self._crazy:
-            points = [crazy_eights_hand_points(h) for h in self.hands]
+            points = [crazy_eights_hand_points(h) for h in hands]
             scores = [0] * self.n
             if reason == "blocked":
                 low = min(points)
@@ -658,10 +868,10 @@ class GameState:
                     if points[seat] == low:
                         scores[seat] = sum(p - low for p in points)
             else:
-                winner = next(s for s in range(self.n) if not self.hands[s])
+                winner = next(s for s in range(self.n) if not hands[s])
                 scores[winner] = sum(points)
         else:
-            scores = [craits_hand_score(h) + self.hand_pressures[s] for s, h in enumerate(self.hands)]
+            scores = [craits_hand_score(h) + self.hand_pressures[s] for s, h in enumerate(hands)]
         for seat in range(self.n):
             self.totals[seat] += scores[seat]
         self.hand_results.append(
@@ -679,7 +889,7 @@ class GameState:
         if self._crazy:
             over = max(self.totals) >= self.config.crazy_eights_target or self.hand_number >= CRAZY_EIGHTS_MAX_HANDS
         else:
-            over = self.hand_number >= len(self.config.hand_sizes)
+            over = self.hand_number >= len(self._hand_sizes)
         if over:
             self.game_over = True
             self.log.append(("game_end", -1, (), -1, 0))
