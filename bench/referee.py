@@ -16,9 +16,10 @@ clients on 127.0.0.1:
    (``--echo-client``, a separate process) replies at once. The payload sizes are the
    sizes of the referee's DecisionRequests recorded in phase 1, the replies the
    size of an Answer, so both move the same bytes.
-3. **Echo, four streams in turn** (for information): the same payloads sent to four
-   echo clients in turn, as four bots take turns in a game; it shows how much of the
-   referee's round trip is the cost of switching between processes.
+3. **Four bots in turn, no referee** (for information): four bench bots (as in phase 1)
+   answer real requests recorded in phase 1, handed to them in turn by a server that does
+   nothing else. It is the floor for any referee with four bot processes, and the ratio of
+   the referee to it is the referee's own share.
 
 Also printed: the server's own CPU per round trip in each phase (process time of
 this process, which is only the server: the bots are other processes), and the
@@ -108,13 +109,13 @@ async def _echo_client_main(target: str, reply_size: int) -> None:
 # --------------------------------------------------------------------------- the two servers
 
 
-async def _start_echo_server(stream: Any) -> tuple[Any, int]:
-    """A grpc.aio server on an ephemeral port whose one method, bench.Echo/Stream, is ``stream``."""
+async def _start_echo_server(stream: Any, service: str = "bench.Echo", method: str = "Stream") -> tuple[Any, int]:
+    """A grpc.aio server on an ephemeral port whose one method (raw bytes both ways) is ``stream``."""
     import grpc
 
     server = grpc.aio.server()
     handler = grpc.method_handlers_generic_handler(
-        "bench.Echo", {"Stream": grpc.stream_stream_rpc_method_handler(stream)}
+        service, {method: grpc.stream_stream_rpc_method_handler(stream)}
     )
     server.add_generic_rpc_handlers((handler,))
     port = server.add_insecure_port("127.0.0.1:0")
@@ -170,15 +171,16 @@ class EchoServer:
         await self.client.wait()
 
 
-class RotatingEcho:
-    """The same echo with four client processes answering in turn, as four bots do in a game:
-    payload i goes to stream i % 4, and the next is sent when its reply is back. Each stream's
-    handler writes what a driver hands it and a reader task passes the reply back; that hand-off
-    is the least any server needs to serve several streams from one sequence of turns.
+class TurnsEcho:
+    """The game's exchange with no referee behind it: four bench bots (the same ``--bot``
+    processes as phase 1) answer in turn, as in a game, real DecisionRequests recorded from
+    the warm-up game. The server only hands request i to stream i % 4 and waits for the
+    answer (one writer per stream fed by a driver, one reader task passing the answer back:
+    the least any server needs to serve several streams from one sequence of turns).
 
     Not the baseline of the ratio (the issue sets that as the one-stream echo); printed beside
-    it to show how much of the referee's round trip is the cost of taking turns between
-    processes (a client that waited through three other turns is no longer hot in the caches)."""
+    it because it is the floor for any referee with four bot processes: a bot that waited
+    through three other turns answers more slowly than a client that answers every time."""
 
     STREAMS = 4
 
@@ -188,21 +190,20 @@ class RotatingEcho:
         self.server: Any = None
         self.clients: list[Any] = []
 
-    async def start(self, reply_size: int) -> None:
-
+    async def start(self, seed: int) -> None:
         from server.seats import Outbox
 
         async def stream(request_iterator: Any, context: Any) -> Any:
-            await anext(request_iterator)  # the client's hello
+            await anext(request_iterator)  # the bot's Hello
             outbox, waiter = Outbox(), [None]
             self.streams.append((outbox, waiter))
             if len(self.streams) == self.STREAMS:
                 self.ready.set()
 
             async def read() -> None:
-                async for _ in request_iterator:
+                async for answer in request_iterator:
                     if waiter[0] is not None and not waiter[0].done():
-                        waiter[0].set_result(None)
+                        waiter[0].set_result(answer)
 
             reader = asyncio.create_task(read())
             try:
@@ -211,23 +212,29 @@ class RotatingEcho:
             finally:
                 reader.cancel()
 
-        self.server, port = await _start_echo_server(stream)
-        self.clients = [await _start_echo_client(port, reply_size) for _ in range(self.STREAMS)]
+        self.server, port = await _start_echo_server(stream, "craits.v1.Referee", "Play")
+        for i in range(self.STREAMS):
+            env = {**os.environ, "CRAITS_SERVER": f"127.0.0.1:{port}", "CRAITS_TOKEN": f"turns-{i}"}
+            self.clients.append(await asyncio.create_subprocess_exec(
+                sys.executable, str(Path(__file__).resolve()), "--bot", str(seed * 10 + i), env=env
+            ))
         await asyncio.wait_for(self.ready.wait(), 60)
 
-    async def run(self, payloads: list[bytes]) -> tuple[list[float], float, float]:
+    async def run(self, payloads: list[bytes]) -> list[float]:
+        """Round trips less each bot's reported think time, as for the referee."""
+        from craits.v1 import referee_pb2 as pb
+
         loop = asyncio.get_running_loop()
         perf = time.perf_counter
         rts = []
-        c0, w0 = time.process_time(), perf()
         for i, payload in enumerate(payloads):
             outbox, waiter = self.streams[i % self.STREAMS]
             start = perf()
             reply = waiter[0] = loop.create_future()
             outbox.put_nowait(payload)
-            await reply
-            rts.append(perf() - start)
-        return rts, perf() - w0, time.process_time() - c0
+            answer = await reply
+            rts.append(perf() - start - pb.BotMessage.FromString(answer).answer.think_us / 1e6)
+        return rts
 
     async def stop(self) -> None:
         for outbox, _ in self.streams:
@@ -246,13 +253,14 @@ async def run_bench(games: int, seed: int, reply_size: int) -> dict[str, Any]:
     from server.engine import make_config
     from server.gamespec import BotSpec, Clocks, GameSpec
     from server.referee import GameReferee
+    from server.seats import framed
     from server.service import Arena
 
     arena = await Arena.start("127.0.0.1:0")
     echo = EchoServer()
     await echo.start(reply_size)
-    rotating = RotatingEcho()
-    await rotating.start(reply_size)
+    turns = TurnsEcho()
+    await turns.start(seed)
     config = make_config("craits", 4, short_game=True)
     clocks = Clocks(decision_s=5.0, bank_s=30.0, connect_timeout_s=30.0)
 
@@ -266,11 +274,13 @@ async def run_bench(games: int, seed: int, reply_size: int) -> dict[str, Any]:
 
     # Warm-up game: record the request sizes (for the echo) without timing anything.
     sizes: list[int] = []
+    requests: list[bytes] = []
     original_request = wire.GameEncoder.decision_request
 
     def sized(*args: Any, **kwargs: Any) -> bytes:
         message = original_request(*args, **kwargs)
-        sizes.append(len(message) + 3)  # + the RefereeMessage wrapper's tag and length
+        requests.append(framed("decision", message))
+        sizes.append(len(requests[-1]))
         return message
 
     wire.GameEncoder.decision_request = sized  # type: ignore[method-assign]
@@ -322,13 +332,13 @@ async def run_bench(games: int, seed: int, reply_size: int) -> dict[str, Any]:
             echo_rts += got
             echo_wall += wall
             echo_cpu += cpu
-            turns_rts += (await rotating.run(batch))[0]
+            turns_rts += await turns.run([rng.choice(requests) for _ in batch])
     finally:
         GameReferee._ask = original_ask  # type: ignore[method-assign]
         GameReferee._send_request = original_send  # type: ignore[method-assign]
         await arena.shutdown(0)
         await echo.stop()
-        await rotating.stop()
+        await turns.stop()
     wall = sum(s[2] - s[0] for s in span.values())
     cpu = sum(s[3] - s[1] for s in span.values())
     return {
@@ -454,8 +464,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{ref['net_p99_ms']:>8.3f}")
     print(f"{'echo':26} {echo['round_trips']:>11} {echo['per_s']:>8.0f} {echo['p50_ms']:>8.3f} "
           f"{echo['p99_ms']:>8.3f} {echo['cpu_ms']:>17.3f}")
-    print(f"{'echo, 4 streams in turn':26} {turns['round_trips']:>11} {'':>8} {turns['p50_ms']:>8.3f} "
-          f"{turns['p99_ms']:>8.3f}")
+    print(f"{'4 bots in turn, no referee':26} {turns['round_trips']:>11} {'':>8} {turns['p50_ms']:>8.3f} "
+          f"{turns['p99_ms']:>8.3f}   (less bot time)")
     print(f"bot time per decision (parse the request, choose, reply; reported as think_us): "
           f"p50 {ref['think_p50_ms']:.3f} ms")
     print(f"referee from the request's send to its answer (the build excluded, bot time included): "
@@ -468,9 +478,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"referee p50 (less bot time) / echo p50 = {ratio:.2f} ({verdict} the goal of {GOAL_RATIO}x); "
           f"whole round trip {ref['p50_ms'] / echo['p50_ms']:.2f}x; "
           f"server CPU per round trip {ref['cpu_ms'] / echo['cpu_ms']:.2f}x the echo's")
-    print(f"for information: referee p50 (less bot time) / p50 of the echo with 4 streams in turn = "
-          f"{ref['net_p50_ms'] / turns['p50_ms']:.2f} (the same pattern of turns between processes as a game; "
-          f"that echo is {turns['p50_ms'] / echo['p50_ms']:.2f}x the one-stream echo)")
+    print(f"for information: referee p50 (less bot time) / p50 of the same four bots answering recorded "
+          f"requests in turn with no referee = {ref['net_p50_ms'] / turns['p50_ms']:.2f} (the referee's own share); "
+          f"those bots alone are {turns['p50_ms'] / echo['p50_ms']:.2f}x the one-stream echo")
     print(f"p50_ratio_vs_echo={ratio:.3f} decisions_per_s={ref['per_s']:.0f}")
     return 0
 
