@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import shutil
 import signal
@@ -25,29 +26,32 @@ from server.logging import get_logger
 log = get_logger()
 
 
-def _find_setpriv() -> str | None:
-    """util-linux's ``setpriv``, if it can set the parent-death signal (Linux only)."""
+@functools.cache
+def _setpriv() -> str | None:
+    """util-linux's ``setpriv``, if it can set the parent-death signal (Linux only).
+
+    Bots start as ``setpriv --pdeathsig TERM -- COMMAND``: if the referee dies, even by
+    SIGKILL, the kernel sends the bot SIGTERM, so no bot outlives a killed tournament.
+
+    Not a ``preexec_fn`` calling prctl: that forces a plain fork() of a process full of
+    gRPC threads, and gRPC's fork handlers then sometimes abort the child before its exec
+    (seen as bots dying with SIGABRT under load). Without ``preexec_fn`` the child is
+    spawned with vfork and runs no fork handlers. Where setpriv is missing, bots start
+    unwrapped and a killed referee may leave them running. Looked up once, on first use.
+    """
     if not sys.platform.startswith("linux"):
         return None
     path = shutil.which("setpriv")
-    if path is None:
+    usage = ""
+    if path is not None:
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            usage = subprocess.run([path, "--help"], capture_output=True, text=True, timeout=5).stdout
+    if path is None or "--pdeathsig" not in usage:
+        log.warning("no_parent_death_signal", why="setpriv with --pdeathsig (util-linux) not found",
+                    effect="a referee killed with SIGKILL may leave its bots running")
         return None
-    try:
-        usage = subprocess.run([path, "--help"], capture_output=True, text=True, timeout=5).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return path if "--pdeathsig" in usage else None
+    return path
 
-
-_SETPRIV = _find_setpriv()
-"""Bots start as ``setpriv --pdeathsig TERM -- COMMAND``: if the referee dies, even by
-SIGKILL, the kernel sends the bot SIGTERM, so no bot outlives a killed tournament.
-
-Not a ``preexec_fn`` calling prctl: that forces a plain fork() of a process full of
-gRPC threads, and gRPC's fork handlers then sometimes abort the child before its exec
-(seen as bots dying with SIGABRT under load). Without ``preexec_fn`` the child is
-spawned with vfork and runs no fork handlers. Where setpriv is missing, bots start
-unwrapped and a killed referee may leave them running."""
 
 
 def _program(command: Sequence[str], cwd: str | os.PathLike[str] | None, path: str | None) -> str:
@@ -111,7 +115,8 @@ class LaunchedBot:
             _program(command, cwd, env.get("PATH"))
         except LaunchError as err:
             raise LaunchError(f"bot {name}: {err}") from None
-        argv = (_SETPRIV, "--pdeathsig", "TERM", "--", *command) if _SETPRIV else tuple(command)
+        setpriv = _setpriv()
+        argv = (setpriv, "--pdeathsig", "TERM", "--", *command) if setpriv else tuple(command)
         output: IO[bytes] | None = None
         if output_path is not None:
             Path(output_path).parent.mkdir(parents=True, exist_ok=True)
