@@ -62,7 +62,7 @@ class Hub(Protocol):
 
 
 class _Aborted(Exception):
-    pass
+    """Unwinds the game task when the game is aborted (shutdown, or every seat gone)."""
 
 
 def _ms(seconds: float) -> int:

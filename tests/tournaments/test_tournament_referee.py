@@ -5,45 +5,16 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-import pytest
-
+from server import referee
+from tests.tournaments.configs import builtin_tournament
 from tournaments.config import parse_config
 from tournaments.runner import load_standings, local_runner, play, start_tournament
 
-referee = pytest.importorskip("server.referee")
-
-TEXT = """\
-name = "both"
-table_size = 3
-deals = 1
-seed = 99
-concurrency = 2
-
-[flags]
-short_game = true
-
-[[bots]]
-name = "r1"
-builtin = "random"
-
-[[bots]]
-name = "r2"
-builtin = "random"
-
-[[bots]]
-name = "first"
-builtin = "first"
-
-[[bots]]
-name = "default"
-builtin = "default"
-"""
+TEXT = builtin_tournament("both", seed=99, deals=1, bots={"r1": "random", "r2": "random", "first": "first", "default": "default"})
 
 
 def test_builtin_bots_play_the_same_games_through_the_referee(tmp_path: Path) -> None:
     """Same seeds, same policies, same seeding of them: identical games and standings."""
-    if not hasattr(referee, "tournament_runner"):
-        pytest.skip("server.referee has no tournament_runner yet")
     config = parse_config(TEXT)
     outcomes = []
     for name, factory in (("local", local_runner), ("grpc", referee.tournament_runner)):

@@ -13,38 +13,10 @@ import time
 from pathlib import Path
 
 from server.store import Store
+from tests.tournaments.configs import builtin_tournament
 
 ROOT = Path(__file__).resolve().parents[2]
-CONFIG = """\
-name = "killed"
-table_size = 3
-deals = 2
-seed = 31337
-concurrency = 2
-
-[flags]
-short_game = true
-
-[[bots]]
-name = "r1"
-builtin = "random"
-
-[[bots]]
-name = "r2"
-builtin = "random"
-
-[[bots]]
-name = "first"
-builtin = "first"
-
-[[bots]]
-name = "greedy"
-builtin = "greedy"
-
-[[bots]]
-name = "default"
-builtin = "default"
-"""
+CONFIG = builtin_tournament("killed", seed=31337, deals=2, bots={"r1": "random", "r2": "random", "first": "first", "greedy": "greedy", "default": "default"})
 TOTAL = 10 * 2 * 3  # C(5, 3) tables x 2 deals x 3 rotations
 
 

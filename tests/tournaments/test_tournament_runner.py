@@ -15,6 +15,7 @@ import pytest
 from server.gamespec import GameRecord, GameSpec
 from server.replay import verify_replay
 from server.store import Store
+from tests.tournaments.configs import builtin_tournament
 from tournaments.config import parse_config
 from tournaments.local import LocalRunner, play_local
 from tournaments.runner import (
@@ -28,32 +29,7 @@ from tournaments.runner import (
     start_tournament,
 )
 
-TEXT = """\
-name = "rt"
-table_size = 3
-deals = 2
-seed = 77
-concurrency = 2
-
-[flags]
-short_game = true
-
-[[bots]]
-name = "r1"
-builtin = "random"
-
-[[bots]]
-name = "r2"
-builtin = "random"
-
-[[bots]]
-name = "first"
-builtin = "first"
-
-[[bots]]
-name = "greedy"
-builtin = "greedy"
-"""
+TEXT = builtin_tournament("rt", seed=77, deals=2, bots={"r1": "random", "r2": "random", "first": "first", "greedy": "greedy"})
 CONFIG = parse_config(TEXT)
 GAMES = 4 * 2 * 3
 
