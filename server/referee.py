@@ -62,7 +62,7 @@ class Hub(Protocol):
 
 
 class _Aborted(Exception):
-    """Unwinds the game task when the game is aborted (shutdown, or every seat gone)."""
+    """Unwinds the game task from wherever it waits once :meth:`GameReferee.abort` was called."""
 
 
 def _ms(seconds: float) -> int:
