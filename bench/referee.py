@@ -5,7 +5,8 @@ clients on 127.0.0.1:
 
 1. **Referee.** An :class:`~server.service.Arena` plays games of four-player Craits
    between four bots, each a separate process (this file with ``--bot``: a grpc.aio
-   client that answers each request with a random legal action). Measured per
+   client that answers each request with a random legal action), recording a replay of
+   every game as a tournament does (to a temporary directory). Measured per
    decision put to a bot, from the moment the referee starts building the request
    to the moment the answer is back in the game task (the request's construction,
    its serialisation, the network both ways, the bot, the answer's routing). The
@@ -40,6 +41,7 @@ import random
 import secrets
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -264,13 +266,15 @@ async def run_bench(games: int, seed: int, reply_size: int) -> dict[str, Any]:
     config = make_config("craits", 4, short_game=True)
     clocks = Clocks(decision_s=5.0, bank_s=30.0, connect_timeout_s=30.0)
 
+    replays = tempfile.TemporaryDirectory(prefix="craits-bench-")
+
     def make_spec(n: int) -> GameSpec:
         bots = tuple(
             BotSpec(f"bot{i}", secrets.token_urlsafe(12),
                     command=(sys.executable, str(Path(__file__).resolve()), "--bot", str(seed * 10 + i)))
             for i in range(4)
         )
-        return GameSpec(f"bench-{n}", config, seed + n, bots, clocks)
+        return GameSpec(f"bench-{n}", config, seed + n, bots, clocks, replay_path=Path(replays.name) / f"bench-{n}.jsonl")
 
     # Warm-up game: record the request sizes (for the echo) without timing anything.
     sizes: list[int] = []
@@ -339,6 +343,7 @@ async def run_bench(games: int, seed: int, reply_size: int) -> dict[str, Any]:
         await arena.shutdown(0)
         await echo.stop()
         await turns.stop()
+        replays.cleanup()
     wall = sum(s[2] - s[0] for s in span.values())
     cpu = sum(s[3] - s[1] for s in span.values())
     return {
@@ -448,8 +453,8 @@ def main(argv: list[str] | None = None) -> int:
 
     configure_logging(None, console=False)
     games = args.games or (4 if args.quick else 16)
-    print(f"referee bench: {games} games of 4-player craits (short_game), 4 bot processes, taking turns "
-          f"with a bare echo; python {sys.version.split()[0]}, {os.cpu_count()} cpus", flush=True)
+    print(f"referee bench: {games} games of 4-player craits (short_game), 4 bot processes, replays recorded, "
+          f"taking turns with a bare echo; python {sys.version.split()[0]}, {os.cpu_count()} cpus", flush=True)
     answer_size = pb.BotMessage(answer=pb.Answer(game_id="bench-0", decision_id=123456, action_id=318,
                                                  think_us=42)).ByteSize()
     result = asyncio.run(run_bench(games, args.seed, answer_size))

@@ -106,6 +106,9 @@ class GameReferee:
         self.abort_code: int = pb.ERROR_CODE_UNSPECIFIED
         self._changed = asyncio.Event()
         self._names = [s.name for s in self.seats]
+        self._replay: Any = None
+        self._unrecorded: tuple[Any, ...] | None = None
+        """The decision last applied, until the replay has it (see :meth:`_record`)."""
         for seat in self.seats:
             seat.game = self
 
@@ -269,6 +272,7 @@ class GameReferee:
         seats = self.seats
         hands_done = len(state.hand_results)
         bind(hand=state.hand_number)
+        self._replay = replay
         in_process = 0
         while (decision := state.decision) is not None:
             if self.abort_reason:
@@ -296,9 +300,10 @@ class GameReferee:
                     await asyncio.sleep(0)
             else:
                 action, status, think, transport, note = await self._ask(seat, legal)
+            self._record()
             state.apply(action)
             if replay is not None:
-                replay.decision(
+                self._unrecorded = (
                     decision.seat,
                     decision.kind,
                     action,
@@ -309,6 +314,17 @@ class GameReferee:
                 )
             if len(state.hand_results) != hands_done:
                 hands_done = self._hands_ended(hands_done)
+
+    def _record(self) -> None:
+        """Give the replay the decision last applied.
+
+        Deferred from the apply until the next request is on its way to its bot (or the next
+        apply, or the end), so writing the replay overlaps the bot's turn instead of
+        lengthening it."""
+        pending = self._unrecorded
+        if pending is not None:
+            self._unrecorded = None
+            self._replay.decision(*pending)
 
     def _hands_ended(self, hands_done: int) -> int:
         state = self.state
@@ -354,42 +370,47 @@ class GameReferee:
         decision_s = clocks.decision_s
         decision_id = hub.next_decision_id()
         seat.decisions += 1
-        seat.mailbox.clear()
+        mailbox = seat.mailbox
+        mailbox.clear()
         history_from = seat.history_from(state.hand_number)
         seat.history_hand = state.hand_number
-        seat.history_sent = len(state.hand_events)
+        seat.history_sent = len(state.log) - state.hand_log_start
         message = self._request(seat, decision_id, history_from, decision_s, seat.bank_s, False)
         hub.open_decisions[decision_id] = seat
         seat.open_decision = decision_id
         seat.asked.add(decision_id)
-        sent = last_sent = _perf()
-        limit = decision_s + seat.bank_s
+        now = sent = last_sent = _perf()
+        deadline = sent + decision_s + seat.bank_s
         self._send_request(seat, message)
         notes: list[str] = []
         resend_from = history_from
         try:
+            if self._unrecorded is not None:
+                await asyncio.sleep(0)  # the stream's writer puts the request on the wire first
+                self._record()
+                now = _perf()
             while True:
                 if self.abort_reason:
                     raise _Aborted
-                now = _perf()
-                remaining = sent + limit - now
-                if remaining <= 0:
+                wait = deadline - now
+                if wait <= 0:
                     return self._timed_out(seat, decision_id, legal, notes)
-                wait = remaining
                 if seat.session is None:
                     grace_end = self._grace_end(seat)
                     if now >= grace_end:
                         return self._gone(seat, legal, notes)
                     wait = min(wait, grace_end - now)
-                item = await seat.mailbox.get(wait)
+                item = await mailbox.get(wait)
                 if item is None:
+                    now = _perf()
                     continue
                 if isinstance(item, Wake):
+                    now = _perf()
                     if item is CONNECTED:
                         resend_from = 0  # the bot may have restarted: the hand's history from its start
                         seat.history_hand = state.hand_number
-                        elapsed = _perf() - sent
-                        last_sent = _perf()
+                        elapsed = now - sent
+                        last_sent = now
                         self._send_request(
                             seat,
                             self._request(seat, decision_id, 0, decision_s - elapsed,
@@ -409,13 +430,13 @@ class GameReferee:
                         status = "bank"
                     seat.think_s += think
                     seat.transport_s += transport
-                    return action_id, status, think, transport, "; ".join(notes)
+                    return action_id, status, think, transport, "; ".join(notes) if notes else ""
                 refused = self._refuse(seat, decision_id, action_id)
                 notes.append(refused)
                 if seat.strikes >= clocks.max_strikes:
                     return self._strike_out(seat, legal, notes, "malformed" if refused.startswith("malformed") else "illegal")
-                elapsed = _perf() - sent
-                last_sent = _perf()
+                now = last_sent = _perf()
+                elapsed = now - sent
                 self._send_request(
                     seat,
                     self._request(seat, decision_id, resend_from, decision_s - elapsed,
@@ -424,7 +445,8 @@ class GameReferee:
         finally:
             hub.open_decisions.pop(decision_id, None)
             seat.open_decision = 0
-            self._drain(seat)
+            if mailbox:
+                self._drain(seat)
 
     def _grace_end(self, seat: Seat) -> float:
         """When a disconnected seat's grace runs out, on the perf_counter clock."""
@@ -525,6 +547,8 @@ class GameReferee:
     def _finish(self, replay: Any, aborted: str) -> GameRecord:
         state = self.state
         self.over = True
+        for seat in self.seats:
+            seat.mailbox.close()
         try:
             end = framed("game_end", wire.game_end(state, self.game_id, aborted))
         except Exception:  # e.g. a total beyond the protocol's int64: the bots still learn the game ended
@@ -546,6 +570,7 @@ class GameReferee:
         )
         if replay is not None:
             try:
+                self._record()
                 path = replay.finish([_seat_entry(s) for s in self.seats], aborted=aborted)
             except Exception:
                 log.exception("replay_not_written")

@@ -215,13 +215,21 @@ ABORT = Wake("abort")
 
 
 class Mailbox:
-    """What the game task awaits for a seat: answers and wake-ups, in arrival order."""
+    """What the game task awaits for a seat: answers and wake-ups, in arrival order.
 
-    __slots__ = ("_items", "_waiter")
+    Its clock is one timer that is moved only when a wait must end sooner than the timer
+    would fire. A decision's deadline is almost always later than the last one's, so the
+    timer rarely moves: when it fires early it re-arms itself for the current deadline.
+    That saves scheduling and cancelling a timer on every decision (the hot path)."""
+
+    __slots__ = ("_deadline", "_items", "_timer", "_timer_at", "_waiter")
 
     def __init__(self) -> None:
         self._items: collections.deque[Arrival | Wake] = collections.deque()
         self._waiter: asyncio.Future[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = 0.0
+        self._deadline = 0.0
 
     def put(self, item: Arrival | Wake) -> None:
         self._items.append(item)
@@ -231,6 +239,9 @@ class Mailbox:
 
     def clear(self) -> None:
         self._items.clear()
+
+    def __len__(self) -> int:
+        return len(self._items)
 
     def drain(self) -> list[Arrival | Wake]:
         """Take everything queued."""
@@ -245,19 +256,37 @@ class Mailbox:
         if timeout <= 0:
             return None
         loop = asyncio.get_running_loop()
+        deadline = self._deadline = loop.time() + timeout
+        if self._timer is None or self._timer_at > deadline:
+            self._arm(loop, deadline)
         waiter = self._waiter = loop.create_future()
-        timer = loop.call_later(timeout, _expire, waiter)
         try:
             await waiter
         finally:
-            timer.cancel()
             self._waiter = None
         return self._items.popleft() if self._items else None
 
+    def close(self) -> None:
+        """Cancel the timer (the seat will wait no more)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
-def _expire(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_result(None)
+    def _arm(self, loop: asyncio.AbstractEventLoop, when: float) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = loop.call_at(when, self._expire, loop)
+        self._timer_at = when
+
+    def _expire(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._timer = None
+        waiter = self._waiter
+        if waiter is None or waiter.done():
+            return
+        if loop.time() >= self._deadline:
+            waiter.set_result(None)
+        else:  # armed for an earlier wait: this one ends later
+            self._arm(loop, self._deadline)
 
 
 # --------------------------------------------------------------------------- seats

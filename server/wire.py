@@ -12,6 +12,7 @@ reused across requests and seats. Its tests check it byte for byte against
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 
 from craits.v1 import referee_pb2 as pb
@@ -379,9 +380,13 @@ _HIDDEN_KINDS = frozenset(kind for kind in _EVENT_KIND if not event_view((kind, 
 """Kinds whose cards only the event's own seat sees (deals and draws), as ``event_view`` says."""
 
 
+@functools.lru_cache(maxsize=8192)
 def _event_views(raw: tuple[str, int, tuple[int, ...], int, int]) -> tuple[bytes, bytes]:
     """A raw event serialised as ``event(event_view(raw, viewer))``, length-prefixed: in the
-    public view, and in the view of the event's own seat."""
+    public view, and in the view of the event's own seat.
+
+    Cached: most events (a given seat playing a given card, drawing one) recur in every
+    game, and a cache hit costs a tenth of serialising the event again."""
     kind, seat, codes, suit, value = raw
     head = _EVENT_KIND_FIELD[kind] + _field(2, seat)
     tail = _field(4, len(codes)) + _EVENT_SUIT[suit] + _field(6, points(value))
@@ -458,8 +463,8 @@ class GameEncoder:
             _field(20, state.king_left if kind is DecisionKind.KING_SEQUENCE else 0),
             _packed(21, state.penalty),
         )
-        events = len(state.hand_events)
-        history = self._history(len(state.log) - events + min(history_from, events), _NO_SEAT if blind else seat)
+        start = state.hand_log_start
+        history = self._history(min(start + history_from, len(state.log)), _NO_SEAT if blind else seat)
         if history:
             parts.append(_OBS_HISTORY)
             parts.append(_OBS_HISTORY.join(history))

@@ -416,6 +416,11 @@ class GameState:
         """Raw events of the hand in play (or of the last hand, once the game is over)."""
         return self.log[self._hand_log_start :]
 
+    @property
+    def hand_log_start(self) -> int:
+        """The log index of the hand in play's first event (``hand_events`` without the copy)."""
+        return self._hand_log_start
+
     def hand_of(self, seat: int) -> tuple[Card, ...]:
         return tuple([CARDS[c] for c in sorted(self._hands[seat])])
 

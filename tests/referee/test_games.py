@@ -48,6 +48,35 @@ def test_four_bot_processes_play_a_game_and_every_decision_is_recorded(tmp_path:
     assert list(record.result.totals) == list(state.result().totals)
 
 
+def test_a_replay_that_cannot_be_written_aborts_the_game_and_leaves_no_file(tmp_path: Path, monkeypatch) -> None:
+    """A full disk mid-game: the game ends as aborted with the reason, its bots are told,
+    and neither a replay nor its temporary file is left behind."""
+    from server.replay import ReplayWriter
+
+    original = ReplayWriter.decision
+    written = []
+
+    def failing(self, *args, **kwargs):
+        if len(written) == 40:
+            raise OSError(28, "No space left on device")
+        written.append(args)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(ReplayWriter, "decision", failing)
+    replay = tmp_path / "game.jsonl"
+    seen = tmp_path / "seen.bin"
+    game = spec(bot("recorded", "random_bot.py", env={"CRAITS_RECORD": str(seen)}), builtin("random"),
+                bot("random", "random_bot.py"), builtin("first"), replay=replay)
+    record = with_arena(lambda arena: arena.run_game(game))
+
+    assert len(written) == 40
+    assert "No space left on device" in record.aborted
+    assert record.replay_path is None
+    assert list(tmp_path.glob("game*")) == []
+    last = read_record(seen)[-1]
+    assert last.WhichOneof("message") == "game_end" and "No space left on device" in last.game_end.aborted
+
+
 def test_builtin_bots_play_in_process_and_the_same_spec_gives_the_same_game() -> None:
     game = spec(builtin("random"), builtin("first"), builtin("default"), seed=11)
 
