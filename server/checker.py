@@ -43,6 +43,7 @@ from server.engine import ACTIONS, ActionKind, DecisionKind, GameState, IllegalA
 from server.engine.actions import DRAW_ID, is_announced_play
 from server.errors import UserError
 from server.gamespec import Clocks
+from server.launcher import command_problem
 
 DEFAULT_TIMEOUT_S = 5.0
 DEFAULT_CONNECT_TIMEOUT_S = 20.0
@@ -895,12 +896,9 @@ def resolve_command(command: Sequence[str]) -> list[str]:
         raise UserError("no bot command: use craits check-bot [options] -- COMMAND [ARGS...]")
     if len(argv) == 1 and " " in argv[0] and not shutil.which(argv[0]):
         argv = shlex.split(argv[0])  # the whole command given as one quoted string
-    program = argv[0]
-    if os.sep in program:
-        if not Path(program).exists():
-            raise UserError(f"cannot run the bot: {program} does not exist")
-    elif not shutil.which(program):
-        raise UserError(f"cannot run the bot: command not found: {program}")
+    problem = command_problem(argv)
+    if problem is not None:
+        raise UserError(f"cannot run the bot: {problem}")
     return argv
 
 

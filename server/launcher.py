@@ -61,14 +61,43 @@ def _program(command: Sequence[str], cwd: str | os.PathLike[str] | None, path: s
     if os.sep in program:
         full = program if os.path.isabs(program) or cwd is None else os.path.join(cwd, program)
         if not os.path.exists(full):
-            raise LaunchError(f"cannot run {' '.join(command)!r}: {program} does not exist")
+            raise LaunchError(f"{program} does not exist")
         if os.path.isdir(full) or not os.access(full, os.X_OK):
-            raise LaunchError(f"cannot run {' '.join(command)!r}: {program} is not executable")
+            raise LaunchError(f"{program} is not executable")
         return full
     found = shutil.which(program, path=path)
     if found is None:
-        raise LaunchError(f"cannot run {' '.join(command)!r}: command not found: {program}")
+        raise LaunchError(f"command not found: {program}")
     return found
+
+
+_SCRIPT_RUNNERS = {"node": (".js", ".mjs", ".cjs")}
+"""Programs whose first non-option argument is a script file (python* is handled apart)."""
+
+
+def command_problem(command: Sequence[str], cwd: str | os.PathLike[str] | None = None) -> str | None:
+    """Why ``command`` cannot run here ("command not found: X", "no such file bot.py", ...),
+    or None: its program is missing or not executable, or (for python and node) the script
+    it is given does not exist.
+
+    Checked before a game or a tournament starts, so that a typo is reported at once
+    instead of as a bot that never connects, game after game."""
+    try:
+        program = _program(command, cwd, os.environ.get("PATH"))
+    except LaunchError as err:
+        return str(err)
+    name = os.path.basename(program)
+    suffixes = (".py",) if name.startswith("python") else _SCRIPT_RUNNERS.get(name)
+    script = next((arg for arg in command[1:] if not arg.startswith("-")), None)
+    if suffixes is None or script is None or not script.endswith(suffixes):
+        return None
+    if "-m" in command[1:] or "-c" in command[1:] or "-e" in command[1:]:
+        return None  # a module or inline code, not a script file
+    full = script if os.path.isabs(script) or cwd is None else os.path.join(cwd, script)
+    if not os.path.isfile(full):
+        where = f" (in {cwd})" if cwd is not None and not os.path.isabs(script) else ""
+        return f"no such file {script}{where}"
+    return None
 
 
 class LaunchError(Exception):
@@ -114,7 +143,7 @@ class LaunchedBot:
         try:
             _program(command, cwd, env.get("PATH"))
         except LaunchError as err:
-            raise LaunchError(f"bot {name}: {err}") from None
+            raise LaunchError(f"bot {name}: cannot run {' '.join(command)!r}: {err}") from None
         setpriv = _setpriv()
         argv = (setpriv, "--pdeathsig", "TERM", "--", *command) if setpriv else tuple(command)
         output: IO[bytes] | None = None

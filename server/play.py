@@ -21,6 +21,7 @@ from typing import Any
 from server.engine import ConfigError, GameConfig, make_config
 from server.errors import UserError
 from server.gamespec import BotSpec, Clocks, GameRecord, GameSpec
+from server.launcher import command_problem
 from server.policies import POLICY_NAMES
 
 
@@ -112,6 +113,9 @@ def parse_bot(text: str) -> BotSpec:
         command = [sys.executable, *command]
     elif first.suffix == ".js":
         command = ["node", *command]
+    problem = command_problem(command)
+    if problem is not None:
+        raise UserError(f"bot {text!r}: {problem}")
     return BotSpec(name=_command_name(command), token="", command=tuple(command))
 
 
@@ -171,6 +175,7 @@ def record_summary(spec: GameSpec, record: GameRecord) -> dict[str, Any]:
                 "strikes": s.strikes, "illegal": s.illegal, "malformed": s.malformed,
                 "disconnects": s.disconnects, "default_actions": s.default_actions,
                 "think_ms": round(s.think_s * 1000, 3), "transport_ms": round(s.transport_s * 1000, 3),
+                "events": list(s.events),
             }
             for s in record.seats
         ],
@@ -180,8 +185,12 @@ def record_summary(spec: GameSpec, record: GameRecord) -> dict[str, Any]:
     }
 
 
-def format_record(spec: GameSpec, record: GameRecord) -> str:
-    """A game's result as a small table."""
+_EVENTS_SHOWN = 3
+
+
+def format_record(spec: GameSpec, record: GameRecord, bot_logs: Path | None = None) -> str:
+    """A game's result as a small table, then what went wrong at any seat (its first
+    faults and refusals, and where a launched bot's output is, in ``bot_logs``)."""
     cfg = spec.config
     flags = [k for k, v in (("short_game", cfg.flags.short_game), ("face_cards", cfg.flags.face_cards),
                             ("voluntary_draw", cfg.flags.voluntary_draw)) if v]
@@ -201,6 +210,16 @@ def format_record(spec: GameSpec, record: GameRecord) -> str:
     if record.result.team_totals:
         lines.append("  teams: " + ", ".join(f"team {t} {v}" for t, v in enumerate(record.result.team_totals)))
     lines.append("  " + ("lowest total wins" if record.result.lower_wins else "highest total wins"))
+    for i, s in enumerate(record.seats):
+        if not s.events:
+            continue
+        lines.append(f"  seat {i} {s.bot}:")
+        lines += [f"    {event}" for event in s.events[:_EVENTS_SHOWN]]
+        if len(s.events) > _EVENTS_SHOWN:
+            lines.append(f"    ... and {len(s.events) - _EVENTS_SHOWN} more (--json lists them all)")
+        output = bot_logs / f"{record.game_id}-seat{i}.log" if bot_logs is not None else None
+        if output is not None and spec.seats[i].command and output.exists():
+            lines.append(f"    its output: {output}")
     if record.replay_path:
         lines.append(f"  replay: {record.replay_path}")
     return "\n".join(lines)
@@ -239,8 +258,9 @@ async def _play(args: argparse.Namespace, bots: list[BotSpec], settings: GameSet
 
     from server.service import Arena, ArenaError, ArenaOptions
 
+    bot_logs = Path(args.log_dir) / "bots"
     try:
-        arena = await Arena.start(args.address, ArenaOptions(bot_log_dir=Path(args.log_dir) / "bots"))
+        arena = await Arena.start(args.address, ArenaOptions(bot_log_dir=bot_logs))
     except ArenaError as err:
         raise UserError(str(err)) from None
     for bot in bots:
@@ -258,7 +278,7 @@ async def _play(args: argparse.Namespace, bots: list[BotSpec], settings: GameSet
             if args.json:
                 print(json.dumps(record_summary(spec, record), sort_keys=True), flush=True)
             else:
-                print(format_record(spec, record), flush=True)
+                print(format_record(spec, record, bot_logs), flush=True)
             for s, place in zip(record.seats, record.result.placings, strict=True):
                 places[s.bot].append(place)
                 if place == 1:

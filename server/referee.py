@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Protocol
@@ -85,6 +86,13 @@ def _seat_entry(seat: Seat) -> dict[str, Any]:
     return entry
 
 
+def _exit_text(returncode: int | None) -> str:
+    if returncode is not None and returncode < 0:
+        with contextlib.suppress(ValueError):
+            return f"killed by {signal.Signals(-returncode).name}"
+    return f"exited with code {returncode}"
+
+
 class GameReferee:
     """One game in progress. The service calls the ``seat_*`` methods as streams come and go."""
 
@@ -147,12 +155,13 @@ class GameReferee:
         self._event(seat, f"disconnected: {why}")
         seat.mailbox.put(DISCONNECTED)
 
-    def seat_process_exited(self, seat: Seat, returncode: int | None) -> None:
-        """A launched bot's process ended: there is nobody left to reconnect."""
+    def seat_process_exited(self, seat: Seat, returncode: int | None, why: str = "") -> None:
+        """A launched bot's process ended (or never started: ``why`` says why): there is
+        nobody left to reconnect."""
         seat.process_exited = True
         if self.over:
             return
-        self._event(seat, f"bot process exited with code {returncode}")
+        self._event(seat, f"bot process {why or _exit_text(returncode)}")
         self._changed.set()
         seat.mailbox.put(EXITED)
 
@@ -233,7 +242,10 @@ class GameReferee:
             if not seat.connected_once and seat.policy is None:
                 seat.status = SeatStatus.NEVER_CONNECTED
                 seat.policy = DefaultPolicy()
-                why = "its process exited" if seat.process_exited else f"no Hello within {self.clocks.connect_timeout_s:g} s"
+                if seat.process_exited:
+                    why = "its process could not be started" if seat.process is None else "its process exited"
+                else:
+                    why = f"no Hello within {self.clocks.connect_timeout_s:g} s"
                 self._event(seat, f"never connected ({why}): the default policy plays this seat", warn=True)
 
     def _announce(self) -> None:

@@ -374,9 +374,8 @@ class Arena:
                 bot.command, server=self.target, token=seat.token, name=bot.name, cwd=bot.cwd, output_path=out
             )
         except LaunchError as err:
-            seat.game.seat_process_exited(seat, None)
-            seat.events.append(str(err))
             log.warning("bot_not_launched", seat=seat.index, bot=bot.name, error=str(err))
+            seat.game.seat_process_exited(seat, None, why=f"could not be started: {err}")
             return None
         seat.process = launched
         return launched

@@ -260,7 +260,19 @@ def choose_runner(name: str, config: TournamentConfig) -> RunnerFactory:
         return local_runner
     factory = grpc_runner_factory()
     _check_referee_builtins(config)
+    _check_bot_commands(config)
     return factory
+
+
+def _check_bot_commands(config: TournamentConfig) -> None:
+    """Refuse, before any game, a bot whose command cannot run here (else it would lose
+    every game as a bot that never connected)."""
+    from server.launcher import command_problem
+
+    for bot in config.bots:
+        if bot.command is not None and (problem := command_problem(bot.command, bot.cwd)) is not None:
+            raise UserError(f"bot {bot.name!r}: cannot run {' '.join(bot.command)!r}: {problem} "
+                            "(fix its command in the tournament file)")
 
 
 def _check_referee_builtins(config: TournamentConfig) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -92,3 +93,23 @@ def test_a_relative_command_runs_in_the_bots_directory(tmp_path) -> None:  # typ
 
     assert asyncio.run(run()) == 0
     assert out.read_text().strip() == f"shell ran in {tmp_path}"
+
+
+def test_a_command_is_checked_before_it_is_needed_including_the_script_it_runs(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """What `craits play`, `craits check-bot` and a tournament refuse before any game starts."""
+    from server.launcher import command_problem
+
+    (tmp_path / "bot.py").write_text("print('hi')\n")
+    (tmp_path / "bot.js").write_text("console.log('hi')\n")
+    python = sys.executable
+    assert command_problem(["no-such-bot-program-xyz"]) == "command not found: no-such-bot-program-xyz"
+    assert command_problem([python, "bot.py"], cwd=tmp_path) is None
+    assert command_problem([python, "-u", "bot.py"], cwd=tmp_path) is None
+    assert command_problem([python, "bots.py"], cwd=tmp_path) == f"no such file bots.py (in {tmp_path})"
+    assert command_problem([python, str(tmp_path / "gone.py")]) == f"no such file {tmp_path / 'gone.py'}"
+    assert command_problem([python, "-m", "my_bot.py"]) is None  # a module, not a file
+    assert command_problem([python, "-c", "print(1)"]) is None
+    assert command_problem(["./bot.py"], cwd=tmp_path) == "./bot.py is not executable"
+    if shutil.which("node"):
+        assert command_problem(["node", "bot.js"], cwd=tmp_path) is None
+        assert command_problem(["node", "bot2.js"], cwd=tmp_path) == f"no such file bot2.js (in {tmp_path})"

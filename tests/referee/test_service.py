@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -216,6 +217,35 @@ def test_craits_play_explains_a_mistake_in_one_line(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
     missing = _craits("play", "random", "no_such_bot.py", "--log-dir", str(tmp_path))
     assert missing.returncode == 2 and "no such file" in missing.stderr
+
+
+def test_craits_play_refuses_a_bot_command_that_cannot_run_before_any_game(tmp_path: Path) -> None:
+    cases = {
+        "pyhton bot.py": "command not found: pyhton",
+        f"{sys.executable} no_such_script.py": "no such file no_such_script.py",
+        "node no_such_bot.js": "no such file no_such_bot.js" if shutil.which("node") else "command not found: node",
+    }
+    for command, reason in cases.items():
+        result = _craits("play", "random", command, "--log-dir", str(tmp_path / "logs"))
+        assert result.returncode == 2, command
+        assert result.stderr.strip() == f"craits: error: bot {command!r}: {reason}"
+        assert not (tmp_path / "logs" / "bots").exists()  # nothing was launched
+
+
+def test_craits_play_says_what_went_wrong_at_a_seat_and_where_the_bots_output_is(tmp_path: Path) -> None:
+    crashing = f"{sys.executable} -c 'import sys; print(\"cannot import my_strategy\"); sys.exit(3)'"
+    result = _craits("play", "random", crashing, str(BOTS / "illegal_bot.py"), "--flag", "short_game=true",
+                     "--log-dir", str(tmp_path / "logs"))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("  seat 1 "))
+    assert lines[at + 1] == "    bot process exited with code 3"
+    assert "never connected (its process exited)" in lines[at + 2]
+    output = Path(lines[at + 3].removeprefix("    its output: "))
+    assert output.read_text().strip() == "cannot import my_strategy"
+    struck = lines.index("  seat 2 illegal_bot:")
+    assert "illegal answer" in lines[struck + 1] and "(strike 1 of 3)" in lines[struck + 1]
+    assert lines[struck + 4] == "    ... and 1 more (--json lists them all)"
 
 
 def test_craits_serve_finishes_or_records_every_game_on_sigterm(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import json
+import shutil
 import sys
 import types
 from pathlib import Path
@@ -92,6 +93,21 @@ def test_user_mistakes_are_one_line_errors(tmp_path: Path, capsys: pytest.Captur
 def test_the_local_runner_cannot_play_launched_bots(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, stderr = run(capsys, "run", str(ROOT / "tournaments" / "demo.toml"), "--runner", "local")
     assert code == 2 and "py-random" in stderr and "--runner grpc" in stderr
+
+
+def test_a_bot_whose_command_cannot_run_is_refused_before_any_game(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    demo = (ROOT / "tournaments" / "demo.toml").read_text().replace('cwd = ".."', f'cwd = "{ROOT}"')
+    typo = tmp_path / "typo.toml"
+    typo.write_text(demo.replace("clients/js/bot.js", "clients/js/bto.js"))
+    out = tmp_path / "out"
+    code, _, stderr = run(capsys, "run", str(typo), "--out", str(out))
+    assert code == 2 and stderr.strip().count("\n") == 0
+    reason = "no such file clients/js/bto.js" if shutil.which("node") else "command not found: node"
+    assert stderr.startswith(f"craits: error: bot 'js-heuristic': cannot run 'node clients/js/bto.js --strategy "
+                             f"heuristic': {reason}")
+    assert stderr.strip().endswith("(fix its command in the tournament file)")
+    assert not out.exists()
 
 
 def test_the_grpc_runner_is_found_in_the_referee_or_reported_missing(monkeypatch: pytest.MonkeyPatch) -> None:
