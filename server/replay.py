@@ -79,6 +79,19 @@ def record_hash(record: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
 
 
+def hashed_line(record: Mapping[str, Any]) -> tuple[str, str]:
+    """``(canonical_json(record + hash), hash)`` for a record without its ``hash``, encoding
+    the record once: the hash is taken over the canonical JSON of the keys before and
+    after where ``hash`` sorts, joined, and the line is the same two parts around it.
+    (Canonical JSON of a dict is its sorted ``"key":value`` pairs joined by commas, so
+    the parts concatenate exactly.)"""
+    head = _CANONICAL.encode({k: v for k, v in record.items() if k < "hash"})[1:-1]
+    tail = _CANONICAL.encode({k: v for k, v in record.items() if k > "hash"})[1:-1]
+    digest = hashlib.sha256(f"{{{head}{',' if head and tail else ''}{tail}}}".encode()).hexdigest()
+    parts = [part for part in (head, f'"hash":"{digest}"', tail) if part]
+    return "{" + ",".join(parts) + "}", digest
+
+
 def chain_records(records: Iterable[Mapping[str, Any]]) -> list[JsonDict]:
     """Set ``prev`` and ``hash`` on each record in order (for writers and tools that edit replays)."""
     out: list[JsonDict] = []
@@ -104,6 +117,9 @@ def event_json(raw: Sequence[Any]) -> list[Any]:
     """An engine raw event as JSON: [kind, seat, [card codes], suit or -1, value]."""
     kind, seat, cards, suit, value = raw
     return [kind, seat, list(cards), suit, value]
+
+
+_ACTION_TEXT = tuple("" if action is None else str(action) for action in ACTIONS)
 
 
 def _micros(ms: float | None) -> int | None:
@@ -296,13 +312,18 @@ class ReplayWriter:
         self._seen = len(log)
         return events
 
-    def _write(self, record: JsonDict) -> None:
+    def _write(self, record: JsonDict, *, flush: bool = True) -> None:
+        """Append a record. Decisions are flushed with the last one of their hand (a write
+        per decision costs the referee time on every round trip): a referee killed mid-hand
+        leaves its ``.tmp`` up to the last hand it finished."""
         if self._out is None:
             raise ReplayUsageError(f"replay {self.path} is already finished or aborted")
         record["prev"] = self._prev
-        record["hash"] = self._prev = record_hash(record)
-        self._out.write(canonical_json(record) + "\n")
-        self._out.flush()
+        line, record["hash"] = hashed_line(record)
+        self._prev = record["hash"]
+        self._out.write(line + "\n")
+        if flush:
+            self._out.flush()
 
     def decision(
         self,
@@ -356,7 +377,7 @@ class ReplayWriter:
             "kind": p_kind.name,
             "legal": len(legal),
             "action": applied,
-            "text": str(ACTIONS[applied]),
+            "text": _ACTION_TEXT[applied],
             "status": status,
             "think_us": _micros(think_ms),
             "transport_us": _micros(transport_ms),
@@ -366,8 +387,8 @@ class ReplayWriter:
             record["sent"] = action_id
         if note:
             record["note"] = note
-        self._write(record)
         self._snapshot()
+        self._write(record, flush=self._pending_hand != record["hand"] or self._pending is None)
 
     def finish(self, outcome: Any = None, *, aborted: str = "") -> Path:
         """Write the result record and move the file to its final name; return that path.

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from server.engine import DecisionKind, GameState, make_config, new_game
 from server.gamespec import BotSpec, Clocks, GameRecord, GameSpec, SeatReport, SeatStatus
@@ -17,6 +19,7 @@ from server.replay import (
     ReplayWriter,
     canonical_json,
     format_walkthrough,
+    hashed_line,
     load_records,
     read_replay,
     record_hash,
@@ -67,6 +70,36 @@ def test_each_record_hashes_its_canonical_json_and_chains_to_the_previous(short_
         assert rec["prev"] == prev
         assert rec["hash"] == record_hash(rec)
         prev = rec["hash"]
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.sampled_from(["a", "events", "h", "hasg", "hasi", "kind", "prev", "type", "zz", "", "Hash",
+                                        'ha"sh', "é"]) | st.text(max_size=5), _JSON, max_size=8))
+def test_a_line_is_written_from_one_encoding_yet_is_the_canonical_json_with_its_hash(record: dict) -> None:
+    record.pop("hash", None)
+    line, digest = hashed_line(record)
+    assert digest == record_hash(record)
+    assert line == canonical_json({**record, "hash": digest})
+
+
+def test_a_hand_s_records_reach_the_disk_when_the_hand_ends(tmp_path: Path) -> None:
+    """Decisions are written through at the end of each hand, so a referee killed mid-game
+    leaves a ``.tmp`` that holds every hand it finished."""
+    game = new_game("craits", 3, seed=5, short_game=True)
+    writer = ReplayWriter(tmp_path / "g.jsonl", game, seats=["a", "b", "c"], game_id="g")
+    while game.hand_number == 1:
+        _play_some(game, writer, 1)
+    on_disk = [json.loads(line) for line in writer.tmp_path.read_text().splitlines()]
+    assert on_disk[-1]["type"] == "decision" and on_disk[-1]["n"] == game.decisions
+    assert on_disk[-1]["hand"] == 1
+    writer.abort()
 
 
 def test_every_number_in_a_replay_is_an_integer(tmp_path: Path) -> None:
@@ -171,8 +204,7 @@ def test_an_out_of_place_one_card_announcement_is_recorded_as_the_play_the_engin
     with ReplayWriter(path, GameState(game.config, game.seed), seats=list("abcd")) as writer:
         writer.state.apply(sent)
         writer.decision(d.seat, d.kind, sent)
-        rec = load_records(writer.tmp_path)[2]
-        writer.abort()
+    rec = load_records(path)[2]  # (the game is recorded as not played to the end)
     assert rec["action"] == plays[0] and rec["sent"] == sent
 
 
