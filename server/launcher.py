@@ -115,14 +115,45 @@ def bot_env(server: str, token: str, name: str, extra: Mapping[str, str] | None 
     return env
 
 
+DEFAULT_OUTPUT_LIMIT = 8 * 2**20
+"""Bytes of a launched bot's stdout and stderr kept per game; the rest is discarded."""
+_CHUNK = 64 * 1024
+_DISCARD_PAUSE_S = 0.1
+"""Past its limit a bot's output is read at most one chunk per pause: it costs the referee
+nothing, and a bot that keeps printing is slowed by its full pipe instead of filling a disk."""
+
+
+async def _copy_output(stream: asyncio.StreamReader, out: IO[bytes], limit: int, name: str) -> None:
+    """Copy a bot's output to its log file, up to ``limit`` bytes, then discard the rest."""
+    kept = 0
+    try:
+        while chunk := await stream.read(_CHUNK):
+            if kept >= limit:
+                await asyncio.sleep(_DISCARD_PAUSE_S)
+                continue
+            out.write(chunk[: limit - kept])
+            kept += len(chunk)
+            if kept >= limit:
+                out.write(f"\n[craits: this bot's output passed {limit} bytes; the rest of it is discarded]\n".encode())
+                log.warning("bot_output_truncated", bot=name, limit=limit)
+            out.flush()
+    except (OSError, ValueError) as err:  # the log file's disk is full or it was closed
+        log.warning("bot_output_not_written", bot=name, error=str(err))
+    finally:
+        with contextlib.suppress(OSError):
+            out.close()
+
+
 class LaunchedBot:
     """One bot process in its own process group."""
 
-    def __init__(self, process: asyncio.subprocess.Process, command: Sequence[str], output: IO[bytes] | None) -> None:
+    def __init__(self, process: asyncio.subprocess.Process, command: Sequence[str],
+                 output: IO[bytes] | None = None, copier: asyncio.Task[None] | None = None) -> None:
         self.process = process
         self.command = tuple(command)
         self.pid = process.pid
         self._output = output
+        self._copier = copier
 
     @classmethod
     async def start(
@@ -134,9 +165,11 @@ class LaunchedBot:
         name: str,
         cwd: str | os.PathLike[str] | None = None,
         output_path: str | os.PathLike[str] | None = None,
+        output_limit: int = DEFAULT_OUTPUT_LIMIT,
         extra_env: Mapping[str, str] | None = None,
     ) -> LaunchedBot:
-        """Start ``command``; its stdout and stderr go to ``output_path`` (or nowhere)."""
+        """Start ``command``; its stdout and stderr go to ``output_path`` (or nowhere), up to
+        ``output_limit`` bytes."""
         if not command:
             raise LaunchError(f"bot {name}: empty command")
         env = bot_env(server, token, name, extra_env)
@@ -156,7 +189,7 @@ class LaunchedBot:
                 cwd=cwd,
                 env=env,
                 stdin=subprocess.DEVNULL,
-                stdout=output if output is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE if output is not None else subprocess.DEVNULL,
                 stderr=subprocess.STDOUT if output is not None else subprocess.DEVNULL,
                 start_new_session=True,
             )
@@ -165,7 +198,11 @@ class LaunchedBot:
                 output.close()
             raise LaunchError(f"bot {name}: cannot run {' '.join(command)!r}: {err.strerror or err}") from None
         log.info("bot_launched", bot=name, pid=process.pid, command=list(command))
-        return cls(process, command, output)
+        copier = None
+        if output is not None:
+            assert process.stdout is not None
+            copier = asyncio.create_task(_copy_output(process.stdout, output, output_limit, name))
+        return cls(process, command, output, copier)
 
     @property
     def returncode(self) -> int | None:
@@ -200,14 +237,21 @@ class LaunchedBot:
             self._signal_group(signal.SIGKILL)
             if self.alive:
                 await self.process.wait()
+            if self._copier is not None:  # the last of the output (a process outside the group may hold the pipe)
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(self._copier), 1.0)
         finally:
-            if self._output is not None:
-                self._output.close()
-                self._output = None
+            self._stop_copier()
 
     def kill_now(self) -> None:
         """SIGKILL the whole group at once (no waiting; for cancellation and exit paths)."""
         self._signal_group(signal.SIGKILL)
+        self._stop_copier()
+
+    def _stop_copier(self) -> None:
+        if self._copier is not None:
+            self._copier.cancel()
+            self._copier = None
         if self._output is not None:
             self._output.close()
             self._output = None

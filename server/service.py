@@ -42,7 +42,7 @@ from grpc_reflection.v1alpha import reflection
 
 from server import __version__
 from server.gamespec import GameRecord, GameSpec
-from server.launcher import LaunchedBot, LaunchError
+from server.launcher import DEFAULT_OUTPUT_LIMIT, LaunchedBot, LaunchError
 from server.logging import bound, get_logger
 from server.policies import make_policy
 from server.referee import GameReferee
@@ -82,6 +82,8 @@ class ArenaOptions:
     """How long a launched bot may take to exit on its own after its game."""
     bot_log_dir: Path | None = None
     """Where launched bots' stdout and stderr go (None: discarded)."""
+    bot_output_limit_bytes: int = DEFAULT_OUTPUT_LIMIT
+    """Bytes of a launched bot's output kept per game (the rest is discarded)."""
 
 
 class TokenEntry:
@@ -371,7 +373,8 @@ class Arena:
             out = self.options.bot_log_dir / f"{spec.game_id}-seat{seat.index}.log"
         try:
             launched = await LaunchedBot.start(
-                bot.command, server=self.target, token=seat.token, name=bot.name, cwd=bot.cwd, output_path=out
+                bot.command, server=self.target, token=seat.token, name=bot.name, cwd=bot.cwd, output_path=out,
+                output_limit=self.options.bot_output_limit_bytes,
             )
         except LaunchError as err:
             log.warning("bot_not_launched", seat=seat.index, bot=bot.name, error=str(err))

@@ -89,7 +89,7 @@ def test_a_relative_command_runs_in_the_bots_directory(tmp_path) -> None:  # typ
     async def run() -> int | None:
         bot = await LaunchedBot.start(["./bot.sh"], server="127.0.0.1:1", token="t", name="shell",
                                       cwd=tmp_path, output_path=out)
-        return await bot.process.wait()
+        return await bot.stop()
 
     assert asyncio.run(run()) == 0
     assert out.read_text().strip() == f"shell ran in {tmp_path}"
@@ -113,3 +113,28 @@ def test_a_command_is_checked_before_it_is_needed_including_the_script_it_runs(t
     if shutil.which("node"):
         assert command_problem(["node", "bot.js"], cwd=tmp_path) is None
         assert command_problem(["node", "bot2.js"], cwd=tmp_path) == f"no such file bot2.js (in {tmp_path})"
+
+
+def test_a_bot_that_prints_without_end_fills_its_log_only_to_the_limit(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A flood of output costs a bounded log file; the bot is slowed by its pipe, not killed."""
+    import asyncio
+
+    from server.launcher import LaunchedBot
+
+    out = tmp_path / "out.log"
+    chatty = "import sys\nsys.stdout.write('started\\n')\nwhile True:\n    sys.stdout.write('x' * 4096)\n"
+
+    async def run() -> tuple[bool, int | None]:
+        bot = await LaunchedBot.start([sys.executable, "-c", chatty], server="127.0.0.1:1", token="t",
+                                      name="chatty", output_path=out, output_limit=100_000)
+        await asyncio.sleep(1.0)
+        alive = bot.alive
+        return alive, await bot.stop(0.1)
+
+    alive, code = asyncio.run(run())
+    assert alive  # still running after passing the limit many times over
+    text = out.read_text()
+    assert text.startswith("started\n")
+    assert text.endswith("[craits: this bot's output passed 100000 bytes; the rest of it is discarded]\n")
+    assert len(text) < 100_000 + 200
+    assert code is not None
