@@ -300,7 +300,11 @@ class _BotProcess:
     async def _read(self) -> None:
         assert self.proc.stdout is not None
         while True:
-            line = await self.proc.stdout.readline()
+            try:
+                line = await self.proc.stdout.readline()
+            except ValueError:  # a line longer than the reader's limit: it is dropped
+                self.tail.append("[a line of more than 64 KiB, not shown]")
+                continue
             if not line:
                 return
             self.tail.append(line.decode(errors="replace").rstrip())

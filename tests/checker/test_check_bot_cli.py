@@ -34,6 +34,21 @@ def test_a_failing_bot_exits_1_and_prints_what_it_sent_and_what_was_expected() -
     assert "1 failed" in result.stdout.splitlines()[-1]
 
 
+def test_a_bot_that_prints_a_huge_line_is_still_checked(tmp_path: Path) -> None:
+    """The checker keeps the tail of a bot's output; one line past the reader's limit is skipped."""
+    chatty = tmp_path / "chatty_bot.py"
+    chatty.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(BOTS)!r})\n"
+        "print('x' * 200_000, flush=True)\n"
+        "from _botlib import announcing, run\n"
+        "sys.exit(run(announcing))\n"
+    )
+    result = craits("check-bot", "--", sys.executable, str(chatty))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr and "0 failed" in result.stdout.splitlines()[-1]
+
+
 def test_no_command_is_a_one_line_user_error() -> None:
     result = craits("check-bot")
     assert result.returncode == 2
