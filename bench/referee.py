@@ -28,6 +28,7 @@ engine's share (applying an action; building the request in ``server.wire``).
 
     python bench/referee.py            # ~2 minutes
     python bench/referee.py --quick    # under a minute
+    python bench/referee.py --quick --breakdown   # where a round trip goes, step by step
 
 The last line is machine-readable: ``p50_ratio_vs_echo=X decisions_per_s=Y``.
 """
@@ -367,6 +368,79 @@ async def run_bench(games: int, seed: int, reply_size: int) -> dict[str, Any]:
     }
 
 
+# --------------------------------------------------------------------------- where the time goes
+
+
+async def run_breakdown(games: int, seed: int) -> dict[str, list[float]]:
+    """Referee games only, with timestamps at each step of a decision put to a bot: building
+    the request, handing it to the stream's writer, the wire and the bot (less the bot's own
+    time), handing the answer from the stream's reader to the game, and the rest. The extra
+    stamps cost a little, so this is a separate run from the ratio's."""
+    from server.engine import make_config
+    from server.gamespec import BotSpec, Clocks, GameSpec
+    from server.referee import GameReferee
+    from server.seats import Arrival, Mailbox, Outbox
+    from server.service import Arena
+
+    perf = time.perf_counter
+    steps: dict[str, list[float]] = {k: [] for k in ("build", "to writer", "wire and bot", "to game", "rest")}
+    now: dict[str, Any] = {}
+    original = GameReferee._ask, GameReferee._send_request, Outbox.get, Mailbox.get
+
+    async def ask(self: GameReferee, seat: Any, legal: list[int]) -> Any:
+        now.clear()
+        now["start"] = perf()
+        result = await original[0](self, seat, legal)
+        end = perf()
+        if {"sent", "written", "resumed"} <= now.keys():
+            steps["build"].append(now["sent"] - now["start"])
+            steps["to writer"].append(now["written"] - now["sent"])
+            steps["wire and bot"].append(now["at"] - now["written"] - (result[2] or 0.0))
+            steps["to game"].append(now["resumed"] - now["at"])
+            steps["rest"].append(end - now["resumed"])
+        return result
+
+    def send(self: GameReferee, seat: Any, message: bytes) -> None:
+        now["sent"], now["message"] = perf(), message
+        original[1](self, seat, message)
+
+    async def outbox_get(self: Outbox) -> Any:
+        item = await original[2](self)
+        if item is now.get("message") and "written" not in now:
+            now["written"] = perf()
+        return item
+
+    async def mailbox_get(self: Mailbox, timeout: float) -> Any:
+        item = await original[3](self, timeout)
+        if isinstance(item, Arrival):
+            now["at"], now["resumed"] = item.at, perf()
+        return item
+
+    arena = await Arena.start("127.0.0.1:0")
+    config = make_config("craits", 4, short_game=True)
+    clocks = Clocks(decision_s=5.0, bank_s=30.0, connect_timeout_s=30.0)
+    replays = tempfile.TemporaryDirectory(prefix="craits-bench-")
+    GameReferee._ask, GameReferee._send_request, Outbox.get, Mailbox.get = (  # type: ignore[method-assign]
+        ask, send, outbox_get, mailbox_get)
+    try:
+        for n in range(games + 1):  # the first game warms up and is not counted
+            if n == 1:
+                for values in steps.values():
+                    values.clear()
+            bots = tuple(
+                BotSpec(f"bot{i}", secrets.token_urlsafe(12),
+                        command=(sys.executable, str(Path(__file__).resolve()), "--bot", str(seed * 10 + i)))
+                for i in range(4)
+            )
+            await arena.run_game(GameSpec(f"steps-{n}", config, seed + n, bots, clocks,
+                                          replay_path=Path(replays.name) / f"steps-{n}.jsonl"))
+    finally:
+        GameReferee._ask, GameReferee._send_request, Outbox.get, Mailbox.get = original  # type: ignore[method-assign]
+        await arena.shutdown(0)
+        replays.cleanup()
+    return steps
+
+
 # --------------------------------------------------------------------------- the engine's share
 
 
@@ -437,6 +511,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer games (under a minute)")
     parser.add_argument("--games", type=int, help="referee games to time (default 16, 4 with --quick)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--breakdown", action="store_true",
+                        help="instead: where a decision's round trip goes, step by step (referee games only)")
     parser.add_argument("--bot", metavar="SEED", help=argparse.SUPPRESS)
     parser.add_argument("--echo-client", nargs=2, metavar=("TARGET", "REPLY_SIZE"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -453,6 +529,13 @@ def main(argv: list[str] | None = None) -> int:
 
     configure_logging(None, console=False)
     games = args.games or (4 if args.quick else 16)
+    if args.breakdown:
+        steps = asyncio.run(run_breakdown(games, args.seed))
+        print(f"where a decision's round trip goes ({games} referee games, {len(steps['build'])} decisions; "
+              f"p50 and mean, ms):")
+        for step, values in steps.items():
+            print(f"  {step:13} {_pct(values, 0.5) * 1000:7.3f} {statistics.mean(values) * 1000:7.3f}")
+        return 0
     print(f"referee bench: {games} games of 4-player craits (short_game), 4 bot processes, replays recorded, "
           f"taking turns with a bare echo; python {sys.version.split()[0]}, {os.cpu_count()} cpus", flush=True)
     answer_size = pb.BotMessage(answer=pb.Answer(game_id="bench-0", decision_id=123456, action_id=318,
