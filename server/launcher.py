@@ -148,12 +148,14 @@ class LaunchedBot:
     """One bot process in its own process group."""
 
     def __init__(self, process: asyncio.subprocess.Process, command: Sequence[str],
-                 output: IO[bytes] | None = None, copier: asyncio.Task[None] | None = None) -> None:
+                 output: IO[bytes] | None = None, copier: asyncio.Task[None] | None = None,
+                 pipe: asyncio.ReadTransport | None = None) -> None:
         self.process = process
         self.command = tuple(command)
         self.pid = process.pid
         self._output = output
         self._copier = copier
+        self._pipe = pipe
 
     @classmethod
     async def start(
@@ -183,26 +185,36 @@ class LaunchedBot:
         if output_path is not None:
             Path(output_path).parent.mkdir(parents=True, exist_ok=True)
             output = open(output_path, "ab")  # noqa: SIM115 - closed in stop()
+        # The output pipe is made here, not by asyncio: a pipe of asyncio's own would keep
+        # process.wait() from returning while anything the bot started still holds it open.
+        read_end, write_end = os.pipe() if output is not None else (-1, subprocess.DEVNULL)
         try:
             process = await asyncio.create_subprocess_exec(
                 *argv,
                 cwd=cwd,
                 env=env,
                 stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE if output is not None else subprocess.DEVNULL,
-                stderr=subprocess.STDOUT if output is not None else subprocess.DEVNULL,
+                stdout=write_end,
+                stderr=write_end,
                 start_new_session=True,
             )
         except OSError as err:
             if output is not None:
                 output.close()
+                os.close(read_end)
             raise LaunchError(f"bot {name}: cannot run {' '.join(command)!r}: {err.strerror or err}") from None
+        finally:
+            if output is not None:
+                os.close(write_end)
         log.info("bot_launched", bot=name, pid=process.pid, command=list(command))
-        copier = None
-        if output is not None:
-            assert process.stdout is not None
-            copier = asyncio.create_task(_copy_output(process.stdout, output, output_limit, name))
-        return cls(process, command, output, copier)
+        if output is None:
+            return cls(process, command)
+        reader = asyncio.StreamReader()
+        pipe, _ = await asyncio.get_running_loop().connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(read_end, "rb", buffering=0)
+        )
+        copier = asyncio.create_task(_copy_output(reader, output, output_limit, name))
+        return cls(process, command, output, copier, pipe)
 
     @property
     def returncode(self) -> int | None:
@@ -252,6 +264,9 @@ class LaunchedBot:
         if self._copier is not None:
             self._copier.cancel()
             self._copier = None
+        if self._pipe is not None:
+            self._pipe.close()  # (a process that escaped the group now gets EPIPE)
+            self._pipe = None
         if self._output is not None:
             self._output.close()
             self._output = None

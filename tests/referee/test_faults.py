@@ -6,6 +6,7 @@ server keeps serving other games throughout."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import socket
 from pathlib import Path
@@ -17,7 +18,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from server.engine import ACTIONS, GameState
 from server.gamespec import Clocks, SeatStatus
 
-from .conftest import FAST, Client, bot, builtin, errors, read_record, remote, spec, with_arena
+from .conftest import FAST, OPTIONS, Client, bot, builtin, errors, read_record, remote, spec, with_arena
 
 PATIENT = Clocks(decision_s=10.0, bank_s=10.0, max_strikes=3, reconnect_grace_s=10.0, connect_timeout_s=15.0)
 """Clocks that never run out in a scripted exchange (the test drives every step)."""
@@ -262,6 +263,18 @@ def test_a_bot_process_that_dies_mid_game_is_replaced_at_once() -> None:
     record = with_arena(lambda arena: arena.run_game(game), timeout=50)  # far less than the 60 s grace
     seat = record.seats[0]
     assert seat.status is SeatStatus.DISCONNECTED and seat.decisions == 4 and not record.aborted
+
+
+def test_a_bot_that_dies_is_noticed_even_while_a_child_it_started_holds_its_output(tmp_path: Path) -> None:
+    """Were the exit noticed only when the output closes, the seat would wait out its clocks
+    and be struck out instead."""
+    game = spec(bot("dies", "dying_bot.py", 3, "orphan"), builtin("random"),
+                clocks=Clocks(decision_s=5, bank_s=5, max_strikes=3, reconnect_grace_s=60, connect_timeout_s=15))
+    options = dataclasses.replace(OPTIONS, bot_log_dir=tmp_path / "bots")
+    record = with_arena(lambda arena: arena.run_game(game), options=options, timeout=100)
+    seat = record.seats[0]
+    assert seat.status is SeatStatus.DISCONNECTED and seat.decisions == 4 and not record.aborted, seat
+    assert "bot process exited with code 9" in seat.events
 
 
 def test_a_bot_that_connects_and_says_nothing_is_cut_off_and_never_seated(tmp_path: Path) -> None:
