@@ -552,7 +552,7 @@ class GameReferee:
     # ------------------------------------------------------------------ the end
 
     def _event(self, seat: Seat, what: str, *, warn: bool = False) -> None:
-        seat.events.append(what)
+        seat.note(what)
         (log.warning if warn else log.info)("seat_event", seat=seat.index, bot=seat.name, what=what,
                                            hand=self.state.hand_number)
 

@@ -73,6 +73,12 @@ class Outbox:
         self._items: collections.deque[Any] = collections.deque()
         self._waiter: asyncio.Future[None] | None = None
 
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def clear(self) -> None:
+        self._items.clear()
+
     def put_nowait(self, item: Any) -> None:
         self._items.append(item)
         waiter = self._waiter
@@ -87,6 +93,13 @@ class Outbox:
             finally:
                 self._waiter = None
         return self._items.popleft()
+
+
+MAX_QUEUED = 1024
+"""Messages waiting for a bot to read them before its stream is cut off. A bot that is
+slow, or stuck in a long computation, has a handful queued (it is struck out and then sent
+only hand starts and ends); only a bot that makes the referee answer it without reading
+the answers gets near this."""
 
 
 class Session:
@@ -105,11 +118,31 @@ class Session:
         self.dropped = 0
         """Messages dropped by flood control."""
         self.flood_warned_at = -1e9
+        self.handler: asyncio.Task[Any] | None = None
+        """The task serving the stream (cancelled to cut off a bot that does not read)."""
 
     def send(self, message: Outgoing) -> None:
-        """Queue a message for the bot (never blocks; dropped once the session is closed)."""
-        if not self.closed:
-            self.outbox.put_nowait(message)
+        """Queue a message for the bot (never blocks; dropped once the session is closed).
+
+        A bot that leaves :data:`MAX_QUEUED` messages unread is cut off at once: the queue is
+        dropped and the stream cancelled, since a closing message would never get through."""
+        if self.closed:
+            return
+        if len(self.outbox) >= MAX_QUEUED:
+            self.cut_off(f"{MAX_QUEUED} messages left unread: the bot is not reading its stream")
+            return
+        self.outbox.put_nowait(message)
+
+    def cut_off(self, why: str) -> None:
+        """End the stream now, dropping what is queued (the bot gets CANCELLED)."""
+        if self.closed:
+            return
+        self.closed = True
+        self.status = grpc.StatusCode.RESOURCE_EXHAUSTED
+        self.details = why
+        self.outbox.clear()
+        if self.handler is not None:
+            self.handler.cancel()
 
     def send_error(
         self,
@@ -292,6 +325,10 @@ class Mailbox:
 # --------------------------------------------------------------------------- seats
 
 
+MAX_EVENTS = 100
+"""Events kept in a seat's report (the log keeps every one)."""
+
+
 class Seat:
     """One seat of one game, with its bot, its clock and its report."""
 
@@ -332,7 +369,8 @@ class Seat:
         self.think_s = 0.0
         self.transport_s = 0.0
         self.events: list[str] = []
-        """Faults and refusals, in words, in order (also logged)."""
+        """Faults and refusals, in words, in order (also logged); the first MAX_EVENTS."""
+        self.events_not_kept = 0
 
     @property
     def remote(self) -> bool:
@@ -342,6 +380,14 @@ class Seat:
     def live(self) -> bool:
         """True while the bot itself (not a stand-in policy) plays the seat."""
         return self.policy is None
+
+    def note(self, what: str) -> None:
+        """Keep a fault or refusal for the seat's report (past MAX_EVENTS only counted: a
+        bot reconnecting in a loop must not make its report and replay grow without end)."""
+        if len(self.events) < MAX_EVENTS:
+            self.events.append(what)
+        else:
+            self.events_not_kept += 1
 
     def history_from(self, hand_number: int) -> int:
         return self.history_sent if self.history_hand == hand_number else 0
@@ -360,7 +406,9 @@ class Seat:
             think_s=self.think_s,
             transport_s=self.transport_s,
             stale=self.stale,
-            events=tuple(self.events),
+            events=tuple(self.events)
+            + ((f"... and {self.events_not_kept} more, not kept here (the log has them all)",)
+               if self.events_not_kept else ()),
         )
 
     def __repr__(self) -> str:

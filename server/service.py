@@ -55,6 +55,12 @@ SERVICE_NAME = pb.DESCRIPTOR.services_by_name["Referee"].full_name
 MAX_NAME = 64
 
 
+def _shown(text: str) -> str:
+    """A bot's text as echoed in errors and logs: at most MAX_NAME characters."""
+    return text if len(text) <= MAX_NAME else text[:MAX_NAME] + "..."
+
+
+
 class ArenaError(Exception):
     """The referee cannot do what was asked (address in use, shutting down, bad spec)."""
 
@@ -111,6 +117,7 @@ class RefereeServicer(referee_pb2_grpc.RefereeServicer):  # type: ignore[misc]  
         if arena.closing:
             session.send_error(pb.ERROR_CODE_SHUTTING_DOWN, "the referee is shutting down", fatal=True)
             session.close(grpc.StatusCode.UNAVAILABLE, "the referee is shutting down")
+        session.handler = asyncio.current_task()
         arena.sessions.add(session)
         reader = asyncio.create_task(arena.read_stream(session, request_iterator))
         why = "the bot closed the stream"
@@ -122,7 +129,9 @@ class RefereeServicer(referee_pb2_grpc.RefereeServicer):  # type: ignore[misc]  
                     break
                 yield item
         except asyncio.CancelledError:
-            why = "the connection was lost or cancelled"
+            why = session.details or "the connection was lost or cancelled"
+            if session.details:
+                log.warning("stream_cut_off", bot=session.name or None, peer=session.peer, why=session.details)
             raise
         finally:
             reader.cancel()
@@ -408,6 +417,8 @@ class Arena:
             bucket = session.bucket
             async for message in messages:
                 at = _perf()
+                if session.closed:  # taken over by a newer stream, or cut off: nothing it sends counts
+                    return
                 if not bucket.take():
                     if self._flood(session):
                         return
@@ -447,7 +458,7 @@ class Arena:
         if entry is None:
             session.send_error(pb.ERROR_CODE_UNAUTHENTICATED, "unknown token", fatal=True)
             session.close(grpc.StatusCode.UNAUTHENTICATED, "unknown token")
-            log.warning("stream_refused", peer=session.peer, why="unknown token", bot=hello.name[:MAX_NAME])
+            log.warning("stream_refused", peer=session.peer, why="unknown token", bot=_shown(hello.name))
             return False
         if self.closing:
             session.send_error(pb.ERROR_CODE_SHUTTING_DOWN, "the referee is shutting down", fatal=True)
@@ -471,7 +482,7 @@ class Arena:
                 )
             )
         )
-        log.info("bot_connected", bot=entry.name, says=hello.name[:MAX_NAME], about=hello.about[:200],
+        log.info("bot_connected", bot=entry.name, says=_shown(hello.name), about=hello.about[:200],
                  peer=session.peer, resumed=resumed, games=[s.game.game_id for s in entry.seats])
         for seat in list(entry.seats):
             seat.game.seat_connected(seat, session)
@@ -494,13 +505,14 @@ class Arena:
         entry = self.tokens.get(session.token)
         mine = [s for s in entry.seats if s.game.game_id == answer.game_id] if entry is not None else []
         if not mine:
+            shown = _shown(answer.game_id)  # the bot's text, echoed: kept short
             session.send_error(
                 pb.ERROR_CODE_STALE_DECISION,
-                f"you sit in no game {answer.game_id!r} in progress: answer with the game_id of the request",
-                game_id=answer.game_id,
+                f"you sit in no game {shown!r} in progress: answer with the game_id of the request",
+                game_id=shown,
                 decision_id=answer.decision_id,
             )
-            log.info("answer_refused", bot=session.name, game=answer.game_id, decision=answer.decision_id, why="no such game")
+            log.info("answer_refused", bot=session.name, game=shown, decision=answer.decision_id, why="no such game")
             return
         own = next((s for s in mine if answer.decision_id in s.asked), mine[0])
         game = own.game
@@ -542,7 +554,7 @@ class Arena:
         if entry is None:
             return
         for seat in entry.seats:
-            seat.events.append(what)
+            seat.note(what)
 
 
 # --------------------------------------------------------------------------- `craits serve`
