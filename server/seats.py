@@ -18,6 +18,7 @@ import asyncio
 import collections
 import itertools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -118,14 +119,13 @@ class Session:
         self.dropped = 0
         """Messages dropped by flood control."""
         self.flood_warned_at = -1e9
-        self.handler: asyncio.Task[Any] | None = None
-        """The task serving the stream (cancelled to cut off a bot that does not read)."""
+        self.release: Callable[[], None] | None = None
+        """Set by the service: stop reading the stream and let its seats go (for :meth:`cut_off`)."""
 
     def send(self, message: Outgoing) -> None:
         """Queue a message for the bot (never blocks; dropped once the session is closed).
 
-        A bot that leaves :data:`MAX_QUEUED` messages unread is cut off at once: the queue is
-        dropped and the stream cancelled, since a closing message would never get through."""
+        A bot that leaves :data:`MAX_QUEUED` messages unread is cut off (see :meth:`cut_off`)."""
         if self.closed:
             return
         if len(self.outbox) >= MAX_QUEUED:
@@ -134,15 +134,15 @@ class Session:
         self.outbox.put_nowait(message)
 
     def cut_off(self, why: str) -> None:
-        """End the stream now, dropping what is queued (the bot gets CANCELLED)."""
+        """Drop what is queued and end the session now: its seats are let go at once, and the
+        call ends with RESOURCE_EXHAUSTED as soon as its writer is free (a writer blocked on
+        a bot that reads nothing waits for the connection to go)."""
         if self.closed:
             return
-        self.closed = True
-        self.status = grpc.StatusCode.RESOURCE_EXHAUSTED
-        self.details = why
         self.outbox.clear()
-        if self.handler is not None:
-            self.handler.cancel()
+        self.close(grpc.StatusCode.RESOURCE_EXHAUSTED, why)
+        if self.release is not None:
+            self.release()
 
     def send_error(
         self,

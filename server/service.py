@@ -117,9 +117,19 @@ class RefereeServicer(referee_pb2_grpc.RefereeServicer):  # type: ignore[misc]  
         if arena.closing:
             session.send_error(pb.ERROR_CODE_SHUTTING_DOWN, "the referee is shutting down", fatal=True)
             session.close(grpc.StatusCode.UNAVAILABLE, "the referee is shutting down")
-        session.handler = asyncio.current_task()
         arena.sessions.add(session)
         reader = asyncio.create_task(arena.read_stream(session, request_iterator))
+
+        def release(why: str) -> None:  # idempotent: also run by Session.cut_off
+            reader.cancel()
+            arena.sessions.discard(session)
+            arena.session_ended(session, why)
+
+        def cut() -> None:
+            log.warning("stream_cut_off", bot=session.name or None, peer=session.peer, why=session.details)
+            release(session.details)
+
+        session.release = cut
         why = "the bot closed the stream"
         try:
             while True:
@@ -129,14 +139,10 @@ class RefereeServicer(referee_pb2_grpc.RefereeServicer):  # type: ignore[misc]  
                     break
                 yield item
         except asyncio.CancelledError:
-            why = session.details or "the connection was lost or cancelled"
-            if session.details:
-                log.warning("stream_cut_off", bot=session.name or None, peer=session.peer, why=session.details)
+            why = "the connection was lost or cancelled"
             raise
         finally:
-            reader.cancel()
-            arena.sessions.discard(session)
-            arena.session_ended(session, why)
+            release(why)
         if session.status is not None:
             context.set_code(session.status)
             context.set_details(session.details)

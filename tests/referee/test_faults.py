@@ -277,6 +277,28 @@ def test_a_bot_that_dies_is_noticed_even_while_a_child_it_started_holds_its_outp
     assert "bot process exited with code 9" in seat.events
 
 
+def test_a_stream_cut_off_for_not_reading_ends_with_resource_exhausted_and_frees_its_seat() -> None:
+    """What Session.send does to a bot with too many unread messages, on a real stream."""
+    me = remote("me")
+
+    async def body(arena):
+        game = asyncio.create_task(arena.run_game(spec(me, builtin("random"), clocks=FAST)))
+        client = await Client(arena.target, me.token).open()
+        await client.next("decision")
+        (session,) = [s for s in arena.sessions if s.token == me.token]
+        session.cut_off("1024 messages left unread: the bot is not reading its stream")
+        status = await client.status()
+        details = await client.call.details()
+        await client.close()
+        return status, details, await game
+
+    status, details, record = with_arena(body)
+    assert status == grpc.StatusCode.RESOURCE_EXHAUSTED and "not reading its stream" in details
+    seat = record.seats[0]
+    assert seat.status is SeatStatus.DISCONNECTED and not record.aborted
+    assert "disconnected: 1024 messages left unread: the bot is not reading its stream" in seat.events
+
+
 def test_a_bot_that_connects_and_says_nothing_is_cut_off_and_never_seated(tmp_path: Path) -> None:
     status = tmp_path / "status"
     game = spec(bot("mute", "silent_bot.py", "nohello", env={"CRAITS_STATUS": str(status)}), builtin("random"),
