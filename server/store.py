@@ -24,7 +24,9 @@ Tables (``schema_version`` says which layout a file has)::
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Iterable, Sequence
@@ -184,9 +186,15 @@ class Store:
 
     FILENAME = "tournament.db"
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
+        """``readonly``: for reports (standings), which then work in a folder this process
+        cannot write, e.g. a finished tournament's folder shared read-only."""
         self.path = Path(path)
         try:
+            if readonly:
+                self._db = self._connect_readonly()
+                self._check_schema()
+                return
             self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
             self._db.execute("PRAGMA foreign_keys = ON")
             mode = self._db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
@@ -196,6 +204,19 @@ class Store:
             raise StoreError(f"{self.path}: not a usable tournament database ({err})") from None
         if mode.lower() != "wal":
             raise StoreError(f"{self.path}: cannot switch the database to WAL mode (got {mode})")
+
+    def _connect_readonly(self) -> sqlite3.Connection:
+        """Read-only; where the folder cannot be written either (no room for WAL's shared
+        memory file), as an immutable file: then no other process may be writing it."""
+        uri = self.path.resolve().as_uri()
+        try:
+            db = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None, timeout=30.0)
+            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return db
+        except sqlite3.OperationalError:
+            if os.access(self.path.parent, os.W_OK):
+                raise
+            return sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None)
 
     @classmethod
     def in_dir(cls, directory: str | Path) -> Store:
@@ -258,6 +279,12 @@ class Store:
     def record_game(self, record: GameRecord) -> None:
         """Write one finished (or aborted) game in ONE transaction: the result, every
         seat and every hand, or nothing at all."""
+        try:
+            self._record_game(record)
+        except sqlite3.Error as err:  # a full disk, a damaged file: nothing of the game is kept
+            raise StoreError(f"{self.path}: game {record.game_id} could not be recorded: {err}") from None
+
+    def _record_game(self, record: GameRecord) -> None:
         with self._transaction():
             row = self._db.execute("SELECT seats FROM games WHERE game_id = ?", (record.game_id,)).fetchone()
             if row is None:
@@ -404,4 +431,5 @@ class _Transaction:
         if exc_type is None:
             self._db.execute("COMMIT")
         else:
-            self._db.execute("ROLLBACK")
+            with contextlib.suppress(sqlite3.Error):  # (the error being raised says more)
+                self._db.execute("ROLLBACK")

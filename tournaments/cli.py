@@ -19,9 +19,10 @@ import asyncio
 import contextlib
 import importlib
 import json
+import sqlite3
 import sys
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ from tournaments.runner import (
     RunnerFactory,
     RunSummary,
     TournamentError,
+    folder_lock,
     load_standings,
     local_runner,
     open_tournament,
@@ -110,19 +112,25 @@ def cmd_run(args: argparse.Namespace) -> int:
     out_dir = config.output_dir(args.out)
     factory = choose_runner(args.runner, config)
     text = Path(args.file).read_text(encoding="utf-8")
-    try:
-        store = start_tournament(config, text, str(Path(args.file).resolve()), out_dir, overwrite=args.overwrite)
-    except (TournamentError, StoreError) as err:
-        raise UserError(str(err)) from None
-    with store:
-        _, total = store.counts()
-        print(f"{config.name}: {total} games, {len(config.bots)} bots, tables of {config.table_size}; output in {out_dir}",
-              file=sys.stderr)
-        return _play_and_report(config, store, out_dir, factory, args)
+    with _locked(out_dir), _database_errors(out_dir):
+        try:
+            store = start_tournament(config, text, str(Path(args.file).resolve()), out_dir, overwrite=args.overwrite)
+        except (TournamentError, StoreError) as err:
+            raise UserError(str(err)) from None
+        with store:
+            _, total = store.counts()
+            print(f"{config.name}: {total} games, {len(config.bots)} bots, tables of {config.table_size}; "
+                  f"output in {out_dir}", file=sys.stderr)
+            return _play_and_report(config, store, out_dir, factory, args)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
     out_dir = _target_dir(args.target, getattr(args, "out", None), check_file=True)
+    with _locked(out_dir), _database_errors(out_dir):
+        return _resume(args, out_dir)
+
+
+def _resume(args: argparse.Namespace, out_dir: Path) -> int:
     config, store = _open(out_dir)
     with store:
         if args.retry_aborted:
@@ -138,10 +146,11 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 def cmd_standings(args: argparse.Namespace) -> int:
     out_dir = _target_dir(args.target, None, check_file=False)
-    config, store = _open(out_dir)
-    with store:
-        standings = load_standings(config, store)
-        games = game_links(store, out_dir)
+    with _database_errors(out_dir):
+        config, store = _open(out_dir, readonly=True)
+        with store:
+            standings = load_standings(config, store)
+            games = game_links(store, out_dir)
     print(standings.format_table())
     if args.csv:
         _write(args.csv, standings.to_csv())
@@ -191,9 +200,30 @@ def _target_dir(target: str, out: str | None, *, check_file: bool) -> Path:
     return out_dir
 
 
-def _open(out_dir: Path) -> tuple[TournamentConfig, Store]:
+@contextlib.contextmanager
+def _locked(out_dir: Path) -> Iterator[None]:
     try:
-        return open_tournament(out_dir)
+        with folder_lock(out_dir):
+            yield
+    except TournamentError as err:
+        raise UserError(str(err)) from None
+
+
+@contextlib.contextmanager
+def _database_errors(out_dir: Path) -> Iterator[None]:
+    """A database that breaks under a command (a damaged page, a full disk) is one line."""
+    try:
+        yield
+    except sqlite3.DatabaseError as err:
+        raise UserError(
+            f"{out_dir / Store.FILENAME}: {err} (a full disk: free space and resume; a damaged file: "
+            f"run the tournament again with --overwrite)"
+        ) from None
+
+
+def _open(out_dir: Path, *, readonly: bool = False) -> tuple[TournamentConfig, Store]:
+    try:
+        return open_tournament(out_dir, readonly=readonly)
     except (TournamentError, StoreError) as err:
         raise UserError(str(err)) from None
 
@@ -221,22 +251,31 @@ def _play_and_report(
     except TournamentError as err:
         failure = err
     standings = load_standings(config, store)
-    json_path, csv_path = write_standings(standings, out_dir, game_links(store, out_dir))
-    index = write_viewer_pages(store, out_dir, title=f"Craits tournament {config.name}")
     print(standings.format_table())
-    print(f"\nstandings: {json_path} {csv_path}; database: {store.path}; log: {out_dir / 'tournament.log'}"
-          f"\nreplays: {out_dir / 'replays'}; watch them in a browser: {index}",
-          file=sys.stderr)
+    written = False
+    try:
+        json_path, csv_path = write_standings(standings, out_dir, game_links(store, out_dir))
+        index = write_viewer_pages(store, out_dir, title=f"Craits tournament {config.name}")
+    except OSError as err:  # a full disk, say: the results are in the database all the same
+        print(f"\ncraits: error: cannot write the standings files in {out_dir}: {err.strerror or err}; "
+              f"the results are safe in {store.path} (`craits tournament standings {out_dir}` once fixed)",
+              file=sys.stderr)
+    else:
+        written = True
+        print(f"\nstandings: {json_path} {csv_path}; database: {store.path}; log: {out_dir / 'tournament.log'}"
+              f"\nreplays: {out_dir / 'replays'}; watch them in a browser: {index}",
+              file=sys.stderr)
     if failure is not None or summary is None:
         done, total = store.counts()
-        print(f"craits: error: {failure}\n{done}/{total} games are recorded; after fixing it, continue with: "
-              f"craits tournament resume {out_dir}", file=sys.stderr)
+        then = (f"{done}/{total} games are recorded; after fixing it, continue with: craits tournament resume {out_dir}"
+                if done < total else f"all {total} games are recorded")
+        print(f"craits: error: {failure}\n{then}", file=sys.stderr)
         return 1
     if not summary.complete:
         print(f"stopped after {summary.recorded}/{summary.scheduled} games; continue with: "
               f"craits tournament resume {out_dir}", file=sys.stderr)
         return 130
-    return 0
+    return 0 if written else 1
 
 
 def _quiet_referee_logs(out_dir: Path) -> None:

@@ -31,13 +31,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import json
+import os
 import secrets
 import shutil
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -81,6 +83,41 @@ class RunSummary:
 
 
 # ------------------------------------------------------------------ set-up
+
+
+LOCK_NAME = "tournament.lock"
+
+
+@contextlib.contextmanager
+def folder_lock(out_dir: Path) -> Iterator[None]:
+    """Hold the output folder for this process while it plays (created if need be).
+
+    Two processes in one folder would play the same games and write the same replay
+    files. The lock is the kernel's (flock): it goes with the process, even on SIGKILL."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise TournamentError(f"{out_dir} is a file: the output must be a folder") from None
+    except OSError as err:
+        raise TournamentError(f"cannot create the output folder {out_dir}: {err.strerror or err}") from None
+    try:
+        fd = os.open(out_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as err:
+        raise TournamentError(f"cannot write in {out_dir}: {err.strerror or err}") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            raise TournamentError(
+                f"{out_dir} is in use by another craits process (pid {holder}): wait for it to finish, "
+                f"or stop it and resume"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)
 
 
 def start_tournament(
@@ -132,12 +169,12 @@ def settings_of(config: TournamentConfig) -> dict[str, Any]:
     }
 
 
-def open_tournament(out_dir: Path) -> tuple[TournamentConfig, Store]:
+def open_tournament(out_dir: Path, *, readonly: bool = False) -> tuple[TournamentConfig, Store]:
     """Reopen a tournament from its folder, its configuration re-read from the stored file text."""
     db = out_dir / Store.FILENAME
     if not db.is_file():
         raise TournamentError(f"{out_dir}: no {Store.FILENAME} here; is this a tournament's output folder?")
-    store = Store(db)
+    store = Store(db, readonly=readonly)
     row = store.tournament()
     if row is None:
         store.close()
@@ -178,8 +215,12 @@ def write_standings(
     texts = (json.dumps(document, indent=2, sort_keys=True) + "\n", standings.to_csv())
     for path, text in zip(paths, texts, strict=True):
         tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
+        try:
+            tmp.write_text(text, encoding="utf-8")
+            tmp.replace(path)
+        except OSError:
+            tmp.unlink(missing_ok=True)
+            raise
     return paths
 
 

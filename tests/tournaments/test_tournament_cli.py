@@ -131,3 +131,86 @@ def test_plan_shows_the_seat_balance(capsys: pytest.CaptureFixture[str]) -> None
     code, stdout, _ = run(capsys, "plan", str(QUICK))
     assert code == 0 and "4 tables x 3 deals x 3 seat rotations = 36 games" in stdout
     assert stdout.count("seat0=9 seat1=9 seat2=9") == 4
+
+
+# --------------------------------------------------------------------------- a folder in trouble
+
+
+def test_a_folder_in_use_by_another_process_is_refused_and_left_untouched(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two processes in one folder would write the same replays; the second is refused, even
+    with --overwrite (which would delete the first one's files under it)."""
+    import os
+
+    from tournaments.runner import folder_lock
+
+    out = tmp_path / "q"
+    assert run(capsys, "run", str(QUICK), "--out", str(out))[0] == 0
+    before = sorted(p.name for p in out.rglob("*"))
+    with folder_lock(out):  # as another `craits tournament run` would hold it
+        for args in (("run", str(QUICK), "--out", str(out), "--overwrite"), ("resume", str(out))):
+            code, _, stderr = run(capsys, *args)
+            assert code == 2 and stderr.strip().count("\n") == 0
+            assert f"{out} is in use by another craits process (pid {os.getpid()})" in stderr
+    assert sorted(p.name for p in out.rglob("*")) == before
+    assert run(capsys, "resume", str(out))[0] == 0  # the lock goes with its holder
+
+
+def test_an_output_path_that_is_a_file_is_a_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("not a folder\n")
+    code, _, stderr = run(capsys, "run", str(QUICK), "--out", str(afile))
+    assert code == 2 and stderr.strip() == f"craits: error: {afile} is a file: the output must be a folder"
+
+
+def test_a_game_that_cannot_be_recorded_stops_the_run_with_one_line_and_the_way_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk under the database: what was recorded stays; resume finishes the rest."""
+    import sqlite3
+
+    from server.store import Store
+
+    out = tmp_path / "q"
+    original = Store._record_game
+    recorded = []
+
+    def full_after_five(self, record):  # type: ignore[no-untyped-def]
+        if len(recorded) == 5:
+            raise sqlite3.OperationalError("database or disk is full")
+        recorded.append(record.game_id)
+        original(self, record)
+
+    monkeypatch.setattr(Store, "_record_game", full_after_five)
+    code, _, stderr = run(capsys, "run", str(QUICK), "--out", str(out), "--concurrency", "1")
+    assert code == 1 and "Traceback" not in stderr
+    assert "could not be recorded: database or disk is full" in stderr
+    assert f"5/36 games are recorded; after fixing it, continue with: craits tournament resume {out}" in stderr
+    monkeypatch.setattr(Store, "_record_game", original)
+    code, stdout, _ = run(capsys, "resume", str(out))
+    assert code == 0 and "36/36 games (complete)" in stdout
+
+
+def test_standings_that_cannot_be_written_are_reported_and_the_results_kept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "q"
+    (out / "standings.json").mkdir(parents=True)  # in the way of the file
+    code, stdout, stderr = run(capsys, "run", str(QUICK), "--out", str(out))
+    assert code == 1 and "36/36 games (complete)" in stdout
+    assert f"cannot write the standings files in {out}" in stderr and "the results are safe in" in stderr
+    assert not list(out.glob("*.tmp"))
+
+
+def test_a_damaged_database_is_a_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "q"
+    assert run(capsys, "run", str(QUICK), "--out", str(out))[0] == 0
+    db = out / "tournament.db"
+    data = bytearray(db.read_bytes())
+    data[4096 * 3 : 4096 * 7] = bytes((i * 151 + 7) % 256 for i in range(4096 * 4))  # pages 4 to 7
+    db.write_bytes(bytes(data))
+    for command in ("standings", "resume"):
+        code, _, stderr = run(capsys, command, str(out))
+        assert code == 2 and "Traceback" not in stderr, (command, stderr)
+        assert stderr.strip().splitlines()[-1].startswith(f"craits: error: {db}: database disk image is malformed")
