@@ -10,10 +10,20 @@ import os
 from pathlib import Path
 from typing import Any
 
-from server.replay import IndexEntry, ReplayError, index_entry, write_html, write_index_html
+from server.replay import (
+    IndexEntry,
+    ReplayError,
+    index_entry,
+    read_replay,
+    viewer_is_current,
+    write_html,
+    write_index_html,
+)
 from server.store import Store
 
 VIEWER_DIR = "viewer"
+REPLAY_DIR = "replays"
+"""Where a tournament folder keeps its replays (tournaments.runner writes them there)."""
 
 
 def game_links(store: Store, out_dir: Path) -> list[dict[str, Any]]:
@@ -36,26 +46,37 @@ def game_links(store: Store, out_dir: Path) -> list[dict[str, Any]]:
 
 
 def _find_replay(stored: str | None, out_dir: Path) -> Path | None:
-    """The stored path may be relative to where craits ran; the folder may have moved since."""
+    """This folder's own copy of the replay: ``replays/<name>`` first, then the stored path
+    (relative to the folder, or as stored) only if it lies inside the folder, so a copied or
+    moved folder never links to, or rebuilds its pages from, another folder's replays."""
     if not stored:
         return None
-    for candidate in (Path(stored), out_dir / stored, out_dir / "replays" / Path(stored).name):
-        if candidate.exists():
+    folder = out_dir.resolve()
+    stored_path = Path(stored)
+    candidates = [out_dir / REPLAY_DIR / stored_path.name]
+    if not stored_path.is_absolute():
+        candidates.append(out_dir / stored_path)
+    candidates.append(stored_path)
+    for candidate in candidates:
+        if candidate.is_file() and candidate.resolve().is_relative_to(folder):
             return candidate
     return None
 
 
 def write_viewer_pages(store: Store, out_dir: Path, title: str) -> Path:
-    """Write ``viewer/<game>.html`` for each game with a replay (skipping up-to-date pages) and ``viewer/index.html``."""
+    """Write ``viewer/<game>.html`` for each game with a replay and ``viewer/index.html``.
+
+    A page is kept only if it ends with the mark of its replay's last record: a page cut off
+    by a full disk or a kill, or made from another replay, is written again."""
     pages = out_dir / VIEWER_DIR
     entries = []
     for game in game_links(store, out_dir):
         if game["replay"] is None:
             continue
-        replay = out_dir / game["replay"]
         page = out_dir / game["viewer"]
         try:
-            if not page.exists() or page.stat().st_mtime < replay.stat().st_mtime:
+            replay = read_replay(out_dir / game["replay"])
+            if not viewer_is_current(page, replay):
                 write_html(replay, page, index_href="index.html")
             entries.append(index_entry(replay, page.name))
         except (ReplayError, OSError) as err:  # a damaged replay is reported by `craits replay verify`

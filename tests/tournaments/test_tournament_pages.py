@@ -1,0 +1,97 @@
+"""Viewer pages of a tournament folder: rebuilt when cut off, and always from the folder's own replays."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from server.cli import main
+from server.engine import make_config
+from server.replay import read_replay, record_game
+from server.store import Store
+from tests.tournaments.configs import builtin_tournament
+from tournaments.pages import game_links, write_viewer_pages
+
+CONFIG = builtin_tournament("pages", seed=5, deals=1, bots={"r1": "random", "r2": "random", "first": "first"})
+
+
+def _run(base: Path, name: str) -> Path:
+    config = base / "pages.toml"
+    config.write_text(CONFIG, encoding="utf-8")
+    out = base / name
+    assert main(["tournament", "run", str(config), "--out", str(out), "--no-progress"]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def played(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One finished tournament folder (copied by each test that changes it)."""
+    return _run(tmp_path_factory.mktemp("pages"), "played")
+
+
+def _copy(played: Path, to: Path) -> Path:
+    shutil.copytree(played, to)
+    return to
+
+
+def _embedded_seed(page: Path) -> int:
+    text = page.read_text(encoding="utf-8")
+    start = text.index('{"records":')
+    data, _ = json.JSONDecoder().raw_decode(text[start:])
+    return int(data["records"][0]["seed"])
+
+
+def test_a_cut_off_page_is_written_again_even_when_newer_than_its_replay(played: Path, tmp_path: Path) -> None:
+    out = _copy(played, tmp_path / "out")
+    pages = sorted((out / "viewer").glob("d*.html"))
+    assert pages
+    page = pages[0]
+    whole = page.read_bytes()
+    page.write_bytes(whole[: len(whole) // 2])  # as a full disk or a kill left it
+    later = page.stat().st_mtime + 3600
+    os.utime(page, (later, later))
+    with Store.in_dir(out) as store:
+        write_viewer_pages(store, out, title="t")
+    assert page.read_bytes() == whole
+
+
+def test_an_up_to_date_page_is_not_written_again(played: Path, tmp_path: Path) -> None:
+    out = _copy(played, tmp_path / "out")
+    page = sorted((out / "viewer").glob("d*.html"))[0]
+    os.utime(page, ns=(1, 1))
+    with Store.in_dir(out) as store:
+        write_viewer_pages(store, out, title="t")
+    assert page.stat().st_mtime_ns == 1
+
+
+def test_a_copied_folder_links_and_views_its_own_replays(tmp_path: Path) -> None:
+    """The original folder's replay of a game is replaced by another game; the copy must
+    not notice: its links stay inside the copy and its page shows the copy's game."""
+    original = _run(tmp_path, "original")  # its results store absolute paths into `original`
+    copy = _copy(original, tmp_path / "copy")
+    game = sorted((copy / "replays").glob("*.jsonl"))[0]
+    seed = read_replay(game).seed
+    record_game(original / "replays" / game.name, make_config("crazy-eights", 3), seed=seed + 1)
+    shutil.rmtree(copy / "viewer")
+    with Store.in_dir(copy) as store:
+        links = {g["game_id"]: g for g in game_links(store, copy)}
+        write_viewer_pages(store, copy, title="t")
+    assert links[game.stem]["replay"] == f"replays/{game.name}"
+    assert all(g["replay"] is None or g["replay"].startswith("replays/") for g in links.values())
+    assert _embedded_seed(copy / "viewer" / f"{game.stem}.html") == seed
+
+
+def test_a_replay_missing_from_the_folder_is_not_taken_from_another_folder(played: Path, tmp_path: Path) -> None:
+    copy = _copy(played, tmp_path / "copy")
+    with Store.in_dir(played) as store:
+        stored = {r.game_id: r.replay_path for r in store.results()}
+    game = sorted((copy / "replays").glob("*.jsonl"))[0]
+    game.unlink()
+    with Store.in_dir(copy) as store:
+        links = {g["game_id"]: g for g in game_links(store, copy)}
+    assert stored[game.stem] is not None and Path(stored[game.stem]).exists()
+    assert links[game.stem]["replay"] is None and links[game.stem]["viewer"] is None
