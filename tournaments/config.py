@@ -137,7 +137,10 @@ def load_config(path: str | Path) -> TournamentConfig:
 
 
 def parse_config(text: str, source: str = "<tournament>", base_dir: Path | None = None) -> TournamentConfig:
-    """Validate the TOML ``text``. Relative bot ``cwd`` resolves against ``base_dir``."""
+    """Validate the TOML ``text``. Relative bot ``cwd`` resolves against ``base_dir``.
+
+    A leading byte-order mark (Windows editors write one) is not part of the TOML."""
+    text = text.removeprefix("\ufeff")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:

@@ -65,6 +65,13 @@ def test_a_good_file_gives_frozen_values() -> None:
         config.name = "other"  # type: ignore[misc]
 
 
+def test_a_file_saved_with_a_byte_order_mark_reads_the_same(tmp_path: Path) -> None:
+    """Windows editors (Notepad) start a UTF-8 file with a BOM."""
+    path = tmp_path / "t.toml"
+    path.write_bytes(b"\xef\xbb\xbf" + GOOD.encode())
+    assert load_config(path) == parse_config(GOOD, source=str(path), base_dir=tmp_path)
+
+
 def test_syntax_errors_give_line_and_column() -> None:
     message = error_of(replace('seed = 5', 'seed = = 5'))
     assert message.startswith("t.toml:4:") and "syntax" in message
