@@ -144,15 +144,37 @@ async def _copy_output(stream: asyncio.StreamReader, out: IO[bytes], limit: int,
             out.close()
 
 
+def _kill_strays(token: str) -> None:
+    """SIGKILL what a bot started outside its process group (a child that called setsid):
+    every process whose environment still carries the bot's own token, which is fresh
+    for each seat of each game. Linux only (/proc); a process that cleared its
+    environment escapes this (containers or cgroups would be needed for that)."""
+    if not token or not os.path.isdir("/proc"):
+        return
+    mark = f"CRAITS_TOKEN={token}".encode()
+    me = os.getpid()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            with open(f"/proc/{entry.name}/environ", "rb") as environ:
+                if mark in environ.read().split(b"\0"):
+                    os.kill(int(entry.name), signal.SIGKILL)
+                    log.warning("bot_stray_killed", pid=int(entry.name), why="left running outside its bot's group")
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+
+
 class LaunchedBot:
     """One bot process in its own process group."""
 
     def __init__(self, process: asyncio.subprocess.Process, command: Sequence[str],
                  output: IO[bytes] | None = None, copier: asyncio.Task[None] | None = None,
-                 pipe: asyncio.ReadTransport | None = None) -> None:
+                 pipe: asyncio.ReadTransport | None = None, token: str = "") -> None:
         self.process = process
         self.command = tuple(command)
         self.pid = process.pid
+        self.token = token
         self._output = output
         self._copier = copier
         self._pipe = pipe
@@ -208,13 +230,13 @@ class LaunchedBot:
                 os.close(write_end)
         log.info("bot_launched", bot=name, pid=process.pid, command=list(command))
         if output is None:
-            return cls(process, command)
+            return cls(process, command, token=token)
         reader = asyncio.StreamReader()
         pipe, _ = await asyncio.get_running_loop().connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(read_end, "rb", buffering=0)
         )
         copier = asyncio.create_task(_copy_output(reader, output, output_limit, name))
-        return cls(process, command, output, copier, pipe)
+        return cls(process, command, output, copier, pipe, token)
 
     @property
     def returncode(self) -> int | None:
@@ -247,6 +269,7 @@ class LaunchedBot:
                     await asyncio.wait_for(self.process.wait(), 1.0)
             # Whatever the bot started in its group goes too, even after the bot exited.
             self._signal_group(signal.SIGKILL)
+            _kill_strays(self.token)
             if self.alive:
                 await self.process.wait()
             if self._copier is not None:  # the last of the output (a process outside the group may hold the pipe)
@@ -258,6 +281,7 @@ class LaunchedBot:
     def kill_now(self) -> None:
         """SIGKILL the whole group at once (no waiting; for cancellation and exit paths)."""
         self._signal_group(signal.SIGKILL)
+        _kill_strays(self.token)
         self._stop_copier()
 
     def _stop_copier(self) -> None:
