@@ -359,7 +359,11 @@ class Store:
         ).fetchone()
         if row is None:
             return None
-        return TournamentRow(row[0], row[1], row[2], row[3], json.loads(row[4]), row[5], row[6])
+        try:
+            settings = json.loads(row[4])
+        except (TypeError, ValueError) as err:
+            raise StoreError(f"{self.path}: the tournament's settings are damaged ({err})") from None
+        return TournamentRow(row[0], row[1], row[2], row[3], settings, row[5], row[6])
 
     def bot_tokens(self) -> dict[str, str]:
         return dict(self._db.execute("SELECT name, token FROM bots").fetchall())
@@ -389,14 +393,18 @@ class Store:
             " FROM seats ORDER BY game_id, seat"
         ):
             counters = dict(zip(COUNTERS, r[6 : 6 + len(COUNTERS)], strict=True))
-            seats.setdefault(r[0], []).append(
-                SeatRow(r[1], r[2], int(r[3]), r[4], r[5], counters, r[-2], r[-1])
-            )
+            try:
+                total = int(r[3])
+            except (TypeError, ValueError):
+                raise StoreError(f"{self.path}: game {r[0]}, seat {r[1]}: total {r[3]!r} is not a number") from None
+            seats.setdefault(r[0], []).append(SeatRow(r[1], r[2], total, r[4], r[5], counters, r[-2], r[-1]))
         out = []
         for r in self._db.execute(
             "SELECT r.game_id, g.ordinal, r.lower_wins, r.team_placings, r.aborted, r.digest, r.replay_path"
             " FROM results r JOIN games g USING (game_id) ORDER BY g.ordinal"
         ):
+            if r[0] not in seats:
+                raise StoreError(f"{self.path}: game {r[0]} is recorded without its seats: the database is damaged")
             out.append(
                 StoredResult(
                     game_id=r[0],

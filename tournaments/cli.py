@@ -214,6 +214,8 @@ def _database_errors(out_dir: Path) -> Iterator[None]:
     """A database that breaks under a command (a damaged page, a full disk) is one line."""
     try:
         yield
+    except StoreError as err:
+        raise UserError(str(err)) from None
     except sqlite3.DatabaseError as err:
         raise UserError(
             f"{out_dir / Store.FILENAME}: {err} (a full disk: free space and resume; a damaged file: "

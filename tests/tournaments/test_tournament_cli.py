@@ -214,3 +214,22 @@ def test_a_damaged_database_is_a_one_line_error(tmp_path: Path, capsys: pytest.C
         code, _, stderr = run(capsys, command, str(out))
         assert code == 2 and "Traceback" not in stderr, (command, stderr)
         assert stderr.strip().splitlines()[-1].startswith(f"craits: error: {db}: database disk image is malformed")
+
+
+@pytest.mark.parametrize("edit, says", [
+    ("DELETE FROM seats WHERE game_id = (SELECT min(game_id) FROM results)", "is recorded without its seats"),
+    ("UPDATE tournament SET settings = '{'", "the tournament's settings are damaged"),
+    ("UPDATE seats SET total = 'x' WHERE seat = 0", "total 'x' is not a number"),
+])
+def test_a_hand_edited_database_is_a_one_line_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], edit: str, says: str
+) -> None:
+    import sqlite3
+
+    out = tmp_path / "q"
+    assert run(capsys, "run", str(QUICK), "--out", str(out))[0] == 0
+    with sqlite3.connect(out / "tournament.db") as db:
+        db.execute(edit)
+    code, _, stderr = run(capsys, "standings", str(out))
+    assert code == 2 and "Traceback" not in stderr
+    assert stderr.strip().splitlines()[-1].startswith(f"craits: error: {out / 'tournament.db'}") and says in stderr
