@@ -41,7 +41,7 @@ from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 
 from server import __version__
-from server.gamespec import GameRecord, GameSpec
+from server.gamespec import GameRecord, GameSpec, SeatStatus
 from server.launcher import DEFAULT_OUTPUT_LIMIT, LaunchedBot, LaunchError
 from server.logging import bound, get_logger
 from server.policies import make_policy
@@ -655,8 +655,10 @@ async def _serve(args: argparse.Namespace, tokens: list[tuple[str, str]], bots: 
             summary = record_summary(spec, record)
             if results is not None:
                 _append_line(results, summary)
+            trouble = [f"{seat.bot} {seat.status}" for seat in record.seats if seat.status is not SeatStatus.OK]
             print(f"craits serve: game {spec.game_id} " + ("aborted: " + record.aborted if record.aborted
-                  else "totals " + " ".join(map(str, record.result.totals))), flush=True)
+                  else "totals " + " ".join(map(str, record.result.totals)))
+                  + (f"; {', '.join(trouble)} (see --results or the log)" if trouble else ""), flush=True)
 
     workers = [asyncio.create_task(worker()) for _ in range(args.parallel)] if bots else []
     all_done = asyncio.ensure_future(asyncio.gather(*workers)) if workers else None

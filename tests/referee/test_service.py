@@ -248,6 +248,15 @@ def test_craits_play_says_what_went_wrong_at_a_seat_and_where_the_bots_output_is
     assert lines[struck + 4] == "    ... and 1 more (--json lists them all)"
 
 
+def test_craits_serve_names_the_seats_in_trouble_in_each_game_line(tmp_path: Path) -> None:
+    dying = f"{sys.executable} {BOTS / 'dying_bot.py'} 3"
+    result = _craits("serve", "--address", "127.0.0.1:0", "--bot", "random", "--bot", dying, "--games", "1",
+                     "--flag", "short_game=true", "--log-dir", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    line = next(line for line in result.stdout.splitlines() if line.startswith("craits serve: game "))
+    assert line.endswith("; dying_bot disconnected (see --results or the log)"), line
+
+
 def test_craits_serve_finishes_or_records_every_game_on_sigterm(tmp_path: Path) -> None:
     """SIGTERM with games in flight: they get the grace to finish, the rest are recorded as
     aborted; every result line and replay is whole; no bot process is left."""
