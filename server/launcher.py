@@ -175,6 +175,7 @@ class LaunchedBot:
         self.command = tuple(command)
         self.pid = process.pid
         self.token = token
+        self._strays_killed = False
         self._output = output
         self._copier = copier
         self._pipe = pipe
@@ -269,7 +270,7 @@ class LaunchedBot:
                     await asyncio.wait_for(self.process.wait(), 1.0)
             # Whatever the bot started in its group goes too, even after the bot exited.
             self._signal_group(signal.SIGKILL)
-            _kill_strays(self.token)
+            self._kill_strays()
             if self.alive:
                 await self.process.wait()
             if self._copier is not None:  # the last of the output (a process outside the group may hold the pipe)
@@ -281,8 +282,13 @@ class LaunchedBot:
     def kill_now(self) -> None:
         """SIGKILL the whole group at once (no waiting; for cancellation and exit paths)."""
         self._signal_group(signal.SIGKILL)
-        _kill_strays(self.token)
+        self._kill_strays()
         self._stop_copier()
+
+    def _kill_strays(self) -> None:
+        if not self._strays_killed:  # (once: it reads all of /proc)
+            self._strays_killed = True
+            _kill_strays(self.token)
 
     def _stop_copier(self) -> None:
         if self._copier is not None:
