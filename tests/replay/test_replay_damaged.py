@@ -18,7 +18,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import server.replay as replay_module
-from server.cli import main
 from server.replay import (
     ReplayError,
     format_walkthrough,
@@ -28,6 +27,7 @@ from server.replay import (
     write_html,
     write_records,
 )
+from tests.cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 Records = list[dict[str, Any]]
@@ -44,9 +44,7 @@ def _error(action: Callable[[], object]) -> str:
 
 
 def _show(capsys: pytest.CaptureFixture[str], path: Path) -> tuple[int, str, str]:
-    code = main(["replay", "show", str(path)])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+    return run_cli(capsys, "replay", "show", str(path))
 
 
 # --------------------------------------------------------------------------- garbage lines

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from server.cli import main
 from server.errors import UserError
+from tests.cli import run_cli
 from tournaments.cli import choose_runner
 from tournaments.config import load_config
 
@@ -22,9 +22,7 @@ QUICK = ROOT / "tournaments" / "examples" / "local-quick.toml"
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(["tournament", *args])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+    return run_cli(capsys, "tournament", *args)
 
 
 def test_run_prints_standings_and_leaves_everything_in_the_output_folder(
