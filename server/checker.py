@@ -261,10 +261,9 @@ class _Servicer(referee_pb2_grpc.RefereeServicer):
     @staticmethod
     async def _pump(request_iterator: AsyncIterator[pb.BotMessage], stream: _Stream) -> None:
         try:
-            async for msg in request_iterator:
-                stream.inbound.put_nowait(msg)
-        except Exception:  # a broken connection ends the stream like a close
-            pass
+            with contextlib.suppress(Exception):  # a broken connection ends the stream like a close
+                async for msg in request_iterator:
+                    stream.inbound.put_nowait(msg)
         finally:
             stream.inbound.put_nowait(None)
 
@@ -654,12 +653,11 @@ class _Checker:
 
     @staticmethod
     def _why_illegal(state: GameState, aid: int) -> tuple[str, str]:
-        try:
-            state.clone().apply(aid)
-        except IllegalActionError as err:
-            return f"{err.reason} (rule {err.rule})", err.rule
-        except (IndexError, TypeError):
-            pass
+        with contextlib.suppress(IndexError, TypeError):  # an id the engine cannot even index
+            try:
+                state.clone().apply(aid)
+            except IllegalActionError as err:
+                return f"{err.reason} (rule {err.rule})", err.rule
         return f"no action has id {aid}", "3"
 
     async def _stale(self, answer: pb.Answer, check: Check, game_id: str, did: int) -> bool:

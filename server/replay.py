@@ -15,6 +15,7 @@ This is an edge module: it does file I/O and reads the wall clock (for
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
 import hashlib
 import html
@@ -453,9 +454,8 @@ def _fsync_dir(directory: Path) -> None:
     except OSError:  # not every platform can open a directory
         return
     try:
-        os.fsync(fd)
-    except OSError:
-        pass
+        with contextlib.suppress(OSError):  # not every file system syncs a directory
+            os.fsync(fd)
     finally:
         os.close(fd)
 

@@ -425,11 +425,9 @@ class TournamentRunner:
             restore()  # a second Ctrl-C interrupts at once
 
         for sig in (signal.SIGINT, signal.SIGTERM):
-            try:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no support
                 loop.add_signal_handler(sig, first_signal)
                 installed.append(sig)
-            except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no support
-                pass
         return restore
 
 

@@ -11,6 +11,7 @@ Text forms: "draw", "hearts", "5S", "8H:clubs", "5S+one-card", "9D:hearts+one-ca
 
 from __future__ import annotations
 
+import contextlib
 import enum
 from dataclasses import dataclass
 
@@ -88,10 +89,8 @@ class Action:
             card = Card.parse(card_text)
             suit: Suit | None = Suit.parse(suit_text)
         else:
-            try:
+            with contextlib.suppress(ValueError):  # not a suit word: a card
                 return ACTIONS[suit_action_id(Suit.parse(t))]  # type: ignore[return-value]
-            except ValueError:
-                pass
             card = Card.parse(t)
             suit = None
         if suit is not None and card.rank not in (Rank.EIGHT, Rank.NINE):
