@@ -255,13 +255,12 @@ class Mailbox:
     timer rarely moves: when it fires early it re-arms itself for the current deadline.
     That saves scheduling and cancelling a timer on every decision (the hot path)."""
 
-    __slots__ = ("_deadline", "_items", "_timer", "_timer_at", "_waiter")
+    __slots__ = ("_deadline", "_items", "_timer", "_waiter")
 
     def __init__(self) -> None:
         self._items: collections.deque[Arrival | Wake] = collections.deque()
         self._waiter: asyncio.Future[None] | None = None
         self._timer: asyncio.TimerHandle | None = None
-        self._timer_at = 0.0
         self._deadline = 0.0
 
     def put(self, item: Arrival | Wake) -> None:
@@ -290,7 +289,7 @@ class Mailbox:
             return None
         loop = asyncio.get_running_loop()
         deadline = self._deadline = loop.time() + timeout
-        if self._timer is None or self._timer_at > deadline:
+        if self._timer is None or self._timer.when() > deadline:
             self._arm(loop, deadline)
         waiter = self._waiter = loop.create_future()
         try:
@@ -309,7 +308,6 @@ class Mailbox:
         if self._timer is not None:
             self._timer.cancel()
         self._timer = loop.call_at(when, self._expire, loop)
-        self._timer_at = when
 
     def _expire(self, loop: asyncio.AbstractEventLoop) -> None:
         self._timer = None

@@ -53,7 +53,7 @@ def test_a_later_deadline_keeps_the_timer_and_the_early_firing_waits_on() -> Non
         loop.call_soon(box.put, "first")
         assert await box.get(0.05) is CONNECTED
         assert await box.get(0.05) == "first"  # the timer for +0.05 s is now armed
-        armed_for = box._timer_at
+        armed_for = box._timer.when()
         start = loop.time()
         got = await box.get(0.15)
         return got, loop.time() - start, armed_for, start
