@@ -38,6 +38,10 @@ def _setpriv() -> str | None:
     (seen as bots dying with SIGABRT under load). Without ``preexec_fn`` the child is
     spawned with vfork and runs no fork handlers. Where setpriv is missing, bots start
     unwrapped and a killed referee may leave them running. Looked up once, on first use.
+
+    One window stays open: setpriv sets the signal just before it execs the bot, so a
+    referee killed in the millisecond after a launch can leave that bot behind; the bundled
+    kits then exit on their own once the referee has been gone for their reconnect window.
     """
     if not sys.platform.startswith("linux"):
         return None
