@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as _dt
+import functools
 import hashlib
 import html
 import json
@@ -121,6 +122,47 @@ def event_json(raw: Sequence[Any]) -> list[Any]:
 
 
 _ACTION_TEXT = tuple("" if action is None else str(action) for action in ACTIONS)
+
+# A decision record is written on every decision of every game, so its line is put together
+# from pieces already in canonical JSON instead of going through a dict and the encoder (a
+# half the cost). A test in ``tests/replay/test_replay.py`` checks that every line written is
+# exactly ``canonical_json`` of what it parses to, and hashes the same.
+_ACTION_JSON = tuple(canonical_json(text) for text in _ACTION_TEXT)
+_KIND_JSON = {kind: canonical_json(kind.name) for kind in DecisionKind}
+
+
+@functools.lru_cache(maxsize=8192)
+def _event_text(raw: tuple[Any, ...]) -> str:
+    """:func:`event_json` of a raw engine event as canonical JSON; cached, as most events
+    (a given seat playing a given card) recur in every game."""
+    return canonical_json(event_json(raw))
+
+
+@functools.lru_cache(maxsize=256)
+def _string_text(value: str) -> str:
+    return canonical_json(value)
+
+
+def _int_text(value: int | None) -> str:
+    return "null" if value is None else str(int(value))
+
+
+def _decision_line(
+    prev: str, n: int, hand: int, seat: int, kind: DecisionKind, legal: int, action: int, sent: int | None,
+    status: str, think_us: int | None, transport_us: int | None, events: str, note: str,
+) -> tuple[str, str]:
+    """``hashed_line`` of a decision record, from its fields (keys in canonical order)."""
+    head = f'"action":{action:d},"events":{events},"hand":{hand:d}'
+    tail = "".join((
+        f'"kind":{_KIND_JSON[kind]},"legal":{legal:d},"n":{n:d},',
+        f'"note":{canonical_json(note)},' if note else "",
+        f'"prev":"{prev}","seat":{seat:d},',
+        "" if sent is None else f'"sent":{int(sent):d},',
+        f'"status":{_string_text(status)},"text":{_ACTION_JSON[action]},',
+        f'"think_us":{_int_text(think_us)},"transport_us":{_int_text(transport_us)},"type":"decision"',
+    ))
+    digest = hashlib.sha256(f"{{{head},{tail}}}".encode()).hexdigest()
+    return f'{{{head},"hash":"{digest}",{tail}}}', digest
 
 
 def _micros(ms: float | None) -> int | None:
@@ -313,18 +355,18 @@ class ReplayWriter:
         self._seen = len(log)
         return events
 
-    def _write(self, record: JsonDict, *, flush: bool = True) -> None:
-        """Append a record. Decisions are flushed with the last one of their hand (a write
-        per decision costs the referee time on every round trip): a referee killed mid-hand
-        leaves its ``.tmp`` up to the last hand it finished."""
+    def _write(self, record: JsonDict) -> None:
+        """Append a record other than a decision, and flush. (Decisions, written by
+        :meth:`decision`, are flushed with the last one of their hand: a write per decision
+        would cost the referee time on every round trip. A referee killed mid-hand leaves its
+        ``.tmp`` up to the last hand it finished.)"""
         if self._out is None:
             raise ReplayUsageError(f"replay {self.path} is already finished or aborted")
         record["prev"] = self._prev
         line, record["hash"] = hashed_line(record)
         self._prev = record["hash"]
         self._out.write(line + "\n")
-        if flush:
-            self._out.flush()
+        self._out.flush()
 
     def decision(
         self,
@@ -352,7 +394,7 @@ class ReplayWriter:
         p_seat, p_kind, legal = self._pending
         if seat != p_seat:
             raise ReplayUsageError(f"decision {self._n + 1} belonged to seat {p_seat}, not seat {seat}")
-        if kind is not None:
+        if kind is not None and kind is not p_kind:
             named = (
                 kind.name
                 if isinstance(kind, DecisionKind)
@@ -369,27 +411,22 @@ class ReplayWriter:
             raise ReplayUsageError(
                 f"decision {self._n + 1}: action {action_id!r} was not legal, so the game cannot have applied it"
             )
+        out = self._out
+        if out is None:
+            raise ReplayUsageError(f"replay {self.path} is already finished or aborted")
         self._n += 1
-        record: JsonDict = {
-            "type": "decision",
-            "n": self._n,
-            "hand": self._pending_hand,
-            "seat": seat,
-            "kind": p_kind.name,
-            "legal": len(legal),
-            "action": applied,
-            "text": _ACTION_TEXT[applied],
-            "status": status,
-            "think_us": _micros(think_ms),
-            "transport_us": _micros(transport_ms),
-            "events": self._new_events(),
-        }
-        if applied != action_id:
-            record["sent"] = action_id
-        if note:
-            record["note"] = note
+        log = self.state.log
+        events = "[" + ",".join([_event_text(raw) for raw in log[self._seen :]]) + "]"
+        self._seen = len(log)
+        hand = self._pending_hand
+        line, self._prev = _decision_line(
+            self._prev, self._n, hand, seat, p_kind, len(legal), applied, None if applied == action_id else action_id,
+            status, _micros(think_ms), _micros(transport_ms), events, note,
+        )
+        out.write(line + "\n")
         self._snapshot()
-        self._write(record, flush=self._pending_hand != record["hand"] or self._pending is None)
+        if self._pending_hand != hand or self._pending is None:
+            out.flush()
 
     def finish(self, outcome: Any = None, *, aborted: str = "") -> Path:
         """Write the result record and move the file to its final name; return that path.

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server.engine import DecisionKind, GameState, make_config, new_game
+from server.engine import ACTIONS, DecisionKind, GameState, make_config, new_game
 from server.gamespec import BotSpec, Clocks, GameRecord, GameSpec, SeatReport, SeatStatus
 from server.replay import (
     GENESIS,
@@ -87,6 +87,38 @@ def test_a_line_is_written_from_one_encoding_yet_is_the_canonical_json_with_its_
     line, digest = hashed_line(record)
     assert digest == record_hash(record)
     assert line == canonical_json({**record, "hash": digest})
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.data())
+def test_a_decision_line_is_the_canonical_json_of_its_record_whatever_the_bot_sent(tmp_path_factory, data) -> None:  # type: ignore[no-untyped-def]
+    """Decision lines are put together from pieces (not through the JSON encoder): whatever
+    the status, the note (a bot's illegal text), the timings or an ignored "one card", each
+    line is the canonical JSON of what it parses to, and its hash is that record's."""
+    path = tmp_path_factory.mktemp("lines") / "g.jsonl"
+    game = new_game("craits", 2, seed=data.draw(st.integers(0, 10**6)), short_game=True)
+    timing = st.none() | st.floats(0, 1e7, allow_nan=False)
+    with ReplayWriter(path, game, seats=["a", "b"]) as writer:
+        for _ in range(data.draw(st.integers(1, 60))):
+            decision = game.decision
+            if decision is None:
+                break
+            legal = game.legal_action_ids()
+            action = data.draw(st.sampled_from(legal))
+            sent = action
+            announced = action + 1  # the same play with "one card", when the bot may say it out of place
+            if announced < len(ACTIONS) and announced not in legal and getattr(ACTIONS[announced], "announce", False):
+                sent = data.draw(st.sampled_from([action, announced]))
+            game.apply(action)
+            writer.decision(decision.seat, decision.kind, sent, data.draw(st.text(min_size=1, max_size=8)),
+                            data.draw(timing), data.draw(timing), data.draw(st.text(max_size=12)))
+    prev = GENESIS
+    for line in path.read_text(encoding="utf-8").split("\n")[:-1]:  # (not splitlines: a note may hold U+0085)
+        rec = json.loads(line)
+        assert line == canonical_json(rec)
+        assert rec["prev"] == prev and rec["hash"] == record_hash(rec)
+        prev = rec["hash"]
+    assert verify_replay(path).decisions == game.decisions
 
 
 def test_a_hand_s_records_reach_the_disk_when_the_hand_ends(tmp_path: Path) -> None:
