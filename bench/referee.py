@@ -52,6 +52,8 @@ if str(ROOT) not in sys.path:  # allow `python bench/referee.py` as well as `pyt
     sys.path.insert(0, str(ROOT))
 
 GOAL_RATIO = 1.5
+LEGS = ("  writer to bot", "  in the bot", "  bot to reader")
+"""The wire and the bot, split (``--breakdown`` on Linux): the bot's time here is all of it."""
 ECHO_METHOD = "/bench.Echo/Stream"
 
 
@@ -63,15 +65,19 @@ def _pct(values: list[float], q: float) -> float:
 # --------------------------------------------------------------------------- client processes
 
 
-async def _bot_main(seed: int) -> None:
+async def _bot_main(seed: int, stamps: str | None = None) -> None:
     """A fast correct bot: a random legal action. It reads raw bytes and parses them itself,
     so the time it reports as thinking (think_us) includes parsing the request: the part
-    of the round trip that is the bot's own work, which the bare echo's client does not do."""
+    of the round trip that is the bot's own work, which the bare echo's client does not do.
+
+    With ``stamps`` (a file) it also writes, at the end, when each request was read and each
+    answer sent, on the machine's monotonic clock (``--breakdown`` splits the wire with them)."""
     import grpc
     from craits.v1 import referee_pb2 as pb
 
     rng = random.Random(seed)
     perf = time.perf_counter
+    seen: list[str] = []
     async with grpc.aio.insecure_channel(os.environ["CRAITS_SERVER"]) as channel:
         call = channel.stream_stream("/craits.v1.Referee/Play")()
         await call.write(pb.BotMessage(hello=pb.Hello(
@@ -80,16 +86,21 @@ async def _bot_main(seed: int) -> None:
         while True:
             data = await call.read()
             if data is grpc.aio.EOF:
-                return
+                break
             start = perf()
             message = pb.RefereeMessage.FromString(data)
             if message.WhichOneof("message") == "decision":
                 request = message.decision
                 legal = request.legal_actions
                 choice = legal[rng.randrange(len(legal))].id
-                await call.write(pb.BotMessage(answer=pb.Answer(
+                answer = pb.BotMessage(answer=pb.Answer(
                     game_id=request.game_id, decision_id=request.decision_id, action_id=choice,
-                    think_us=int((perf() - start) * 1e6))).SerializeToString())
+                    think_us=int((perf() - start) * 1e6))).SerializeToString()
+                if stamps is not None:
+                    seen.append(f"{request.decision_id} {start:.9f} {perf():.9f}")
+                await call.write(answer)
+    if stamps is not None:
+        Path(stamps).write_text("\n".join(seen) + "\n")
 
 
 async def _echo_client_main(target: str, reply_size: int) -> None:
@@ -375,7 +386,11 @@ async def run_breakdown(games: int, seed: int) -> dict[str, list[float]]:
     """Referee games only, with timestamps at each step of a decision put to a bot: building
     the request, handing it to the stream's writer, the wire and the bot (less the bot's own
     time), handing the answer from the stream's reader to the game, and the rest. The extra
-    stamps cost a little, so this is a separate run from the ratio's."""
+    stamps cost a little, so this is a separate run from the ratio's.
+
+    On Linux, where ``time.perf_counter`` is the machine's monotonic clock in every process,
+    the bots stamp too, and the wire is split into its legs: from the stream's writer to the
+    bot's read, the bot (parse, choose, reply), and from the bot's write to the stream's reader."""
     from server.engine import make_config
     from server.gamespec import BotSpec, Clocks, GameSpec
     from server.referee import GameReferee
@@ -385,6 +400,8 @@ async def run_breakdown(games: int, seed: int) -> dict[str, list[float]]:
     perf = time.perf_counter
     steps: dict[str, list[float]] = {k: [] for k in ("build", "to writer", "wire and bot", "to game", "rest")}
     now: dict[str, Any] = {}
+    legs: dict[int, tuple[float, float]] = {}
+    """decision id -> (written, arrived), to match with the bots' stamps."""
     original = GameReferee._ask, GameReferee._send_request, Outbox.get, Mailbox.get
 
     async def ask(self: GameReferee, seat: Any, legal: list[int]) -> Any:
@@ -398,6 +415,7 @@ async def run_breakdown(games: int, seed: int) -> dict[str, list[float]]:
             steps["wire and bot"].append(now["at"] - now["written"] - (result[2] or 0.0))
             steps["to game"].append(now["resumed"] - now["at"])
             steps["rest"].append(end - now["resumed"])
+            legs[now["decision"]] = (now["written"], now["at"])
         return result
 
     def send(self: GameReferee, seat: Any, message: bytes) -> None:
@@ -413,7 +431,7 @@ async def run_breakdown(games: int, seed: int) -> dict[str, list[float]]:
     async def mailbox_get(self: Mailbox, timeout: float) -> Any:
         item = await original[3](self, timeout)
         if isinstance(item, Arrival):
-            now["at"], now["resumed"] = item.at, perf()
+            now["at"], now["resumed"], now["decision"] = item.at, perf(), item.answer.decision_id
         return item
 
     arena = await Arena.start("127.0.0.1:0")
@@ -429,11 +447,23 @@ async def run_breakdown(games: int, seed: int) -> dict[str, list[float]]:
                     values.clear()
             bots = tuple(
                 BotSpec(f"bot{i}", secrets.token_urlsafe(12),
-                        command=(sys.executable, str(Path(__file__).resolve()), "--bot", str(seed * 10 + i)))
+                        command=(sys.executable, str(Path(__file__).resolve()), "--bot", str(seed * 10 + i),
+                                 *(("--stamps", str(Path(replays.name) / f"stamps-{n}-{i}.txt")) if n else ())))
                 for i in range(4)
             )
             await arena.run_game(GameSpec(f"steps-{n}", config, seed + n, bots, clocks,
                                           replay_path=Path(replays.name) / f"steps-{n}.jsonl"))
+        if sys.platform.startswith("linux"):
+            for name in LEGS:
+                steps[name] = []
+            for path in Path(replays.name).glob("stamps-*.txt"):
+                for row in path.read_text().splitlines():
+                    decision, read_at, sent_at = row.split()
+                    if int(decision) in legs:
+                        written, arrived = legs[int(decision)]
+                        steps[LEGS[0]].append(float(read_at) - written)
+                        steps[LEGS[1]].append(float(sent_at) - float(read_at))
+                        steps[LEGS[2]].append(arrived - float(sent_at))
     finally:
         GameReferee._ask, GameReferee._send_request, Outbox.get, Mailbox.get = original  # type: ignore[method-assign]
         await arena.shutdown(0)
@@ -514,10 +544,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--breakdown", action="store_true",
                         help="instead: where a decision's round trip goes, step by step (referee games only)")
     parser.add_argument("--bot", metavar="SEED", help=argparse.SUPPRESS)
+    parser.add_argument("--stamps", metavar="FILE", help=argparse.SUPPRESS)
     parser.add_argument("--echo-client", nargs=2, metavar=("TARGET", "REPLY_SIZE"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.bot is not None:
-        asyncio.run(_bot_main(int(args.bot)))
+        asyncio.run(_bot_main(int(args.bot), args.stamps))
         return 0
     if args.echo_client is not None:
         asyncio.run(_echo_client_main(args.echo_client[0], int(args.echo_client[1])))
@@ -534,7 +565,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"where a decision's round trip goes ({games} referee games, {len(steps['build'])} decisions; "
               f"p50 and mean, ms):")
         for step, values in steps.items():
-            print(f"  {step:13} {_pct(values, 0.5) * 1000:7.3f} {statistics.mean(values) * 1000:7.3f}")
+            if step == LEGS[0]:
+                print("  the wire and the bot, from the bots' own stamps (the bot's whole time included):")
+            print(f"  {step:15} {_pct(values, 0.5) * 1000:7.3f} {statistics.mean(values) * 1000:7.3f}")
         return 0
     print(f"referee bench: {games} games of 4-player craits (short_game), 4 bot processes, replays recorded, "
           f"taking turns with a bare echo; python {sys.version.split()[0]}, {os.cpu_count()} cpus", flush=True)
