@@ -4,7 +4,8 @@ A launched bot gets the referee's address and its own token in the environment
 (``CRAITS_SERVER=host:port``, ``CRAITS_TOKEN``, ``CRAITS_BOT_NAME``) and connects
 like any remote bot. Each bot runs in its own session (process group), so
 :meth:`LaunchedBot.stop` can end the bot *and* anything it started: SIGTERM to
-the group, a short wait, then SIGKILL.
+the group, a short wait, then SIGKILL; a process the bot started in a session of its
+own is found by the launch's mark in its environment (:data:`LAUNCH_MARK`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import asyncio
 import contextlib
 import functools
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -148,14 +150,20 @@ async def _copy_output(stream: asyncio.StreamReader, out: IO[bytes], limit: int,
             out.close()
 
 
-def _kill_strays(token: str) -> None:
+LAUNCH_MARK = "CRAITS_LAUNCH"
+"""An environment variable set to a fresh random value for each launch: what a process the
+bot started carries, so it can be found (and only it: not another referee's bot that
+happens to have been given the same token)."""
+
+
+def _kill_strays(launch: str) -> None:
     """SIGKILL what a bot started outside its process group (a child that called setsid):
-    every process whose environment still carries the bot's own token, which is fresh
-    for each seat of each game. Linux only (/proc); a process that cleared its
-    environment escapes this (containers or cgroups would be needed for that)."""
-    if not token or not os.path.isdir("/proc"):
+    every process whose environment still carries the bot's launch mark. Linux only (/proc);
+    a process that cleared its environment escapes this (containers or cgroups would be
+    needed for that)."""
+    if not launch or not os.path.isdir("/proc"):
         return
-    mark = f"CRAITS_TOKEN={token}".encode()
+    mark = f"{LAUNCH_MARK}={launch}".encode()
     me = os.getpid()
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit() or int(entry.name) == me:
@@ -174,11 +182,11 @@ class LaunchedBot:
 
     def __init__(self, process: asyncio.subprocess.Process, command: Sequence[str],
                  output: IO[bytes] | None = None, copier: asyncio.Task[None] | None = None,
-                 pipe: asyncio.ReadTransport | None = None, token: str = "") -> None:
+                 pipe: asyncio.ReadTransport | None = None, launch: str = "") -> None:
         self.process = process
         self.command = tuple(command)
         self.pid = process.pid
-        self.token = token
+        self.launch = launch
         self._strays_killed = False
         self._output = output
         self._copier = copier
@@ -202,6 +210,7 @@ class LaunchedBot:
         if not command:
             raise LaunchError(f"bot {name}: empty command")
         env = bot_env(server, token, name, extra_env)
+        launch = env[LAUNCH_MARK] = secrets.token_hex(16)
         try:
             _program(command, cwd, env.get("PATH"))
         except LaunchError as err:
@@ -235,13 +244,13 @@ class LaunchedBot:
                 os.close(write_end)
         log.info("bot_launched", bot=name, pid=process.pid, command=list(command))
         if output is None:
-            return cls(process, command, token=token)
+            return cls(process, command, launch=launch)
         reader = asyncio.StreamReader()
         pipe, _ = await asyncio.get_running_loop().connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(read_end, "rb", buffering=0)
         )
         copier = asyncio.create_task(_copy_output(reader, output, output_limit, name))
-        return cls(process, command, output, copier, pipe, token)
+        return cls(process, command, output, copier, pipe, launch)
 
     @property
     def returncode(self) -> int | None:
@@ -292,7 +301,7 @@ class LaunchedBot:
     def _kill_strays(self) -> None:
         if not self._strays_killed:  # (once: it reads all of /proc)
             self._strays_killed = True
-            _kill_strays(self.token)
+            _kill_strays(self.launch)
 
     def _stop_copier(self) -> None:
         if self._copier is not None:

@@ -9,6 +9,7 @@ import os
 import secrets
 import struct
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -88,6 +89,18 @@ def read_record(path: Path) -> list[pb.RefereeMessage]:
         out.append(pb.RefereeMessage.FromString(data[i + 4 : i + 4 + n]))
         i += 4 + n
     return out
+
+
+def gone_within(pid: int, timeout_s: float = 10.0) -> bool:
+    """True once ``pid`` is dead. A SIGKILL takes effect when the process next runs, which
+    on a busy machine is not at once (the referee does not wait for processes that are not
+    its children)."""
+    deadline = time.monotonic() + timeout_s
+    while pid_alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def pid_alive(pid: int) -> bool:

@@ -278,7 +278,7 @@ def test_a_bot_that_dies_is_noticed_even_while_a_child_it_started_holds_its_outp
 
 
 def test_a_process_a_bot_started_outside_its_group_does_not_outlive_the_game(tmp_path: Path) -> None:
-    from .conftest import pid_alive
+    from .conftest import gone_within
 
     child_pid = tmp_path / "child.pid"
     game = spec(bot("dies", "dying_bot.py", 3, "escape", child_pid), builtin("random"),
@@ -286,7 +286,7 @@ def test_a_process_a_bot_started_outside_its_group_does_not_outlive_the_game(tmp
     record = with_arena(lambda arena: arena.run_game(game), timeout=100)
     assert record.seats[0].status is SeatStatus.DISCONNECTED
     pid = int(child_pid.read_text())
-    assert not pid_alive(pid), "the escaped child outlived its game"
+    assert gone_within(pid), "the escaped child outlived its game"
 
 
 def test_a_stream_cut_off_for_not_reading_ends_with_resource_exhausted_and_frees_its_seat() -> None:

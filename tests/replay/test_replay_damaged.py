@@ -6,7 +6,6 @@ from __future__ import annotations
 import copy
 import json
 import re
-import resource
 import subprocess
 import sys
 from collections.abc import Callable
@@ -91,18 +90,16 @@ def test_a_huge_file_is_read_line_by_line_not_whole(tmp_path: Path) -> None:
     path = tmp_path / "huge.jsonl"
     with path.open("wb") as handle:
         handle.truncate(2 << 30)
+    # The limit is set by the child itself: a preexec_fn would fork this process, whose gRPC
+    # threads (from other tests) can abort a forked child before it runs anything.
     script = (
-        "import sys\nfrom server.replay import ReplayError, verify_replay\n"
+        "import resource, sys\nresource.setrlimit(resource.RLIMIT_AS, (400 << 20, 400 << 20))\n"
+        "from server.replay import ReplayError, verify_replay\n"
         "try:\n    verify_replay(sys.argv[1])\nexcept ReplayError as err:\n    print(err)\n"
     )
-
-    def limit_memory() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (400 << 20, 400 << 20))
-
     done = subprocess.run(
-        [sys.executable, "-c", script, str(path)],
-        capture_output=True, text=True, cwd=ROOT, preexec_fn=limit_memory, timeout=60,
-    )  # fmt: skip
+        [sys.executable, "-c", script, str(path)], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout == f"{path}: record 1: line longer than {replay_module.MAX_LINE_BYTES} bytes: not a replay record\n"
 
