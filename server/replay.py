@@ -124,8 +124,8 @@ def event_json(raw: Sequence[Any]) -> list[Any]:
 _ACTION_TEXT = tuple("" if action is None else str(action) for action in ACTIONS)
 
 # A decision record is written on every decision of every game, so its line is put together
-# from pieces already in canonical JSON instead of going through a dict and the encoder (a
-# half the cost). A test in ``tests/replay/test_replay.py`` checks that every line written is
+# from pieces already in canonical JSON instead of going through a dict and the encoder
+# (half the cost). A test in ``tests/replay/test_replay.py`` checks that every line written is
 # exactly ``canonical_json`` of what it parses to, and hashes the same.
 _ACTION_JSON = tuple(canonical_json(text) for text in _ACTION_TEXT)
 _KIND_JSON = {kind: canonical_json(kind.name) for kind in DecisionKind}
