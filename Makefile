@@ -39,6 +39,7 @@ lint: setup  ## ruff and mypy
 	$(VENV)/bin/mypy
 
 bench: setup proto  ## all benchmarks, quick mode (each prints a machine-readable last line)
+	$(PY) -m pip install --quiet -e '.[dev,bench]'  # the engine bench's peers (OpenSpiel, RLCard)
 	$(PY) bench/engine.py --quick
 	$(PY) bench/referee.py --quick
 	$(PY) bench/tournament.py --quick
