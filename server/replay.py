@@ -307,7 +307,7 @@ class ReplayWriter:
             header["extra"] = dict(extra)
         try:
             self._write(header)
-            self._write({"type": "start", "events": self._new_events()})
+            self._write({"type": "start", "events": [event_json(e) for e in self._take_new_events()]})
         except BaseException:
             self.abort()
             raise
@@ -349,9 +349,10 @@ class ReplayWriter:
         )
         self._pending_hand = self.state.hand_number
 
-    def _new_events(self) -> list[list[Any]]:
+    def _take_new_events(self) -> list[Any]:
+        """The raw engine events logged since the last call."""
         log = self.state.log
-        events = [event_json(e) for e in log[self._seen :]]
+        events = log[self._seen :]
         self._seen = len(log)
         return events
 
@@ -415,9 +416,7 @@ class ReplayWriter:
         if out is None:
             raise ReplayUsageError(f"replay {self.path} is already finished or aborted")
         self._n += 1
-        log = self.state.log
-        events = "[" + ",".join([_event_text(raw) for raw in log[self._seen :]]) + "]"
-        self._seen = len(log)
+        events = "[" + ",".join([_event_text(raw) for raw in self._take_new_events()]) + "]"
         hand = self._pending_hand
         line, self._prev = _decision_line(
             self._prev, self._n, hand, seat, p_kind, len(legal), applied, None if applied == action_id else action_id,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import subprocess
@@ -10,6 +9,8 @@ import sys
 import time
 
 import pytest
+
+from .conftest import gone_within, pid_alive
 
 SLEEPER = "import time; time.sleep(120)"
 PARENT = f"SLEEPER = {SLEEPER!r}" + """
@@ -24,19 +25,6 @@ async def main():
 
 asyncio.run(main())
 """
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie waiting for init to reap it counts as gone
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def _running_the_bot(pid: int) -> bool:
@@ -76,13 +64,10 @@ def test_a_launched_bot_dies_when_its_referee_is_killed() -> None:
         deadline = time.monotonic() + 10
         while not _running_the_bot(bot_pid) and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert _alive(bot_pid)
+        assert pid_alive(bot_pid)
         parent.send_signal(signal.SIGKILL)
         parent.wait(timeout=10)
-        deadline = time.monotonic() + 10
-        while _alive(bot_pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not _alive(bot_pid), f"the bot outlived its killed referee: {_describe(bot_pid)}"
+        assert gone_within(bot_pid), f"the bot outlived its killed referee: {_describe(bot_pid)}"
     finally:
         parent.kill()
 
