@@ -21,6 +21,9 @@ clients on 127.0.0.1:
    answer real requests recorded in phase 1, handed to them in turn by a server that does
    nothing else. It is the floor for any referee with four bot processes, and the ratio of
    the referee to it is the referee's own share.
+4. **Echo with an idle client** (for information): the echo of phase 2, but before each
+   round trip the client is left idle as long as a bot waits between its turns in phase 1
+   (the p50 of that wait). It shows what the wait alone costs a round trip on this machine.
 
 Also printed: the server's own CPU per round trip in each phase (process time of
 this process, which is only the server: the bots are other processes), and the
@@ -143,12 +146,23 @@ async def _start_echo_client(port: int, reply_size: int) -> Any:
     )
 
 
+async def _idle(seconds: float) -> None:
+    """Let the echo's client wait ``seconds``: the loop sleeps all but the last millisecond (its
+    timers have about that resolution) and the server spins the rest, as a referee is busy
+    with the other bots while one waits for its turn."""
+    end = time.perf_counter() + seconds
+    if seconds > 0.001:
+        await asyncio.sleep(seconds - 0.001)
+    while time.perf_counter() < end:
+        pass
+
+
 class EchoServer:
     """A bare grpc.aio stream-stream method on raw bytes, driven in batches: the handler sends
     each payload of a batch and awaits the client's reply, timing the round trip."""
 
     def __init__(self) -> None:
-        self.batches: asyncio.Queue[list[bytes]] = asyncio.Queue()
+        self.batches: asyncio.Queue[tuple[list[bytes], float]] = asyncio.Queue()
         self.results: asyncio.Queue[list[float]] = asyncio.Queue()
         self.server: Any = None
         self.client: Any = None
@@ -159,9 +173,11 @@ class EchoServer:
             await anext(request_iterator)  # the client's hello
             perf = time.perf_counter
             while True:
-                payloads = await self.batches.get()
+                payloads, idle_s = await self.batches.get()
                 rts = []
                 for payload in payloads:
+                    if idle_s:
+                        await _idle(idle_s)
                     start = perf()
                     yield payload
                     await anext(request_iterator)
@@ -171,10 +187,11 @@ class EchoServer:
         self.server, port = await _start_echo_server(stream)
         self.client = await _start_echo_client(port, reply_size)
 
-    async def run(self, payloads: list[bytes]) -> tuple[list[float], float, float]:
-        """Round trips of one batch, with its wall and CPU time."""
+    async def run(self, payloads: list[bytes], idle_s: float = 0.0) -> tuple[list[float], float, float]:
+        """Round trips of one batch, with its wall and CPU time; with ``idle_s``, the client is
+        left idle that long before each round trip (not timed)."""
         c0, w0 = time.process_time(), time.perf_counter()
-        self.batches.put_nowait(payloads)
+        self.batches.put_nowait((payloads, idle_s))
         rts = await asyncio.wait_for(self.results.get(), 600)
         return rts, time.perf_counter() - w0, time.process_time() - c0
 
@@ -314,13 +331,18 @@ async def run_bench(games: int, seed: int, reply_size: int) -> dict[str, Any]:
     wire_rts: list[float] = []
     thinks: list[float] = []
     sent_at = [0.0]
+    answered: dict[tuple[str, int], float] = {}
+    waits: list[float] = []
+    """How long a bot waited between its answer and its next request."""
 
     async def timed_ask(self: GameReferee, seat: Any, legal: list[int]) -> Any:
         start = perf()
         if self.game_id not in span:
             span[self.game_id] = [start, cpu_now(), 0.0, 0.0]
+        if (self.game_id, seat.index) in answered:
+            waits.append(start - answered[self.game_id, seat.index])
         result = await original_ask(self, seat, legal)
-        end = perf()
+        end = answered[self.game_id, seat.index] = perf()
         rts.append(end - start)
         wire_rts.append(end - sent_at[0])
         thinks.append(result[2] or 0.0)
@@ -335,6 +357,7 @@ async def run_bench(games: int, seed: int, reply_size: int) -> dict[str, Any]:
     echo_rts: list[float] = []
     echo_wall = echo_cpu = 0.0
     turns_rts: list[float] = []
+    idle_rts: list[float] = []
     GameReferee._ask = timed_ask  # type: ignore[method-assign]
     GameReferee._send_request = stamped_send  # type: ignore[method-assign]
     try:
@@ -349,6 +372,7 @@ async def run_bench(games: int, seed: int, reply_size: int) -> dict[str, Any]:
             echo_wall += wall
             echo_cpu += cpu
             turns_rts += await turns.run([rng.choice(requests) for _ in batch])
+            idle_rts += (await echo.run(batch, _pct(waits, 0.5)))[0]
     finally:
         GameReferee._ask = original_ask  # type: ignore[method-assign]
         GameReferee._send_request = original_send  # type: ignore[method-assign]
@@ -375,6 +399,10 @@ async def run_bench(games: int, seed: int, reply_size: int) -> dict[str, Any]:
         "turns": {
             "round_trips": len(turns_rts), "p50_ms": _pct(turns_rts, 0.5) * 1000,
             "p99_ms": _pct(turns_rts, 0.99) * 1000,
+        },
+        "idle": {
+            "round_trips": len(idle_rts), "p50_ms": _pct(idle_rts, 0.5) * 1000,
+            "p99_ms": _pct(idle_rts, 0.99) * 1000, "wait_ms": _pct(waits, 0.5) * 1000,
         },
     }
 
@@ -574,7 +602,8 @@ def main(argv: list[str] | None = None) -> int:
     answer_size = pb.BotMessage(answer=pb.Answer(game_id="bench-0", decision_id=123456, action_id=318,
                                                  think_us=42)).ByteSize()
     result = asyncio.run(run_bench(games, args.seed, answer_size))
-    ref, echo, turns, sizes = result["referee"], result["echo"], result["turns"], result["sizes"]
+    ref, echo, turns, idle = result["referee"], result["echo"], result["turns"], result["idle"]
+    sizes = result["sizes"]
     share = engine_share(3, args.seed)
     ratio = ref["net_p50_ms"] / echo["p50_ms"]
     print(f"message sizes: requests mean {statistics.mean(sizes):.0f} B (max {max(sizes)} B), answers {answer_size} B")
@@ -587,6 +616,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{echo['p99_ms']:>8.3f} {echo['cpu_ms']:>17.3f}")
     print(f"{'4 bots in turn, no referee':26} {turns['round_trips']:>11} {'':>8} {turns['p50_ms']:>8.3f} "
           f"{turns['p99_ms']:>8.3f}   (less bot time)")
+    print(f"{'echo, client idle between':26} {idle['round_trips']:>11} {'':>8} {idle['p50_ms']:>8.3f} "
+          f"{idle['p99_ms']:>8.3f}   (idle {idle['wait_ms']:.3f} ms before each: a bot's p50 wait for its turn)")
     print(f"bot time per decision (parse the request, choose, reply; reported as think_us): "
           f"p50 {ref['think_p50_ms']:.3f} ms")
     print(f"referee from the request's send to its answer (the build excluded, bot time included): "
@@ -602,6 +633,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"for information: referee p50 (less bot time) / p50 of the same four bots answering recorded "
           f"requests in turn with no referee = {ref['net_p50_ms'] / turns['p50_ms']:.2f} (the referee's own share); "
           f"those bots alone are {turns['p50_ms'] / echo['p50_ms']:.2f}x the one-stream echo")
+    print(f"for information: the one-stream echo whose client idles {idle['wait_ms']:.3f} ms before each round trip "
+          f"(as long as a bot waits for its turn) is {idle['p50_ms'] / echo['p50_ms']:.2f}x the echo without the wait")
     print(f"p50_ratio_vs_echo={ratio:.3f} decisions_per_s={ref['per_s']:.0f}")
     return 0
 
