@@ -333,6 +333,43 @@ class Store:
                     ),
                 )
 
+    def add_games(self, games: Iterable[GameSlot]) -> None:
+        """Append games to the schedule in one transaction (a ladder's next round)."""
+        try:
+            with self._transaction():
+                self._db.executemany(
+                    "INSERT INTO games (game_id, ordinal, table_no, deal, rotation, seed, seats)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    ((g.game_id, g.ordinal, g.table, g.deal, g.rotation, g.seed, json.dumps(g.seats)) for g in games),
+                )
+        except sqlite3.IntegrityError as err:
+            raise StoreError(f"{self.path}: cannot add the games: {err}") from None
+
+    def drop_pending(self, game_ids: Iterable[str]) -> None:
+        """Take unplayed games out of the schedule (a recorded game is never dropped)."""
+        with self._transaction():
+            self._db.executemany(
+                "DELETE FROM games WHERE game_id = ? AND game_id NOT IN (SELECT game_id FROM results)",
+                ((i,) for i in game_ids),
+            )
+
+    def set_bots(self, bots: Sequence[tuple[str, str, str]], source_text: str, source_path: str) -> None:
+        """A ladder's file was read again: store new bots ``(name, kind, token)``, the new
+        kind and token of a known one, and the file's text, in one transaction."""
+        with self._transaction():
+            self._db.executemany(
+                "INSERT INTO bots (name, kind, token) VALUES (?, ?, ?)"
+                " ON CONFLICT (name) DO UPDATE SET kind = excluded.kind, token = excluded.token",
+                bots,
+            )
+            self._db.execute(
+                "UPDATE tournament SET source_text = ?, source_path = ? WHERE id = 1", (source_text, source_path)
+            )
+
+    def bot_names(self) -> list[str]:
+        """Every bot ever stored, in the order they were added."""
+        return [r[0] for r in self._db.execute("SELECT name FROM bots ORDER BY rowid")]
+
     def forget_aborted(self) -> int:
         """Delete the aborted games' records (one transaction) so they are played again;
         returns how many. For aborts caused by the infrastructure, not by the bots."""

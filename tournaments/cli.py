@@ -4,6 +4,8 @@
     craits tournament resume FILE|DIR [--retry-aborted] [--runner ...] [--concurrency N]
     craits tournament standings DIR|FILE [--csv F] [--json F]
     craits tournament plan FILE
+    craits ladder run FILE [--rounds N] [--runner ...] [--out DIR] [--concurrency N] [--overwrite]
+    craits ladder standings DIR|FILE [--csv F] [--json F]
 
 Everything a run produces lands in its output folder (``logs/<name>/`` unless
 ``--out`` or the file's ``output`` says otherwise): ``tournament.db`` (SQLite),
@@ -29,6 +31,14 @@ from typing import Any
 from server.errors import UserError
 from server.store import Store, StoreError
 from tournaments.config import TournamentConfig, load_config
+from tournaments.ladder import (
+    LadderRound,
+    drop_departed,
+    ladder_standings,
+    open_ladder,
+    reopen_ladder,
+    run_ladder,
+)
 from tournaments.pages import game_links, write_viewer_pages
 from tournaments.runner import (
     RunGame,
@@ -44,6 +54,7 @@ from tournaments.runner import (
     write_standings,
 )
 from tournaments.schedule import schedule_digest, schedule_for
+from tournaments.standings import Standings
 
 RUNNERS = ("auto", "local", "grpc")
 
@@ -83,24 +94,57 @@ def register_cli(subparsers: Any) -> None:
     plan.add_argument("file")
     plan.set_defaults(func=cmd_plan)
 
+    ladder = subparsers.add_parser(
+        "ladder",
+        help="run a continuous ladder: round after round until stopped, ranked by rating",
+        description="The bots of a tournament file play round after round (a table, a deal in every seat "
+        "rotation), the least played and closest rated first, until stopped; persisted, continued by running "
+        "it again, ranked by OpenSkill rating. Bots may join or leave between runs.",
+    )
+    ladder_sub = ladder.add_subparsers(dest="ladder_command", metavar="ACTION", required=True)
+    ladder_run = ladder_sub.add_parser("run", help="start a ladder, or continue the one in its output folder")
+    ladder_run.add_argument("file", help="a tournament file (its deals and games are not used)")
+    ladder_run.add_argument("--out", help="output folder (default: the file's output, else logs/<name>)")
+    ladder_run.add_argument(
+        "--rounds", type=_non_negative, help="new rounds to play, then stop (default: until Ctrl-C or SIGTERM)"
+    )
+    ladder_run.add_argument("--overwrite", action="store_true", help="replace an earlier run in the output folder")
+    _runner_options(ladder_run, progress=False)
+    ladder_run.set_defaults(func=cmd_ladder_run)
 
-def _runner_options(parser: argparse.ArgumentParser) -> None:
+    ladder_standings_cmd = ladder_sub.add_parser("standings", help="print (and export) a ladder's standings")
+    ladder_standings_cmd.add_argument("target", help="the ladder's output folder, or its TOML file")
+    ladder_standings_cmd.add_argument("--csv", metavar="FILE", help="also write the standings as CSV")
+    ladder_standings_cmd.add_argument("--json", metavar="FILE", help="also write the standings as JSON")
+    ladder_standings_cmd.set_defaults(func=cmd_ladder_standings)
+
+
+def _runner_options(parser: argparse.ArgumentParser, *, progress: bool = True) -> None:
     parser.add_argument(
         "--runner", choices=RUNNERS, default="auto",
         help="local: in-process builtin bots; grpc: the referee with launched/remote bots; "
         "auto (default): local when every bot is builtin, else grpc",
     )
     parser.add_argument("--concurrency", type=_positive, help="games at once (default: the file's concurrency)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
+    if progress:
+        parser.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
 
 
 def _positive(text: str) -> int:
+    return _whole(text, 1)
+
+
+def _non_negative(text: str) -> int:
+    return _whole(text, 0)
+
+
+def _whole(text: str, low: int) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
+    if value < low:
+        raise argparse.ArgumentTypeError(f"must be at least {low}")
     return value
 
 
@@ -174,6 +218,69 @@ def cmd_plan(args: argparse.Namespace) -> int:
     for bot in config.bots:
         counts = " ".join(f"seat{s}={seats[bot.name][s]}" for s in range(config.table_size))
         print(f"  {bot.name:<20} {bot.kind:<8} {counts}")
+    return 0
+
+
+def cmd_ladder_run(args: argparse.Namespace) -> int:
+    config = load_config(args.file)
+    out_dir = config.output_dir(args.out)
+    factory = choose_runner(args.runner, config)
+    text = Path(args.file).read_text(encoding="utf-8")
+    again = f"craits ladder run {args.file}" + (f" --out {args.out}" if args.out else "")
+    with _locked(out_dir), _database_errors(out_dir):
+        try:
+            store = open_ladder(config, text, str(Path(args.file).resolve()), out_dir, overwrite=args.overwrite)
+        except TournamentError as err:
+            raise UserError(str(err)) from None
+        with store:
+            dropped = drop_departed(config, store)
+            if dropped:
+                print(f"{config.name}: {len(dropped)} unplayed game(s) of bots no longer in {args.file} dropped",
+                      file=sys.stderr)
+            done, _ = store.counts()
+            until = "until Ctrl-C or SIGTERM" if args.rounds is None else f"{args.rounds} new round(s)"
+            print(f"{config.name}: ladder of {len(config.bots)} bots, tables of {config.table_size}, {done} games "
+                  f"recorded so far; playing {until}; output in {out_dir}", file=sys.stderr)
+            if factory is not local_runner:
+                _quiet_referee_logs(out_dir)
+            try:
+                summary = asyncio.run(run_ladder(
+                    config, store, out_dir, factory, rounds=args.rounds, concurrency=args.concurrency,
+                    on_round=_print_round,
+                ))
+            except TournamentError as err:
+                _report(ladder_standings(config, store), store, out_dir, f"Craits ladder {config.name}")
+                print(f"craits: error: {err}\n{store.counts()[0]} games are recorded; after fixing it, "
+                      f"continue with: {again}", file=sys.stderr)
+                return 1
+            written = _report(ladder_standings(config, store), store, out_dir, f"Craits ladder {config.name}")
+            if summary.stopped:
+                print(f"stopped after {summary.rounds} new round(s) ({summary.games} games recorded by this run); "
+                      f"continue with: {again}", file=sys.stderr)
+            return 0 if written else 1
+
+
+def _print_round(played: LadderRound, standings: Standings) -> None:
+    leader = standings.rows[0]
+    print(f"round {played.number}: {', '.join(played.seats)}; leader {leader.bot} "
+          f"(rating {leader.rating_ordinal:.2f} after {leader.games} games)", file=sys.stderr, flush=True)
+
+
+def cmd_ladder_standings(args: argparse.Namespace) -> int:
+    out_dir = _target_dir(args.target, None, check_file=False)
+    with _database_errors(out_dir):
+        try:
+            config, store = reopen_ladder(out_dir)
+        except TournamentError as err:
+            raise UserError(str(err)) from None
+        with store:
+            standings = ladder_standings(config, store)
+            games = game_links(store, out_dir)
+    print(standings.format_table())
+    if args.csv:
+        _write(args.csv, standings.to_csv())
+    if args.json:
+        _write(args.json, json.dumps({**standings.to_dict(), "games": games}, indent=2, sort_keys=True) + "\n")
     return 0
 
 
@@ -252,21 +359,7 @@ def _play_and_report(
         )
     except TournamentError as err:
         failure = err
-    standings = load_standings(config, store)
-    print(standings.format_table())
-    written = False
-    try:
-        json_path, csv_path = write_standings(standings, out_dir, game_links(store, out_dir))
-        index = write_viewer_pages(store, out_dir, title=f"Craits tournament {config.name}")
-    except OSError as err:  # a full disk, say: the results are in the database all the same
-        print(f"\ncraits: error: cannot write the standings files in {out_dir}: {err.strerror or err}; "
-              f"the results are safe in {store.path} (`craits tournament standings {out_dir}` once fixed)",
-              file=sys.stderr)
-    else:
-        written = True
-        print(f"\nstandings: {json_path} {csv_path}; database: {store.path}; log: {out_dir / 'tournament.log'}"
-              f"\nreplays: {out_dir / 'replays'}; watch them in a browser: {index}",
-              file=sys.stderr)
+    written = _report(load_standings(config, store), store, out_dir, f"Craits tournament {config.name}")
     if failure is not None or summary is None:
         done, total = store.counts()
         then = (f"{done}/{total} games are recorded; after fixing it, continue with: craits tournament resume {out_dir}"
@@ -278,6 +371,24 @@ def _play_and_report(
               f"craits tournament resume {out_dir}", file=sys.stderr)
         return 130
     return 0 if written else 1
+
+
+def _report(standings: Standings, store: Store, out_dir: Path, title: str) -> bool:
+    """Print the standings, write their files and the replay viewer's pages; False when
+    the files could not be written (the results are in the database all the same)."""
+    print(standings.format_table())
+    try:
+        json_path, csv_path = write_standings(standings, out_dir, game_links(store, out_dir))
+        index = write_viewer_pages(store, out_dir, title=title)
+    except OSError as err:  # a full disk, say
+        print(f"\ncraits: error: cannot write the standings files in {out_dir}: {err.strerror or err}; "
+              f"the results are safe in {store.path} (the standings command prints them once fixed)",
+              file=sys.stderr)
+        return False
+    print(f"\nstandings: {json_path} {csv_path}; database: {store.path}; log: {out_dir / 'tournament.log'}"
+          f"\nreplays: {out_dir / 'replays'}; watch them in a browser: {index}",
+          file=sys.stderr)
+    return True
 
 
 def _quiet_referee_logs(out_dir: Path) -> None:

@@ -60,6 +60,8 @@ RunnerFactory = Callable[[TournamentConfig, Path], AbstractAsyncContextManager[R
 """Builds the game runner for a tournament writing under an output folder."""
 
 LOG_NAME = "tournament.log"
+LADDER_SCHEDULE = "ladder"
+"""Stored in place of a ladder's schedule digest: its schedule grows round by round."""
 REPLAY_DIR = "replays"
 
 
@@ -129,15 +131,17 @@ def start_tournament(
         with Store(db) as existing:
             row = existing.tournament()
             done, total = existing.counts()
+        if row is not None and not overwrite and row.schedule_digest == LADDER_SCHEDULE:
+            raise TournamentError(
+                f"{out_dir} holds ladder {row.name!r}; give the tournament another --out, or replace it with --overwrite"
+            )
         if row is not None and not overwrite:  # (no row: a run killed before its schedule was stored)
             state = "finished" if row.finished_at else f"started ({done}/{total} games recorded)"
             raise TournamentError(
                 f"{out_dir} already holds tournament {row.name!r}, {state}; "
                 f"continue it with `craits tournament resume {out_dir}`, or start again with --overwrite"
             )
-        for name in (Store.FILENAME, Store.FILENAME + "-wal", Store.FILENAME + "-shm", LOG_NAME):
-            (out_dir / name).unlink(missing_ok=True)
-        shutil.rmtree(out_dir / REPLAY_DIR, ignore_errors=True)
+        clear_output(out_dir)
     schedule = schedule_for(config)
     store = Store.in_dir(out_dir)
     bots = []
@@ -154,6 +158,13 @@ def start_tournament(
         games=(GameSlot(g.game_id, g.ordinal, g.table, g.deal, g.rotation, g.seed, g.seats) for g in schedule),
     )
     return store
+
+
+def clear_output(out_dir: Path) -> None:
+    """Delete an earlier run's database, log and replays (``--overwrite``)."""
+    for name in (Store.FILENAME, Store.FILENAME + "-wal", Store.FILENAME + "-shm", LOG_NAME):
+        (out_dir / name).unlink(missing_ok=True)
+    shutil.rmtree(out_dir / REPLAY_DIR, ignore_errors=True)
 
 
 def settings_of(config: TournamentConfig) -> dict[str, Any]:
@@ -181,6 +192,9 @@ def open_tournament(out_dir: Path, *, readonly: bool = False) -> tuple[Tournamen
         raise TournamentError(
             f"{db}: the run stopped before its schedule was stored; start it again with `craits tournament run FILE`"
         )
+    if row.schedule_digest == LADDER_SCHEDULE:
+        store.close()
+        raise TournamentError(f"{out_dir} holds a ladder, not a tournament: use `craits ladder ...` with it")
     config = parse_config(row.source_text, source=row.source_path, base_dir=Path(row.source_path).resolve().parent)
     if schedule_digest(schedule_for(config)) != row.schedule_digest:
         store.close()
@@ -331,7 +345,7 @@ class TournamentRunner:
         pending = self.store.pending_games()
         done_before, scheduled = self.store.counts()
         progress = Progress(scheduled, done_before, enabled=self.progress_enabled)
-        with _event_log(self.out_dir / LOG_NAME) as log:
+        with event_log(self.out_dir / LOG_NAME) as log:
             log = log.bind(tournament=self.config.name)
             log.info(
                 "tournament_started", pending=len(pending), recorded=done_before, scheduled=scheduled,
@@ -413,26 +427,32 @@ class TournamentRunner:
     def _install_signal_handlers(self) -> Callable[[], None]:
         if not self.handle_signals:
             return lambda: None
-        loop = asyncio.get_running_loop()
-        installed: list[int] = []
+        return install_stop_handlers(self.request_stop)
 
-        def restore() -> None:
-            while installed:
-                loop.remove_signal_handler(installed.pop())
 
-        def first_signal() -> None:
-            self.request_stop()
-            restore()  # a second Ctrl-C interrupts at once
+def install_stop_handlers(on_stop: Callable[[], None]) -> Callable[[], None]:
+    """SIGINT and SIGTERM call ``on_stop`` once; a second one interrupts at once. Returns the
+    function that removes the handlers."""
+    loop = asyncio.get_running_loop()
+    installed: list[int] = []
 
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no support
-                loop.add_signal_handler(sig, first_signal)
-                installed.append(sig)
-        return restore
+    def restore() -> None:
+        while installed:
+            loop.remove_signal_handler(installed.pop())
+
+    def first_signal() -> None:
+        on_stop()
+        restore()  # a second Ctrl-C interrupts at once
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no support
+            loop.add_signal_handler(sig, first_signal)
+            installed.append(sig)
+    return restore
 
 
 @contextlib.contextmanager
-def _event_log(path: Path) -> Any:
+def event_log(path: Path) -> Any:
     """One JSON object per line: what happened, with the game and seats bound."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as stream:

@@ -18,8 +18,9 @@ For each bot:
   counted but do not score.
 
 The table is ordered by average placing (the one number every game format
-shares), then rating ordinal, then name. The head-to-head table says, for every
-pair of bots, how often each finished ahead of the other when they shared a table.
+shares), then rating ordinal, then name; a ladder's by rating ordinal first.
+The head-to-head table says, for every pair of bots, how often each finished
+ahead of the other when they shared a table.
 """
 
 from __future__ import annotations
@@ -250,8 +251,12 @@ def compute_standings(
     games_scheduled: int | None = None,
     partnerships: bool = False,
     lower_wins: bool = True,
+    by_rating: bool = False,
 ) -> Standings:
-    """Standings of ``bots`` from ``results`` (any order: they are sorted by schedule)."""
+    """Standings of ``bots`` from ``results`` (any order: they are sorted by schedule).
+
+    ``by_rating`` orders the table by rating ordinal first (a ladder, where bots meet
+    different opponents, so average placings do not compare)."""
     ordered = sorted(results, key=lambda r: r.ordinal)
     model = PlackettLuce()
     ratings = {b: model.rating(name=b) for b in bots}
@@ -302,7 +307,10 @@ def compute_standings(
                 placing_counts=counts, issues=issues[b], aborted=aborted[b],
             )
         )
-    rows.sort(key=lambda r: (r.avg_placing is None, r.avg_placing or 0.0, -r.rating_ordinal, r.bot))
+    if by_rating:
+        rows.sort(key=lambda r: (-r.rating_ordinal, r.avg_placing is None, r.avg_placing or 0.0, r.bot))
+    else:
+        rows.sort(key=lambda r: (r.avg_placing is None, r.avg_placing or 0.0, -r.rating_ordinal, r.bot))
     ranked = tuple(
         BotStanding(**{**{f: getattr(row, f) for f in row.__dataclass_fields__}, "rank": i + 1})
         for i, row in enumerate(rows)

@@ -1,0 +1,320 @@
+"""A continuous ladder: the bots of a tournament file play round after round until stopped.
+
+A tournament plays a schedule fixed in advance. A ladder grows its schedule one round at a
+time, so it can run for days, take in a bot added to its file, and rank everyone as it goes:
+
+* **a round** is one table: a new deal played in every seat rotation, so each bot of the
+  table meets the same cards from every seat (a tournament's duplicate deals, in small);
+* **who plays** is :func:`pick_table` (pure, seeded by the file's seed and the round): the
+  bot that has played the fewest rounds, then, from those that have played the fewest, the
+  ones whose ratings are closest to its own (less than a rating point apart counts as equally
+  close), then the ones it has met least, then the round's seeded draw. Every bot plays about
+  as often as every other, and mostly against bots of its strength;
+* **ratings** are the tournament's standings (OpenSkill Plackett-Luce), ordered by rating
+  ordinal, written to ``standings.json``/``.csv`` after every round;
+* **nothing is lost**: a round's games are stored before they are played and every game is
+  recorded in one transaction (``server.store``). Stopped (Ctrl-C, SIGTERM) or killed, the
+  ladder continues where it was with the same command, the interrupted round first.
+
+The file is read afresh at every start: bots may join (having played least, they play
+next) or leave (their results stay in the standings; their unplayed games are dropped),
+clocks and concurrency may change; the game itself (table size, preset, flags) may not,
+as the ratings compare results of one game.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import random
+import secrets
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from server.store import GameSlot, Store
+from tournaments.config import TournamentConfig, parse_config
+from tournaments.runner import (
+    LADDER_SCHEDULE,
+    LOG_NAME,
+    RunnerFactory,
+    TournamentError,
+    TournamentRunner,
+    clear_output,
+    event_log,
+    install_stop_handlers,
+    settings_of,
+    write_standings,
+)
+from tournaments.schedule import derive_seed, rotate
+from tournaments.standings import Standings, compute_standings
+
+KIND = "ladder"
+"""``settings["kind"]`` of a ladder's database."""
+
+
+@dataclass(frozen=True, slots=True)
+class LadderRound:
+    number: int
+    """1 for the ladder's first round."""
+    seats: tuple[str, ...]
+    """The seating of the first rotation."""
+    games: tuple[GameSlot, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LadderSummary:
+    rounds: int
+    """New rounds this run played to the end."""
+    games: int
+    """Games this run recorded (an interrupted round's included)."""
+    stopped: bool
+    """Stopped by a signal."""
+
+
+# ------------------------------------------------------------------ matchmaking (pure)
+
+
+def pick_table(
+    bots: Sequence[str],
+    table_size: int,
+    *,
+    rounds_played: Mapping[str, int],
+    ordinals: Mapping[str, float],
+    met: Mapping[frozenset[str], int],
+    seed: int,
+    round_no: int,
+) -> tuple[str, ...]:
+    """The bots of round ``round_no``, the first seat first (see the module docstring)."""
+    if len(set(bots)) != len(bots):
+        raise ValueError("bot names must be distinct")
+    if len(bots) < table_size:
+        raise ValueError(f"{len(bots)} bots cannot fill a table of {table_size}")
+    rng = random.Random(derive_seed(seed, "ladder", round_no))
+    draw = {bot: rng.random() for bot in sorted(bots)}
+    first = min(bots, key=lambda b: (rounds_played.get(b, 0), draw[b]))
+    rating = ordinals.get(first, 0.0)
+
+    def preference(bot: str) -> tuple[int, int, int, float]:
+        return (
+            rounds_played.get(bot, 0),
+            int(abs(ordinals.get(bot, 0.0) - rating)),
+            met.get(frozenset((first, bot)), 0),
+            draw[bot],
+        )
+
+    others = sorted((b for b in bots if b != first), key=preference)
+    return (first, *others[: table_size - 1])
+
+
+def make_round(round_no: int, seats: tuple[str, ...], seed: int, first_ordinal: int) -> LadderRound:
+    """One new deal, played in every rotation of ``seats``."""
+    deal_seed = derive_seed(seed, "ladder-deal", round_no)
+    games = tuple(
+        GameSlot(
+            game_id=f"round{round_no:06d}-r{rotation + 1}",
+            ordinal=first_ordinal + rotation,
+            table=round_no - 1,
+            deal=round_no - 1,
+            rotation=rotation,
+            seed=deal_seed,
+            seats=rotate(seats, rotation),
+        )
+        for rotation in range(len(seats))
+    )
+    return LadderRound(round_no, seats, games)
+
+
+def history(games: Sequence[GameSlot]) -> tuple[Counter[str], Counter[frozenset[str]], int]:
+    """From a ladder's schedule: rounds played by each bot, rounds each pair shared, and
+    the number of the next round."""
+    rounds: dict[int, frozenset[str]] = {}
+    for game in games:
+        rounds.setdefault(game.table, frozenset(game.seats))
+    played: Counter[str] = Counter()
+    met: Counter[frozenset[str]] = Counter()
+    for seated in rounds.values():
+        played.update(seated)
+        met.update(frozenset(pair) for pair in itertools.combinations(sorted(seated), 2))
+    return played, met, max(rounds, default=-1) + 2
+
+
+# ------------------------------------------------------------------ the database
+
+
+def open_ladder(
+    config: TournamentConfig, source_text: str, source_path: str, out_dir: Path, *, overwrite: bool = False
+) -> Store:
+    """The ladder in ``out_dir`` (created if there is none), its bots updated from ``config``."""
+    if overwrite:
+        clear_output(out_dir)
+    store = Store.in_dir(out_dir)
+    try:
+        row = store.tournament()
+        if row is None:
+            store.create_tournament(
+                name=config.name, source_text=source_text, source_path=source_path,
+                schedule_digest=LADDER_SCHEDULE, settings={**settings_of(config), "kind": KIND},
+                bots=_bot_rows(config, {}), games=(),
+            )
+            return store
+        if row.schedule_digest != LADDER_SCHEDULE:
+            raise TournamentError(
+                f"{out_dir} holds tournament {row.name!r}, not a ladder; give the ladder another --out, "
+                f"or replace the tournament with --overwrite"
+            )
+        stored = _flat({"table_size": row.settings.get("table_size"), "game": row.settings.get("game")})
+        wanted = _flat({"table_size": config.table_size, "game": json.loads(json.dumps(config.game.to_dict()))})
+        if stored != wanted:
+            changed = sorted(k for k in stored.keys() | wanted.keys() if stored.get(k) != wanted.get(k))
+            if "table_size" in changed:
+                changed.remove("players")  # the same number, said once
+            raise TournamentError(
+                f"{source_path}: the ladder in {out_dir} plays {_settings_text(stored, changed)}; this file asks "
+                f"for {_settings_text(wanted, changed)}. Ratings compare results of one game: give a new ladder "
+                f"another --out, or start this one again with --overwrite"
+            )
+        store.set_bots(_bot_rows(config, store.bot_tokens()), source_text, source_path)
+        return store
+    except BaseException:
+        store.close()
+        raise
+
+
+def _bot_rows(config: TournamentConfig, tokens: Mapping[str, str]) -> list[tuple[str, str, str]]:
+    """(name, kind, token): the file's token, else the one stored, else a new one."""
+    rows = []
+    for bot in config.bots:
+        token = bot.token or ("builtin" if bot.builtin else tokens.get(bot.name) or secrets.token_urlsafe(18))
+        rows.append((bot.name, bot.kind, token))
+    return rows
+
+
+def _flat(settings: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """{"game": {"flags": {"short_game": true}}} -> {"short_game": true}: the names a file uses."""
+    flat: dict[str, Any] = {}
+    for key, value in settings.items():
+        if isinstance(value, Mapping):
+            flat.update(_flat(value))
+        else:
+            flat[key] = value
+    return flat
+
+
+def _settings_text(settings: Mapping[str, Any], keys: Sequence[str]) -> str:
+    return ", ".join(f"{key} = {json.dumps(settings.get(key))}" for key in keys)
+
+
+def ladder_standings(config: TournamentConfig, store: Store) -> Standings:
+    """Every bot the ladder has known, ordered by rating."""
+    _, scheduled = store.counts()
+    return compute_standings(
+        store.results(),
+        store.bot_names(),
+        name=config.name,
+        games_scheduled=scheduled,
+        partnerships=config.game.partnerships,
+        lower_wins=not config.game.crazy_eights,
+        by_rating=True,
+    )
+
+
+def next_round(config: TournamentConfig, store: Store, standings: Standings) -> LadderRound:
+    """Pick the next table from the stored schedule and ratings, and store its games."""
+    games = store.games()
+    played, met, number = history(games)
+    seats = pick_table(
+        config.bot_names, config.table_size,
+        rounds_played=played, ordinals={row.bot: row.rating_ordinal for row in standings.rows}, met=met,
+        seed=config.seed, round_no=number,
+    )
+    new = make_round(number, seats, config.seed, max((g.ordinal for g in games), default=-1) + 1)
+    store.add_games(new.games)
+    return new
+
+
+def drop_departed(config: TournamentConfig, store: Store) -> list[str]:
+    """Unplayed games that seat a bot no longer in the file are dropped; returns their ids."""
+    present = set(config.bot_names)
+    gone = [g.game_id for g in store.pending_games() if not present.issuperset(g.seats)]
+    if gone:
+        store.drop_pending(gone)
+    return gone
+
+
+# ------------------------------------------------------------------ running
+
+
+async def run_ladder(
+    config: TournamentConfig,
+    store: Store,
+    out_dir: Path,
+    runner: RunnerFactory,
+    *,
+    rounds: int | None = None,
+    concurrency: int | None = None,
+    on_round: Callable[[LadderRound, Standings], None] | None = None,
+    handle_signals: bool = True,
+) -> LadderSummary:
+    """Play the unplayed games, then new rounds until ``rounds`` new ones are played (None:
+    until SIGINT or SIGTERM, which stop the round in flight, its games unrecorded). After each
+    round the standings are written to the output folder and ``on_round`` is called."""
+    stop = asyncio.Event()
+    current: list[TournamentRunner] = []
+
+    def request_stop() -> None:
+        stop.set()
+        for game_runner in current:
+            game_runner.request_stop()
+
+    played_rounds = recorded = 0
+    restore = install_stop_handlers(request_stop) if handle_signals else (lambda: None)
+    try:
+        with event_log(out_dir / LOG_NAME) as log:
+            log = log.bind(ladder=config.name)
+            async with runner(config, out_dir) as run_game:
+                while not stop.is_set():
+                    standings = ladder_standings(config, store)
+                    new: LadderRound | None = None
+                    if not store.pending_games():
+                        if rounds is not None and played_rounds >= rounds:
+                            break
+                        new = next_round(config, store, standings)
+                        log.info("ladder_round", round=new.number, seats=list(new.seats))
+                    game_runner = TournamentRunner(
+                        config, store, run_game, out_dir, concurrency=concurrency, progress=False, handle_signals=False
+                    )
+                    current[:] = [game_runner]
+                    summary = await game_runner.run()
+                    recorded += summary.played
+                    if not summary.complete:
+                        break
+                    standings = ladder_standings(config, store)
+                    write_standings(standings, out_dir)
+                    if new is not None:
+                        played_rounds += 1
+                        if on_round is not None:
+                            on_round(new, standings)
+    finally:
+        restore()
+    return LadderSummary(played_rounds, recorded, stop.is_set())
+
+
+def reopen_ladder(out_dir: Path) -> tuple[TournamentConfig, Store]:
+    """A ladder's folder, read-only, with its file as last read (for its standings)."""
+    db = out_dir / Store.FILENAME
+    if not db.is_file():
+        raise TournamentError(f"{out_dir}: no {Store.FILENAME} here; is this a ladder's output folder?")
+    store = Store(db, readonly=True)
+    try:
+        row = store.tournament()
+        if row is None or row.schedule_digest != LADDER_SCHEDULE:
+            raise TournamentError(f"{out_dir} holds a tournament, not a ladder: use `craits tournament standings`")
+        config = parse_config(row.source_text, source=row.source_path, base_dir=Path(row.source_path).resolve().parent)
+    except BaseException:
+        store.close()
+        raise
+    return config, store
