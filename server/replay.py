@@ -1351,7 +1351,10 @@ def _page_mark(replay: Replay) -> str:
 def viewer_is_current(page: str | os.PathLike[str], replay: Replay) -> bool:
     """True if ``page`` is a complete viewer page of this replay (its end mark names the
     replay's last record), so it need not be written again."""
-    mark = _page_mark(replay).encode()
+    return _ends_with(page, _page_mark(replay).encode())
+
+
+def _ends_with(page: str | os.PathLike[str], mark: bytes) -> bool:
     try:
         with Path(page).open("rb") as handle:
             size = handle.seek(0, os.SEEK_END)
@@ -1405,20 +1408,61 @@ class IndexEntry:
 def index_entry(replay: Replay | str | os.PathLike[str], href: str) -> IndexEntry:
     """An index entry for a replay whose viewer page is at ``href``."""
     rep = replay if isinstance(replay, Replay) else read_replay(replay)
-    cfg = rep.header["config"]
+    return _index_entry(rep.header, rep.result, rep.path.name, href)
+
+
+def current_page_entry(
+    replay: str | os.PathLike[str], page: str | os.PathLike[str], href: str
+) -> IndexEntry | None:
+    """The index entry of a replay whose viewer ``page`` is complete and current, read from the
+    replay's first and last lines only; None when the page is to be written (from the whole
+    replay, checked). A folder of thousands of games (a ladder) lists them without reading
+    every replay again; ``craits replay verify`` is what checks a replay through."""
+    try:
+        with Path(replay).open("rb") as handle:
+            header = json.loads(handle.readline(MAX_LINE_BYTES + 1))
+            result = json.loads(_last_line(handle))
+        if not (isinstance(header, dict) and isinstance(result, dict)) or result.get("type") != "result":
+            return None
+        if not isinstance(result.get("hash"), str) or not _ends_with(page, _PAGE_MARK.format(result["hash"]).encode()):
+            return None
+        return _index_entry(header, result, Path(replay).name, href)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        return None
+
+
+def _last_line(handle: Any) -> bytes:
+    """The last line of a file open for binary reading (at most MAX_LINE_BYTES)."""
+    end = handle.seek(0, os.SEEK_END)
+    tail = b""
+    position = end
+    while position > 0 and len(tail) <= MAX_LINE_BYTES:
+        step = min(65536, position)
+        position -= step
+        handle.seek(position)
+        tail = handle.read(step) + tail
+        cut = tail.rfind(b"\n", 0, len(tail) - 1)
+        if cut >= 0:
+            return tail[cut + 1 :]
+    return tail
+
+
+def _index_entry(header: JsonDict, result: JsonDict, name: str, href: str) -> IndexEntry:
+    cfg = header["config"]
     flags = [k for k, v in sorted(cfg.get("flags", {}).items()) if v is True]
     if cfg.get("flags", {}).get("seven_hits", "next_but_one") != "next_but_one":
         flags.append(f"seven_hits={cfg['flags']['seven_hits']}")
     if cfg.get("flags", {}).get("decks") == 2:
         flags.append("2 decks")
+    aborted = str(result.get("aborted", ""))
     return IndexEntry(
         href=href,
-        game_id=rep.game_id or rep.path.name,
-        seats=tuple(rep.bots),
-        totals=tuple(rep.result["totals"]),
-        placings=tuple(rep.result["placings"]),
+        game_id=str(header.get("game_id", "")) or name,
+        seats=tuple(str(s.get("bot", f"seat {i}")) for i, s in enumerate(header["seats"])),
+        totals=tuple(result["totals"]),
+        placings=tuple(result["placings"]),
         description=" ".join([cfg["preset"], f"{cfg['players']}p", *flags]),
-        note=f"aborted: {rep.aborted}" if rep.aborted else "",
+        note=f"aborted: {aborted}" if aborted else "",
     )
 
 

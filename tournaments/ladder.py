@@ -276,8 +276,8 @@ async def run_ladder(
         with event_log(out_dir / LOG_NAME) as log:
             log = log.bind(ladder=config.name)
             async with runner(config, out_dir) as run_game:
+                standings = ladder_standings(config, store)
                 while not stop.is_set():
-                    standings = ladder_standings(config, store)
                     new: LadderRound | None = None
                     if not store.pending_games():
                         if rounds is not None and played_rounds >= rounds:

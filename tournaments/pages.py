@@ -13,6 +13,7 @@ from typing import Any
 from server.replay import (
     IndexEntry,
     ReplayError,
+    current_page_entry,
     index_entry,
     read_replay,
     viewer_is_current,
@@ -67,13 +68,18 @@ def write_viewer_pages(store: Store, out_dir: Path, title: str) -> Path:
     """Write ``viewer/<game>.html`` for each game with a replay and ``viewer/index.html``.
 
     A page is kept only if it ends with the mark of its replay's last record: a page cut off
-    by a full disk or a kill, or made from another replay, is written again."""
+    by a full disk or a kill, or made from another replay, is written again. A kept page's
+    replay is not read through again (its first and last lines give the index entry)."""
     pages = out_dir / VIEWER_DIR
     entries = []
     for game in game_links(store, out_dir):
         if game["replay"] is None:
             continue
         page = out_dir / game["viewer"]
+        current = current_page_entry(out_dir / game["replay"], page, page.name)
+        if current is not None:
+            entries.append(current)
+            continue
         try:
             replay = read_replay(out_dir / game["replay"])
             if not viewer_is_current(page, replay):

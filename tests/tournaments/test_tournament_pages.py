@@ -14,6 +14,7 @@ from server.engine import make_config
 from server.replay import read_replay, record_game
 from server.store import Store
 from tests.tournaments.configs import builtin_tournament
+from tournaments import pages
 from tournaments.pages import game_links, write_viewer_pages
 
 CONFIG = builtin_tournament("pages", seed=5, deals=1, bots={"r1": "random", "r2": "random", "first": "first"})
@@ -95,3 +96,30 @@ def test_a_replay_missing_from_the_folder_is_not_taken_from_another_folder(playe
         links = {g["game_id"]: g for g in game_links(store, copy)}
     assert stored[game.stem] is not None and Path(stored[game.stem]).exists()
     assert links[game.stem]["replay"] is None and links[game.stem]["viewer"] is None
+
+
+def test_an_up_to_date_pages_replay_is_not_read_through_again(
+    played: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long ladder's folder holds thousands of games: listing them must not mean checking
+    every replay again (``craits replay verify`` does that)."""
+    out = _copy(played, tmp_path / "out")
+    index = (out / "viewer" / "index.html").read_bytes()
+
+    def read_through(path: Path) -> None:
+        raise AssertionError(f"{path} was read through again")
+
+    monkeypatch.setattr(pages, "read_replay", read_through)
+    with Store.in_dir(out) as store:
+        write_viewer_pages(store, out, title="Craits tournament pages")
+    assert (out / "viewer" / "index.html").read_bytes() == index  # the same entries, from two lines each
+
+
+def test_a_page_whose_replay_changed_is_written_again(played: Path, tmp_path: Path) -> None:
+    out = _copy(played, tmp_path / "out")
+    game = sorted((out / "replays").glob("*.jsonl"))[0]
+    seed = read_replay(game).seed
+    record_game(game, make_config("crazy-eights", 3), seed=seed + 1)  # another game under the same name
+    with Store.in_dir(out) as store:
+        write_viewer_pages(store, out, title="t")
+    assert _embedded_seed(out / "viewer" / f"{game.stem}.html") == seed + 1
