@@ -3,7 +3,8 @@
 A bot is a built-in name (``random``, ``first``, ``default``: played in-process),
 a command (``"python my_bot.py"``, or just ``my_bot.py``), or
 ``remote:NAME:TOKEN`` for a bot that connects on its own. The referee listens
-on 127.0.0.1 with a free port; launched bots find it in CRAITS_SERVER.
+on 127.0.0.1 with a free port (``--address`` to choose); launched bots find it in
+CRAITS_SERVER, and with remote seats it says on standard error where to connect.
 """
 
 from __future__ import annotations
@@ -263,9 +264,13 @@ async def _play(args: argparse.Namespace, bots: list[BotSpec], settings: GameSet
         arena = await Arena.start(args.address, ArenaOptions(bot_log_dir=bot_logs))
     except ArenaError as err:
         raise UserError(str(err)) from None
-    for bot in bots:
-        if not bot.command and not bot.builtin:
-            arena.register_token(bot.token, bot.name)
+    remote = [bot for bot in bots if not bot.command and not bot.builtin]
+    for bot in remote:
+        arena.register_token(bot.token, bot.name)
+    if remote:
+        from server.referee import listening_text
+
+        print(listening_text(arena.target, [bot.name for bot in remote]), file=sys.stderr, flush=True)
     wins: dict[str, float] = {b.name: 0.0 for b in bots}
     places: dict[str, list[int]] = {b.name: [] for b in bots}
     try:

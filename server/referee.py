@@ -22,6 +22,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import socket
+import sys
 import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Protocol
@@ -604,23 +606,44 @@ class GameReferee:
 
 
 @contextlib.asynccontextmanager
-async def tournament_runner(config: Any, out_dir: Any, *, address: str = "127.0.0.1:0") -> AsyncIterator[Any]:
+async def tournament_runner(config: Any, out_dir: Any, *, address: str | None = None) -> AsyncIterator[Any]:
     """The referee as a tournament's game runner (``tournaments.runner`` looks this up).
 
-    Starts an :class:`~server.service.Arena` on ``address``, accepts the remote bots'
-    tokens for the whole tournament, yields ``arena.run_game``, and shuts the server
-    down on the way out (the runner has finished or cancelled its games by then).
+    Starts an :class:`~server.service.Arena` on ``address`` (default: the file's, see
+    ``TournamentConfig.listen_address``), accepts the remote bots' tokens for the whole
+    tournament, yields ``arena.run_game``, and shuts the server down on the way out (the
+    runner has finished or cancelled its games by then). With remote bots it says on
+    standard error where they connect: they cannot be told otherwise.
     """
     from pathlib import Path
 
-    from server.service import Arena, ArenaOptions
+    from server.errors import UserError
+    from server.service import Arena, ArenaError, ArenaOptions
 
-    arena = await Arena.start(address, ArenaOptions(bot_log_dir=Path(out_dir) / "bots"))
-    for bot in getattr(config, "bots", ()):
-        if bot.builtin is None and bot.command is None and bot.token:
-            arena.register_token(bot.token, bot.name)
+    if address is None:
+        listen = getattr(config, "listen_address", None)
+        address = listen() if listen is not None else "127.0.0.1:0"
+    try:
+        arena = await Arena.start(address, ArenaOptions(bot_log_dir=Path(out_dir) / "bots"))
+    except ArenaError as err:
+        raise UserError(f"{err}; choose another with `address = \"HOST:PORT\"` in the file or --address") from None
+    remote = [bot for bot in getattr(config, "bots", ()) if bot.builtin is None and bot.command is None and bot.token]
+    for bot in remote:
+        arena.register_token(bot.token, bot.name)
     log.info("tournament_referee", address=arena.target, tournament=getattr(config, "name", ""))
+    if remote:
+        print(listening_text(arena.target, [bot.name for bot in remote]), file=sys.stderr, flush=True)
     try:
         yield arena.run_game
     finally:
         await arena.shutdown(grace_s=0)
+
+
+def listening_text(target: str, remote: Sequence[str]) -> str:
+    """Where bots that connect on their own find the referee, for the one who tells them."""
+    host, _, port = target.rpartition(":")
+    if host in ("0.0.0.0", "::", "[::]"):
+        where = f"{target}, every network interface: bots connect to this machine's address, e.g. {socket.gethostname()}:{port}"
+    else:
+        where = target + (" (this machine only)" if host in ("127.0.0.1", "localhost", "::1", "[::1]") else "")
+    return f"referee listening on {where}; {', '.join(remote)} connect there with their tokens (CRAITS_SERVER, CRAITS_TOKEN)"

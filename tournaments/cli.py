@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import importlib
 import json
 import sqlite3
@@ -30,7 +31,7 @@ from typing import Any
 
 from server.errors import UserError
 from server.store import Store, StoreError
-from tournaments.config import TournamentConfig, load_config
+from tournaments.config import TournamentConfig, address_problem, load_config
 from tournaments.ladder import (
     LadderRound,
     drop_departed,
@@ -126,6 +127,11 @@ def _runner_options(parser: argparse.ArgumentParser, *, progress: bool = True) -
         "auto (default): local when every bot is builtin, else grpc",
     )
     parser.add_argument("--concurrency", type=_positive, help="games at once (default: the file's concurrency)")
+    parser.add_argument(
+        "--address", metavar="HOST:PORT",
+        help="where the referee listens (default: the file's address; else 127.0.0.1:50051 when bots connect "
+        "on their own, any free port otherwise)",
+    )
     if progress:
         parser.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
 
@@ -151,8 +157,17 @@ def _whole(text: str, low: int) -> int:
 # ------------------------------------------------------------------ commands
 
 
+def _with_address(config: TournamentConfig, args: argparse.Namespace) -> TournamentConfig:
+    """The file's configuration with ``--address`` applied."""
+    if args.address is None:
+        return config
+    if (problem := address_problem(args.address)) is not None:
+        raise UserError(f"--address: {problem}")
+    return dataclasses.replace(config, address=args.address)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
-    config = load_config(args.file)
+    config = _with_address(load_config(args.file), args)
     out_dir = config.output_dir(args.out)
     factory = choose_runner(args.runner, config)
     text = Path(args.file).read_text(encoding="utf-8")
@@ -176,6 +191,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 def _resume(args: argparse.Namespace, out_dir: Path) -> int:
     config, store = _open(out_dir)
+    config = _with_address(config, args)
     with store:
         if args.retry_aborted:
             print(f"{config.name}: {store.forget_aborted()} aborted game(s) will be played again", file=sys.stderr)
@@ -222,7 +238,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_ladder_run(args: argparse.Namespace) -> int:
-    config = load_config(args.file)
+    config = _with_address(load_config(args.file), args)
     out_dir = config.output_dir(args.out)
     factory = choose_runner(args.runner, config)
     text = Path(args.file).read_text(encoding="utf-8")

@@ -42,6 +42,9 @@ from server.gamespec import BotSpec, Clocks
 from tournaments.schedule import games_per_deal
 
 MIN_TABLE, MAX_TABLE = 2, 5
+DEFAULT_REMOTE_ADDRESS = "127.0.0.1:50051"
+"""Where a tournament with remote bots listens unless its file or --address says otherwise
+(as ``craits serve``); other machines need e.g. ``address = "0.0.0.0:50051"``."""
 MAX_GAMES = 1_000_000
 """A schedule larger than this is almost certainly a typo (a big ``deals``)."""
 BUILTINS = ("random", "first", "greedy", "default")
@@ -51,7 +54,7 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,39}$")
 
 TOP_KEYS = (
     "name", "table_size", "preset", "deals", "games", "seed", "concurrency", "duplicate",
-    "output", "flags", "clocks", "bots",
+    "output", "address", "flags", "clocks", "bots",
 )
 BOT_KEYS = ("name", "command", "builtin", "token", "cwd")
 CLOCK_KEYS = tuple(f.name for f in fields(Clocks))
@@ -104,6 +107,8 @@ class TournamentConfig:
     concurrency: int = 1
     duplicate: str = "tournament"
     output: str | None = None
+    address: str | None = None
+    """Where the referee listens (HOST:PORT); None: the default of :meth:`listen_address`."""
     source: str = ""
     """Where the file came from (for messages)."""
 
@@ -114,6 +119,18 @@ class TournamentConfig:
     @property
     def bot_names(self) -> tuple[str, ...]:
         return tuple(b.name for b in self.bots)
+
+    @property
+    def remote_bots(self) -> tuple[BotEntry, ...]:
+        """The bots that connect on their own, with their tokens."""
+        return tuple(b for b in self.bots if b.kind == "remote")
+
+    def listen_address(self) -> str:
+        """``address``, else 127.0.0.1:50051 when bots connect on their own (a port they can be
+        told in advance), else any free port on 127.0.0.1 (launched bots are told it)."""
+        if self.address:
+            return self.address
+        return DEFAULT_REMOTE_ADDRESS if self.remote_bots else "127.0.0.1:0"
 
     def output_dir(self, override: str | Path | None = None) -> Path:
         """``--out``, else the file's ``output``, else ``logs/<name>``; relative to the
@@ -269,11 +286,15 @@ class _Validator:
         if duplicate not in DUPLICATE_MODES:
             raise self.fail(("duplicate",), f"must be one of {', '.join(DUPLICATE_MODES)}, got {duplicate!r}")
         output = self.text(data, "output", ())
+        address = self.text(data, "address", ())
+        if address is not None and (problem := address_problem(address)):
+            raise self.fail(("address",), problem)
         clocks = self.clocks()
         deals = self.deals(len(bots), table_size, game)
         return TournamentConfig(
             name=name, bots=bots, table_size=table_size, game=game, deals=deals, seed=seed,
-            clocks=clocks, concurrency=concurrency, duplicate=duplicate, output=output, source=self.source,
+            clocks=clocks, concurrency=concurrency, duplicate=duplicate, output=output, address=address,
+            source=self.source,
         )
 
     def game_config(self, preset: str, table_size: int) -> GameConfig:
@@ -396,6 +417,15 @@ class _Validator:
             token=token,
             cwd=cwd,
         )
+
+
+def address_problem(address: str) -> str | None:
+    """What is wrong with a HOST:PORT the referee is to listen on, or None."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit() or int(port) > 65535:
+        return (f"{address!r} is not HOST:PORT, e.g. \"127.0.0.1:50051\" (this machine only), "
+                f"\"0.0.0.0:50051\" (every network interface) or port 0 for any free port")
+    return None
 
 
 def _portable_command(command: list[str]) -> list[str]:
