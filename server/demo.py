@@ -38,12 +38,15 @@ def register_cli(sub: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     if args.game:
         return print_demo_game(args.seed, args.players, args.preset, args.short)
-    from tournaments.cli import cmd_run  # the scheduler lives in tournaments/
+    from server.cli import build_parser  # the scheduler's own command, with its own defaults
 
-    run = argparse.Namespace(
-        file=str(DEMO_TOURNAMENT), out=args.out, overwrite=True, runner="auto", concurrency=None, no_progress=False
-    )
-    return cmd_run(run)
+    run = build_parser().parse_args(demo_argv(args.out))
+    return int(run.func(run))
+
+
+def demo_argv(out: str | None = None) -> list[str]:
+    """The command `craits demo` stands for."""
+    return ["tournament", "run", str(DEMO_TOURNAMENT), "--overwrite", *(["--out", out] if out else [])]
 
 
 def print_demo_game(seed: int, players: int, preset: str, short: bool) -> int:
