@@ -211,6 +211,11 @@ def cmd_standings(args: argparse.Namespace) -> int:
         with store:
             standings = load_standings(config, store)
             games = game_links(store, out_dir)
+    return _show_standings(standings, games, args)
+
+
+def _show_standings(standings: Standings, games: list[dict[str, Any]], args: argparse.Namespace) -> int:
+    """Print the table; write the CSV and JSON exports asked for with --csv and --json."""
     print(standings.format_table())
     if args.csv:
         _write(args.csv, standings.to_csv())
@@ -292,12 +297,7 @@ def cmd_ladder_standings(args: argparse.Namespace) -> int:
         with store:
             standings = ladder_standings(config, store)
             games = game_links(store, out_dir)
-    print(standings.format_table())
-    if args.csv:
-        _write(args.csv, standings.to_csv())
-    if args.json:
-        _write(args.json, json.dumps({**standings.to_dict(), "games": games}, indent=2, sort_keys=True) + "\n")
-    return 0
+    return _show_standings(standings, games, args)
 
 
 # ------------------------------------------------------------------ helpers
