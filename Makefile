@@ -11,19 +11,19 @@ STAMP  := $(VENV)/.installed
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
 
-$(STAMP): pyproject.toml clients/python/pyproject.toml clients/python/setup.py proto/craits/v1/referee.proto
+$(STAMP): pyproject.toml clients/python/pyproject.toml proto/python/pyproject.toml proto/craits/v1/referee.proto
 	@test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet grpcio-tools
-	$(PY) clients/python/gen_proto.py
-	$(PY) -m pip install --quiet -e clients/python -e '.[dev]'
+	$(PY) proto/python/gen_proto.py
+	$(PY) -m pip install --quiet -e proto/python -e clients/python -e '.[dev]'
 	@if [ -f clients/js/package.json ]; then cd clients/js && npm ci --no-audit --no-fund --loglevel=error; fi
 	@touch $@
 
 setup: $(STAMP)  ## create .venv with the referee, the bot kit and the JS bot's packages
 
 proto: $(STAMP)  ## regenerate the Python protocol code from proto/ (the one codegen command)
-	$(PY) clients/python/gen_proto.py
+	$(PY) proto/python/gen_proto.py
 
 demo: setup proto  ## run the demo tournament of the bundled bots (SQLite, replays and logs under logs/)
 	$(VENV)/bin/craits demo
@@ -45,4 +45,4 @@ bench: setup proto  ## all benchmarks, quick mode (each prints a machine-readabl
 	$(PY) bench/tournament.py --quick
 
 clean:  ## remove the virtual environment and generated code
-	rm -rf $(VENV) clients/python/craits/v1/*_pb2*.py clients/python/craits/v1/*_pb2*.pyi
+	rm -rf $(VENV) proto/python/craits/v1/*_pb2*.py proto/python/craits/v1/*_pb2*.pyi

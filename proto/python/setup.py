@@ -1,4 +1,4 @@
-"""Runs the protocol codegen as part of every build of the bot kit."""
+"""Runs the protocol codegen as part of every build of the protocol package."""
 
 import sys
 from pathlib import Path

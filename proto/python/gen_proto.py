@@ -1,7 +1,8 @@
 """Generate the Python protocol code from proto/ (the one codegen command).
 
-Run from anywhere: ``python clients/python/gen_proto.py``. Writes
-``clients/python/craits/v1/referee_pb2{,_grpc}.py`` and ``.pyi`` type stubs.
+Run from anywhere: ``python proto/python/gen_proto.py`` (``make proto``). Writes
+``proto/python/craits/v1/referee_pb2{,_grpc}.py`` and ``.pyi`` type stubs: the
+``craits-protocol`` package that both the referee and the bot kit depend on.
 Generated files are never edited by hand and never committed.
 """
 
@@ -11,7 +12,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-PROTO_ROOT = HERE.parent.parent / "proto"
+PROTO_ROOT = HERE.parent
 PROTO_FILES = ["craits/v1/referee.proto"]
 
 
