@@ -1,6 +1,6 @@
 """Strength of the example bots: the heuristic bot against the random bot, in-process.
 
-No network: each decision is built from the engine with ``server.wire`` exactly
+No network: each decision is built from the engine with ``server.protocol.wire`` exactly
 as the referee builds it (only the events since the seat's previous request, as
 the referee sends them), handed to the bot kit's Dispatcher, and the answer is
 applied to the engine. Decisions with one legal action are applied without
@@ -39,9 +39,9 @@ from craits_bot import Bot, Dispatcher  # noqa: E402
 from craits_bot.examples.heuristic_bot import HeuristicBot  # noqa: E402
 from craits_bot.examples.random_bot import RandomBot  # noqa: E402
 
-from server import wire  # noqa: E402
 from server.engine import GameState, make_config  # noqa: E402
-from server.gamespec import Clocks  # noqa: E402
+from server.protocol import wire  # noqa: E402
+from server.spec import Clocks  # noqa: E402
 
 Z95 = 1.959964
 

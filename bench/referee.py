@@ -3,7 +3,7 @@
 Three phases in one run, all with this process as the server and bot processes as
 clients on 127.0.0.1:
 
-1. **Referee.** An :class:`~server.service.Arena` plays games of four-player Craits
+1. **Referee.** An :class:`~server.transport.service.Arena` plays games of four-player Craits
    between four bots, each a separate process (this file with ``--bot``: a grpc.aio
    client that answers each request with a random legal action), recording a replay of
    every game as a tournament does (to a temporary directory). Measured per
@@ -27,7 +27,7 @@ clients on 127.0.0.1:
 
 Also printed: the server's own CPU per round trip in each phase (process time of
 this process, which is only the server: the bots are other processes), and the
-engine's share (applying an action; building the request in ``server.wire``).
+engine's share (applying an action; building the request in ``server.protocol.wire``).
 
     python bench/referee.py            # ~2 minutes
     python bench/referee.py --quick    # under a minute
@@ -222,7 +222,7 @@ class TurnsEcho:
         self.clients: list[Any] = []
 
     async def start(self, seed: int) -> None:
-        from server.seats import Outbox
+        from server.game.seats import Outbox
 
         async def stream(request_iterator: Any, context: Any) -> Any:
             await anext(request_iterator)  # the bot's Hello
@@ -280,12 +280,12 @@ class TurnsEcho:
 async def run_bench(games: int, seed: int, reply_size: int) -> dict[str, Any]:
     """Referee games and echo batches take turns, so a noisy neighbour hurts both alike;
     each echo batch has as many round trips as the game before it asked."""
-    from server import wire
     from server.engine import make_config
-    from server.gamespec import BotSpec, Clocks, GameSpec
-    from server.referee import GameReferee
-    from server.seats import framed
-    from server.service import Arena
+    from server.game.referee import GameReferee
+    from server.game.seats import framed
+    from server.protocol import wire
+    from server.spec import BotSpec, Clocks, GameSpec
+    from server.transport.service import Arena
 
     arena = await Arena.start("127.0.0.1:0")
     echo = EchoServer()
@@ -420,10 +420,10 @@ async def run_breakdown(games: int, seed: int) -> dict[str, list[float]]:
     the bots stamp too, and the wire is split into its legs: from the stream's writer to the
     bot's read, the bot (parse, choose, reply), and from the bot's write to the stream's reader."""
     from server.engine import make_config
-    from server.gamespec import BotSpec, Clocks, GameSpec
-    from server.referee import GameReferee
-    from server.seats import Arrival, Mailbox, Outbox
-    from server.service import Arena
+    from server.game.referee import GameReferee
+    from server.game.seats import Arrival, Mailbox, Outbox
+    from server.spec import BotSpec, Clocks, GameSpec
+    from server.transport.service import Arena
 
     perf = time.perf_counter
     steps: dict[str, list[float]] = {k: [] for k in ("build", "to writer", "wire and bot", "to game", "rest")}
@@ -508,9 +508,9 @@ def engine_share(games: int, seed: int) -> dict[str, float]:
     the referee's way (``wire.GameEncoder``) and through ``observe()`` (the reference path).
     The two builders run in separate passes over the same games, so neither pays for the
     other's garbage."""
-    from server import wire
     from server.engine import GameState, make_config
-    from server.seats import framed
+    from server.game.seats import framed
+    from server.protocol import wire
 
     config = make_config("craits", 4, short_game=True)
     perf = time.perf_counter
@@ -623,7 +623,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"referee from the request's send to its answer (the build excluded, bot time included): "
           f"p50 {ref['sent_p50_ms']:.3f} ms")
     print(f"engine per decision put to a bot: apply {share['apply_ms']:.3f} ms, "
-          f"build the request and hand ends (server.wire.GameEncoder) {share['build_ms']:.3f} ms "
+          f"build the request and hand ends (server.protocol.wire.GameEncoder) {share['build_ms']:.3f} ms "
           f"({(share['apply_ms'] + share['build_ms']) / echo['p50_ms']:.0%} of the echo's p50); "
           f"the same through observe() {share['reference_build_ms']:.3f} ms")
     verdict = "meets" if ratio <= GOAL_RATIO else "misses"

@@ -7,7 +7,7 @@ timed (runner start-up and pool warm-up are not).
 
 Runners (``--runner``):
 
-* ``grpc``: the referee (``server.referee.tournament_runner``) with the Python
+* ``grpc``: the referee (``tournaments.grpc_runner.tournament_runner``) with the Python
   kit's bots launched as processes: the real thing, where bots think in
   processes of their own and concurrency pays.
 * ``local-pool``: builtin bots played by ``tournaments.local`` in a pool of
@@ -15,8 +15,7 @@ Runners (``--runner``):
   referee and the network.
 * ``local``: builtin bots in threads of this process; the GIL serialises them,
   so expect a ratio near 1 (a baseline for the scheduler's own overhead).
-* ``auto`` (default): ``grpc`` when the referee offers ``tournament_runner`` and
-  the bot kit is importable, else ``local-pool``.
+* ``auto`` (default): ``grpc`` when the bot kit is importable, else ``local-pool``.
 
     python bench/tournament.py            # local: 240 games per concurrency; grpc: 40
     python bench/tournament.py --quick    # local: 60; grpc: 8; under a minute either way
@@ -43,6 +42,7 @@ if str(ROOT) not in sys.path:  # allow `python bench/tournament.py` as well as `
     sys.path.insert(0, str(ROOT))
 
 from tournaments.config import TournamentConfig, parse_config  # noqa: E402
+from tournaments.grpc_runner import tournament_runner  # noqa: E402
 from tournaments.local import LocalRunner  # noqa: E402
 from tournaments.runner import RunGame, TournamentRunner, local_runner, start_tournament  # noqa: E402
 
@@ -82,11 +82,10 @@ def tournament_text(deals: int, bots: str) -> str:
 
 def grpc_available() -> bool:
     try:
-        referee = importlib.import_module("server.referee")
         importlib.import_module("craits_bot.examples.random_bot")
     except ImportError:
         return False
-    return hasattr(referee, "tournament_runner")
+    return True
 
 
 Factory = Callable[[TournamentConfig, Path], AbstractAsyncContextManager[RunGame]]
@@ -94,7 +93,7 @@ Factory = Callable[[TournamentConfig, Path], AbstractAsyncContextManager[RunGame
 
 def factory_for(runner: str, concurrency: int) -> Factory:
     if runner == "grpc":
-        return importlib.import_module("server.referee").tournament_runner  # type: ignore[no-any-return]
+        return tournament_runner
     workers = concurrency if runner == "local-pool" else 0
     return lambda config, out: local_runner(config, out, workers=workers)
 
@@ -130,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         runner = "grpc" if grpc_available() else "local-pool"
     elif runner == "grpc" and not grpc_available():
         raise SystemExit(
-            "bench: the grpc runner needs server.referee.tournament_runner and the craits_bot kit"
+            "bench: the grpc runner needs the craits_bot kit (make setup)"
         )
     if args.deals:
         deals = args.deals

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from server.replay import verify_replay
+from server.storage.replay import verify_replay
 from tests.cli import run_cli
 
 

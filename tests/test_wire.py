@@ -9,9 +9,9 @@ import pytest
 from craits.v1 import referee_pb2 as pb
 from hypothesis import HealthCheck, given, settings
 
-from server import wire
 from server.engine import DecisionKind, new_game
-from server.seats import framed
+from server.game.seats import framed
+from server.protocol import wire
 from tests.strategies import configs, seeds
 
 INT64_MAX = (1 << 63) - 1

@@ -13,7 +13,7 @@ lists every key with its default)::
     [flags]                   # the engine's variant flags
     short_game = true
 
-    [clocks]                  # server.gamespec.Clocks
+    [clocks]                  # server.spec.Clocks
     decision_s = 1.0
 
     [[bots]]
@@ -38,7 +38,7 @@ from typing import Any
 
 from server.engine import ConfigError, GameConfig, make_config
 from server.errors import UserError
-from server.gamespec import BotSpec, Clocks
+from server.spec import BotSpec, Clocks
 from tournaments.schedule import games_per_deal
 
 MIN_TABLE, MAX_TABLE = 2, 5

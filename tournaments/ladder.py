@@ -13,7 +13,7 @@ time, so it can run for days, take in a bot added to its file, and rank everyone
 * **ratings** are the tournament's standings (OpenSkill Plackett-Luce), ordered by rating
   ordinal, written to ``standings.json``/``.csv`` after every round;
 * **nothing is lost**: a round's games are stored before they are played and every game is
-  recorded in one transaction (``server.store``). Stopped (Ctrl-C, SIGTERM) or killed, the
+  recorded in one transaction (``server.storage.store``). Stopped (Ctrl-C, SIGTERM) or killed, the
   ladder continues where it was with the same command, the interrupted round first.
 
 The file is read afresh at every start: bots may join (having played least, they play
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from server.store import GameSlot, Store
+from server.storage.store import GameSlot, Store
 from tournaments.config import TournamentConfig, parse_config
 from tournaments.runner import (
     LADDER_SCHEDULE,

@@ -6,10 +6,9 @@ GameRecord``, so the scheduler cannot tell them apart. It plays only bots with
 fast tests, the benchmark's baseline and as a fallback for builtin-only files.
 
 Policies (deterministic given the game seed): ``random``, ``first`` and
-``default`` are the referee's own (``server.policies``, seeded as the referee
+``default`` are the referee's own (``server.game.policies``, seeded as the referee
 seeds them, so a builtin-only tournament gives the same games with either
-runner); ``greedy`` exists only here: it announces "one card" when it can,
-otherwise plays the card worth the most points, and draws only when it must.
+runner); ``greedy`` (also in ``server.game.policies``) is played only here.
 """
 
 from __future__ import annotations
@@ -20,36 +19,11 @@ import contextlib
 import multiprocessing
 import threading
 import time
-from collections.abc import Sequence
 
-from server.engine import ACTIONS, ActionKind, GameState
-from server.engine.actions import is_announced_play
-from server.engine.scoring import CARD_POINTS, CRAZY_EIGHTS_POINTS
-from server.gamespec import GameRecord, GameSpec, SeatReport
-from server.policies import POLICY_NAMES, Policy, make_policy
-from server.replay import ReplayWriter
-
-
-class GreedyPolicy:
-    """Announces "one card" when it can, else plays the card worth the most points;
-    draws or names a suit only when nothing else is legal."""
-
-    name = "greedy"
-
-    def __init__(self, crazy_eights: bool) -> None:
-        self._points = CRAZY_EIGHTS_POINTS if crazy_eights else CARD_POINTS
-
-    def choose(self, legal: Sequence[int]) -> int:
-        announced = [a for a in legal if is_announced_play(a)]
-        return max(announced or legal, key=lambda a: (self._worth(a), -a))
-
-    def _worth(self, action_id: int) -> int:
-        action = ACTIONS[action_id]
-        assert action is not None
-        if action.kind is ActionKind.PLAY and action.card is not None:
-            return self._points[int(action.card.rank)]
-        return -1
-
+from server.engine import GameState
+from server.game.policies import POLICY_NAMES, GreedyPolicy, Policy, make_policy
+from server.spec import GameRecord, GameSpec, SeatReport
+from server.storage.replay import ReplayWriter
 
 BUILTINS = (*POLICY_NAMES, "greedy")
 

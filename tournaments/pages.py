@@ -10,17 +10,16 @@ import os
 from pathlib import Path
 from typing import Any
 
-from server.replay import (
+from server.storage.replay import ReplayError, read_replay
+from server.storage.store import Store
+from server.viewer.pages import (
     IndexEntry,
-    ReplayError,
     current_page_entry,
     index_entry,
-    read_replay,
     viewer_is_current,
     write_html,
     write_index_html,
 )
-from server.store import Store
 
 VIEWER_DIR = "viewer"
 REPLAY_DIR = "replays"

@@ -47,9 +47,9 @@ from typing import Any, TextIO
 
 import structlog
 
-from server.gamespec import GameRecord, GameSpec
-from server.replay import REPLAY_SUFFIX
-from server.store import GameSlot, Store, StoreError
+from server.spec import GameRecord, GameSpec
+from server.storage.replay import REPLAY_SUFFIX
+from server.storage.store import GameSlot, Store, StoreError
 from tournaments.config import TournamentConfig, parse_config
 from tournaments.local import LocalRunner
 from tournaments.schedule import schedule_digest, schedule_for

@@ -58,7 +58,7 @@ class SeatLike(Protocol):
 
 
 class ResultLike(Protocol):
-    """What the standings read from a recorded game (``server.store.StoredResult``)."""
+    """What the standings read from a recorded game (``server.storage.store.StoredResult``)."""
 
     @property
     def ordinal(self) -> int: ...

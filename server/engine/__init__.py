@@ -10,12 +10,12 @@ Typical use::
     print(game.result().totals)
 """
 
-from .actions import ACTIONS, Action, ActionKind
+from .actions import ACTIONS, DRAW_ID, Action, ActionKind, is_announced_play
 from .cards import CARDS, Card, Rank, Suit
 from .config import FLAG_NAMES, PRESETS, Flags, GameConfig, make_config
 from .errors import ConfigError, CraitsError, IllegalActionError
 from .observation import Observation, observe
-from .scoring import craits_hand_score, crazy_eights_hand_points
+from .scoring import card_points, craits_hand_score, crazy_eights_hand_points
 from .state import (
     Decision,
     DecisionKind,
@@ -29,9 +29,10 @@ from .state import (
 )
 
 __all__ = [
-    "ACTIONS", "CARDS", "FLAG_NAMES", "PRESETS", "Action", "ActionKind", "Card", "ConfigError",
+    "ACTIONS", "CARDS", "DRAW_ID", "FLAG_NAMES", "PRESETS", "Action", "ActionKind", "Card", "ConfigError",
     "CraitsError", "Decision", "DecisionKind", "Event", "Flags", "GameConfig", "GameResult",
     "GameState", "HandResult", "IllegalActionError", "Observation", "Rank", "Suit",
-    "craits_hand_score", "crazy_eights_hand_points", "event_view", "make_config", "new_game",
+    "card_points", "craits_hand_score", "crazy_eights_hand_points", "event_view", "is_announced_play",
+    "make_config", "new_game",
     "observe", "placings",
 ]

@@ -9,6 +9,12 @@ CARD_POINTS = (0, 1, 20, 3, 15, 30, 30, 20, 50, 30, 25, 10, 10, 10)
 CRAZY_EIGHTS_POINTS = (0, 1, 2, 3, 4, 5, 6, 7, 50, 9, 10, 10, 10, 10)
 
 
+def card_points(rank: int, crazy_eights: bool = False) -> int:
+    """What one card of ``rank`` (1 = ace .. 13 = king) counts left in a hand, before the
+    covering by threes (Craits) or at face value (the crazy-eights preset)."""
+    return (CRAZY_EIGHTS_POINTS if crazy_eights else CARD_POINTS)[rank]
+
+
 def craits_hand_score(cards: Iterable[int]) -> int:
     """Score card codes left in a hand, choosing the cheapest covering by threes.
 

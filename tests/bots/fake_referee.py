@@ -1,10 +1,10 @@
 """A tiny scripted referee for testing the bot runners' protocol handling.
 
-It plays one real two-player game (the engine, requests built with ``server.wire``)
+It plays one real two-player game (the engine, requests built with ``server.protocol.wire``)
 with the connected bot in seat 0 and a seeded random player in seat 1, checks
 every answer against the legal actions it offered, and can misbehave on purpose:
 drop the connection after a few decisions (to test reconnecting), refuse the
-token, or never finish (to test SIGTERM). The real referee (server.service) is
+token, or never finish (to test SIGTERM). The real referee (server.transport.service) is
 tested elsewhere; this one exists so each runner behaviour has a test that can fail.
 """
 
@@ -19,10 +19,10 @@ import grpc
 from craits.v1 import referee_pb2 as pb
 from craits.v1 import referee_pb2_grpc
 
-from server import wire
 from server.engine import make_config
 from server.engine.state import GameState
-from server.gamespec import Clocks
+from server.protocol import wire
+from server.spec import Clocks
 
 GAME_ID = "fake-1"
 

@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 from server.engine import make_config
-from server.gamespec import BotSpec, Clocks, GameRecord, GameSpec, SeatStatus
-from server.service import Arena, ArenaOptions
+from server.spec import BotSpec, Clocks, GameRecord, GameSpec, SeatStatus
+from server.transport.service import Arena, ArenaOptions
 from tests.bots.commands import JS_BOT, ROOT, need_node
 
 GUIDE = ROOT / "docs" / "first-bot.md"

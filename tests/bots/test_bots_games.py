@@ -1,6 +1,6 @@
 """Every example bot plays full games against every other through the real referee.
 
-The referee (server.service.Arena) listens on 127.0.0.1 with an ephemeral port and
+The referee (server.transport.service.Arena) listens on 127.0.0.1 with an ephemeral port and
 launches each bot as a real process (Python kit and Node.js bot), exactly as
 ``craits play`` does. Games are short (short_game: eight hands) to keep this fast.
 """
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from server.engine import make_config
-from server.gamespec import BotSpec, Clocks, GameRecord, GameSpec, SeatStatus
-from server.service import Arena, ArenaOptions
+from server.spec import BotSpec, Clocks, GameRecord, GameSpec, SeatStatus
+from server.transport.service import Arena, ArenaOptions
 from tests.bots.commands import EXAMPLE_BOTS, ROOT, needs
 
 # Generous clocks: two shared cores start Python and Node processes side by side.

@@ -1,6 +1,6 @@
 """The JavaScript bot: its own unit tests, and the same choices as the Python heuristic.
 
-Requests are built from real engine states by ``server.wire``, serialized, and
+Requests are built from real engine states by ``server.protocol.wire``, serialized, and
 decoded on the Node side by the bot's own gRPC deserializer, so the JavaScript
 strategy sees exactly what it sees in a game.
 """
@@ -16,8 +16,8 @@ from craits.v1 import referee_pb2 as pb
 from craits_bot import Dispatcher
 from craits_bot.examples.heuristic_bot import HeuristicBot
 
-from server import wire
 from server.engine import new_game
+from server.protocol import wire
 from tests.bots.commands import ROOT, need_node
 
 JS_CHOOSE = ROOT / "tests" / "bots" / "js_choose.js"

@@ -1,6 +1,6 @@
 """The Python bot kit in-process: the dispatcher, the card helpers, the heuristic's rules of thumb.
 
-Requests are built from real engine states with ``server.wire``, as the referee builds them.
+Requests are built from real engine states with ``server.protocol.wire``, as the referee builds them.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from craits_bot.cards import hand_score
 from craits_bot.examples.heuristic_bot import HeuristicBot
 from craits_bot.examples.random_bot import RandomBot
 
-from server import wire
 from server.engine import Card, DecisionKind, GameState, craits_hand_score, new_game, observe
+from server.protocol import wire
 from tests.engine.situations import situation
 
 

@@ -1,6 +1,6 @@
 """The heuristic example bot beats the random one clearly (issue: "must beat the random one clearly").
 
-In-process games (bench/bots_strength.py): requests built by ``server.wire``, each
+In-process games (bench/bots_strength.py): requests built by ``server.protocol.wire``, each
 seed played twice with the seats swapped. The games are seeded, so the figures are
 reproducible; the margins below sit far outside the 95% intervals measured.
 """

@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from server.checker_scenarios import SCENARIOS, Mode, dealt
+from server.checker.scenarios import SCENARIOS, Mode, dealt
 from server.engine import DecisionKind
 
 

@@ -31,7 +31,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from server.engine import ACTIONS, GameState, make_config  # noqa: E402
-from server.replay import record_game  # noqa: E402
+from server.storage.replay import record_game  # noqa: E402
 
 GOLDEN_DIR = Path(__file__).resolve().parent
 MANIFEST = GOLDEN_DIR / "MANIFEST.json"

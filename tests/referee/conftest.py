@@ -20,9 +20,9 @@ from craits.v1 import referee_pb2 as pb
 from craits.v1 import referee_pb2_grpc
 
 from server.engine import make_config
-from server.gamespec import BotSpec, Clocks, GameSpec
 from server.logging import configure_logging
-from server.service import Arena, ArenaOptions
+from server.spec import BotSpec, Clocks, GameSpec
+from server.transport.service import Arena, ArenaOptions
 
 BOTS = Path(__file__).resolve().parent / "bots"
 FAST = Clocks(decision_s=0.2, bank_s=0.5, max_strikes=3, reconnect_grace_s=1.0, connect_timeout_s=15.0)

@@ -16,7 +16,7 @@ from craits.v1 import referee_pb2 as pb
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from server.engine import ACTIONS, GameState
-from server.gamespec import Clocks, SeatStatus
+from server.spec import Clocks, SeatStatus
 
 from .conftest import FAST, OPTIONS, Client, bot, builtin, errors, read_record, remote, spec, with_arena
 
@@ -321,7 +321,7 @@ def test_a_bot_that_connects_and_says_nothing_is_cut_off_and_never_seated(tmp_pa
 
 
 def test_a_command_that_cannot_start_is_never_connected() -> None:
-    from server.gamespec import BotSpec
+    from server.spec import BotSpec
 
     ghost = BotSpec("ghost", "t0ken", command=("/no/such/bot-binary",))
     record = with_arena(lambda arena: arena.run_game(spec(ghost, builtin("random"))))

@@ -9,8 +9,8 @@ from pathlib import Path
 from craits.v1 import referee_pb2 as pb
 
 from server.engine import CARDS, GameState
-from server.gamespec import SeatStatus
-from server.replay import verify_replay
+from server.spec import SeatStatus
+from server.storage.replay import verify_replay
 
 from .conftest import bot, builtin, read_record, spec, with_arena
 
@@ -51,7 +51,7 @@ def test_four_bot_processes_play_a_game_and_every_decision_is_recorded(tmp_path:
 def test_a_replay_that_cannot_be_written_aborts_the_game_and_leaves_no_file(tmp_path: Path, monkeypatch) -> None:
     """A full disk mid-game: the game ends as aborted with the reason, its bots are told,
     and neither a replay nor its temporary file is left behind."""
-    from server.replay import ReplayWriter
+    from server.storage.replay import ReplayWriter
 
     original = ReplayWriter.decision
     written = []

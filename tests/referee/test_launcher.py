@@ -15,7 +15,7 @@ from .conftest import gone_within, pid_alive
 SLEEPER = "import time; time.sleep(120)"
 PARENT = f"SLEEPER = {SLEEPER!r}" + """
 import asyncio, sys, time
-from server.launcher import LaunchedBot
+from server.transport.launcher import LaunchedBot
 
 async def main():
     bot = await LaunchedBot.start([sys.executable, "-c", SLEEPER],
@@ -75,7 +75,7 @@ def test_a_launched_bot_dies_when_its_referee_is_killed() -> None:
 def test_a_command_that_cannot_run_is_refused_at_launch_with_the_reason(tmp_path) -> None:  # type: ignore[no-untyped-def]
     import asyncio
 
-    from server.launcher import LaunchedBot, LaunchError
+    from server.transport.launcher import LaunchedBot, LaunchError
 
     not_executable = tmp_path / "bot.py"
     not_executable.write_text("print('hi')\n")
@@ -92,7 +92,7 @@ def test_a_command_that_cannot_run_is_refused_at_launch_with_the_reason(tmp_path
 def test_a_relative_command_runs_in_the_bots_directory(tmp_path) -> None:  # type: ignore[no-untyped-def]
     import asyncio
 
-    from server.launcher import LaunchedBot
+    from server.transport.launcher import LaunchedBot
 
     script = tmp_path / "bot.sh"
     script.write_text("#!/bin/sh\necho \"$CRAITS_BOT_NAME ran in $(pwd)\"\n")
@@ -110,7 +110,7 @@ def test_a_relative_command_runs_in_the_bots_directory(tmp_path) -> None:  # typ
 
 def test_a_command_is_checked_before_it_is_needed_including_the_script_it_runs(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """What `craits play`, `craits check-bot` and a tournament refuse before any game starts."""
-    from server.launcher import command_problem
+    from server.transport.launcher import command_problem
 
     (tmp_path / "bot.py").write_text("print('hi')\n")
     (tmp_path / "bot.js").write_text("console.log('hi')\n")
@@ -132,7 +132,7 @@ def test_a_bot_that_prints_without_end_fills_its_log_only_to_the_limit(tmp_path)
     """A flood of output costs a bounded log file; the bot is slowed by its pipe, not killed."""
     import asyncio
 
-    from server.launcher import LaunchedBot
+    from server.transport.launcher import LaunchedBot
 
     out = tmp_path / "out.log"
     chatty = "import sys\nsys.stdout.write('started\\n')\nwhile True:\n    sys.stdout.write('x' * 4096)\n"

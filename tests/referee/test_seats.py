@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from server.seats import CONNECTED, Mailbox
+from server.game.seats import CONNECTED, Mailbox
 
 
 def run(coro):
@@ -98,9 +98,9 @@ def test_close_cancels_the_pending_timer() -> None:
 def test_a_bot_that_leaves_too_many_messages_unread_is_cut_off_at_once() -> None:
     """Its queue is dropped for a closing marker (RESOURCE_EXHAUSTED), and its seats are let
     go now: its writer may be stuck on a bot that reads nothing."""
-    import grpc
 
-    from server.seats import MAX_QUEUED, Session, TokenBucket, is_close
+
+    from server.game.seats import MAX_QUEUED, Session, StreamEnd, TokenBucket, is_close
 
     session = Session("peer", TokenBucket())
     released = []
@@ -112,7 +112,7 @@ def test_a_bot_that_leaves_too_many_messages_unread_is_cut_off_at_once() -> None
     session.send(b"and another")
 
     assert queued_at_limit == MAX_QUEUED
-    assert session.closed and session.status is grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert session.closed and session.status is StreamEnd.RESOURCE_EXHAUSTED
     assert released == [f"{MAX_QUEUED} messages left unread: the bot is not reading its stream"]
     assert len(session.outbox) == 1 and is_close(run(session.outbox.get()))
 
@@ -122,8 +122,8 @@ def test_nothing_a_closed_stream_sends_counts_for_its_seat() -> None:
     delivering messages; the reader stops at the first one."""
     from craits.v1 import referee_pb2 as pb
 
-    from server.seats import Session
-    from server.service import Arena
+    from server.game.seats import Session
+    from server.transport.service import Arena
 
     async def body():
         arena = Arena()
@@ -145,8 +145,8 @@ def test_nothing_a_closed_stream_sends_counts_for_its_seat() -> None:
 
 
 def test_a_seat_keeps_its_first_hundred_events_and_counts_the_rest() -> None:
-    from server.gamespec import BotSpec
-    from server.seats import MAX_EVENTS, Seat
+    from server.game.seats import MAX_EVENTS, Seat
+    from server.spec import BotSpec
 
     seat = Seat(0, BotSpec("bot", "token"), bank_s=10.0)
     for i in range(MAX_EVENTS + 321):
@@ -162,8 +162,8 @@ def test_a_bot_s_own_text_is_echoed_short_in_a_refusal() -> None:
     the referee queue or log its text over and over)."""
     from craits.v1 import referee_pb2 as pb
 
-    from server.seats import Session
-    from server.service import Arena
+    from server.game.seats import Session
+    from server.transport.service import Arena
 
     async def body():
         arena = Arena()

@@ -18,8 +18,8 @@ from craits.v1 import referee_pb2 as pb
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from server.gamespec import SeatStatus
-from server.replay import verify_replay
+from server.spec import SeatStatus
+from server.storage.replay import verify_replay
 
 from .conftest import BOTS, Client, bot, builtin, pid_alive, remote, spec, with_arena
 
@@ -297,7 +297,7 @@ def test_craits_serve_finishes_or_records_every_game_on_sigterm(tmp_path: Path) 
 
 
 def test_an_address_in_use_is_a_clear_error() -> None:
-    from server.service import Arena, ArenaError
+    from server.transport.service import Arena, ArenaError
 
     async def body(arena):
         try:

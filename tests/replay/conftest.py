@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from server.engine import make_config
-from server.replay import record_game
+from server.storage.replay import record_game
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from server.replay import read_replay, verify_replay
+from server.storage.replay import read_replay, verify_replay
 from tests.golden.regenerate import CASES, replay_features
 
 GOLDEN_DIR = Path(__file__).resolve().parents[1] / "golden"

@@ -10,15 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from server.engine import ACTIONS, DecisionKind, GameState, make_config, new_game
-from server.gamespec import BotSpec, Clocks, GameRecord, GameSpec, SeatReport, SeatStatus
-from server.replay import (
+from server.spec import BotSpec, Clocks, GameRecord, GameSpec, SeatReport, SeatStatus
+from server.storage.replay import (
     GENESIS,
     SCHEMA,
     ReplayError,
     ReplayUsageError,
     ReplayWriter,
     canonical_json,
-    format_walkthrough,
     hashed_line,
     load_records,
     read_replay,
@@ -27,6 +26,9 @@ from server.replay import (
     verify_replay,
     write_records,
 )
+
+# --------------------------------------------------------------------------- the file
+from server.viewer.walkthrough import format_walkthrough
 
 # --------------------------------------------------------------------------- the file
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from server.engine import make_config
-from server.replay import record_game
+from server.storage.replay import record_game
 
 ROOT = Path(__file__).resolve().parents[2]
 

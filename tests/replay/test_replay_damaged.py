@@ -16,16 +16,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import server.replay as replay_module
-from server.replay import (
-    ReplayError,
-    format_walkthrough,
-    read_replay,
-    render_html,
-    verify_replay,
-    write_html,
-    write_records,
-)
+import server.storage.replay.reader as reader_module
+import server.viewer.pages as pages_module
+from server.storage.replay import ReplayError, read_replay, verify_replay, write_records
+from server.viewer.pages import render_html, write_html
+from server.viewer.walkthrough import format_walkthrough
 from tests.cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,17 +63,17 @@ def test_an_integer_of_5000_digits_is_not_a_json_record(tmp_path: Path) -> None:
 
 def test_a_line_longer_than_the_limit_is_refused(short_replay: Path) -> None:
     lines = short_replay.read_bytes().split(b"\n")
-    lines.insert(3, b" " * (replay_module.MAX_LINE_BYTES + 1))
+    lines.insert(3, b" " * (reader_module.MAX_LINE_BYTES + 1))
     short_replay.write_bytes(b"\n".join(lines))
     assert _error(lambda: verify_replay(short_replay)).endswith(
-        f"record 4: line longer than {replay_module.MAX_LINE_BYTES} bytes: not a replay record"
+        f"record 4: line longer than {reader_module.MAX_LINE_BYTES} bytes: not a replay record"
     )
 
 
 def test_a_file_with_more_records_than_any_game_is_refused(
     short_replay: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(replay_module, "MAX_RECORDS", 5)
+    monkeypatch.setattr(reader_module, "MAX_RECORDS", 5)
     assert _error(lambda: verify_replay(short_replay)).endswith(
         "record 6: more than 5 records: longer than any game, not a replay"
     )
@@ -94,14 +89,14 @@ def test_a_huge_file_is_read_line_by_line_not_whole(tmp_path: Path) -> None:
     # threads (from other tests) can abort a forked child before it runs anything.
     script = (
         "import resource, sys\nresource.setrlimit(resource.RLIMIT_AS, (400 << 20, 400 << 20))\n"
-        "from server.replay import ReplayError, verify_replay\n"
+        "from server.storage.replay import ReplayError, verify_replay\n"
         "try:\n    verify_replay(sys.argv[1])\nexcept ReplayError as err:\n    print(err)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", script, str(path)], capture_output=True, text=True, cwd=ROOT, timeout=60
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout == f"{path}: record 1: line longer than {replay_module.MAX_LINE_BYTES} bytes: not a replay record\n"
+    assert done.stdout == f"{path}: record 1: line longer than {reader_module.MAX_LINE_BYTES} bytes: not a replay record\n"
 
 
 # --------------------------------------------------------------------------- fields of the wrong type
@@ -243,7 +238,7 @@ def test_a_page_that_fails_to_write_leaves_the_old_page_whole(
     page = tmp_path / "site" / "game.html"
     write_html(short_replay, page)
     before = page.read_bytes()
-    monkeypatch.setattr(replay_module, "render_html", lambda *_a, **_k: "x" * 200_000 + "\ud800")
+    monkeypatch.setattr(pages_module, "render_html", lambda *_a, **_k: "x" * 200_000 + "\ud800")
     with pytest.raises(UnicodeEncodeError):
         write_html(short_replay, page)
     assert page.read_bytes() == before
@@ -255,9 +250,9 @@ def test_a_page_is_current_only_when_whole_and_made_from_this_replay(
 ) -> None:
     page = tmp_path / "game.html"
     replay = read_replay(short_replay)
-    assert not replay_module.viewer_is_current(page, replay)
+    assert not pages_module.viewer_is_current(page, replay)
     write_html(replay, page)
-    assert replay_module.viewer_is_current(page, replay)
-    assert not replay_module.viewer_is_current(page, read_replay(eights_replay))
+    assert pages_module.viewer_is_current(page, replay)
+    assert not pages_module.viewer_is_current(page, read_replay(eights_replay))
     page.write_bytes(page.read_bytes()[:-200])
-    assert not replay_module.viewer_is_current(page, replay)
+    assert not pages_module.viewer_is_current(page, replay)

@@ -15,15 +15,8 @@ from typing import Any
 import pytest
 
 from server.engine import GameState, Suit, make_config, new_game
-from server.replay import (
-    ReplayWriter,
-    index_entry,
-    read_replay,
-    replay_state,
-    simulate,
-    write_html,
-    write_index_html,
-)
+from server.storage.replay import ReplayWriter, read_replay, replay_state, simulate
+from server.viewer.pages import index_entry, write_html, write_index_html
 
 pytestmark = pytest.mark.browser
 
@@ -361,7 +354,7 @@ def test_the_index_page_links_every_game(open_page: Any, tmp_path: Path) -> None
 
 def test_a_hostile_bot_name_is_shown_as_text(open_page: Any, tmp_path: Path) -> None:
     path = tmp_path / "hostile.jsonl"
-    from server.replay import record_game
+    from server.storage.replay import record_game
 
     name = "</script><script>document.title='pwned'</script><b>x"
     record_game(path, make_config("crazy-eights", 2), seed=1, seats=[name, "ok"])

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from server.store import Store
+from server.storage.store import Store
 from tests.cli import run_cli
 from tests.tournaments.configs import builtin_tournament
 from tournaments.config import parse_config

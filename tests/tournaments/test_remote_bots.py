@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from server.store import Store
+from server.cli.tournament import choose_runner
+from server.storage.store import Store
 from tests.bots.commands import PY_RANDOM
 from tests.cli import run_cli
-from tournaments.cli import choose_runner
 from tournaments.config import load_config
 
 ROOT = Path(__file__).resolve().parents[2]

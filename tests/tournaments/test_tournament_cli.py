@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import json
 import shutil
-import sys
-import types
 from pathlib import Path
 
 import pytest
 
-from server.errors import UserError
+from server.cli.tournament import choose_runner
 from tests.cli import run_cli
-from tournaments.cli import choose_runner
 from tournaments.config import load_config
+from tournaments.grpc_runner import tournament_runner
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICK = ROOT / "tournaments" / "examples" / "local-quick.toml"
@@ -108,19 +105,8 @@ def test_a_bot_whose_command_cannot_run_is_refused_before_any_game(tmp_path: Pat
     assert not out.exists()
 
 
-def test_the_grpc_runner_is_found_in_the_referee_or_reported_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_grpc_runner_plays_tournaments_with_launched_bots() -> None:
     config = load_config(ROOT / "tournaments" / "demo.toml")
-    monkeypatch.setitem(sys.modules, "server.referee", types.ModuleType("server.referee"))
-    with pytest.raises(UserError, match="neither tournament_runner nor run_game_grpc"):
-        choose_runner("grpc", config)
-
-    @contextlib.asynccontextmanager
-    async def tournament_runner(config, out_dir):  # type: ignore[no-untyped-def]
-        yield None
-
-    referee = types.ModuleType("server.referee")
-    referee.tournament_runner = tournament_runner  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "server.referee", referee)
     assert choose_runner("grpc", config) is tournament_runner
     assert choose_runner("auto", config) is tournament_runner
 
@@ -168,7 +154,7 @@ def test_a_game_that_cannot_be_recorded_stops_the_run_with_one_line_and_the_way_
     """A full disk under the database: what was recorded stays; resume finishes the rest."""
     import sqlite3
 
-    from server.store import Store
+    from server.storage.store import Store
 
     out = tmp_path / "q"
     original = Store._record_game

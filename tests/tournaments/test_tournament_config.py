@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from server.gamespec import Clocks
+from server.spec import Clocks
 from tournaments.config import TournamentFileError, load_config, parse_config
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,8 +11,8 @@ import pytest
 
 from server.cli import main
 from server.engine import make_config
-from server.replay import read_replay, record_game
-from server.store import Store
+from server.storage.replay import read_replay, record_game
+from server.storage.store import Store
 from tests.tournaments.configs import builtin_tournament
 from tournaments import pages
 from tournaments.pages import game_links, write_viewer_pages

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from server import referee
 from tests.tournaments.configs import builtin_tournament
 from tournaments.config import parse_config
+from tournaments.grpc_runner import tournament_runner
 from tournaments.runner import load_standings, local_runner, play, start_tournament
 
 TEXT = builtin_tournament("both", seed=99, deals=1, bots={"r1": "random", "r2": "random", "first": "first", "default": "default"})
@@ -17,7 +17,7 @@ def test_builtin_bots_play_the_same_games_through_the_referee(tmp_path: Path) ->
     """Same seeds, same policies, same seeding of them: identical games and standings."""
     config = parse_config(TEXT)
     outcomes = []
-    for name, factory in (("local", local_runner), ("grpc", referee.tournament_runner)):
+    for name, factory in (("local", local_runner), ("grpc", tournament_runner)):
         out = tmp_path / name
         store = start_tournament(config, TEXT, str(tmp_path / "both.toml"), out)
         summary = asyncio.run(play(config, store, out, factory, progress=False))

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from server.store import Store
+from server.storage.store import Store
 from tests.tournaments.configs import builtin_tournament
 
 ROOT = Path(__file__).resolve().parents[2]

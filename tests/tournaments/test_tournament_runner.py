@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from server.gamespec import GameRecord, GameSpec
-from server.replay import verify_replay
-from server.store import Store
+from server.spec import GameRecord, GameSpec
+from server.storage.replay import verify_replay
+from server.storage.store import Store
 from tests.tournaments.configs import builtin_tournament
 from tournaments.config import parse_config
 from tournaments.local import LocalRunner, play_local

@@ -11,7 +11,7 @@ import random
 import pytest
 from openskill.models import PlackettLuce
 
-from server.store import SeatRow, StoredResult
+from server.storage.store import SeatRow, StoredResult
 from tournaments.standings import compute_standings, mean_ci, t_quantile_975
 
 COUNTERS = {"decisions": 0, "timeouts": 0, "strikes": 0, "illegal": 0, "malformed": 0, "disconnects": 0,

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from server.engine import make_config
-from server.gamespec import BotSpec, GameRecord, GameSpec, SeatReport, SeatStatus
-from server.store import SCHEMA_VERSION, GameSlot, Store, StoreError
+from server.spec import BotSpec, GameRecord, GameSpec, SeatReport, SeatStatus
+from server.storage.store import SCHEMA_VERSION, GameSlot, Store, StoreError
 from tournaments.local import play_local
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -142,7 +142,7 @@ def test_sigkill_in_the_middle_of_a_write_loses_the_whole_game_and_only_it(tmp_p
         sys.path.insert(0, {str(ROOT)!r})
         sys.path.insert(0, {str(Path(__file__).parent)!r})
         from test_tournament_store import SLOTS, play
-        from server.store import Store
+        from server.storage.store import Store
         store = Store({str(tmp_path / "t.db")!r})
         store.record_game(play(SLOTS[0]))
 

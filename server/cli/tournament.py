@@ -20,18 +20,21 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
-import importlib
 import json
 import sqlite3
 import sys
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from server.errors import UserError
-from server.store import Store, StoreError
+from server.game.policies import POLICY_NAMES
+from server.logging import configure_logging
+from server.storage.store import Store, StoreError
+from server.transport.launcher import command_problem
 from tournaments.config import TournamentConfig, address_problem, load_config
+from tournaments.grpc_runner import tournament_runner
 from tournaments.ladder import (
     LadderRound,
     drop_departed,
@@ -42,7 +45,6 @@ from tournaments.ladder import (
 )
 from tournaments.pages import game_links, write_viewer_pages
 from tournaments.runner import (
-    RunGame,
     RunnerFactory,
     RunSummary,
     TournamentError,
@@ -410,10 +412,6 @@ def _report(standings: Standings, store: Store, out_dir: Path, title: str) -> bo
 def _quiet_referee_logs(out_dir: Path) -> None:
     """The referee's events go to ``<out>/referee.jsonl``, not the terminal, which
     keeps the progress bar and the standings; bot faults show in the standings."""
-    try:
-        from server.logging import configure_logging
-    except ModuleNotFoundError:
-        return
     configure_logging(out_dir, name="referee", console=False)
 
 
@@ -426,17 +424,14 @@ def choose_runner(name: str, config: TournamentConfig) -> RunnerFactory:
                 f"the local runner plays only builtin bots; {', '.join(others)} need the referee: use --runner grpc"
             )
         return local_runner
-    factory = grpc_runner_factory()
     _check_referee_builtins(config)
     _check_bot_commands(config)
-    return factory
+    return tournament_runner
 
 
 def _check_bot_commands(config: TournamentConfig) -> None:
     """Refuse, before any game, a bot whose command cannot run here (else it would lose
     every game as a bot that never connected)."""
-    from server.launcher import command_problem
-
     for bot in config.bots:
         if bot.command is not None and (problem := command_problem(bot.command, bot.cwd)) is not None:
             raise UserError(f"bot {bot.name!r}: cannot run {' '.join(bot.command)!r}: {problem} "
@@ -445,44 +440,9 @@ def _check_bot_commands(config: TournamentConfig) -> None:
 
 def _check_referee_builtins(config: TournamentConfig) -> None:
     """The referee knows fewer in-process policies than the local runner ("greedy" is local only)."""
-    try:
-        known = importlib.import_module("server.policies").POLICY_NAMES
-    except (ModuleNotFoundError, AttributeError):
-        return
     for bot in config.bots:
-        if bot.builtin is not None and bot.builtin not in known:
+        if bot.builtin is not None and bot.builtin not in POLICY_NAMES:
             raise UserError(
-                f"bot {bot.name!r}: the referee has no builtin {bot.builtin!r} (it has {', '.join(known)}); "
+                f"bot {bot.name!r}: the referee has no builtin {bot.builtin!r} (it has {', '.join(POLICY_NAMES)}); "
                 "use --runner local for a builtin-only tournament"
             )
-
-
-def grpc_runner_factory() -> RunnerFactory:
-    """The referee's runner, looked up lazily so the scheduler works without it.
-
-    ``server.referee`` provides either ``tournament_runner(config, out_dir)``, an
-    async context manager yielding ``run_game`` (it starts the referee on its
-    embedded defaults and stops it and every bot process on exit), or a plain
-    ``async run_game_grpc(spec)``.
-    """
-    try:
-        module = importlib.import_module("server.referee")
-    except ModuleNotFoundError as err:
-        if err.name in ("server.referee", "server"):
-            raise UserError(
-                "the gRPC runner needs the referee (server.referee), which this build does not have yet; "
-                "a tournament of builtin bots runs with --runner local"
-            ) from None
-        raise
-    factory = getattr(module, "tournament_runner", None)
-    if factory is not None:
-        return factory  # type: ignore[no-any-return]
-    run_game = getattr(module, "run_game_grpc", None)
-    if run_game is None:
-        raise UserError("server.referee offers neither tournament_runner nor run_game_grpc; cannot play launched bots")
-
-    @contextlib.asynccontextmanager
-    async def plain(config: TournamentConfig, out_dir: Path) -> AsyncIterator[RunGame]:
-        yield run_game
-
-    return plain

@@ -3,12 +3,12 @@
 :class:`Arena` is what the rest of the project uses::
 
     arena = await Arena.start("127.0.0.1:0")        # port 0: an ephemeral port (arena.port)
-    record = await arena.run_game(spec)             # GameSpec -> GameRecord (server/gamespec.py)
+    record = await arena.run_game(spec)             # GameSpec -> GameRecord (server/spec.py)
     await arena.shutdown(grace_s=10)
 
 ``run_game`` launches the seats' command bots (with CRAITS_SERVER, CRAITS_TOKEN and
 CRAITS_BOT_NAME), plays built-in bots in-process, waits for the others to say
-Hello with their token, plays the game (:mod:`server.referee`) and stops every
+Hello with their token, plays the game (:mod:`server.game.referee`) and stops every
 process it launched, whatever happens. Many games may run at once, each in the
 caller's task; one stream may carry several games of the same token.
 
@@ -20,18 +20,15 @@ services are registered so ``grpcurl`` works against the server.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import itertools
-import os
 import secrets
-import signal
+import socket
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import grpc
 from craits.v1 import referee_pb2 as pb
@@ -41,12 +38,12 @@ from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 
 from server import __version__
-from server.gamespec import GameRecord, GameSpec, SeatStatus
-from server.launcher import DEFAULT_OUTPUT_LIMIT, LaunchedBot, LaunchError
+from server.game.policies import make_policy
+from server.game.referee import GameReferee
+from server.game.seats import Arrival, Seat, Session, StreamEnd, TokenBucket, is_close, serialize
 from server.logging import bound, get_logger
-from server.policies import make_policy
-from server.referee import GameReferee
-from server.seats import Arrival, Seat, Session, TokenBucket, is_close, serialize
+from server.spec import GameRecord, GameSpec
+from server.transport.launcher import DEFAULT_OUTPUT_LIMIT, LaunchedBot, LaunchError
 
 log = get_logger()
 _perf = time.perf_counter
@@ -116,7 +113,7 @@ class RefereeServicer(referee_pb2_grpc.RefereeServicer):  # type: ignore[misc]  
         session = Session(context.peer(), arena.new_bucket())
         if arena.closing:
             session.send_error(pb.ERROR_CODE_SHUTTING_DOWN, "the referee is shutting down", fatal=True)
-            session.close(grpc.StatusCode.UNAVAILABLE, "the referee is shutting down")
+            session.close(StreamEnd.UNAVAILABLE, "the referee is shutting down")
         arena.sessions.add(session)
         reader = asyncio.create_task(arena.read_stream(session, request_iterator))
 
@@ -144,7 +141,7 @@ class RefereeServicer(referee_pb2_grpc.RefereeServicer):  # type: ignore[misc]  
         finally:
             release(why)
         if session.status is not None:
-            context.set_code(session.status)
+            context.set_code(grpc.StatusCode[session.status.name])
             context.set_details(session.details)
 
 
@@ -250,7 +247,7 @@ class Arena:
         for session in list(self.sessions):
             if not session.closed:
                 session.send_error(pb.ERROR_CODE_SHUTTING_DOWN, "the referee is shutting down", fatal=True)
-                session.close(grpc.StatusCode.UNAVAILABLE, "the referee is shutting down")
+                session.close(StreamEnd.UNAVAILABLE, "the referee is shutting down")
         if self.server is not None:
             await self.server.stop(1.0)
         log.info("shutdown_finished", aborted_games=len(unfinished))
@@ -412,7 +409,7 @@ class Arena:
             except TimeoutError:
                 wait = self.options.hello_timeout_s
                 session.send_error(pb.ERROR_CODE_MALFORMED, f"no Hello within {wait:g} s of opening the stream", fatal=True)
-                session.close(grpc.StatusCode.DEADLINE_EXCEEDED, f"no Hello within {wait:g} s")
+                session.close(StreamEnd.DEADLINE_EXCEEDED, f"no Hello within {wait:g} s")
                 log.info("stream_refused", peer=session.peer, why="no hello")
                 return
             except StopAsyncIteration:
@@ -443,12 +440,12 @@ class Arena:
             raise
         except Exception as err:  # a broken stream (reset, undecodable bytes, oversize message)
             log.info("stream_broken", peer=session.peer, bot=session.name or None, error=f"{type(err).__name__}: {err}")
-            session.close(grpc.StatusCode.INVALID_ARGUMENT, f"stream error: {type(err).__name__}")
+            session.close(StreamEnd.INVALID_ARGUMENT, f"stream error: {type(err).__name__}")
 
     def _hello(self, session: Session, message: pb.BotMessage) -> bool:
         if message.WhichOneof("message") != "hello":
             session.send_error(pb.ERROR_CODE_MALFORMED, "the first message of a stream must be Hello", fatal=True)
-            session.close(grpc.StatusCode.INVALID_ARGUMENT, "the first message of a stream must be Hello")
+            session.close(StreamEnd.INVALID_ARGUMENT, "the first message of a stream must be Hello")
             return False
         hello = message.hello
         if hello.protocol_version != pb.PROTOCOL_VERSION_CURRENT:
@@ -457,18 +454,18 @@ class Arena:
                 f"{pb.PROTOCOL_VERSION_CURRENT} (craits.v1); update the bot's generated code"
             )
             session.send_error(pb.ERROR_CODE_PROTOCOL_VERSION, text, fatal=True)
-            session.close(grpc.StatusCode.FAILED_PRECONDITION, text)
+            session.close(StreamEnd.FAILED_PRECONDITION, text)
             log.info("stream_refused", peer=session.peer, why="protocol version", version=hello.protocol_version)
             return False
         entry = self.tokens.get(hello.token)
         if entry is None:
             session.send_error(pb.ERROR_CODE_UNAUTHENTICATED, "unknown token", fatal=True)
-            session.close(grpc.StatusCode.UNAUTHENTICATED, "unknown token")
+            session.close(StreamEnd.UNAUTHENTICATED, "unknown token")
             log.warning("stream_refused", peer=session.peer, why="unknown token", bot=_shown(hello.name))
             return False
         if self.closing:
             session.send_error(pb.ERROR_CODE_SHUTTING_DOWN, "the referee is shutting down", fatal=True)
-            session.close(grpc.StatusCode.UNAVAILABLE, "the referee is shutting down")
+            session.close(StreamEnd.UNAVAILABLE, "the referee is shutting down")
             return False
         session.token = entry.token
         session.name = entry.name
@@ -476,7 +473,7 @@ class Arena:
         entry.session = session
         if old is not None and not old.closed:
             old.send_error(pb.ERROR_CODE_UNSPECIFIED, "another stream with this token took over", fatal=True)
-            old.close(grpc.StatusCode.ABORTED, "another stream with this token took over")
+            old.close(StreamEnd.ABORTED, "another stream with this token took over")
         resumed = any(seat.game.started and not seat.game.over for seat in entry.seats)
         session.send(
             pb.RefereeMessage(
@@ -538,7 +535,7 @@ class Arena:
         if session.dropped >= limit:
             text = f"too many messages: {session.dropped} dropped; closing the stream"
             session.send_error(pb.ERROR_CODE_FLOOD, text, fatal=True)
-            session.close(grpc.StatusCode.RESOURCE_EXHAUSTED, text)
+            session.close(StreamEnd.RESOURCE_EXHAUSTED, text)
             self._note(session, f"flood: stream closed after {session.dropped} dropped messages")
             log.warning("stream_closed_for_flood", bot=session.name, peer=session.peer, dropped=session.dropped)
             return True
@@ -563,127 +560,11 @@ class Arena:
             seat.note(what)
 
 
-# --------------------------------------------------------------------------- `craits serve`
-
-
-def register_cli(subparsers: Any) -> None:
-    """Add ``craits serve``."""
-    from server import play
-
-    parser = subparsers.add_parser(
-        "serve",
-        help="run the referee (for bots that connect on their own, or for games between given bots)",
-        description=(
-            "Run the gRPC referee until SIGTERM or Ctrl-C. With --bot, play games between the given "
-            "bots (built-in names, commands, or remote:NAME:TOKEN for bots that connect on their own); "
-            "without, serve health and reflection and accept the tokens given with --token. "
-            "On SIGTERM, games in flight get --shutdown-grace seconds to finish; the rest are recorded as aborted."
-        ),
-    )
-    parser.add_argument("--address", default="127.0.0.1:50051", help="HOST:PORT to listen on (port 0: any free port)")
-    parser.add_argument("--token", action="append", default=[], metavar="NAME=TOKEN",
-                        help="accept a remote bot's token (repeatable)")
-    parser.add_argument("--bot", action="append", default=[], metavar="BOT",
-                        help="a seat: built-in name, command, or remote:NAME:TOKEN (repeat once per seat)")
-    parser.add_argument("--games", type=int, default=0, help="games to play with --bot (0: until stopped)")
-    parser.add_argument("--parallel", type=int, default=1, help="games at once with --bot")
-    parser.add_argument("--results", metavar="FILE", help="append one JSON line per finished game")
-    parser.add_argument("--shutdown-grace", type=float, default=10.0, metavar="S",
-                        help="seconds games in flight may take to finish after SIGTERM")
-    play.add_game_options(parser)
-    parser.set_defaults(func=_cmd_serve)
-
-
-def _cmd_serve(args: argparse.Namespace) -> int:
-    from server.errors import UserError
-    from server.logging import configure_logging
-    from server.play import game_settings, parse_bots
-
-    if args.games < 0 or args.parallel < 1:
-        raise UserError("--games must be 0 or more and --parallel 1 or more")
-    tokens = []
-    for item in args.token:
-        name, sep, token = item.partition("=")
-        if not sep or not name or not token:
-            raise UserError(f"--token {item!r}: expected NAME=TOKEN")
-        tokens.append((name, token))
-    bots = parse_bots(args.bot) if args.bot else []
-    settings = game_settings(args, players=len(bots)) if bots else None
-    log_path = configure_logging(args.log_dir, name="serve")
-    return asyncio.run(_serve(args, tokens, bots, settings, log_path))
-
-
-async def _serve(args: argparse.Namespace, tokens: list[tuple[str, str]], bots: list[Any], settings: Any,
-                 log_path: Path | None) -> int:
-    from server.errors import UserError
-    from server.play import make_spec, record_summary
-
-    try:
-        arena = await Arena.start(args.address, ArenaOptions(bot_log_dir=Path(args.log_dir) / "bots"))
-    except ArenaError as err:
-        raise UserError(str(err)) from None
-    for name, token in tokens:
-        arena.register_token(token, name)
-    for bot in bots:
-        if not bot.command and not bot.builtin:
-            arena.register_token(bot.token, bot.name)
-    print(f"craits serve: listening on {arena.target} (logs: {log_path})", flush=True)
-
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-
-    results = Path(args.results) if args.results else None
-    if results is not None:
-        results.parent.mkdir(parents=True, exist_ok=True)
-    counter = itertools.count()
-    finished = 0
-
-    async def worker() -> None:
-        nonlocal finished
-        while not arena.closing:
-            n = next(counter)
-            if args.games and n >= args.games:
-                return
-            spec = make_spec(bots, settings, n, prefix="serve")
-            try:
-                record = await arena.run_game(spec)
-            except ArenaClosed:
-                return
-            finished += 1
-            summary = record_summary(spec, record)
-            if results is not None:
-                _append_line(results, summary)
-            trouble = [f"{seat.bot} {seat.status}" for seat in record.seats if seat.status is not SeatStatus.OK]
-            print(f"craits serve: game {spec.game_id} " + ("aborted: " + record.aborted if record.aborted
-                  else "totals " + " ".join(map(str, record.result.totals)))
-                  + (f"; {', '.join(trouble)} (see --results or the log)" if trouble else ""), flush=True)
-
-    workers = [asyncio.create_task(worker()) for _ in range(args.parallel)] if bots else []
-    all_done = asyncio.ensure_future(asyncio.gather(*workers)) if workers else None
-    waiters: list[asyncio.Future[Any]] = [asyncio.ensure_future(stop.wait())]
-    if all_done is not None:
-        waiters.append(all_done)
-    await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-    print("craits serve: shutting down", flush=True)
-    await arena.shutdown(args.shutdown_grace)
-    if workers:
-        await asyncio.gather(*workers, return_exceptions=True)
-    for w in waiters:
-        w.cancel()
-    print(f"craits serve: stopped after {finished} game(s)", flush=True)
-    return 0
-
-
-def _append_line(path: Path, value: Any) -> None:
-    """One whole JSON line per write, flushed to disk: a crash never leaves half a line."""
-    import json
-
-    data = (json.dumps(value, sort_keys=True) + "\n").encode()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+def listening_text(target: str, remote: Sequence[str]) -> str:
+    """Where bots that connect on their own find the referee, for the one who tells them."""
+    host, _, port = target.rpartition(":")
+    if host in ("0.0.0.0", "::", "[::]"):
+        where = f"{target}, every network interface: bots connect to this machine's address, e.g. {socket.gethostname()}:{port}"
+    else:
+        where = target + (" (this machine only)" if host in ("127.0.0.1", "localhost", "::1", "[::1]") else "")
+    return f"referee listening on {where}; {', '.join(remote)} connect there with their tokens (CRAITS_SERVER, CRAITS_TOKEN)"

@@ -4,32 +4,32 @@ A :class:`Session` is one Play stream: an outbox the stream's writer drains (so 
 bot that stops reading never blocks a game) and a flood bucket. A :class:`Seat`
 is one place at one table: the bot's token and name, its current session (None
 while disconnected), the clock (time bank, strikes) and the counters that become
-its :class:`~server.gamespec.SeatReport`. When a policy is set the seat is played
+its :class:`~server.spec.SeatReport`. When a policy is set the seat is played
 in-process (a built-in bot, or the default policy after a strike-out, a
 disconnect or a bot that never connected).
 
 Nothing here awaits anything but the seat's own mailbox; the game task
-(:mod:`server.referee`) decides what every event means.
+(:mod:`server.game.referee`) decides what every event means.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import enum
 import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-import grpc
 from craits.v1 import referee_pb2 as pb
 
-from server.gamespec import BotSpec, SeatReport, SeatStatus
-from server.policies import Policy
+from server.game.policies import Policy
+from server.spec import BotSpec, SeatReport, SeatStatus
 
 if TYPE_CHECKING:
-    from server.launcher import LaunchedBot
+    from server.transport.launcher import LaunchedBot
 
 _session_ids = itertools.count(1)
 _CLOSE = object()
@@ -103,6 +103,19 @@ only hand starts and ends); only a bot that makes the referee answer it without 
 the answers gets near this."""
 
 
+class StreamEnd(enum.Enum):
+    """Why a bot's stream ends other than OK, named as the gRPC status the transport gives the
+    call (the game loop knows no gRPC; ``server.transport.service`` maps these)."""
+
+    ABORTED = "ABORTED"
+    DEADLINE_EXCEEDED = "DEADLINE_EXCEEDED"
+    FAILED_PRECONDITION = "FAILED_PRECONDITION"
+    INVALID_ARGUMENT = "INVALID_ARGUMENT"
+    RESOURCE_EXHAUSTED = "RESOURCE_EXHAUSTED"
+    UNAUTHENTICATED = "UNAUTHENTICATED"
+    UNAVAILABLE = "UNAVAILABLE"
+
+
 class Session:
     """One bot's Play stream, from its Hello to its end."""
 
@@ -114,7 +127,7 @@ class Session:
         self.bucket = bucket
         self.outbox = Outbox()
         self.closed = False
-        self.status: grpc.StatusCode | None = None
+        self.status: StreamEnd | None = None
         self.details = ""
         self.dropped = 0
         """Messages dropped by flood control."""
@@ -140,7 +153,7 @@ class Session:
         if self.closed:
             return
         self.outbox.clear()
-        self.close(grpc.StatusCode.RESOURCE_EXHAUSTED, why)
+        self.close(StreamEnd.RESOURCE_EXHAUSTED, why)
         if self.release is not None:
             self.release()
 
@@ -169,7 +182,7 @@ class Session:
             )
         )
 
-    def close(self, status: grpc.StatusCode | None = None, details: str = "") -> None:
+    def close(self, status: StreamEnd | None = None, details: str = "") -> None:
         """End the stream after the queued messages (status None: OK)."""
         if self.closed:
             return
@@ -213,7 +226,7 @@ def framed(field: str, message: Any) -> bytes:
     """``RefereeMessage(<field>=message)`` serialised, without copying ``message`` into a
     wrapper first (the hot path: one DecisionRequest per decision; and a broadcast is
     serialised once for every seat). Protobuf's wire format makes the two identical.
-    ``message`` may be already serialised (bytes from :class:`server.wire.GameEncoder`)."""
+    ``message`` may be already serialised (bytes from :class:`server.protocol.wire.GameEncoder`)."""
     body: bytes = message if isinstance(message, bytes) else message.SerializeToString()
     return _FIELD_TAGS[field] + _varint(len(body)) + body
 
@@ -355,7 +368,7 @@ class Seat:
         self.history_sent = 0
         """How many of hand ``history_hand``'s events this seat's bot has been sent."""
         self.game: Any = None
-        """The game (server.referee.GameReferee) this seat belongs to."""
+        """The game (server.game.referee.GameReferee) this seat belongs to."""
         # Counters for the SeatReport.
         self.decisions = 0
         self.timeouts = 0

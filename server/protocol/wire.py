@@ -33,7 +33,7 @@ from server.engine import (
     event_view,
     observe,
 )
-from server.gamespec import Clocks
+from server.spec import Clocks
 
 PROTOCOL_VERSION = pb.PROTOCOL_VERSION_CURRENT
 

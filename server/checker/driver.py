@@ -1,7 +1,7 @@
 """`craits check-bot -- COMMAND ...`: run a bot through scripted games and report what it got wrong.
 
 The checker is a referee of its own, independent of the real one, so it can put
-the bot in exact situations (``server.checker_scenarios``): it opens a gRPC
+the bot in exact situations (``server.checker.scenarios``): it opens a gRPC
 server on a loopback port, launches the bot with the usual environment
 (``CRAITS_SERVER``, ``CRAITS_TOKEN``, ``CRAITS_BOT_NAME``), expects its Hello,
 then plays scenario games that reach every kind of decision and the error paths
@@ -13,37 +13,41 @@ exit status is 0 only when nothing failed.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
-import enum
 import itertools
-import json
 import os
 import random
 import secrets
 import shlex
 import shutil
 import signal
-import sys
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
 from craits.v1 import referee_pb2 as pb
 from craits.v1 import referee_pb2_grpc
 
-from server import __version__, wire
-from server.checker_scenarios import BOT_SEAT_NAME, SCENARIOS, Mode, Scenario
-from server.engine import ACTIONS, ActionKind, DecisionKind, GameState, IllegalActionError
-from server.engine.actions import DRAW_ID, is_announced_play
+from server import __version__
+from server.checker.report import TAIL_LINES, Check, Report, Status
+from server.checker.scenarios import BOT_SEAT_NAME, SCENARIOS, Mode, Scenario
+from server.engine import (
+    ACTIONS,
+    DRAW_ID,
+    ActionKind,
+    DecisionKind,
+    GameState,
+    IllegalActionError,
+    is_announced_play,
+)
 from server.errors import UserError
-from server.gamespec import Clocks
-from server.launcher import command_problem
+from server.protocol import wire
+from server.spec import Clocks
+from server.transport.launcher import command_problem
 
 DEFAULT_TIMEOUT_S = 5.0
 DEFAULT_CONNECT_TIMEOUT_S = 20.0
@@ -52,142 +56,6 @@ LATE_WAIT_S = 0.3
 """How long the late-answer scenario lets a 1 ms decision run before timing it out."""
 MAX_DECISIONS_PER_GAME = 5000
 """A guard against a scenario game that will not end (it never should)."""
-TAIL_LINES = 25
-REPORT_SCHEMA = 1
-
-
-# ---------------------------------------------------------------------------- the report
-
-
-class Status(enum.StrEnum):
-    """A check's verdict. WARN: legal but costly (the exit status stays 0)."""
-
-    PASS = "PASS"
-    WARN = "WARN"
-    FAIL = "FAIL"
-    SKIP = "SKIP"
-
-
-@dataclass
-class Check:
-    """One line of the report. Its status follows from what was recorded on it."""
-
-    key: str
-    title: str
-    expected: str
-    sent: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-    """Each one fails the check."""
-    warnings: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    skipped: str = ""
-    """Why the check was not run (empty when it ran)."""
-    verdict: Status | None = None
-    """A status decided by the check itself (the one-card check); otherwise derived."""
-    more: int = 0
-    """Answers after the ones the check is about (to the end of the scenario's hand)."""
-
-    @property
-    def status(self) -> Status:
-        if self.skipped:
-            return Status.SKIP
-        if self.problems:
-            return Status.FAIL
-        if self.verdict:
-            return self.verdict
-        return Status.WARN if self.warnings else Status.PASS
-
-    _kinds: dict[str, tuple[list[str], int, str, int]] = field(default_factory=dict, repr=False)
-
-    def fail(self, message: str, kind: str = "") -> None:
-        """Record a failure; further ones of the same ``kind`` only add to a count."""
-        self._record(self.problems, message, kind)
-
-    def warn(self, message: str, kind: str = "") -> None:
-        self._record(self.warnings, message, kind)
-
-    def _record(self, into: list[str], message: str, kind: str) -> None:
-        if kind and kind in self._kinds:
-            _, index, first, times = self._kinds[kind]
-            self._kinds[kind] = (into, index, first, times + 1)
-            into[index] = f"{first} (and {times} more like it)"
-        elif message not in into:
-            if kind:
-                self._kinds[kind] = (into, len(into), message, 1)
-            into.append(message)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "key": self.key,
-            "title": self.title,
-            "status": self.status,
-            "sent": self.sent,
-            "expected": self.expected,
-            "problems": self.problems,
-            "warnings": self.warnings,
-            "notes": self.notes,
-            "skipped": self.skipped,
-        }
-
-
-@dataclass
-class Report:
-    command: list[str]
-    checks: list[Check]
-    exit_code: int | None = None
-    output_tail: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-
-    def count(self, status: Status) -> int:
-        return sum(1 for c in self.checks if c.status == status)
-
-    @property
-    def ok(self) -> bool:
-        """Nothing failed (a check is only ever skipped after another one failed)."""
-        return self.count(Status.FAIL) == 0
-
-    def check(self, key: str) -> Check:
-        return next(c for c in self.checks if c.key == key)
-
-    def summary(self) -> str:
-        passed, warned = self.count(Status.PASS), self.count(Status.WARN)
-        failed, skipped = self.count(Status.FAIL), self.count(Status.SKIP)
-        text = f"{passed} passed, {warned} warning{'s' if warned != 1 else ''}, {failed} failed"
-        if skipped:
-            text += f", {skipped} not run"
-        return text
-
-    def render(self) -> str:
-        lines = [f"craits check-bot: {shlex.join(self.command)}"]
-        for c in self.checks:
-            if c.skipped:
-                lines.append(f"{c.status}  {c.title}: not run ({c.skipped})")
-                continue
-            sent = "; ".join(c.sent) if c.sent else "nothing"
-            notes = f" ({'; '.join(c.notes)})" if c.notes else ""
-            lines.append(f"{c.status}  {c.title}: sent {sent}; expected {c.expected}{notes}")
-            lines.extend(f"      - {p}" for p in c.problems)
-            lines.extend(f"      ! {w}" for w in c.warnings)
-        if not self.ok and self.output_tail:
-            lines.append(f"last {len(self.output_tail)} lines of the bot's output (stdout and stderr):")
-            lines.extend(f"  | {line}" for line in self.output_tail)
-        lines.append(f"{self.summary()} ({self.seconds:.1f} s)")
-        return "\n".join(lines)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "schema": REPORT_SCHEMA,
-            "command": self.command,
-            "ok": self.ok,
-            "passed": self.count(Status.PASS),
-            "warnings": self.count(Status.WARN),
-            "failed": self.count(Status.FAIL),
-            "not_run": self.count(Status.SKIP),
-            "checks": [c.to_dict() for c in self.checks],
-            "bot_exit_code": self.exit_code,
-            "bot_output_tail": self.output_tail,
-            "seconds": round(self.seconds, 3),
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -994,42 +862,3 @@ def check_bot(command: Sequence[str], options: CheckOptions | None = None) -> Re
     """Run every check against the bot ``command`` launches; the report says what passed."""
     argv = resolve_command(command)
     return asyncio.run(_check(argv, options or CheckOptions()))
-
-
-# ---------------------------------------------------------------------------- the CLI
-
-
-def register_cli(sub: Any) -> None:
-    p = sub.add_parser(
-        "check-bot",
-        help="check that a bot speaks the protocol and the rules: craits check-bot -- COMMAND ...",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S",
-                   help=f"seconds allowed for each answer (default {DEFAULT_TIMEOUT_S:g})")
-    p.add_argument("--connect-timeout", type=float, default=DEFAULT_CONNECT_TIMEOUT_S, metavar="S",
-                   help=f"seconds from launch to the bot's stream opening (default {DEFAULT_CONNECT_TIMEOUT_S:g})")
-    p.add_argument("--exit-timeout", type=float, default=DEFAULT_EXIT_TIMEOUT_S, metavar="S",
-                   help=f"seconds the bot may take to exit once its stream ends (default {DEFAULT_EXIT_TIMEOUT_S:g})")
-    p.add_argument("--seed", type=int, default=1, help="seed of the checker's own players (default 1)")
-    p.add_argument("--json", type=Path, metavar="FILE", help="also write the report as JSON to FILE")
-    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND ...",
-                   help="how to start the bot, after --")
-    p.set_defaults(func=_run)
-
-
-def _run(args: argparse.Namespace) -> int:
-    for name in ("timeout", "connect_timeout", "exit_timeout"):
-        if not getattr(args, name) > 0:
-            raise UserError(f"--{name.replace('_', '-')} must be a positive number of seconds")
-    options = CheckOptions(args.timeout, args.connect_timeout, args.exit_timeout, args.seed)
-    report = check_bot(args.command, options)
-    print(report.render())
-    if args.json:
-        try:
-            args.json.write_text(json.dumps(report.to_json(), indent=2) + "\n")
-        except OSError as err:
-            raise UserError(f"cannot write the JSON report to {args.json}: {err.strerror}") from err
-    sys.stdout.flush()
-    return 0 if report.ok else 1

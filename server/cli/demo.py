@@ -15,7 +15,7 @@ from typing import Any
 
 from server.engine import ConfigError, GameState, make_config
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DEMO_TOURNAMENT = ROOT / "tournaments" / "demo.toml"
 
 

@@ -13,7 +13,7 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from server.engine.actions import DRAW_ID
+from server.engine import ACTIONS, DRAW_ID, ActionKind, card_points, is_announced_play
 
 
 class Policy(Protocol):
@@ -55,12 +55,35 @@ class RandomPolicy:
         return legal[self._rng.randrange(len(legal))]
 
 
+class GreedyPolicy:
+    """Announces "one card" when it can, else plays the card worth the most points;
+    draws or names a suit only when nothing else is legal."""
+
+    name = "greedy"
+
+    def __init__(self, crazy_eights: bool) -> None:
+        self._crazy_eights = crazy_eights
+
+    def choose(self, legal: Sequence[int]) -> int:
+        announced = [a for a in legal if is_announced_play(a)]
+        return max(announced or legal, key=lambda a: (self._worth(a), -a))
+
+    def _worth(self, action_id: int) -> int:
+        action = ACTIONS[action_id]
+        assert action is not None
+        if action.kind is ActionKind.PLAY and action.card is not None:
+            return card_points(int(action.card.rank), self._crazy_eights)
+        return -1
+
+
 _FACTORIES: dict[str, Callable[[int], Policy]] = {
     "default": lambda seed: DefaultPolicy(),
     "first": lambda seed: FirstPolicy(),
     "random": RandomPolicy,
 }
 POLICY_NAMES = tuple(_FACTORIES)
+"""The referee's built-in bots; ``greedy`` needs the game's preset and is played only by the
+in-process runner (tournaments.local)."""
 
 
 def make_policy(name: str, seed: int = 0) -> Policy:

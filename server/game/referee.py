@@ -22,21 +22,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-import socket
-import sys
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from craits.v1 import referee_pb2 as pb
 
-from server import wire
 from server.engine import ACTIONS, GameState, IllegalActionError
 from server.engine.actions import MAX_ACTION_ID
-from server.gamespec import GameRecord, GameSpec, SeatStatus
-from server.logging import bind, bound, get_logger
-from server.policies import DefaultPolicy, default_action
-from server.seats import (
+from server.game.policies import DefaultPolicy, default_action
+from server.game.seats import (
     ABORT,
     CONNECTED,
     DISCONNECTED,
@@ -48,6 +43,9 @@ from server.seats import (
     Wake,
     framed,
 )
+from server.logging import bind, bound, get_logger
+from server.protocol import wire
+from server.spec import GameRecord, GameSpec, SeatStatus
 
 log = get_logger()
 _perf = time.perf_counter
@@ -222,7 +220,7 @@ class GameReferee:
         """The replay writer for ``spec.replay_path`` (None when the spec asks for no replay)."""
         if self.spec.replay_path is None:
             return None
-        from server.replay import ReplayWriter
+        from server.storage.replay import ReplayWriter
 
         return ReplayWriter.for_spec(self.spec, self.state)
 
@@ -600,50 +598,3 @@ class GameReferee:
             statuses=[str(s.status) for s in self.seats],
         )
         return record
-
-
-# --------------------------------------------------------------------------- tournaments
-
-
-@contextlib.asynccontextmanager
-async def tournament_runner(config: Any, out_dir: Any, *, address: str | None = None) -> AsyncIterator[Any]:
-    """The referee as a tournament's game runner (``tournaments.runner`` looks this up).
-
-    Starts an :class:`~server.service.Arena` on ``address`` (default: the file's, see
-    ``TournamentConfig.listen_address``), accepts the remote bots' tokens for the whole
-    tournament, yields ``arena.run_game``, and shuts the server down on the way out (the
-    runner has finished or cancelled its games by then). With remote bots it says on
-    standard error where they connect: they cannot be told otherwise.
-    """
-    from pathlib import Path
-
-    from server.errors import UserError
-    from server.service import Arena, ArenaError, ArenaOptions
-
-    if address is None:
-        listen = getattr(config, "listen_address", None)
-        address = listen() if listen is not None else "127.0.0.1:0"
-    try:
-        arena = await Arena.start(address, ArenaOptions(bot_log_dir=Path(out_dir) / "bots"))
-    except ArenaError as err:
-        raise UserError(f"{err}; choose another with `address = \"HOST:PORT\"` in the file or --address") from None
-    remote = [bot for bot in getattr(config, "bots", ()) if bot.builtin is None and bot.command is None and bot.token]
-    for bot in remote:
-        arena.register_token(bot.token, bot.name)
-    log.info("tournament_referee", address=arena.target, tournament=getattr(config, "name", ""))
-    if remote:
-        print(listening_text(arena.target, [bot.name for bot in remote]), file=sys.stderr, flush=True)
-    try:
-        yield arena.run_game
-    finally:
-        await arena.shutdown(grace_s=0)
-
-
-def listening_text(target: str, remote: Sequence[str]) -> str:
-    """Where bots that connect on their own find the referee, for the one who tells them."""
-    host, _, port = target.rpartition(":")
-    if host in ("0.0.0.0", "::", "[::]"):
-        where = f"{target}, every network interface: bots connect to this machine's address, e.g. {socket.gethostname()}:{port}"
-    else:
-        where = target + (" (this machine only)" if host in ("127.0.0.1", "localhost", "::1", "[::1]") else "")
-    return f"referee listening on {where}; {', '.join(remote)} connect there with their tokens (CRAITS_SERVER, CRAITS_TOKEN)"

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from server.gamespec import GameRecord
+from server.spec import GameRecord
 
 SCHEMA_VERSION = 1
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import secrets
 import shlex
 import sys
@@ -21,9 +22,11 @@ from typing import Any
 
 from server.engine import ConfigError, GameConfig, make_config
 from server.errors import UserError
-from server.gamespec import BotSpec, Clocks, GameRecord, GameSpec
-from server.launcher import command_problem
-from server.policies import POLICY_NAMES
+from server.game.policies import POLICY_NAMES
+from server.logging import configure_logging
+from server.spec import BotSpec, Clocks, GameRecord, GameSpec
+from server.transport.launcher import command_problem
+from server.transport.service import Arena, ArenaError, ArenaOptions, listening_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,7 +247,6 @@ def register_cli(subparsers: Any) -> None:
 
 
 def _cmd_play(args: argparse.Namespace) -> int:
-    from server.logging import configure_logging
 
     if args.games < 1:
         raise UserError("--games must be 1 or more")
@@ -255,9 +257,6 @@ def _cmd_play(args: argparse.Namespace) -> int:
 
 
 async def _play(args: argparse.Namespace, bots: list[BotSpec], settings: GameSettings) -> int:
-    import json
-
-    from server.service import Arena, ArenaError, ArenaOptions
 
     bot_logs = Path(args.log_dir) / "bots"
     try:
@@ -268,8 +267,6 @@ async def _play(args: argparse.Namespace, bots: list[BotSpec], settings: GameSet
     for bot in remote:
         arena.register_token(bot.token, bot.name)
     if remote:
-        from server.referee import listening_text
-
         print(listening_text(arena.target, [bot.name for bot in remote]), file=sys.stderr, flush=True)
     wins: dict[str, float] = {b.name: 0.0 for b in bots}
     places: dict[str, list[int]] = {b.name: [] for b in bots}

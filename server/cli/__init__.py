@@ -1,32 +1,26 @@
-"""`craits ...`: the one command-line entry point.
+"""`craits ...`: every sub-command, and nothing else.
 
-Each concern registers its own sub-commands (``register_cli(subparsers)`` in its
-module); this file only assembles them and turns user mistakes into one-line
-errors with exit code 2 instead of tracebacks.
+Each module here is one command group: it declares its arguments, turns them into plain
+values, and calls the core (which never sees an ``argparse.Namespace``). This file
+assembles them and turns user mistakes into one-line errors with exit code 2 instead of
+tracebacks.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from collections.abc import Sequence
 
 from server import __version__
+from server.cli import check_bot, demo, play, replay, serve, tournament
 from server.engine import ConfigError
 from server.errors import UserError
 
 __all__ = ["UserError", "build_parser", "main"]
 
-# Modules that contribute sub-commands; each has register_cli(subparsers).
-_COMMAND_MODULES = (
-    "server.demo",
-    "server.service",
-    "server.play",
-    "server.checker",
-    "server.replay",
-    "tournaments.cli",
-)
+_COMMAND_GROUPS = (demo, serve, play, check_bot, replay, tournament)
+"""In the order ``craits --help`` lists them."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,14 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"craits-arena {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in _COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as err:
-            if err.name and (name == err.name or name.startswith(err.name + ".")):  # not built yet
-                continue
-            raise
-        module.register_cli(sub)
+    for group in _COMMAND_GROUPS:
+        group.register_cli(sub)
     return parser
 
 
@@ -61,7 +49,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("craits: interrupted", file=sys.stderr)
         return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,55 @@
+"""``craits check-bot -- COMMAND ...``: drive a bot through every kind of decision and report."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from server.checker import driver
+from server.checker.driver import (
+    DEFAULT_CONNECT_TIMEOUT_S,
+    DEFAULT_EXIT_TIMEOUT_S,
+    DEFAULT_TIMEOUT_S,
+    CheckOptions,
+    check_bot,
+)
+from server.errors import UserError
+
+
+def register_cli(sub: Any) -> None:
+    p = sub.add_parser(
+        "check-bot",
+        help="check that a bot speaks the protocol and the rules: craits check-bot -- COMMAND ...",
+        description=driver.__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S",
+                   help=f"seconds allowed for each answer (default {DEFAULT_TIMEOUT_S:g})")
+    p.add_argument("--connect-timeout", type=float, default=DEFAULT_CONNECT_TIMEOUT_S, metavar="S",
+                   help=f"seconds from launch to the bot's stream opening (default {DEFAULT_CONNECT_TIMEOUT_S:g})")
+    p.add_argument("--exit-timeout", type=float, default=DEFAULT_EXIT_TIMEOUT_S, metavar="S",
+                   help=f"seconds the bot may take to exit once its stream ends (default {DEFAULT_EXIT_TIMEOUT_S:g})")
+    p.add_argument("--seed", type=int, default=1, help="seed of the checker's own players (default 1)")
+    p.add_argument("--json", type=Path, metavar="FILE", help="also write the report as JSON to FILE")
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND ...",
+                   help="how to start the bot, after --")
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    for name in ("timeout", "connect_timeout", "exit_timeout"):
+        if not getattr(args, name) > 0:
+            raise UserError(f"--{name.replace('_', '-')} must be a positive number of seconds")
+    options = CheckOptions(args.timeout, args.connect_timeout, args.exit_timeout, args.seed)
+    report = check_bot(args.command, options)
+    print(report.render())
+    if args.json:
+        try:
+            args.json.write_text(json.dumps(report.to_json(), indent=2) + "\n")
+        except OSError as err:
+            raise UserError(f"cannot write the JSON report to {args.json}: {err.strerror}") from err
+    sys.stdout.flush()
+    return 0 if report.ok else 1

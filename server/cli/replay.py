@@ -1,0 +1,117 @@
+"""``craits replay verify|show|html``."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from server.errors import UserError
+from server.storage.replay.format import REPLAY_SUFFIX, ReplayError
+from server.storage.replay.reader import read_replay
+from server.storage.replay.verify import verify_replay
+from server.viewer.pages import index_entry, write_html, write_index_html
+from server.viewer.walkthrough import format_walkthrough
+
+JsonDict = dict[str, Any]
+
+# --------------------------------------------------------------------------- CLI
+
+
+def _replay_files(items: Sequence[str]) -> list[Path]:
+    """Files named on the command line; a directory stands for its *.jsonl files."""
+    files: list[Path] = []
+    for item in items:
+        p = Path(item)
+        if p.is_dir():
+            found = sorted(p.glob(f"*{REPLAY_SUFFIX}"))
+            if not found:
+                raise UserError(f"{item}: no *{REPLAY_SUFFIX} replay files in this directory")
+            files.extend(found)
+        elif p.exists():
+            files.append(p)
+        else:
+            raise UserError(f"{item}: no such file or directory")
+    return files
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    failures = 0
+    for path in _replay_files(args.files):
+        try:
+            summary = verify_replay(path)
+        except ReplayError as err:
+            failures += 1
+            print(f"FAIL {err}", flush=True)
+        else:
+            if not args.quiet:
+                print(summary.line(), flush=True)
+    if failures:
+        print(f"{failures} replay(s) failed verification")
+    return 1 if failures else 0
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    (path,) = _replay_files([args.file])
+    try:
+        replay = read_replay(path)
+    except ReplayError as err:
+        raise UserError(str(err)) from None
+    print(format_walkthrough(replay), end="")
+    return 0
+
+
+def _cmd_html(args: argparse.Namespace) -> int:
+    files = _replay_files(args.files)
+    out = Path(args.output)
+    many = len(files) > 1 or any(Path(f).is_dir() for f in args.files) or out.is_dir()
+    try:
+        if not many:
+            if out.suffix.lower() not in (".html", ".htm"):
+                raise UserError(f"{out}: the output of one replay is an .html file")
+            write_html(files[0], out)
+            print(f"wrote {out}")
+            return 0
+        if out.suffix.lower() in (".html", ".htm"):
+            raise UserError(f"{out}: several replays need an output directory (it gets index.html)")
+        out.mkdir(parents=True, exist_ok=True)
+        entries = []
+        for path in files:
+            name = path.name[: -len(REPLAY_SUFFIX)] if path.name.endswith(REPLAY_SUFFIX) else path.stem
+            page = f"{name}.html"
+            replay = read_replay(path)
+            write_html(replay, out / page, index_href="index.html")
+            entries.append(index_entry(replay, page))
+        write_index_html(entries, out / "index.html", title=args.title)
+    except ReplayError as err:
+        raise UserError(str(err)) from None
+    print(f"wrote {len(entries)} game pages and {out / 'index.html'}")
+    return 0
+
+
+def register_cli(subparsers: Any) -> None:
+    """Add ``craits replay verify|show|html``."""
+    parser = subparsers.add_parser("replay", help="verify, show or view game replays")
+    actions = parser.add_subparsers(dest="replay_command", metavar="ACTION", required=True)
+
+    verify = actions.add_parser(
+        "verify", help="re-simulate replays with the engine and check every event, score and hash"
+    )
+    verify.add_argument("files", nargs="+", metavar="FILE", help="replay files or directories of *.jsonl")
+    verify.add_argument("-q", "--quiet", action="store_true", help="print only failures")
+    verify.set_defaults(func=_cmd_verify)
+
+    show = actions.add_parser("show", help="print a readable walkthrough, hand by hand, with the score sheet")
+    show.add_argument("file", metavar="FILE")
+    show.set_defaults(func=_cmd_show)
+
+    page = actions.add_parser(
+        "html", help="write a self-contained HTML viewer (several files: pages + index)"
+    )
+    page.add_argument("files", nargs="+", metavar="FILE", help="replay files or directories of *.jsonl")
+    page.add_argument(
+        "-o", "--output", required=True, metavar="OUT", help="OUT.html for one replay, else a directory"
+    )
+    page.add_argument("--title", default="Craits games", help="title of the index page")
+    page.set_defaults(func=_cmd_html)

@@ -1,0 +1,131 @@
+"""``craits serve``: the referee for bots that connect on their own, or for games between given bots."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+from server.cli import play
+from server.cli.play import game_settings, make_spec, parse_bots, record_summary
+from server.errors import UserError
+from server.logging import configure_logging
+from server.spec import SeatStatus
+from server.transport.service import Arena, ArenaClosed, ArenaError, ArenaOptions
+
+
+def register_cli(subparsers: Any) -> None:
+    """Add ``craits serve``."""
+    parser = subparsers.add_parser(
+        "serve",
+        help="run the referee (for bots that connect on their own, or for games between given bots)",
+        description=(
+            "Run the gRPC referee until SIGTERM or Ctrl-C. With --bot, play games between the given "
+            "bots (built-in names, commands, or remote:NAME:TOKEN for bots that connect on their own); "
+            "without, serve health and reflection and accept the tokens given with --token. "
+            "On SIGTERM, games in flight get --shutdown-grace seconds to finish; the rest are recorded as aborted."
+        ),
+    )
+    parser.add_argument("--address", default="127.0.0.1:50051", help="HOST:PORT to listen on (port 0: any free port)")
+    parser.add_argument("--token", action="append", default=[], metavar="NAME=TOKEN",
+                        help="accept a remote bot's token (repeatable)")
+    parser.add_argument("--bot", action="append", default=[], metavar="BOT",
+                        help="a seat: built-in name, command, or remote:NAME:TOKEN (repeat once per seat)")
+    parser.add_argument("--games", type=int, default=0, help="games to play with --bot (0: until stopped)")
+    parser.add_argument("--parallel", type=int, default=1, help="games at once with --bot")
+    parser.add_argument("--results", metavar="FILE", help="append one JSON line per finished game")
+    parser.add_argument("--shutdown-grace", type=float, default=10.0, metavar="S",
+                        help="seconds games in flight may take to finish after SIGTERM")
+    play.add_game_options(parser)
+    parser.set_defaults(func=_cmd_serve)
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    if args.games < 0 or args.parallel < 1:
+        raise UserError("--games must be 0 or more and --parallel 1 or more")
+    tokens = []
+    for item in args.token:
+        name, sep, token = item.partition("=")
+        if not sep or not name or not token:
+            raise UserError(f"--token {item!r}: expected NAME=TOKEN")
+        tokens.append((name, token))
+    bots = parse_bots(args.bot) if args.bot else []
+    settings = game_settings(args, players=len(bots)) if bots else None
+    log_path = configure_logging(args.log_dir, name="serve")
+    return asyncio.run(_serve(args, tokens, bots, settings, log_path))
+
+
+async def _serve(args: argparse.Namespace, tokens: list[tuple[str, str]], bots: list[Any], settings: Any,
+                 log_path: Path | None) -> int:
+    try:
+        arena = await Arena.start(args.address, ArenaOptions(bot_log_dir=Path(args.log_dir) / "bots"))
+    except ArenaError as err:
+        raise UserError(str(err)) from None
+    for name, token in tokens:
+        arena.register_token(token, name)
+    for bot in bots:
+        if not bot.command and not bot.builtin:
+            arena.register_token(bot.token, bot.name)
+    print(f"craits serve: listening on {arena.target} (logs: {log_path})", flush=True)
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+
+    results = Path(args.results) if args.results else None
+    if results is not None:
+        results.parent.mkdir(parents=True, exist_ok=True)
+    counter = itertools.count()
+    finished = 0
+
+    async def worker() -> None:
+        nonlocal finished
+        while not arena.closing:
+            n = next(counter)
+            if args.games and n >= args.games:
+                return
+            spec = make_spec(bots, settings, n, prefix="serve")
+            try:
+                record = await arena.run_game(spec)
+            except ArenaClosed:
+                return
+            finished += 1
+            summary = record_summary(spec, record)
+            if results is not None:
+                _append_line(results, summary)
+            trouble = [f"{seat.bot} {seat.status}" for seat in record.seats if seat.status is not SeatStatus.OK]
+            print(f"craits serve: game {spec.game_id} " + ("aborted: " + record.aborted if record.aborted
+                  else "totals " + " ".join(map(str, record.result.totals)))
+                  + (f"; {', '.join(trouble)} (see --results or the log)" if trouble else ""), flush=True)
+
+    workers = [asyncio.create_task(worker()) for _ in range(args.parallel)] if bots else []
+    all_done = asyncio.ensure_future(asyncio.gather(*workers)) if workers else None
+    waiters: list[asyncio.Future[Any]] = [asyncio.ensure_future(stop.wait())]
+    if all_done is not None:
+        waiters.append(all_done)
+    await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    print("craits serve: shutting down", flush=True)
+    await arena.shutdown(args.shutdown_grace)
+    if workers:
+        await asyncio.gather(*workers, return_exceptions=True)
+    for w in waiters:
+        w.cancel()
+    print(f"craits serve: stopped after {finished} game(s)", flush=True)
+    return 0
+
+
+def _append_line(path: Path, value: Any) -> None:
+    """One whole JSON line per write, flushed to disk: a crash never leaves half a line."""
+    data = (json.dumps(value, sort_keys=True) + "\n").encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,1 @@
+"""One game: seats and clocks, policies, and the referee loop that plays it (no gRPC here)."""

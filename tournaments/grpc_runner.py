@@ -1,0 +1,45 @@
+"""The referee as a tournament's game runner: an :class:`~server.transport.service.Arena`
+that plays each scheduled game, with the remote bots' tokens accepted for the whole run."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from server.errors import UserError
+from server.logging import get_logger
+from server.transport.service import Arena, ArenaError, ArenaOptions, listening_text
+
+log = get_logger()
+
+
+@contextlib.asynccontextmanager
+async def tournament_runner(config: Any, out_dir: Any, *, address: str | None = None) -> AsyncIterator[Any]:
+    """The referee as a tournament's game runner (``tournaments.runner`` looks this up).
+
+    Starts an :class:`~server.transport.service.Arena` on ``address`` (default: the file's, see
+    ``TournamentConfig.listen_address``), accepts the remote bots' tokens for the whole
+    tournament, yields ``arena.run_game``, and shuts the server down on the way out (the
+    runner has finished or cancelled its games by then). With remote bots it says on
+    standard error where they connect: they cannot be told otherwise.
+    """
+    if address is None:
+        listen = getattr(config, "listen_address", None)
+        address = listen() if listen is not None else "127.0.0.1:0"
+    try:
+        arena = await Arena.start(address, ArenaOptions(bot_log_dir=Path(out_dir) / "bots"))
+    except ArenaError as err:
+        raise UserError(f"{err}; choose another with `address = \"HOST:PORT\"` in the file or --address") from None
+    remote = [bot for bot in getattr(config, "bots", ()) if bot.builtin is None and bot.command is None and bot.token]
+    for bot in remote:
+        arena.register_token(bot.token, bot.name)
+    log.info("tournament_referee", address=arena.target, tournament=getattr(config, "name", ""))
+    if remote:
+        print(listening_text(arena.target, [bot.name for bot in remote]), file=sys.stderr, flush=True)
+    try:
+        yield arena.run_game
+    finally:
+        await arena.shutdown(grace_s=0)
