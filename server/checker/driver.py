@@ -41,10 +41,10 @@ from server.engine import (
     ActionKind,
     DecisionKind,
     GameState,
-    IllegalActionError,
     is_announced_play,
 )
 from server.errors import UserError
+from server.game.judge import judge_answer
 from server.protocol import wire
 from server.spec import Clocks
 from server.transport.launcher import command_problem
@@ -273,6 +273,8 @@ class _Table:
     policy: random.Random
     history_from: int = 0
     """Events of this hand the bot has already received."""
+    strikes: int = 0
+    """Refused answers in this game (the referee counts them the same way)."""
 
 
 class _Checker:
@@ -305,11 +307,13 @@ class _Checker:
             self.stream.outbound.put_nowait(pb.RefereeMessage(**message))
 
     async def _error(
-        self, code: int, message: str, *, game_id: str = "", decision_id: int = 0, rule: str = "", fatal: bool = False
+        self, code: int, message: str, *, game_id: str = "", decision_id: int = 0, rule: str = "", fatal: bool = False,
+        strikes: int = 0,
     ) -> None:
         await self._send(
             error=pb.Error(
-                code=code, message=message, rule=rule, game_id=game_id, decision_id=decision_id, fatal=fatal
+                code=code, message=message, rule=rule, game_id=game_id, decision_id=decision_id, fatal=fatal,
+                strikes=strikes,
             )
         )
 
@@ -487,46 +491,33 @@ class _Checker:
                 self._closed[did] = "answered"
                 self._note_one_card(aid, legal)
                 return _Answered(aid, said)
-            if is_announced_play(aid) and aid - 1 in legal:
-                check.warn(
-                    f"sent {_text(aid)} (id {aid}), which was not offered: the referee takes it as "
-                    f"{_text(aid - 1)} (an announcement on a play that does not leave one card is ignored, "
-                    "rule 7.1), but answer with an id from the list",
-                    kind="unoffered-announcement",
-                )
+            judgement = judge_answer(t.state, legal, aid)  # exactly as the referee judges it
+            if not judgement.refused:
+                assert judgement.action is not None
+                check.warn(f"sent {_text(aid)} (id {aid}): {judgement.message}; answer with an id from the list",
+                           kind="unoffered-announcement")
                 self._closed[did] = "answered"
-                return _Answered(aid - 1, said)
-            reason, rule = self._why_illegal(t.state, aid)
+                return _Answered(judgement.action, said)
+            t.strikes += 1
             check.fail(
                 f"sent {_text(aid)} (id {aid}) to {what}, which is not among the legal actions "
-                f"[{_texts(legal)}]: {reason}",
-                kind="illegal",
+                f"[{_texts(legal)}]: {judgement.message} (a strike)",
+                kind="malformed" if judgement.malformed else "illegal",
             )
+            message = f"{judgement.message} (strike {t.strikes} of {self.clocks.max_strikes})"
             if len(said) >= 2:
                 default = _default_action(legal)
                 self._closed[did] = "answered"
                 said[-1] += f" (refused again: the checker played {_text(default)})"
-                await self._error(
-                    pb.ERROR_CODE_ILLEGAL_ACTION,
-                    f"{reason}; a second illegal answer: played {_text(default)}",
-                    rule=rule,
-                    game_id=t.game_id,
-                    decision_id=did,
-                )
+                await self._error(judgement.code, f"{message}; a second refused answer: the checker played "
+                                  f"{_text(default)}", rule=judgement.rule, game_id=t.game_id, decision_id=did,
+                                  strikes=t.strikes)
                 return _Answered(default, said)
             said[-1] += " (refused)"
-            await self._error(pb.ERROR_CODE_ILLEGAL_ACTION, reason, rule=rule, game_id=t.game_id, decision_id=did)
+            await self._error(judgement.code, message, rule=judgement.rule, game_id=t.game_id, decision_id=did,
+                              strikes=t.strikes)
             await self._send(decision=_repeated(request))
             deadline = loop.time() + self.options.timeout_s
-
-    @staticmethod
-    def _why_illegal(state: GameState, aid: int) -> tuple[str, str]:
-        with contextlib.suppress(IndexError, TypeError):  # an id the engine cannot even index
-            try:
-                state.clone().apply(aid)
-            except IllegalActionError as err:
-                return f"{err.reason} (rule {err.rule})", err.rule
-        return f"no action has id {aid}", "3"
 
     async def _stale(self, answer: pb.Answer, check: Check, game_id: str, did: int) -> bool:
         """Refuse an answer to a decision that is not open; True if it named no decision ever closed."""

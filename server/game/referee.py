@@ -28,8 +28,8 @@ from typing import Any, Protocol
 
 from craits.v1 import referee_pb2 as pb
 
-from server.engine import ACTIONS, GameState, IllegalActionError
-from server.engine.actions import MAX_ACTION_ID
+from server.engine import ACTIONS, GameState
+from server.game.judge import Judgement, judge_answer
 from server.game.policies import DefaultPolicy, default_action
 from server.game.seats import (
     ABORT,
@@ -431,7 +431,13 @@ class GameReferee:
                     continue
                 answer = item.answer
                 action_id = answer.action_id
-                if action_id in legal:
+                judgement = None if action_id in legal else judge_answer(state, legal, action_id)
+                if judgement is not None and not judgement.refused:
+                    assert judgement.action is not None
+                    action_id = judgement.action  # the announced form of an offered play (rule 7.1)
+                    self._event(seat, judgement.message)
+                    notes.append(judgement.note)
+                if judgement is None or not judgement.refused:
                     elapsed = item.at - sent
                     think = min(answer.think_us / 1e6, max(0.0, item.at - last_sent))
                     transport = max(0.0, elapsed - think)
@@ -443,10 +449,9 @@ class GameReferee:
                     seat.think_s += think
                     seat.transport_s += transport
                     return action_id, status, think, transport, "; ".join(notes) if notes else ""
-                refused = self._refuse(seat, decision_id, action_id)
-                notes.append(refused)
+                notes.append(self._refuse(seat, decision_id, judgement))
                 if seat.strikes >= clocks.max_strikes:
-                    return self._strike_out(seat, legal, notes, "malformed" if refused.startswith("malformed") else "illegal")
+                    return self._strike_out(seat, legal, notes, "malformed" if judgement.malformed else "illegal")
                 now = last_sent = _perf()
                 elapsed = now - sent
                 self._send_request(
@@ -476,35 +481,20 @@ class GameReferee:
                     f"decision {item.answer.decision_id} was already settled; this answer changes nothing",
                 )
 
-    def _refuse(self, seat: Seat, decision_id: int, action_id: int) -> str:
-        """Tell the bot why its answer was refused, count the strike; return a note for the replay."""
+    def _refuse(self, seat: Seat, decision_id: int, judgement: Judgement) -> str:
+        """Tell the bot why its answer was refused (:func:`server.game.judge.judge_answer`),
+        count the strike; return a note for the replay."""
         seat.strikes += 1
-        if action_id > MAX_ACTION_ID or ACTIONS[action_id] is None:
+        if judgement.malformed:
             seat.malformed += 1
-            code = pb.ERROR_CODE_MALFORMED
-            rule = "3"
-            message = (
-                f"action id {action_id} names no action; answer with one of the LegalAction ids of the request "
-                f"({', '.join(str(a) for a in self.state.legal_action_ids()[:12])}"
-                f"{', ...' if len(self.state.legal_action_ids()) > 12 else ''})"
-            )
-            note = f"malformed answer: action id {action_id}"
         else:
             seat.illegal += 1
-            code = pb.ERROR_CODE_ILLEGAL_ACTION
-            try:
-                self.state.apply(action_id)  # not legal, so it raises and changes nothing
-            except IllegalActionError as err:
-                message, rule = str(err), err.rule
-            else:  # pragma: no cover - apply() refuses every id outside the legal list
-                raise AssertionError(f"action {action_id} was applied although it was not legal")
-            note = f"illegal answer: {ACTIONS[action_id]}"
-        message += f" (strike {seat.strikes} of {self.clocks.max_strikes})"
-        self._event(seat, f"{note}: {message}")
+        message = f"{judgement.message} (strike {seat.strikes} of {self.clocks.max_strikes})"
+        self._event(seat, f"{judgement.note}: {message}")
         if seat.session is not None:
-            seat.session.send_error(code, message, rule=rule, game_id=self.game_id, decision_id=decision_id,
-                                    strikes=seat.strikes)
-        return note
+            seat.session.send_error(judgement.code, message, rule=judgement.rule, game_id=self.game_id,
+                                    decision_id=decision_id, strikes=seat.strikes)
+        return judgement.note
 
     def _timed_out(self, seat: Seat, decision_id: int, legal: list[int], notes: list[str]) -> tuple[int, str, None, None, str]:
         seat.timeouts += 1
