@@ -30,7 +30,6 @@ from __future__ import annotations
 import difflib
 import math
 import re
-import sys
 import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -39,6 +38,7 @@ from typing import Any
 from server.engine import ConfigError, GameConfig, make_config
 from server.errors import UserError
 from server.spec import BotSpec, Clocks
+from server.transport.commands import bot_command
 from tournaments.schedule import games_per_deal
 
 MIN_TABLE, MAX_TABLE = 2, 5
@@ -429,8 +429,7 @@ def address_problem(address: str) -> str | None:
 
 
 def _portable_command(command: list[str]) -> list[str]:
-    """``python`` / ``python3`` mean the interpreter running craits, so a bundled
-    bot runs in the same environment on a machine where only one of them exists."""
-    if command[0] in ("python", "python3"):
-        return [sys.executable, *command[1:]]
-    return command
+    """The command as every craits command runs a bot (server.transport.commands): e.g.
+    ``python`` means the interpreter running craits, so a bundled bot runs in the same
+    environment on a machine where only one of python and python3 exists."""
+    return bot_command(command)

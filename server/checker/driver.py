@@ -47,6 +47,7 @@ from server.errors import UserError
 from server.game.judge import judge_answer
 from server.protocol import wire
 from server.spec import Clocks
+from server.transport.commands import bot_command
 from server.transport.launcher import command_problem
 
 DEFAULT_TIMEOUT_S = 5.0
@@ -757,6 +758,7 @@ def resolve_command(command: Sequence[str]) -> list[str]:
         raise UserError("no bot command: use craits check-bot [options] -- COMMAND [ARGS...]")
     if len(argv) == 1 and " " in argv[0] and not shutil.which(argv[0]):
         argv = shlex.split(argv[0])  # the whole command given as one quoted string
+    argv = bot_command(argv)
     problem = command_problem(argv)
     if problem is not None:
         raise UserError(f"cannot run the bot: {problem}")

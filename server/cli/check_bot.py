@@ -17,6 +17,7 @@ from server.checker.driver import (
     check_bot,
 )
 from server.errors import UserError
+from server.transport.commands import bot_command_help
 
 
 def register_cli(sub: Any) -> None:
@@ -24,6 +25,7 @@ def register_cli(sub: Any) -> None:
         "check-bot",
         help="check that a bot speaks the protocol and the rules: craits check-bot -- COMMAND ...",
         description=driver.__doc__,
+        epilog=bot_command_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S",

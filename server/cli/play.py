@@ -20,11 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from server.engine import ConfigError, GameConfig, make_config
+from server.engine import FLAG_NAMES, ConfigError, GameConfig, make_config
 from server.errors import UserError
 from server.game.policies import POLICY_NAMES
 from server.logging import configure_logging
 from server.spec import BotSpec, Clocks, GameRecord, GameSpec
+from server.transport.commands import bot_command, bot_command_help
 from server.transport.launcher import command_problem
 from server.transport.service import Arena, ArenaError, ArenaOptions, listening_text
 
@@ -110,13 +111,7 @@ def parse_bot(text: str) -> BotSpec:
         command = shlex.split(text)
     except ValueError as err:
         raise UserError(f"bot {text!r}: {err}") from None
-    first = Path(command[0])
-    if first.suffix == ".py":
-        if not first.exists():
-            raise UserError(f"bot {text!r}: no such file {first}")
-        command = [sys.executable, *command]
-    elif first.suffix == ".js":
-        command = ["node", *command]
+    command = bot_command(command)
     problem = command_problem(command)
     if problem is not None:
         raise UserError(f"bot {text!r}: {problem}")
@@ -192,12 +187,23 @@ def record_summary(spec: GameSpec, record: GameRecord) -> dict[str, Any]:
 _EVENTS_SHOWN = 3
 
 
+def flag_words(config: GameConfig) -> list[str]:
+    """Every flag that differs from the preset's default for the player count: a true flag by
+    its name, any other as NAME=VALUE (``short_game``, ``seven_hits=next``, ``decks=2``)."""
+    default = make_config(config.preset, config.players).flags
+    words = []
+    for name in FLAG_NAMES:
+        value = getattr(config.flags, name)
+        if value != getattr(default, name):
+            words.append(name if value is True else f"{name}={str(value).lower()}")
+    return words
+
+
 def format_record(spec: GameSpec, record: GameRecord, bot_logs: Path | None = None) -> str:
     """A game's result as a small table, then what went wrong at any seat (its first
     faults and refusals, and where a launched bot's output is, in ``bot_logs``)."""
     cfg = spec.config
-    flags = [k for k, v in (("short_game", cfg.flags.short_game), ("face_cards", cfg.flags.face_cards),
-                            ("voluntary_draw", cfg.flags.voluntary_draw)) if v]
+    flags = flag_words(cfg)
     lines = [f"game {record.game_id}: {cfg.preset}, {cfg.players} players, seed {spec.seed}"
              + (f", {' '.join(flags)}" if flags else "")]
     if record.aborted:
@@ -235,6 +241,7 @@ def register_cli(subparsers: Any) -> None:
         "play",
         help="play one game between bots (built-in names or commands) and print the result",
         description=__doc__,
+        epilog=bot_command_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("bots", nargs="+", metavar="BOT",

@@ -16,6 +16,7 @@ from server.cli.play import game_settings, make_spec, parse_bots, record_summary
 from server.errors import UserError
 from server.logging import configure_logging
 from server.spec import SeatStatus
+from server.transport.commands import bot_command_help
 from server.transport.service import Arena, ArenaClosed, ArenaError, ArenaOptions
 
 
@@ -30,6 +31,7 @@ def register_cli(subparsers: Any) -> None:
             "without, serve health and reflection and accept the tokens given with --token. "
             "On SIGTERM, games in flight get --shutdown-grace seconds to finish; the rest are recorded as aborted."
         ),
+        epilog=bot_command_help(),
     )
     parser.add_argument("--address", default="127.0.0.1:50051", help="HOST:PORT to listen on (port 0: any free port)")
     parser.add_argument("--token", action="append", default=[], metavar="NAME=TOKEN",

@@ -32,6 +32,7 @@ from server.errors import UserError
 from server.game.policies import POLICY_NAMES
 from server.logging import configure_logging
 from server.storage.store import Store, StoreError
+from server.transport.commands import bot_command_help
 from server.transport.launcher import command_problem
 from tournaments.config import TournamentConfig, address_problem, load_config
 from tournaments.grpc_runner import tournament_runner
@@ -70,14 +71,15 @@ def register_cli(subparsers: Any) -> None:
     )
     sub = parser.add_subparsers(dest="tournament_command", metavar="ACTION", required=True)
 
-    run = sub.add_parser("run", help="start a tournament from its TOML file")
+    run = sub.add_parser("run", help="start a tournament from its TOML file", epilog=bot_command_help())
     run.add_argument("file", help="the tournament file, e.g. tournaments/demo.toml")
     run.add_argument("--out", help="output folder (default: the file's output, else logs/<name>)")
     run.add_argument("--overwrite", action="store_true", help="replace an earlier run in the output folder")
     _runner_options(run)
     run.set_defaults(func=cmd_run)
 
-    resume = sub.add_parser("resume", help="play the games a stopped or killed run did not record")
+    resume = sub.add_parser("resume", help="play the games a stopped or killed run did not record",
+                            epilog=bot_command_help())
     resume.add_argument("target", help="the tournament's output folder, or its TOML file")
     resume.add_argument("--out", help="with a FILE: its output folder, if not the default")
     resume.add_argument(
@@ -93,7 +95,8 @@ def register_cli(subparsers: Any) -> None:
     standings.add_argument("--json", metavar="FILE", help="also write the standings (with head to head) as JSON")
     standings.set_defaults(func=cmd_standings)
 
-    plan = sub.add_parser("plan", help="check a tournament file and show its schedule without playing")
+    plan = sub.add_parser("plan", help="check a tournament file and show its schedule without playing",
+                          epilog=bot_command_help())
     plan.add_argument("file")
     plan.set_defaults(func=cmd_plan)
 
@@ -105,7 +108,8 @@ def register_cli(subparsers: Any) -> None:
         "it again, ranked by OpenSkill rating. Bots may join or leave between runs.",
     )
     ladder_sub = ladder.add_subparsers(dest="ladder_command", metavar="ACTION", required=True)
-    ladder_run = ladder_sub.add_parser("run", help="start a ladder, or continue the one in its output folder")
+    ladder_run = ladder_sub.add_parser("run", help="start a ladder, or continue the one in its output folder",
+                                       epilog=bot_command_help())
     ladder_run.add_argument("file", help="a tournament file (its deals and games are not used)")
     ladder_run.add_argument("--out", help="output folder (default: the file's output, else logs/<name>)")
     ladder_run.add_argument(
