@@ -8,6 +8,7 @@ import itertools
 import json
 import os
 import signal
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +75,12 @@ async def _serve(args: argparse.Namespace, tokens: list[tuple[str, str]], bots: 
         if not bot.command and not bot.builtin:
             arena.register_token(bot.token, bot.name)
     print(f"craits serve: listening on {arena.target} (logs: {log_path})", flush=True)
+    hint = "" if bots else " (games start with --bot: one seat per bot, remote:NAME:TOKEN for this one)"
+
+    def waiting(name: str, peer: str) -> None:
+        print(f"craits serve: {name} connected ({peer}) and waits for a game{hint}", file=sys.stderr, flush=True)
+
+    arena.on_waiting_bot = waiting
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -115,6 +115,8 @@ class GameReferee:
         self._changed = asyncio.Event()
         self._names = [s.name for s in self.seats]
         self._replay: Any = None
+        self._end: bytes | None = None
+        """The GameEnd, framed, once the game is over."""
         self._unrecorded: tuple[Any, ...] | None = None
         """The decision last applied, until the replay has it (see :meth:`_record`)."""
         for seat in self.seats:
@@ -242,11 +244,15 @@ class GameReferee:
             if not seat.connected_once and seat.policy is None:
                 seat.status = SeatStatus.NEVER_CONNECTED
                 seat.policy = DefaultPolicy()
-                if seat.process_exited:
-                    why = "its process could not be started" if seat.process is None else "its process exited"
+                if seat.refused:
+                    what = f"refused at Hello ({seat.refused})"
+                elif seat.process_exited:
+                    what = "never connected (" + (
+                        "its process could not be started" if seat.process is None else "its process exited") + ")"
                 else:
-                    why = f"no Hello within {self.clocks.connect_timeout_s:g} s"
-                self._event(seat, f"never connected ({why}): the default policy plays this seat", warn=True)
+                    what = f"never connected (no Hello within {self.clocks.connect_timeout_s:g} s" + (
+                        f"; meanwhile {seat.refused_nearby}" if seat.refused_nearby else "") + ")"
+                self._event(seat, f"{what}: the default policy plays this seat", warn=True)
 
     def _announce(self) -> None:
         self.started = True
@@ -541,6 +547,15 @@ class GameReferee:
 
     # ------------------------------------------------------------------ the end
 
+    def lost_messages(self) -> list[Outgoing]:
+        """What a bot that was away when this (finished) game ended is told on its return:
+        an Error GAME_LOST naming the game, then the game's GameEnd."""
+        assert self._end is not None, "the game is not over"
+        text = f"game {self.game_id} ended while you were away" + (
+            f" (aborted: {self.abort_reason})" if self.abort_reason else "") + ": its GameEnd follows"
+        error = pb.RefereeMessage(error=pb.Error(code=pb.ERROR_CODE_GAME_LOST, message=text, game_id=self.game_id))
+        return [error, self._end]
+
     def _event(self, seat: Seat, what: str, *, warn: bool = False) -> None:
         seat.note(what)
         (log.warning if warn else log.info)("seat_event", seat=seat.index, bot=seat.name, what=what,
@@ -557,6 +572,7 @@ class GameReferee:
             log.exception("game_end_not_encodable")
             end = framed("game_end", pb.GameEnd(game_id=self.game_id, seed=state.seed & (2**64 - 1),
                                                 aborted=aborted or "the result cannot be encoded in the protocol"))
+        self._end = end
         for seat in self.seats:
             if seat.session is not None:
                 if aborted:

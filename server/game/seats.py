@@ -148,12 +148,16 @@ class Session:
 
     def cut_off(self, why: str) -> None:
         """Drop what is queued and end the session now: its seats are let go at once, and the
-        call ends with RESOURCE_EXHAUSTED as soon as its writer is free (a writer blocked on
-        a bot that reads nothing waits for the connection to go)."""
+        call ends, as a lost connection does, with UNAVAILABLE after a non-fatal Error
+        NOT_READING (the bot may reconnect: RESOURCE_EXHAUSTED is kept for what a bot must not
+        do again, a flood or an oversize message) as soon as its writer is free (a writer
+        blocked on a bot that reads nothing waits for the connection to go)."""
         if self.closed:
             return
         self.outbox.clear()
-        self.close(StreamEnd.RESOURCE_EXHAUSTED, why)
+        self.outbox.put_nowait(pb.RefereeMessage(error=pb.Error(
+            code=pb.ERROR_CODE_NOT_READING, message=f"{why}; reconnect with your token and keep reading")))
+        self.close(StreamEnd.UNAVAILABLE, why)
         if self.release is not None:
             self.release()
 
@@ -355,6 +359,10 @@ class Seat:
         self.session: Session | None = None
         self.process: LaunchedBot | None = None
         self.connected_once = False
+        self.refused = ""
+        """Why a Hello with this seat's token was refused (before it ever connected)."""
+        self.refused_nearby = ""
+        """A stream refused before naming a token while this seat waited for its bot."""
         self.disconnected_at: float | None = None
         self.process_exited = False
         self.bank_s = bank_s

@@ -26,7 +26,7 @@ import itertools
 import secrets
 import socket
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,7 +40,7 @@ from grpc_reflection.v1alpha import reflection
 from server import __version__
 from server.game.policies import make_policy
 from server.game.referee import GameReferee
-from server.game.seats import Arrival, Seat, Session, StreamEnd, TokenBucket, is_close, serialize
+from server.game.seats import Arrival, Outgoing, Seat, Session, StreamEnd, TokenBucket, is_close, serialize
 from server.logging import bound, get_logger
 from server.spec import GameRecord, GameSpec
 from server.transport.launcher import DEFAULT_OUTPUT_LIMIT, LaunchedBot, LaunchError
@@ -50,6 +50,11 @@ _perf = time.perf_counter
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["Referee"].full_name
 MAX_NAME = 64
+"""Hello.name: at most this many characters (a longer name is refused, as protocol.md says)."""
+MAX_ABOUT = 200
+"""Hello.about: at most this many characters."""
+MAX_MISSED = 16
+"""Ends of games lost while away kept per token for its bot's return (the latest ones)."""
 
 
 def _shown(text: str) -> str:
@@ -98,6 +103,8 @@ class TokenEntry:
         self.persistent = persistent
         self.seats: list[Seat] = []
         self.session: Session | None = None
+        self.missed: list[Outgoing] = []
+        """What the bot missed while it was away: the ends of games that ended without it."""
 
 
 class RefereeServicer(referee_pb2_grpc.RefereeServicer):  # type: ignore[misc]  # generated, untyped
@@ -162,6 +169,9 @@ class Arena:
         self._decision_ids = itertools.count(1)
         self._game_done: dict[str, asyncio.Event] = {}
         self._closed = asyncio.Event()
+        self.on_waiting_bot: Callable[[str, str], None] | None = None
+        """Called with (bot name, peer) when a bot connects with a token that has no game yet
+        (``craits serve`` says so on standard error)."""
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -244,8 +254,16 @@ class Arena:
             _, late = await asyncio.wait(waits, timeout=self.options.bot_stop_grace_s + 5.0)
             for w in late:
                 w.cancel()
+        # A stream whose games were all played out ends with OK, as a launched bot's does when
+        # its game is over: the referee has nothing more for it. SHUTTING_DOWN is for a stream
+        # whose game was cut short, or that had not said Hello yet.
+        cut_short = {seat.token for game in unfinished for seat in game.seats if not seat.builtin}
         for session in list(self.sessions):
-            if not session.closed:
+            if session.closed:
+                continue
+            if session.token and session.token not in cut_short:
+                session.close()
+            else:
                 session.send_error(pb.ERROR_CODE_SHUTTING_DOWN, "the referee is shutting down", fatal=True)
                 session.close(StreamEnd.UNAVAILABLE, "the referee is shutting down")
         if self.server is not None:
@@ -281,10 +299,16 @@ class Arena:
         if not entry.seats:
             self._drop_token(entry)
 
-    def _drop_token(self, entry: TokenEntry) -> None:
+    def _drop_token(self, entry: TokenEntry, *, cut_short: bool = False) -> None:
         self.tokens.pop(entry.token, None)
-        if entry.session is not None:
-            entry.session.close()  # the games it was scheduled for are over: end the stream with OK
+        session = entry.session
+        if session is None:
+            return
+        if cut_short:  # its game was aborted because the referee is stopping
+            session.send_error(pb.ERROR_CODE_SHUTTING_DOWN, "the referee is shutting down", fatal=True)
+            session.close(StreamEnd.UNAVAILABLE, "the referee is shutting down")
+        else:
+            session.close()  # the games it was scheduled for are over: end the stream with OK
 
     # ------------------------------------------------------------------ games
 
@@ -374,8 +398,12 @@ class Arena:
                 continue
             with contextlib.suppress(ValueError):
                 entry.seats.remove(seat)
+            game = seat.game
+            if entry.persistent and seat.connected_once and seat.session is None and game.over:
+                # It played, left, and was not back before the game ended: tell it on its return.
+                entry.missed = [*entry.missed, *game.lost_messages()][-2 * MAX_MISSED:]
             if not entry.seats and not entry.persistent:
-                self._drop_token(entry)
+                self._drop_token(entry, cut_short=game.abort_code == pb.ERROR_CODE_SHUTTING_DOWN)
 
     async def _launch(self, spec: GameSpec, seat: Seat) -> LaunchedBot | None:
         bot = seat.bot
@@ -411,6 +439,7 @@ class Arena:
                 session.send_error(pb.ERROR_CODE_MALFORMED, f"no Hello within {wait:g} s of opening the stream", fatal=True)
                 session.close(StreamEnd.DEADLINE_EXCEEDED, f"no Hello within {wait:g} s")
                 log.info("stream_refused", peer=session.peer, why="no hello")
+                self._refused(session, "", f"it sent no Hello within {wait:g} s of opening")
                 return
             except StopAsyncIteration:
                 session.close()
@@ -444,8 +473,10 @@ class Arena:
 
     def _hello(self, session: Session, message: pb.BotMessage) -> bool:
         if message.WhichOneof("message") != "hello":
-            session.send_error(pb.ERROR_CODE_MALFORMED, "the first message of a stream must be Hello", fatal=True)
-            session.close(StreamEnd.INVALID_ARGUMENT, "the first message of a stream must be Hello")
+            text = "the first message of a stream must be Hello"
+            session.send_error(pb.ERROR_CODE_MALFORMED, text, fatal=True)
+            session.close(StreamEnd.INVALID_ARGUMENT, text)
+            self._refused(session, "", f"its first message was not Hello ({message.WhichOneof('message') or 'empty'})")
             return False
         hello = message.hello
         if hello.protocol_version != pb.PROTOCOL_VERSION_CURRENT:
@@ -456,12 +487,24 @@ class Arena:
             session.send_error(pb.ERROR_CODE_PROTOCOL_VERSION, text, fatal=True)
             session.close(StreamEnd.FAILED_PRECONDITION, text)
             log.info("stream_refused", peer=session.peer, why="protocol version", version=hello.protocol_version)
+            self._refused(session, hello.token, f"its Hello has protocol version {hello.protocol_version}, not 1")
+            return False
+        too_long = [f"{field} has {len(text)} characters (at most {limit})"
+                    for field, text, limit in (("name", hello.name, MAX_NAME), ("about", hello.about, MAX_ABOUT))
+                    if len(text) > limit]
+        if too_long:
+            text = f"Hello refused: {' and '.join(too_long)}"
+            session.send_error(pb.ERROR_CODE_MALFORMED, text, fatal=True)
+            session.close(StreamEnd.INVALID_ARGUMENT, text)
+            log.info("stream_refused", peer=session.peer, why="hello too long", bot=_shown(hello.name))
+            self._refused(session, hello.token, text)
             return False
         entry = self.tokens.get(hello.token)
         if entry is None:
             session.send_error(pb.ERROR_CODE_UNAUTHENTICATED, "unknown token", fatal=True)
             session.close(StreamEnd.UNAUTHENTICATED, "unknown token")
             log.warning("stream_refused", peer=session.peer, why="unknown token", bot=_shown(hello.name))
+            self._refused(session, "", "its Hello had an unknown token")
             return False
         if self.closing:
             session.send_error(pb.ERROR_CODE_SHUTTING_DOWN, "the referee is shutting down", fatal=True)
@@ -472,7 +515,7 @@ class Arena:
         old = entry.session
         entry.session = session
         if old is not None and not old.closed:
-            old.send_error(pb.ERROR_CODE_UNSPECIFIED, "another stream with this token took over", fatal=True)
+            old.send_error(pb.ERROR_CODE_TAKEN_OVER, "another stream with this token took over", fatal=True)
             old.close(StreamEnd.ABORTED, "another stream with this token took over")
         resumed = any(seat.game.started and not seat.game.over for seat in entry.seats)
         session.send(
@@ -485,11 +528,32 @@ class Arena:
                 )
             )
         )
-        log.info("bot_connected", bot=entry.name, says=_shown(hello.name), about=hello.about[:200],
+        log.info("bot_connected", bot=entry.name, says=hello.name, about=hello.about,
                  peer=session.peer, resumed=resumed, games=[s.game.game_id for s in entry.seats])
+        missed, entry.missed = entry.missed, []
+        for item in missed:
+            session.send(item)
         for seat in list(entry.seats):
             seat.game.seat_connected(seat, session)
+        if not entry.seats:
+            log.info("bot_waiting", bot=entry.name, peer=session.peer)
+            if self.on_waiting_bot is not None:
+                self.on_waiting_bot(entry.name, session.peer)
         return True
+
+    def _refused(self, session: Session, token: str, why: str) -> None:
+        """Keep a refused Hello for the report of the seats still waiting for their bot: the
+        seats of ``token`` if it is one of ours, else every waiting seat (a stream refused
+        before it named a token may well have been theirs)."""
+        entry = self.tokens.get(token) if token else None
+        entries = [entry] if entry is not None else list(self.tokens.values())
+        for each in entries:
+            for seat in each.seats:
+                if not seat.connected_once:
+                    if entry is not None:
+                        seat.refused = why
+                    else:
+                        seat.refused_nearby = f"a stream from {session.peer} was refused: {why}"
 
     def session_ended(self, session: Session, why: str) -> None:
         """A stream is over: its seats are disconnected (their games decide what that means)."""

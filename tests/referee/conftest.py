@@ -160,9 +160,10 @@ class Client:
                     await self.answer(message.decision, message.decision.legal_actions[0].id)
 
     async def status(self) -> grpc.StatusCode:
+        """Read the stream to its end (the messages are kept in ``seen``) and return its status."""
         with contextlib.suppress(grpc.aio.AioRpcError, EOFError):
-            while await self.call.read() is not grpc.aio.EOF:
-                pass
+            while (message := await self.call.read()) is not grpc.aio.EOF:
+                self.seen.append(message)
         return await self.call.code()
 
     async def close(self) -> None:

@@ -289,8 +289,10 @@ def test_a_process_a_bot_started_outside_its_group_does_not_outlive_the_game(tmp
     assert gone_within(pid), "the escaped child outlived its game"
 
 
-def test_a_stream_cut_off_for_not_reading_ends_with_resource_exhausted_and_frees_its_seat() -> None:
-    """What Session.send does to a bot with too many unread messages, on a real stream."""
+def test_a_stream_cut_off_for_not_reading_ends_as_a_disconnect_with_unavailable_and_frees_its_seat() -> None:
+    """What Session.send does to a bot with too many unread messages, on a real stream: a
+    non-fatal Error NOT_READING, then UNAVAILABLE (the bot may reconnect), never
+    RESOURCE_EXHAUSTED, which says "do not reconnect" (a flood)."""
     me = remote("me")
 
     async def body(arena):
@@ -302,10 +304,11 @@ def test_a_stream_cut_off_for_not_reading_ends_with_resource_exhausted_and_frees
         status = await client.status()
         details = await client.call.details()
         await client.close()
-        return status, details, await game
+        return status, details, await game, errors(client.seen)
 
-    status, details, record = with_arena(body)
-    assert status == grpc.StatusCode.RESOURCE_EXHAUSTED and "not reading its stream" in details
+    status, details, record, refused = with_arena(body)
+    assert status == grpc.StatusCode.UNAVAILABLE and "not reading its stream" in details
+    assert [(e.code, e.fatal) for e in refused] == [(pb.ERROR_CODE_NOT_READING, False)]
     seat = record.seats[0]
     assert seat.status is SeatStatus.DISCONNECTED and not record.aborted
     assert "disconnected: 1024 messages left unread: the bot is not reading its stream" in seat.events

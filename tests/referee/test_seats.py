@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+from craits.v1 import referee_pb2 as pb
+
 from server.game.seats import CONNECTED, Mailbox
 
 
@@ -96,8 +98,8 @@ def test_close_cancels_the_pending_timer() -> None:
 
 
 def test_a_bot_that_leaves_too_many_messages_unread_is_cut_off_at_once() -> None:
-    """Its queue is dropped for a closing marker (RESOURCE_EXHAUSTED), and its seats are let
-    go now: its writer may be stuck on a bot that reads nothing."""
+    """Its queue is dropped for an Error NOT_READING and a closing marker (UNAVAILABLE: it may
+    reconnect), and its seats are let go now: its writer may be stuck on a bot that reads nothing."""
 
 
     from server.game.seats import MAX_QUEUED, Session, StreamEnd, TokenBucket, is_close
@@ -112,9 +114,12 @@ def test_a_bot_that_leaves_too_many_messages_unread_is_cut_off_at_once() -> None
     session.send(b"and another")
 
     assert queued_at_limit == MAX_QUEUED
-    assert session.closed and session.status is StreamEnd.RESOURCE_EXHAUSTED
+    assert session.closed and session.status is StreamEnd.UNAVAILABLE
     assert released == [f"{MAX_QUEUED} messages left unread: the bot is not reading its stream"]
-    assert len(session.outbox) == 1 and is_close(run(session.outbox.get()))
+    assert len(session.outbox) == 2
+    error = run(session.outbox.get()).error
+    assert (error.code, error.fatal) == (pb.ERROR_CODE_NOT_READING, False)
+    assert is_close(run(session.outbox.get()))
 
 
 def test_nothing_a_closed_stream_sends_counts_for_its_seat() -> None:
