@@ -54,3 +54,13 @@ def test_each_command_that_takes_a_bot_command_states_the_rule_in_its_help(
         run_cli(capsys, *argv, "--help")
     out = " ".join(capsys.readouterr().out.split())
     assert " ".join(BOT_COMMAND_RULE.split()) in out
+
+
+def test_check_bot_runs_the_readme_s_demo_command_without_an_activated_venv(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The field trial's case: a PATH without the venv, and the demo's own bot command."""
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    code, out, err = run_cli(capsys, "check-bot", "--", *DEMO)
+    assert code == 0, out + err
+    assert " 0 failed " in out.splitlines()[-1]
