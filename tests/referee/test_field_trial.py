@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import queue
 import re
 import signal
@@ -15,12 +16,14 @@ import time
 from pathlib import Path
 
 import grpc
+import pytest
 from craits.v1 import referee_pb2 as pb
 from craits.v1 import referee_pb2_grpc
 
 from server.cli.play import flag_words, format_record
 from server.engine import make_config
 from server.spec import Clocks, GameSpec, SeatStatus
+from tests.bots.commands import EXAMPLE_BOTS, need_node
 
 from .conftest import OPTIONS, Client, builtin, errors, remote, spec, with_arena
 from .test_protocol_doc import PATIENT, drain, flooded, game_lost, long_hello, not_reading, taken_over
@@ -316,3 +319,23 @@ def test_10_the_play_header_names_every_flag_that_is_not_the_default() -> None:
     assert header == "game g: craits, 4 players, seed 3, voluntary_draw seven_hits=next strip_kings_queens decks=2"
     assert flag_words(make_config("craits", 7)) == []  # two decks are the default for 7 players
 
+
+
+@pytest.mark.parametrize("kit", ["py-random", "js-random"])
+def test_1_the_bundled_bots_connecting_on_their_own_exit_0_by_themselves_after_a_clean_craits_play(
+    tmp_path: Path, kit: str
+) -> None:
+    command = EXAMPLE_BOTS[kit]
+    if kit.startswith("js"):
+        need_node()
+    proc, lines = _craits("play", "remote:me:SECRET-K", "random", "--flag", "short_game=true",
+                          "--log-dir", str(tmp_path))
+    try:
+        target = _wait_for(lines, LISTENING).group(1)
+        bot = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120,
+                             env={**os.environ, "CRAITS_SERVER": target, "CRAITS_TOKEN": "SECRET-K"})
+        assert proc.wait(timeout=60) == 0
+    finally:
+        proc.kill()
+    assert bot.returncode == 0, bot.stderr
+    assert "SHUTTING_DOWN" not in bot.stderr and "referee error" not in bot.stderr, bot.stderr
