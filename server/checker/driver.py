@@ -397,10 +397,12 @@ class _Checker:
                 pb.ERROR_CODE_UNAUTHENTICATED, "unknown token", grpc.StatusCode.UNAUTHENTICATED
             )
             return False
-        if len(hello.name) > 64:  # worth fixing, but no reason to stop checking
-            check.fail(f"Hello.name has {len(hello.name)} characters; at most 64 are allowed")
+        if len(hello.name) > 64:  # the referee refuses such a Hello; the checker goes on to check the rest
+            check.fail(f"Hello.name has {len(hello.name)} characters; at most 64 are allowed (the referee "
+                       "refuses a longer one: MALFORMED, fatal)")
         if len(hello.about) > 200:
-            check.fail(f"Hello.about has {len(hello.about)} characters; at most 200 are allowed")
+            check.fail(f"Hello.about has {len(hello.about)} characters; at most 200 are allowed (the referee "
+                       "refuses a longer one: MALFORMED, fatal)")
         if not hello.name:
             check.notes.append("Hello.name is empty: the referee will use the tournament's name for the bot")
         self.bot_name = hello.name or BOT_SEAT_NAME
