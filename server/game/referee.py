@@ -116,6 +116,8 @@ class GameReferee:
         self._names = [s.name for s in self.seats]
         self._replay: Any = None
         self._end: bytes | None = None
+        self.aborted = ""
+        """Why the game was stopped short (an abort or a cancellation), once it is over."""
         """The GameEnd, framed, once the game is over."""
         self._unrecorded: tuple[Any, ...] | None = None
         """The decision last applied, until the replay has it (see :meth:`_record`)."""
@@ -573,6 +575,7 @@ class GameReferee:
             end = framed("game_end", pb.GameEnd(game_id=self.game_id, seed=state.seed & (2**64 - 1),
                                                 aborted=aborted or "the result cannot be encoded in the protocol"))
         self._end = end
+        self.aborted = aborted
         for seat in self.seats:
             if seat.session is not None:
                 if aborted:

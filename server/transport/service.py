@@ -103,6 +103,9 @@ class TokenEntry:
         self.persistent = persistent
         self.seats: list[Seat] = []
         self.session: Session | None = None
+        self.cut_short = False
+        """Its last game ended aborted (e.g. a tournament interrupted): at shutdown its stream
+        ends with SHUTTING_DOWN rather than OK."""
         self.missed: list[Outgoing] = []
         """What the bot missed while it was away: the ends of games that ended without it."""
 
@@ -258,6 +261,7 @@ class Arena:
         # its game is over: the referee has nothing more for it. SHUTTING_DOWN is for a stream
         # whose game was cut short, or that had not said Hello yet.
         cut_short = {seat.token for game in unfinished for seat in game.seats if not seat.builtin}
+        cut_short |= {entry.token for entry in self.tokens.values() if entry.cut_short}
         for session in list(self.sessions):
             if session.closed:
                 continue
@@ -399,6 +403,7 @@ class Arena:
             with contextlib.suppress(ValueError):
                 entry.seats.remove(seat)
             game = seat.game
+            entry.cut_short = bool(game.aborted)
             if entry.persistent and seat.connected_once and seat.session is None and game.over:
                 # It played, left, and was not back before the game ended: tell it on its return.
                 entry.missed = [*entry.missed, *game.lost_messages()][-2 * MAX_MISSED:]

@@ -4,6 +4,7 @@ project used from a fresh clone. One test (or two) per point, named for what it 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import os
 import queue
@@ -339,3 +340,24 @@ def test_1_the_bundled_bots_connecting_on_their_own_exit_0_by_themselves_after_a
         proc.kill()
     assert bot.returncode == 0, bot.stderr
     assert "SHUTTING_DOWN" not in bot.stderr and "referee error" not in bot.stderr, bot.stderr
+
+
+def test_1_a_token_bot_whose_game_was_cancelled_gets_shutting_down_not_ok() -> None:
+    """A tournament stopped with Ctrl-C cancels its games, then shuts the referee down: the
+    bot's games were not all played out, so its stream does not end with OK."""
+    me = remote("me")
+
+    async def body(arena):
+        arena.register_token(me.token, me.name)
+        client = await Client(arena.target, me.token).open()
+        game = asyncio.create_task(arena.run_game(spec(me, builtin("random"), clocks=PATIENT)))
+        await client.next("decision")
+        game.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await game
+        await arena.shutdown(0)
+        return await drain(client, answer=False)
+
+    seen = with_arena(body)
+    assert seen.status == grpc.StatusCode.UNAVAILABLE
+    assert [(e.code, e.fatal) for e in seen.errors][-1] == (pb.ERROR_CODE_SHUTTING_DOWN, True)
