@@ -38,9 +38,11 @@ const LOADER_OPTIONS = Object.freeze({
 });
 
 // Statuses after which the same token may simply connect again (see the Python kit).
+// RESOURCE_EXHAUSTED is not one: the referee ends a stream with it for a flood or an
+// oversize message, which reconnecting would only repeat (docs/protocol.md).
 const RETRYABLE = new Set([
   grpc.status.UNAVAILABLE, grpc.status.INTERNAL, grpc.status.UNKNOWN,
-  grpc.status.ABORTED, grpc.status.CANCELLED, grpc.status.RESOURCE_EXHAUSTED,
+  grpc.status.ABORTED, grpc.status.CANCELLED,
 ]);
 const REFUSED = new Set([
   grpc.status.UNAUTHENTICATED, grpc.status.FAILED_PRECONDITION,

@@ -34,6 +34,8 @@ class Script:
     """Abort the stream (UNAVAILABLE) right after sending these decision numbers, before the answer."""
     hang: bool = False
     """After Welcome, send nothing more and never close (the bot must be stopped)."""
+    end_with: grpc.StatusCode | None = None
+    """After Welcome, end every stream with this status."""
     seed: int = 5
 
 
@@ -75,6 +77,8 @@ class FakeReferee(referee_pb2_grpc.RefereeServicer):
         resumed = self.started
         yield pb.RefereeMessage(welcome=pb.Welcome(protocol_version=1, server_version="fake", bot_name=hello.name,
                                                    resumed=resumed))
+        if self.script.end_with is not None:
+            context.abort(self.script.end_with, "fake referee: ended on purpose")
         if self.script.hang:
             while context.is_active() and not self.closing.wait(0.05):
                 pass

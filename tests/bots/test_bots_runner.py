@@ -138,3 +138,22 @@ def test_a_failing_choose_is_logged_and_answered_with_the_first_legal_action(lan
     assert "choose() failed" in err and "on purpose" in err
     assert "99999, which is not a legal action id" in err
     assert "answered the first legal action" in err
+
+
+def test_resource_exhausted_is_not_retried_and_a_cut_off_for_not_reading_is(bot: tuple[str, ...]) -> None:
+    """docs/protocol.md: RESOURCE_EXHAUSTED (a flood, an oversize message) says do not reconnect;
+    UNAVAILABLE (a lost connection, or cut off for not reading) says reconnect."""
+    import grpc
+
+    with FakeServer(Script(end_with=grpc.StatusCode.RESOURCE_EXHAUSTED)) as server:
+        code, err = finish(start_bot(bot, "--server", server.address, "--token", "good-token", "--reconnect-s", "5"))
+    assert code == 1, err
+    assert len(server.seen.hellos) == 1, "RESOURCE_EXHAUSTED must not be retried"
+    with FakeServer(Script(end_with=grpc.StatusCode.UNAVAILABLE)) as server:
+        process = start_bot(bot, "--server", server.address, "--token", "good-token")
+        deadline = time.monotonic() + 30
+        while len(server.seen.hellos) < 2 and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.05)
+        process.send_signal(signal.SIGTERM)  # it would reconnect for as long as the referee answers
+        finish(process, timeout=30)
+    assert len(server.seen.hellos) >= 2, "UNAVAILABLE is retried"

@@ -54,7 +54,9 @@ class ExitCode(enum.IntEnum):
     """Ctrl-C."""
 
 
-# Statuses after which the same token may simply connect again.
+# Statuses after which the same token may simply connect again. RESOURCE_EXHAUSTED is not
+# one: the referee ends a stream with it for a flood or an oversize message, which
+# reconnecting would only repeat (a bot cut off for not reading gets UNAVAILABLE).
 _RETRYABLE = frozenset(
     {
         grpc.StatusCode.UNAVAILABLE,
@@ -62,7 +64,6 @@ _RETRYABLE = frozenset(
         grpc.StatusCode.UNKNOWN,
         grpc.StatusCode.ABORTED,
         grpc.StatusCode.CANCELLED,
-        grpc.StatusCode.RESOURCE_EXHAUSTED,
     }
 )
 # Statuses that trying again cannot fix.
