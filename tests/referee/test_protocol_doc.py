@@ -292,3 +292,11 @@ def test_the_referee_produces_each_documented_code_and_status(name: str) -> None
     seen = with_arena(scenario.play, options=scenario.options, timeout=60)
     assert seen.codes == scenario.codes, [(pb.ErrorCode.Name(e.code), e.message) for e in seen.errors]
     assert seen.status.name == scenario.status
+
+
+def test_every_error_code_is_commented_in_the_proto() -> None:
+    """The proto is the contract: a code a bot may receive says there what it means."""
+    lines = (ROOT / "proto" / "craits" / "v1" / "referee.proto").read_text().splitlines()
+    codes = [i for i, line in enumerate(lines) if re.match(r"\s*ERROR_CODE_(?!UNSPECIFIED)[A-Z_]+ = \d+;", line)]
+    assert len(codes) == len(documented_codes())
+    assert all(lines[i - 1].strip().startswith("//") for i in codes), [lines[i] for i in codes]
