@@ -507,3 +507,28 @@ def make_balanced_schedule(
                 )
             )
     return tuple(games)
+
+
+def planned_games(config: TournamentConfig) -> int:
+    """How many games the file's schedule has, without building it."""
+    if config.schedule == "balanced":
+        return len(config.bots) * config.games_per_bot // config.table_size
+    return config.deals * games_per_deal(len(config.bots), config.table_size, config.game.partnerships)
+
+
+def suggest_balanced(n_bots: int, table_size: int, seed: int, tries: int = 4) -> int | None:
+    """The smallest games_per_bot (of the first ``tries`` the arithmetic allows) whose balanced
+    schedule builds, for a message that proposes one; None if none of them does."""
+    for games in workable_games_per_bot(n_bots, table_size, 0, tries):
+        if balanced_design(n_bots, table_size, games // table_size, seed) is not None:
+            return games
+    return None
+
+
+def pair_counts(games: Sequence[ScheduledGame]) -> Counter[frozenset[str]]:
+    """How many tables (deals of a table, not games) each pair of bots shares."""
+    met: Counter[frozenset[str]] = Counter()
+    for game in games:
+        if game.rotation == 0:
+            met.update(frozenset(pair) for pair in itertools.combinations(game.seats, 2))
+    return met
