@@ -208,16 +208,14 @@ def balanced_arithmetic_problem(n_bots: int, table_size: int, games_per_bot: int
     k = table_size
     if n_bots < k:
         return f"{n_bots} bots cannot fill a table of {k}"
-    works = ", ".join(str(g) for g in workable_games_per_bot(n_bots, k, games_per_bot, 3))
     if games_per_bot % k:
-        return (f"each deal is played in all {k} seat rotations, so games_per_bot must be a multiple of {k}; "
-                f"with {n_bots} bots at tables of {k}, try {works}")
+        return f"each deal is played in all {k} seat rotations, so games_per_bot must be a multiple of {k}"
     t = games_per_bot // k
     if (n_bots * t) % k:
-        return (f"{n_bots} bots x {t} tables each is not a whole number of tables of {k}; try {works}")
+        return f"{n_bots} bots x {t} tables each is not a whole number of tables of {k}"
     if t * (k - 1) < n_bots - 1:
         return (f"{games_per_bot} games ({t} tables) per bot meet at most {t * (k - 1)} of the other "
-                f"{n_bots - 1} bots; every pair must meet: try {works}")
+                f"{n_bots - 1} bots, and every pair must meet")
     return None
 
 
@@ -234,23 +232,33 @@ def workable_games_per_bot(n_bots: int, table_size: int, near: int, count: int) 
     return found
 
 
+def buildable_games_per_bot(n_bots: int, table_size: int, near: int, seed: int, count: int = 3) -> list[int]:
+    """Up to ``count`` games_per_bot from ``near`` on whose schedule builds (of the first
+    ``count + 3`` the arithmetic allows), for messages that propose numbers that work."""
+    return [
+        games for games in workable_games_per_bot(n_bots, table_size, near, count + 3)
+        if balanced_design(n_bots, table_size, games // table_size, seed) is not None
+    ][:count]
+
+
 def check_balanced(n_bots: int, table_size: int, games_per_bot: int, seed: int) -> None:
-    """Raise ScheduleError (naming what would work) unless the schedule can be built."""
+    """Raise ScheduleError (naming numbers that work) unless the schedule can be built."""
     problem = balanced_arithmetic_problem(n_bots, table_size, games_per_bot)
-    if problem is not None:
-        raise ScheduleError(problem)
-    t = games_per_bot // table_size
-    if balanced_design(n_bots, table_size, t, seed) is not None:
-        return
-    target = pair_target(n_bots, table_size, t)
-    candidates = workable_games_per_bot(n_bots, table_size, games_per_bot + 1, 4)
-    better = next((g for g in candidates if balanced_design(n_bots, table_size, g // table_size, seed)), None)
-    hint = f"use games_per_bot = {better}" if better else f"try more games per bot than {candidates[-1]}"
-    raise ScheduleError(
-        f"no schedule found where each of {n_bots} bots plays {games_per_bot} games and every pair shares "
-        f"{target.low} to {target.high} tables (for some numbers such a schedule is hard to find or does "
-        f"not exist); {hint}"
-    )
+    if problem is not None and n_bots < table_size:
+        raise ScheduleError(f"{problem}: add bots or lower table_size")
+    if problem is None:
+        t = games_per_bot // table_size
+        if balanced_design(n_bots, table_size, t, seed) is not None:
+            return
+        target = pair_target(n_bots, table_size, t)
+        problem = (f"no schedule found where each of {n_bots} bots plays {games_per_bot} games and every pair "
+                   f"shares {target.low} to {target.high} tables (for some numbers such a schedule is hard to find "
+                   f"or does not exist)")
+    works = buildable_games_per_bot(n_bots, table_size, games_per_bot, seed)
+    listed = " or ".join(", ".join(map(str, works)).rsplit(", ", 1))
+    hint = (f"with {n_bots} bots at tables of {table_size}, games_per_bot = {listed} works" if works
+            else "try more games per bot")
+    raise ScheduleError(f"{problem}; {hint}")
 
 
 _DESIGNS: dict[tuple[int, int, int, int], tuple[tuple[int, ...], ...] | None] = {}
@@ -420,9 +428,9 @@ def _repaired_design(
                     changes.append((w, p, sign))
         if delta <= 0:
             cost += delta
-            a, b = tables_[into], tables_[away]
-            a[a.index(out)] = inn
-            b[b.index(inn)] = out
+            gaining, losing = tables_[into], tables_[away]
+            gaining[gaining.index(out)] = inn
+            losing[losing.index(inn)] = out
             member[out].remove(into)
             member[out].append(away)
             member[inn].remove(away)
@@ -486,10 +494,12 @@ def make_balanced_schedule(
         seating = [names[p] for p in seated[i]]
         rng.shuffle(seating)
         if partnerships:
-            seating = list(min(
-                (tuple(seating[j] for j in pairing) for pairing in _PAIRINGS),
-                key=lambda s: partners[frozenset((s[0], s[2]))] + partners[frozenset((s[1], s[3]))],
-            ))
+            def partnered(option: tuple[str, ...]) -> int:
+                return partners[frozenset((option[0], option[2]))] + partners[frozenset((option[1], option[3]))]
+
+            options: list[tuple[str, ...]] = [tuple(seating[j] for j in pairing) for pairing in _PAIRINGS]
+            chosen = min(options, key=partnered)
+            seating = list(chosen)
             partners.update((frozenset((seating[0], seating[2])), frozenset((seating[1], seating[3]))))
         deal = rounds[i]
         game_seed = (derive_seed(seed, "deal", deal) if duplicate == "tournament"
