@@ -94,7 +94,7 @@ def test_the_schedule_is_seeded_and_deterministic() -> None:
         assert out.stdout.strip() == schedule_digest(first)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(n=st.integers(5, 40), table_size=st.integers(2, 7), pick=st.integers(0, 2), seed=st.integers(0, 3))
 def test_balanced_within_one_for_many_fields(n: int, table_size: int, pick: int, seed: int) -> None:
     """Any field: the schedule builds with every property, or it is refused naming a
