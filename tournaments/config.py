@@ -369,7 +369,8 @@ class _Validator:
             deals = self.integer(self.data, "deals", 1, MAX_GAMES, 1)
         if deals * per_deal > MAX_GAMES:
             key = "games" if "games" in self.data else "deals"
-            raise self.fail((key,), f"{deals} deals make {deals * per_deal} games; at most {MAX_GAMES} are allowed")
+            raise self.fail((key,), f"{deals} deals make {deals * per_deal} games; at most {MAX_GAMES} are allowed "
+                            f'(a large field: schedule = "balanced" with games_per_bot plays far fewer)')
         return deals
 
     def clocks(self) -> Clocks:

@@ -202,6 +202,9 @@ def test_balanced_file_mistakes_name_line_and_key() -> None:
     round_robin = balanced_file(30, 48).replace('schedule = "balanced"\n', "")
     assert error_of(round_robin).startswith("class.toml:4: games_per_bot: applies only to schedule = \"balanced\"")
     assert "3 bot(s) cannot fill a table of 4; add bots" in error_of(balanced_file(3, 4))
+    hundred = balanced_file(100, 160).replace('schedule = "balanced"\n', "").replace("games_per_bot = 160\n", "")
+    assert error_of(hundred).endswith('at most 1000000 are allowed (a large field: schedule = "balanced" with '
+                                      "games_per_bot plays far fewer)")
 
 
 # ------------------------------------------------------------------ the command line
