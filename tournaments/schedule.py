@@ -1,4 +1,8 @@
-"""A fair round-robin schedule: pure and deterministic, no I/O.
+"""Fair schedules: pure and deterministic, no I/O.
+
+Two kinds: the round robin of every combination of bots (below), and the balanced
+schedule of ``games_per_bot`` games per bot for fields too large for it (see "the
+balanced schedule" further down); both play each table's deal in every seat rotation.
 
 * **Tables.** Every combination of ``table_size`` bots out of the field is a
   table (``itertools.combinations`` of the bots in file order). With the
