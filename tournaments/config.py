@@ -7,6 +7,7 @@ lists every key with its default)::
     table_size = 3            # seats per game, 2 to 5
     preset = "craits"         # craits | crates-partners | crazy-eights
     deals = 4                 # deals per table; each deal is played in every seat rotation
+                              # (or: schedule = "balanced" with games_per_bot = 48)
     seed = 2024
     concurrency = 2
 
@@ -39,7 +40,7 @@ from server.engine import ConfigError, GameConfig, make_config
 from server.errors import UserError
 from server.spec import BotSpec, Clocks
 from server.transport.commands import bot_command
-from tournaments.schedule import games_per_deal
+from tournaments.schedule import ScheduleError, check_balanced, games_per_deal
 
 MIN_TABLE, MAX_TABLE = 2, 5
 DEFAULT_REMOTE_ADDRESS = "127.0.0.1:50051"
@@ -50,11 +51,14 @@ MAX_GAMES = 1_000_000
 BUILTINS = ("random", "first", "greedy", "default")
 """In-process policies a bot may be (see ``tournaments.local``)."""
 DUPLICATE_MODES = ("tournament", "table")
+SCHEDULES = ("round-robin", "balanced")
+"""round-robin: every combination of bots is a table; balanced: ``games_per_bot`` games for
+each bot, every pair meeting about equally often (``tournaments.schedule``)."""
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,39}$")
 
 TOP_KEYS = (
-    "name", "table_size", "preset", "deals", "games", "seed", "concurrency", "duplicate",
-    "output", "address", "flags", "clocks", "bots",
+    "name", "table_size", "preset", "schedule", "deals", "games", "games_per_bot", "seed", "concurrency",
+    "duplicate", "output", "address", "flags", "clocks", "bots",
 )
 BOT_KEYS = ("name", "command", "builtin", "token", "cwd")
 CLOCK_KEYS = tuple(f.name for f in fields(Clocks))
@@ -94,8 +98,10 @@ class BotEntry:
 @dataclass(frozen=True, slots=True)
 class TournamentConfig:
     """A validated tournament. ``deals`` is the number of deals per table: each deal
-    is played once in every seat rotation, so the schedule has
-    ``tables x deals x table_size`` games (see ``tournaments.schedule``)."""
+    is played once in every seat rotation, so the round robin has
+    ``tables x deals x table_size`` games (see ``tournaments.schedule``). A
+    ``balanced`` schedule plays ``games_per_bot`` games for each bot instead (one deal
+    per table, ``deals`` is then 1)."""
 
     name: str
     bots: tuple[BotEntry, ...]
@@ -109,6 +115,9 @@ class TournamentConfig:
     output: str | None = None
     address: str | None = None
     """Where the referee listens (HOST:PORT); None: the default of :meth:`listen_address`."""
+    schedule: str = "round-robin"
+    games_per_bot: int = 0
+    """With ``schedule = "balanced"``: the games each bot plays (0 for the round robin)."""
     source: str = ""
     """Where the file came from (for messages)."""
 
@@ -290,12 +299,45 @@ class _Validator:
         if address is not None and (problem := address_problem(address)):
             raise self.fail(("address",), problem)
         clocks = self.clocks()
-        deals = self.deals(len(bots), table_size, game)
+        schedule = self.text(data, "schedule", (), "round-robin")
+        if schedule not in SCHEDULES:
+            close = difflib.get_close_matches(str(schedule), SCHEDULES, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise self.fail(("schedule",), f"must be one of {', '.join(SCHEDULES)}, got {schedule!r}{hint}")
+        games_per_bot = 0
+        if schedule == "balanced":
+            games_per_bot = self.games_per_bot(len(bots), table_size, seed)
+            deals = 1
+        else:
+            if "games_per_bot" in data:
+                raise self.fail(("games_per_bot",), 'applies only to schedule = "balanced" (the round robin '
+                                "plays every combination of bots: give deals or games)")
+            deals = self.deals(len(bots), table_size, game)
         return TournamentConfig(
             name=name, bots=bots, table_size=table_size, game=game, deals=deals, seed=seed,
             clocks=clocks, concurrency=concurrency, duplicate=duplicate, output=output, address=address,
-            source=self.source,
+            schedule=schedule, games_per_bot=games_per_bot, source=self.source,
         )
+
+    def games_per_bot(self, n_bots: int, table_size: int, seed: int) -> int:
+        """``games_per_bot`` of a balanced schedule, checked by building it (see
+        ``tournaments.schedule.check_balanced``: the refusal names numbers that work)."""
+        for key in ("deals", "games"):
+            if key in self.data:
+                raise self.fail((key,), f'a balanced schedule plays games_per_bot games for each bot (one deal per '
+                                f"table, in every seat rotation); remove {key!r}")
+        if "games_per_bot" not in self.data:
+            raise self.fail(("schedule",), f'schedule = "balanced" needs games_per_bot: the games each bot plays, '
+                            f"a multiple of table_size ({table_size})")
+        games = self.integer(self.data, "games_per_bot", 1, MAX_GAMES)
+        if n_bots * games // table_size > MAX_GAMES:
+            raise self.fail(("games_per_bot",), f"{n_bots} bots x {games} games make {n_bots * games // table_size} "
+                            f"games; at most {MAX_GAMES} are allowed")
+        try:
+            check_balanced(n_bots, table_size, games, seed)
+        except ScheduleError as err:
+            raise self.fail(("games_per_bot",), str(err)) from None
+        return games
 
     def game_config(self, preset: str, table_size: int) -> GameConfig:
         flags = self.data.get("flags", {})
@@ -327,7 +369,8 @@ class _Validator:
             deals = self.integer(self.data, "deals", 1, MAX_GAMES, 1)
         if deals * per_deal > MAX_GAMES:
             key = "games" if "games" in self.data else "deals"
-            raise self.fail((key,), f"{deals} deals make {deals * per_deal} games; at most {MAX_GAMES} are allowed")
+            raise self.fail((key,), f"{deals} deals make {deals * per_deal} games; at most {MAX_GAMES} are allowed "
+                            f'(a large field: schedule = "balanced" with games_per_bot plays far fewer)')
         return deals
 
     def clocks(self) -> Clocks:

@@ -172,7 +172,9 @@ def settings_of(config: TournamentConfig) -> dict[str, Any]:
         "bots": list(config.bot_names),
         "table_size": config.table_size,
         "game": config.game.to_dict(),
+        "schedule": config.schedule,
         "deals": config.deals,
+        "games_per_bot": config.games_per_bot,
         "seed": config.seed,
         "duplicate": config.duplicate,
         "concurrency": config.concurrency,
@@ -257,11 +259,19 @@ async def local_runner(config: TournamentConfig, out_dir: Path, workers: int = 0
 
 
 class Progress:
-    """A one-line progress bar with an ETA on a terminal; silent anywhere else."""
+    """A one-line progress bar on a terminal: games done, the rate measured so far and the time
+    left at that rate. Anywhere else (a log file, a pipe) one line once the first
+    ``estimate_after_s`` seconds of games have measured this machine's speed; nothing with
+    ``enabled=False``."""
 
-    def __init__(self, total: int, done: int, stream: TextIO | None = None, enabled: bool | None = None) -> None:
+    def __init__(
+        self, total: int, done: int, stream: TextIO | None = None, enabled: bool | None = None,
+        estimate_after_s: float = 10.0,
+    ) -> None:
         self.stream = stream or sys.stderr
-        self.enabled = self.stream.isatty() if enabled is None else enabled
+        terminal = self.stream.isatty()
+        self.enabled = terminal if enabled is None else enabled
+        self.estimate_after_s: float | None = estimate_after_s if enabled is None and not terminal else None
         self.total = total
         self.start_done = done
         self.done = done
@@ -271,6 +281,11 @@ class Progress:
     def advance(self, n: int = 1) -> None:
         self.done += n
         now = time.monotonic()
+        if self.estimate_after_s is not None and now - self.started >= self.estimate_after_s:
+            self.estimate_after_s = None
+            if self.done < self.total:
+                self.stream.write(self.estimate(now) + "\n")
+                self.stream.flush()
         if self.enabled and (now - self._drawn >= 0.1 or self.done >= self.total):
             self._drawn = now
             self.stream.write("\r" + self.line(now) + "\x1b[K")
@@ -287,6 +302,17 @@ class Progress:
         else:
             eta = "--:--"
         return f"[{bar:<30}] {self.done}/{self.total} {fraction:4.0%}  {rate:.1f} games/s  ETA {eta}"
+
+    def estimate(self, now: float | None = None) -> str:
+        """The time the rest will take at the speed of the games played so far."""
+        elapsed = (now or time.monotonic()) - self.started
+        played = self.done - self.start_done
+        rate = played / elapsed if elapsed > 0 else 0.0
+        left = self.total - self.done
+        if rate <= 0:
+            return f"speed: not measured yet; {left} games left"
+        return (f"speed: {rate:.2f} games/s over the first {played} games ({elapsed:.0f} s); "
+                f"the {left} games left take about {_clock(left / rate)} at this speed")
 
     def close(self) -> None:
         if self.enabled and self._drawn:

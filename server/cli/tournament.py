@@ -1,6 +1,6 @@
 """`craits tournament ...`: run, resume and report tournaments.
 
-    craits tournament run FILE [--runner auto|local|grpc] [--out DIR] [--concurrency N] [--overwrite]
+    craits tournament run FILE [--runner auto|local|grpc] [--out DIR] [--concurrency N] [--overwrite] [--yes]
     craits tournament resume FILE|DIR [--retry-aborted] [--runner ...] [--concurrency N]
     craits tournament standings DIR|FILE [--csv F] [--json F]
     craits tournament plan FILE
@@ -20,6 +20,7 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import itertools
 import json
 import sqlite3
 import sys
@@ -57,17 +58,27 @@ from tournaments.runner import (
     start_tournament,
     write_standings,
 )
-from tournaments.schedule import schedule_digest, schedule_for
+from tournaments.schedule import (
+    pair_counts,
+    planned_games,
+    schedule_digest,
+    schedule_for,
+    suggest_balanced,
+)
 from tournaments.standings import Standings
 
 RUNNERS = ("auto", "local", "grpc")
+LARGE_PLAN = 20_000
+"""``tournament run`` plays a schedule of more games than this only with --yes: at a few
+games a second it takes hours (30 bots in a round robin at tables of four: 109,620 games)."""
 
 
 def register_cli(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "tournament",
         help="run, resume and report round-robin tournaments",
-        description="Round robin with seat rotation and duplicate deals; persisted, resumable and rated.",
+        description="Round robin, or a balanced schedule of so many games per bot, with seat rotation and "
+        "duplicate deals; persisted, resumable and rated.",
     )
     sub = parser.add_subparsers(dest="tournament_command", metavar="ACTION", required=True)
 
@@ -75,6 +86,7 @@ def register_cli(subparsers: Any) -> None:
     run.add_argument("file", help="the tournament file, e.g. tournaments/demo.toml")
     run.add_argument("--out", help="output folder (default: the file's output, else logs/<name>)")
     run.add_argument("--overwrite", action="store_true", help="replace an earlier run in the output folder")
+    run.add_argument("--yes", action="store_true", help=f"play a schedule of more than {LARGE_PLAN:,} games")
     _runner_options(run)
     run.set_defaults(func=cmd_run)
 
@@ -110,7 +122,7 @@ def register_cli(subparsers: Any) -> None:
     ladder_sub = ladder.add_subparsers(dest="ladder_command", metavar="ACTION", required=True)
     ladder_run = ladder_sub.add_parser("run", help="start a ladder, or continue the one in its output folder",
                                        epilog=bot_command_help())
-    ladder_run.add_argument("file", help="a tournament file (its deals and games are not used)")
+    ladder_run.add_argument("file", help="a tournament file (its schedule, deals and games are not used)")
     ladder_run.add_argument("--out", help="output folder (default: the file's output, else logs/<name>)")
     ladder_run.add_argument(
         "--rounds", type=_non_negative, help="new rounds to play, then stop (default: until Ctrl-C or SIGTERM)"
@@ -176,6 +188,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     config = _with_address(load_config(args.file), args)
     out_dir = config.output_dir(args.out)
     factory = choose_runner(args.runner, config)
+    _refuse_a_large_plan(config, args)
     text = Path(args.file).read_text(encoding="utf-8")
     with _locked(out_dir), _database_errors(out_dir):
         try:
@@ -183,10 +196,36 @@ def cmd_run(args: argparse.Namespace) -> int:
         except (TournamentError, StoreError) as err:
             raise UserError(str(err)) from None
         with store:
-            _, total = store.counts()
-            print(f"{config.name}: {total} games, {len(config.bots)} bots, tables of {config.table_size}; "
-                  f"output in {out_dir}", file=sys.stderr)
+            print(f"{config.name}: {_plan_text(config)}; output in {out_dir}", file=sys.stderr)
+            print("time: estimated from the first games at this machine's speed (the progress line shows the "
+                  "rate and the time left)", file=sys.stderr)
             return _play_and_report(config, store, out_dir, factory, args)
+
+
+def _plan_text(config: TournamentConfig) -> str:
+    """Bots, tables and games of the file's schedule, in one line."""
+    games = planned_games(config)
+    k = config.table_size
+    if config.schedule == "balanced":
+        return (f"{len(config.bots)} bots, balanced: {config.games_per_bot} games per bot = {games // k:,} tables "
+                f"of {k} x {k} seat rotations = {games:,} games")
+    return (f"{len(config.bots)} bots, round robin: {games // k // config.deals:,} tables of {k} x "
+            f"{config.deals} deal(s) x {k} seat rotations = {games:,} games")
+
+
+def _refuse_a_large_plan(config: TournamentConfig, args: argparse.Namespace) -> None:
+    """More than LARGE_PLAN games only with --yes; the message says how to make it smaller."""
+    games = planned_games(config)
+    if games <= LARGE_PLAN or args.yes:
+        return
+    smaller = "; or lower games_per_bot"
+    if config.schedule != "balanced":
+        proposal = suggest_balanced(len(config.bots), config.table_size, config.seed)
+        smaller = "; or give the file fewer deals" if proposal is None else (
+            f'; or give the file schedule = "balanced" with games_per_bot = {proposal} '
+            f"({len(config.bots) * proposal // config.table_size:,} games)")
+    raise UserError(f"{args.file}: {games:,} games is more than {LARGE_PLAN:,} ({_plan_text(config)}): "
+                    f"play it with --yes{smaller}")
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -238,10 +277,19 @@ def cmd_plan(args: argparse.Namespace) -> int:
         for seat, name in enumerate(game.seats):
             seats[name][seat] += 1
     tables = len({g.table for g in games})
+    met = pair_counts(games)
+    shared = [met[frozenset(pair)] for pair in itertools.combinations(config.bot_names, 2)]
     print(f"{config.name}: {len(config.bots)} bots, tables of {config.table_size}, preset {config.preset}")
-    print(f"{tables} tables x {config.deals} deals x {config.table_size} seat rotations = {len(games)} games")
+    if config.schedule == "balanced":
+        print(f"balanced schedule: {config.games_per_bot} games per bot = {tables} tables x "
+              f"{config.table_size} seat rotations = {len(games)} games")
+    else:
+        print(f"{tables} tables x {config.deals} deals x {config.table_size} seat rotations = {len(games)} games")
+    print(f"each pair of bots shares {min(shared)} to {max(shared)} tables (average {sum(shared) / len(shared):.2f})")
     print(f"duplicate deals: {config.duplicate}; seed {config.seed}; concurrency {config.concurrency}")
     print(f"output: {config.output_dir()}")
+    if len(games) > LARGE_PLAN:
+        print(f"more than {LARGE_PLAN:,} games: `craits tournament run` plays them only with --yes")
     for bot in config.bots:
         counts = " ".join(f"seat{s}={seats[bot.name][s]}" for s in range(config.table_size))
         print(f"  {bot.name:<20} {bot.kind:<8} {counts}")
@@ -266,6 +314,9 @@ def cmd_ladder_run(args: argparse.Namespace) -> int:
                       file=sys.stderr)
             done, _ = store.counts()
             until = "until Ctrl-C or SIGTERM" if args.rounds is None else f"{args.rounds} new round(s)"
+            if config.schedule == "balanced":
+                print(f'{config.name}: a ladder picks its tables round by round; the file\'s schedule = "balanced" '
+                      f"and games_per_bot are not used", file=sys.stderr)
             print(f"{config.name}: ladder of {len(config.bots)} bots, tables of {config.table_size}, {done} games "
                   f"recorded so far; playing {until}; output in {out_dir}", file=sys.stderr)
             if factory is not local_runner:
