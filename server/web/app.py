@@ -261,8 +261,8 @@ class WebServer:
     def _not_found(self, request: web.Request, what: str) -> web.Response:
         if request.path.startswith("/api"):
             return _json({"error": what}, status=404)
-        return self._page("Not found", f'<h1>Not found</h1><p class="meta">{html.escape(what)}</p>'
-                                       f'<p><a href="/">the board</a></p>', status=404)
+        return self._page("Not found", f'<main class="board"><h1>Not found</h1><p class="meta">{html.escape(what)}'
+                                       f'</p><p><a href="/">the board</a></p></main>', status=404)
 
     # ------------------------------------------------------------------ pages
 

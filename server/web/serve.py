@@ -119,6 +119,7 @@ async def run_watched(
 
 async def serve_folder(out_dir: Path, options: WebOptions, stop: Callable[[], Awaitable[object]]) -> None:
     """``craits web DIR``: the folder's board, read-only, until ``stop()`` returns."""
-    async with watching(options, out_dir=out_dir, title=f"Craits {out_dir.name}"):
+    source = folder_source(out_dir)
+    async with watching(options, out_dir=out_dir, title=f"Craits {source.kind} {source.name}"):
         with contextlib.suppress(KeyboardInterrupt):
             await stop()
