@@ -33,7 +33,7 @@ from aiohttp import web
 from server.errors import UserError
 from server.logging import get_logger
 from server.web.board import Board
-from server.web.fanout import Reader, open_stream
+from server.web.fanout import MAX_BUFFER, Reader, open_stream
 from server.web.live import END, GameStream, LiveHub, public_records, strip_full
 
 log = get_logger()
@@ -57,6 +57,9 @@ class WebOptions:
     reveal_after: float | None = None
     """Seconds after which a live game's every card may be shown (None: never while it plays)."""
     tick_s: float = 0.1
+    """Each stream writes at most this often (everything new at once)."""
+    max_buffer: int = MAX_BUFFER
+    """Bytes a reader may leave unread before it is dropped."""
     heartbeat_s: float = 15.0
     poll_s: float = 0.5
 
@@ -448,7 +451,8 @@ class WebServer:
         if stream is None:
             stream = live.streams[full] = GameStream(
                 live, full, self.options.reveal_after if full else None, tick_s=self.options.tick_s,
-                heartbeat_s=self.options.heartbeat_s, on_drop=self._reader_dropped,
+                heartbeat_s=self.options.heartbeat_s, max_buffer=self.options.max_buffer,
+                on_drop=self._reader_dropped,
             )
         async with self._stream(request) as (response, reader):
             if reader is not None:

@@ -34,7 +34,7 @@ from typing import Any
 
 from server.engine import event_view
 from server.storage.replay.writer import REPLAY_TAP
-from server.web.fanout import Fanout, Reader
+from server.web.fanout import MAX_BUFFER, Fanout, Reader
 
 JsonDict = dict[str, Any]
 
@@ -437,13 +437,13 @@ class GameStream:
     most every ``tick_s``, framed once for all (see ``server.web.fanout``)."""
 
     def __init__(self, game: LiveGame, full: bool, delay: float | None, *, tick_s: float, heartbeat_s: float,
-                 on_drop: Callable[[], None] | None = None) -> None:
+                 max_buffer: int = MAX_BUFFER, on_drop: Callable[[], None] | None = None) -> None:
         self.game = game
         self.full = full
         self.delay = delay
         self.tick_s = tick_s
         self.heartbeat_s = heartbeat_s
-        self.fanout = Fanout(on_drop=on_drop)
+        self.fanout = Fanout(max_buffer, on_drop=on_drop)
         self.cursor = 0
         """Items already sent to the readers."""
         self._task: asyncio.Task[None] | None = None
