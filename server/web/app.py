@@ -47,6 +47,8 @@ CSP = (
 )
 SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 RECENT_GAMES = 30
+LIVE_EVERY_S = 0.25
+"""The live list is published at most this often."""
 BOT_GAMES = 200
 
 
@@ -56,7 +58,7 @@ class WebOptions:
     port: int = 8080
     reveal_after: float | None = None
     """Seconds after which a live game's every card may be shown (None: never while it plays)."""
-    tick_s: float = 0.1
+    tick_s: float = 0.25
     """Each stream writes at most this often (everything new at once)."""
     max_buffer: int = MAX_BUFFER
     """Bytes a reader may leave unread before it is dropped."""
@@ -116,6 +118,7 @@ class WebServer:
         self._tasks: list[asyncio.Task[Any]] = []
         self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="craits-web-board")
         self._live_pending = False
+        self._live_sent = 0.0
         self.spectators = 0
         self.dropped = 0
         self.app = self._make_app()
@@ -209,18 +212,25 @@ class WebServer:
             await asyncio.sleep(self.options.poll_s)
 
     def _live_changed(self) -> None:
-        """A game started or ended: publish the live list, at most every quarter second."""
+        """A game started or ended: publish the live list at once, then at most every quarter
+        second (a ladder of fast games starts many)."""
         if self._live_pending:
             return
+        loop = asyncio.get_running_loop()
+        wait = self._live_sent + LIVE_EVERY_S - loop.time()
         self._live_pending = True
 
         def send() -> None:
             self._live_pending = False
+            self._live_sent = loop.time()
             self.hub.publish("live", self._live_games())
             if self.board is None:  # no store to poll: the games this process finished
                 self.hub.publish("games", self._recent_games())
 
-        asyncio.get_running_loop().call_later(0.25, send)
+        if wait <= 0:
+            send()
+        else:
+            loop.call_later(wait, send)
 
     # ------------------------------------------------------------------ data
 

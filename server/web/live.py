@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import threading
 import time
@@ -234,6 +235,17 @@ class LiveGame:
         cached = item.full if full else item.public
         if cached is not None:
             return cached
+        if item.kind == "decision":
+            out = _decision_sse(index, item.payload, full)
+        else:
+            out = self._encode(index, item, full)
+        if full:
+            item.full = out
+        else:
+            item.public = out
+        return out
+
+    def _encode(self, index: int, item: _Item, full: bool) -> bytes:
         record = self._record(item)
         if item.kind == "abort":
             data, event = record, "abort"
@@ -241,12 +253,7 @@ class LiveGame:
             data, event = strip_full(record), "record"
         else:
             data, event = _public(record), "record"
-        out = _sse(index, event, data)
-        if full:
-            item.full = out
-        else:
-            item.public = out
-        return out
+        return _sse(index, event, data)
 
     def _record(self, item: _Item) -> JsonDict:
         if item.kind == "header":
@@ -318,6 +325,39 @@ class LiveGame:
             "over": self.over,
             "aborted": self.aborted,
         }
+
+
+@functools.lru_cache(maxsize=8192)
+def _event_text(raw: tuple[Any, ...], full: bool) -> str:
+    """An engine event as JSON text in one view; cached, as most events recur in every game."""
+    return json.dumps(full_event(raw) if full else public_event(raw), separators=(",", ":"))
+
+
+def _decision_sse(index: int, payload: tuple[Any, ...], full: bool) -> bytes:
+    """A decision's SSE message, put together from cached pieces (a decision is the record a
+    live game sends most): the same JSON as ``public_decision`` (or the full record) makes."""
+    fields, raw, ended = payload
+    n, hand, seat, kind, action, text, status, think_us, transport_us = fields
+    if not full:
+        status = _PUBLIC_STATUS.get(status, status)
+    events = ",".join([_event_text(e, full) for e in raw])
+    results = ""
+    if ended:
+        results = ',"hand_results":' + json.dumps(
+            [{"number": h.number, "dealer": h.dealer, "reason": h.reason, "scores": list(h.scores),
+              "pressures": list(h.pressures)} for h in ended],
+            separators=(",", ":"),
+        )
+    data = (
+        f'{{"type":"decision","n":{n},"hand":{hand},"seat":{seat},"kind":"{kind}","action":{action},'
+        f'"text":{json.dumps(text)},"status":{json.dumps(status)},"think_us":{_number(think_us)},'
+        f'"transport_us":{_number(transport_us)},"events":[{events}]{results}}}'
+    )
+    return f"id: {index}\nevent: record\ndata: {data}\n\n".encode()
+
+
+def _number(value: int | None) -> str:
+    return "null" if value is None else str(int(value))
 
 
 def _public(record: JsonDict) -> JsonDict:
