@@ -27,6 +27,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 from aiohttp import web
 
@@ -176,6 +177,10 @@ class WebServer:
     async def stop(self) -> None:
         with contextlib.suppress(ValueError):
             self.hub.on_change.remove(self._live_changed)
+        self.hub.feed.close()  # every open stream ends (its response is finished) before the server goes
+        for game in self.hub.games.values():
+            for stream in game.streams.values():
+                stream.fanout.close()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -558,7 +563,8 @@ def _bot_body(name: str, info: dict[str, Any]) -> str:
     ) or '<tr><td colspan="6">no games yet</td></tr>'
     games = (
         f'<section class="panel"><h2>Games</h2><p class="meta">{len(shown)} most recent of {len(info["games"])} '
-        f'(all of them: <a href="/api/bots/{e(name, quote=True)}">/api/bots/{e(name)}</a>)</p><table id="bot-games" class="sheet"><thead><tr><th>game</th>'
+        f'(all of them: <a href="/api/bots/{e(quote(name, safe=""), quote=True)}">/api/bots/{e(name)}</a>)</p>'
+        f'<table id="bot-games" class="sheet"><thead><tr><th>game</th>'
         "<th>seat</th><th>against</th><th>total</th><th>place</th><th>status</th></tr></thead>"
         f"<tbody>{game_rows}</tbody></table></section>"
     )

@@ -90,13 +90,16 @@ async def _wait_live(hub: LiveHub, game_id: str) -> None:
 def test_a_spectator_that_never_reads_is_dropped_and_the_game_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Loopback's kernel buffers would hold a whole game: the server's socket buffers are made
-    small (as on a slow network) so what the reader leaves unread piles up in its transport."""
+    """Loopback's kernel buffers would hold a whole game: the server's socket buffer of the
+    first stream (the one that never reads) is made small, as on a slow network, so what it
+    leaves unread piles up in its transport."""
     opened = app.open_stream
+    streams: list[Any] = []
 
     async def small_buffers(request: Any, headers: Any) -> Any:
         response, reader = await opened(request, headers)
-        if reader is not None:
+        streams.append(reader)
+        if reader is not None and len(streams) == 1:
             reader.transport.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
         return response, reader
 
@@ -110,6 +113,10 @@ async def _never_reads(tmp_path: Path) -> None:
             game = asyncio.create_task(asyncio.to_thread(_play, tmp_path / "g1.jsonl", "g1", 50, 0.01))
         await _wait_live(hub, "g1")
         stalled = await _open(port, "/api/games/g1/events", rcvbuf=4096)  # never read
+        for _ in range(500):
+            if web.spectators:
+                break
+            await asyncio.sleep(0.01)
         reader, writer = await _open(port, "/api/games/g1/events")
         started = time.monotonic()
         text, decisions = await asyncio.gather(_read_all(reader), game)
