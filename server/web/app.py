@@ -264,7 +264,8 @@ class WebServer:
 
     def _progress(self) -> dict[str, Any]:
         if self.board is None:
-            return {"name": self.title, "kind": "server", "done": 0, "total": 0, "live": len(self.hub.live())}
+            done = len(self.hub.finished)
+            return {"name": self.title, "kind": "server", "done": done, "total": done, "live": len(self.hub.live())}
         return self.board.snapshot.progress
 
     # ------------------------------------------------------------------ errors
