@@ -68,6 +68,7 @@
     $("progress-fill").style.width = (100 * fraction).toFixed(1) + "%";
     let text = p.done + " / " + p.total + " games";
     if (p.kind === "ladder") text = p.done + " games played (ladder)";
+    if (p.kind === "server") text = p.done + " games played, " + (p.live || 0) + " being played";
     if (p.rate) text += " \u00b7 " + p.rate.toFixed(2) + " games/s";
     if (p.kind !== "ladder" && !p.finished && p.eta_s != null) text += " \u00b7 ETA " + clock(p.eta_s);
     if (p.finished) text += " \u00b7 finished";
