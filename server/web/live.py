@@ -487,15 +487,24 @@ class GameStream:
         self.cursor = 0
         """Items already sent to the readers."""
         self._task: asyncio.Task[None] | None = None
+        self._history: tuple[int, bytes] = (0, b"")
+        """Everything sent so far (up to the cursor it was made at), for readers who join."""
 
     def join(self, reader: Reader, start: int) -> None:
         """Add a reader that has the items before ``start`` (it catches up, then follows)."""
-        self.pump()
         start = max(0, min(start, self.cursor))
-        first = b"".join([self.game.encoded(i, self.full) for i in range(start, self.cursor)])
+        if start == 0:  # most readers start at the beginning, many at once: one join for them all
+            if self._history[0] != self.cursor:
+                self._history = (self.cursor, self._catch_up(0))
+            first = self._history[1]
+        else:
+            first = self._catch_up(start)
         self.fanout.add(reader, first)
         if self._task is None:
             self._task = asyncio.create_task(self._run())
+
+    def _catch_up(self, start: int) -> bytes:
+        return b"".join([self.game.encoded(i, self.full) for i in range(start, self.cursor)])
 
     def pump(self) -> None:
         """Send what became visible since the last time."""
