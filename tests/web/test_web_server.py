@@ -22,7 +22,7 @@ from server.storage.replay import ReplayWriter, load_records, record_game
 from server.web import app
 from server.web.app import WebOptions, WebServer
 from server.web.live import LiveHub, public_records
-from tests.web.conftest import tournament_file
+from tests.web.conftest import start_craits, tournament_file
 
 
 def _play(path: Path, game_id: str, pause_every: int = 0, pause_s: float = 0.0, seed: int = 3) -> int:
@@ -213,3 +213,44 @@ def test_craits_web_on_a_folder_without_a_tournament_is_one_line(tmp_path: Path)
     assert "no tournament.db here" in done.stderr and "Traceback" not in done.stderr
     missing = _craits("web", str(tmp_path / "nowhere"), cwd=tmp_path)
     assert missing.returncode == 2 and "no such folder" in missing.stderr
+
+
+def test_craits_serve_with_web_lists_the_games_it_played(tmp_path: Path) -> None:
+    running = start_craits(
+        ["serve", "--address", "127.0.0.1:0", "--bot", "random", "--bot", "first", "--preset", "crazy-eights",
+         "--replays", str(tmp_path / "replays"), "--log-dir", str(tmp_path / "logs"), "--web", "127.0.0.1:0"],
+        tmp_path,
+    )
+    try:
+        recorded = running.wait_for("three games played", lambda: running.get("/api/games")["recorded"][2:])
+        progress = running.get("/api/progress")
+        assert progress["kind"] == "server" and progress["done"] >= 3
+        game = recorded[0]
+        assert game["replay"] is True and game["bots"] == ["random", "first"]
+        assert running.status(f"/games/{game['game_id']}") == 200
+        assert running.status(f"/api/games/{game['game_id']}/replay") == 200
+    finally:
+        assert running.stop() == 0
+
+
+def test_a_ladder_with_web_shows_its_ratings(tmp_path: Path) -> None:
+    config = tmp_path / "ladder.toml"
+    config.write_text(
+        'name = "webladder"\ntable_size = 2\npreset = "crazy-eights"\nseed = 3\nconcurrency = 1\n'
+        + "".join(f'[[bots]]\nname = "{b}"\nbuiltin = "{p}"\n' for b, p in (("r1", "random"), ("f1", "first"),
+                                                                           ("g1", "greedy"))),
+        encoding="utf-8",
+    )
+    running = start_craits(
+        ["ladder", "run", str(config), "--out", str(tmp_path / "out"), "--web", "127.0.0.1:0"], tmp_path
+    )
+    try:
+        running.wait_for("a few rounds", lambda: running.get("/api/progress")["done"] >= 6)
+        progress = running.get("/api/progress")
+        assert progress["kind"] == "ladder" and progress["name"] == "webladder"
+        standings = running.get("/api/standings")
+        assert {row["bot"] for row in standings["standings"]} == {"r1", "f1", "g1"}
+        bot = running.get("/api/bots/g1")
+        assert bot["ratings"] and len(bot["ratings"]) == bot["standing"]["games"]
+    finally:
+        assert running.stop() == 0
