@@ -8,7 +8,8 @@ one game at a time, recording each replay as a tournament does. Rounds of games 
 * **watched**: the web server (``server.web``) runs on this process's event loop with the
   games published to it, and ``--spectators`` clients (one other process, raw sockets on
   127.0.0.1) each follow the board's stream (``/api/stream``) and every live game's event
-  stream (``/api/games/{id}/events``) from its first record to its end, as a spectator's page does.
+  stream (``/api/games/{id}/events?form=compact``) from its first record to its end, as a
+  spectator's page does.
 
 A game is timed from its first decision to its last (the bots' start-up excluded);
 decisions/s is the total of the round's decisions over the total of those times. Rounds
@@ -64,7 +65,7 @@ async def _spectator(host: str, port: int, counts: dict[str, int], stop: asyncio
 
     async def watch(game_id: str) -> None:
         try:
-            reader, writer = await _http_get(host, port, f"/api/games/{game_id}/events")
+            reader, writer = await _http_get(host, port, f"/api/games/{game_id}/events?form=compact")
         except (OSError, ConnectionError):
             counts["failed"] += 1
             return
@@ -75,7 +76,7 @@ async def _spectator(host: str, port: int, counts: dict[str, int], stop: asyncio
                 if not chunk:
                     break
                 text = tail + chunk
-                counts["records"] += text.count(b"event: record")
+                counts["records"] += text.count(b"event: record") + text.count(b"event: d\n")
                 if b"event: end" in text:
                     counts["games"] += 1
                     break

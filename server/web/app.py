@@ -463,12 +463,13 @@ class WebServer:
                     await response.write(f"id: {i}\nevent: record\ndata: {text}\n\n".encode())
                 await response.write(END)
             return response
-        stream = live.streams.get(full)
+        compact = request.query.get("form") == "compact"
+        stream = live.streams.get((full, compact))
         if stream is None:
-            stream = live.streams[full] = GameStream(
+            stream = live.streams[(full, compact)] = GameStream(
                 live, full, self.options.reveal_after if full else None, tick_s=self.options.tick_s,
                 heartbeat_s=self.options.heartbeat_s, max_buffer=self.options.max_buffer,
-                on_drop=self._reader_dropped,
+                on_drop=self._reader_dropped, compact=compact,
             )
         async with self._stream(request) as (response, reader):
             if reader is not None:

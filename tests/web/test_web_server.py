@@ -75,6 +75,15 @@ async def _read_all(reader: asyncio.StreamReader, timeout: float = 60.0) -> str:
     return out.decode()
 
 
+def _expand(a: list[Any]) -> dict[str, Any]:
+    """A decision in the compact form as a record (what the spectator page does, docs/web.md)."""
+    keys = ("n", "hand", "seat", "kind", "action", "text", "status", "think_us", "transport_us", "events")
+    record = {"type": "decision", **dict(zip(keys, a, strict=False))}
+    if len(a) > len(keys):
+        record["hand_results"] = a[len(keys)]
+    return record
+
+
 def _records(text: str) -> list[dict[str, Any]]:
     return [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: {\"")]
 
@@ -146,8 +155,10 @@ async def _views(tmp_path: Path) -> None:
         opened = time.monotonic()
         public_reader, public_writer = await _open(port, "/api/games/g2/events")
         full_reader, full_writer = await _open(port, "/api/games/g2/events?view=full")
+        compact_reader, compact_writer = await _open(port, "/api/games/g2/events?form=compact")
         first_full = asyncio.create_task(full_reader.readuntil(b"event: record"))
         public_text = await _read_all(public_reader)
+        compact_text = await _read_all(compact_reader)
         await first_full
         assert time.monotonic() - opened >= 0.5, "the full view shows a record reveal_after seconds after it happened"
         full_text = (await _read_all(full_reader)).replace("\r\n", "\n")
@@ -160,6 +171,11 @@ async def _views(tmp_path: Path) -> None:
         assert dealt and all(code == -1 for e in dealt for code in e[2])
         full = _records(full_text)
         assert any(code >= 0 for r in full for e in r.get("events", ()) if e[0] == "deal" for code in e[2])
+        compact = [_expand(json.loads(line[6:])) if line.startswith("data: [") else json.loads(line[6:])
+                   for line in compact_text.splitlines() if line.startswith(("data: [", 'data: {"'))]
+        assert compact == public, "the compact form holds the same records"
+        assert len(compact_text) < 0.6 * len(public_text)
+        compact_writer.close()
         public_writer.close()
         full_writer.close()
 

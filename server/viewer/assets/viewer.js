@@ -200,7 +200,7 @@
       takeResult(rec);
       return;
     }
-    if (rec.type !== "decision") return;
+    if (rec.type !== "decision" || rec.n <= DECISIONS.length) return; // (a live stream may repeat one)
     for (const h of rec.hand_results || []) handResults[h.number] = h;
     DECISIONS.push(rec);
     const ctx = { seat: rec.seat, kind: rec.kind, countDraw: 0 };

@@ -31,11 +31,22 @@
     viewer.append(records);
     document.body.dataset.received = String(viewer.decisions);
   }
-  const query = "?from=" + live.from + (live.view === "full" ? "&view=full" : "");
+  const query = "?form=compact&from=" + live.from + (live.view === "full" ? "&view=full" : "");
   const source = new EventSource(live.events + query);
-  source.addEventListener("record", (e) => {
-    batch.push(JSON.parse(e.data));
+  function take(record) {
+    batch.push(record);
     if (timer === null) timer = setTimeout(flush, 40);
+  }
+  source.addEventListener("record", (e) => take(JSON.parse(e.data)));
+  // A decision in the compact form: its fields in a fixed order (docs/web.md).
+  source.addEventListener("d", (e) => {
+    const a = JSON.parse(e.data);
+    const record = {
+      type: "decision", n: a[0], hand: a[1], seat: a[2], kind: a[3], action: a[4], text: a[5],
+      status: a[6], think_us: a[7], transport_us: a[8], events: a[9],
+    };
+    if (a.length > 10) record.hand_results = a[10];
+    take(record);
   });
   function over(text) {
     source.close();
