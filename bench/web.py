@@ -45,8 +45,11 @@ GOAL_DROP_PCT = 5.0
 # --------------------------------------------------------------------------- the spectators (another process)
 
 
-async def _http_get(host: str, port: int, path: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    reader, writer = await asyncio.open_connection(host, port)
+async def _http_get(
+    host: str, port: int, path: str, connection: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """Send a GET (on ``connection`` if given: kept alive, as a browser does) and read its headers."""
+    reader, writer = connection or await asyncio.open_connection(host, port)
     writer.write(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nAccept: text/event-stream\r\n\r\n".encode())
     await writer.drain()
     status = await reader.readline()
@@ -63,27 +66,34 @@ async def _spectator(host: str, port: int, counts: dict[str, int], stop: asyncio
     watching: set[str] = set()
     tasks: set[asyncio.Task[None]] = set()
 
+    idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+
     async def watch(game_id: str) -> None:
         try:
-            reader, writer = await _http_get(host, port, f"/api/games/{game_id}/events?form=compact")
+            reader, writer = await _http_get(
+                host, port, f"/api/games/{game_id}/events?form=compact", idle.pop() if idle else None
+            )
         except (OSError, ConnectionError):
             counts["failed"] += 1
             return
-        try:
-            tail = b""
-            while True:  # count whole chunks: a spectator's page parses them; this one need not
-                chunk = await reader.read(1 << 16)
-                if not chunk:
-                    break
-                text = tail + chunk
+        tail = b""
+        ended = False
+        while True:  # count whole chunks: a spectator's page parses them; this one need not
+            chunk = await reader.read(1 << 16)
+            if not chunk:
+                writer.close()
+                return
+            text = tail + chunk
+            if not ended:
                 counts["records"] += text.count(b"event: record") + text.count(b"event: d\n")
                 if b"event: end" in text:
                     counts["games"] += 1
-                    break
-                cut = text.rfind(b"\n\n")
-                tail = text[cut + 2 :] if cut >= 0 else text
-        finally:
-            writer.close()
+                    ended = True
+            if ended and b"\r\n0\r\n\r\n" in text:  # the response's last chunk: the connection is free
+                idle.append((reader, writer))
+                return
+            cut = text.rfind(b"\n\n")
+            tail = text[cut + 2 :] if cut >= 0 else text[-16:]
 
     reader, writer = await _http_get(host, port, "/api/stream")
     counts["connected"] += 1
