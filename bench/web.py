@@ -85,7 +85,7 @@ async def _spectator(host: str, port: int, counts: dict[str, int], stop: asyncio
                 return
             text = tail + chunk
             if not ended:
-                counts["records"] += text.count(b"event: record") + text.count(b"event: d\n")
+                counts["records"] += text.count(b"event: record") + text.count(b"data: [")
                 if b"event: end" in text:
                     counts["games"] += 1
                     ended = True

@@ -353,7 +353,7 @@ def _decision_sse(index: int, payload: tuple[Any, ...], full: bool, compact: boo
             f'[{n},{hand},{seat},"{kind}",{action},{json.dumps(text)},{json.dumps(status)},{_number(think_us)},'
             f"{_number(transport_us)},[{events}]{ended_text}]"
         )
-        return f"id: {index}\nevent: d\ndata: {data}\n\n".encode()
+        return f"data: {data}\n\n".encode()  # no id: the stream sends one after each batch
     data = (
         f'{{"type":"decision","n":{n},"hand":{hand},"seat":{seat},"kind":"{kind}","action":{action},'
         f'"text":{json.dumps(text)},"status":{json.dumps(status)},"think_us":{_number(think_us)},'
@@ -507,6 +507,8 @@ class GameStream:
             first = self._history[1]
         else:
             first = self._catch_up(start)
+        if first and self.compact:
+            first += b"id: %d\n\n" % (self.cursor - 1)
         self.fanout.add(reader, first)
         if self._task is None:
             self._task = asyncio.create_task(self._run())
@@ -519,6 +521,8 @@ class GameStream:
         end = self.game.visible(self.delay)
         if end > self.cursor:
             data = b"".join([self.game.encoded(i, self.full, self.compact) for i in range(self.cursor, end)])
+            if self.compact:  # the id of the batch's last record (the browser resumes after it)
+                data += b"id: %d\n\n" % (end - 1)
             self.cursor = end
             self.fanout.send(data)
 

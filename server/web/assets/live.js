@@ -38,8 +38,8 @@
     if (timer === null) timer = setTimeout(flush, 40);
   }
   source.addEventListener("record", (e) => take(JSON.parse(e.data)));
-  // A decision in the compact form: its fields in a fixed order (docs/web.md).
-  source.addEventListener("d", (e) => {
+  // A decision in the compact form: a message of its fields in a fixed order (docs/web.md).
+  source.addEventListener("message", (e) => {
     const a = JSON.parse(e.data);
     const record = {
       type: "decision", n: a[0], hand: a[1], seat: a[2], kind: a[3], action: a[4], text: a[5],
