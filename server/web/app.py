@@ -50,6 +50,8 @@ SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
 RECENT_GAMES = 30
 LIVE_EVERY_S = 0.25
 """The live list is published at most this often."""
+LIVE_PROGRESS_S = 1.0
+"""... and this often while games are being played (their decisions and hands move on)."""
 BOT_GAMES = 200
 
 
@@ -167,6 +169,7 @@ class WebServer:
         shown = f"[{host}]" if ":" in host else host
         self.url = f"http://{shown}:{bound}/"
         self.hub.on_change.append(self._live_changed)
+        self._tasks.append(asyncio.create_task(self._live_progress()))
         if self.board is not None:
             with contextlib.suppress(Exception):  # the first refresh reports its own trouble below
                 await self._board_call(self.board.refresh)
@@ -215,6 +218,13 @@ class WebServer:
                 last_progress = progress
                 self.hub.publish("progress", progress)
             await asyncio.sleep(self.options.poll_s)
+
+    async def _live_progress(self) -> None:
+        """While games are played, the live list (their hands and decisions) goes out every second."""
+        while True:
+            await asyncio.sleep(LIVE_PROGRESS_S)
+            if self.hub.live():
+                self._live_changed()
 
     def _live_changed(self) -> None:
         """A game started or ended: publish the live list at once, then at most every quarter
