@@ -25,6 +25,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("server.transport", "server.viewer"),
     ("server.checker",),
     ("tournaments",),
+    ("server.web",),
     ("server.cli",),
 )
 """From the bottom up: a module may import its own room and the rooms of the layers below it."""

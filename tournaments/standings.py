@@ -338,3 +338,21 @@ def _rate(model: PlackettLuce, ratings: dict[str, Any], game: ResultLike, partne
     for group, team in zip(groups, new, strict=True):
         for s, rating in zip(group, team, strict=True):
             ratings[seats[s]] = rating
+
+
+def rating_history(
+    results: Sequence[ResultLike], bots: Sequence[str], *, partnerships: bool = False
+) -> dict[str, list[dict[str, Any]]]:
+    """Each bot's rating after each of its games, rated as :func:`compute_standings` rates
+    them (schedule order, aborted games skipped): ``{"game_id", "mu", "sigma"}`` per game."""
+    model = PlackettLuce()
+    ratings = {b: model.rating(name=b) for b in bots}
+    out: dict[str, list[dict[str, Any]]] = {b: [] for b in bots}
+    for game in sorted(results, key=lambda r: r.ordinal):
+        if game.aborted or not set(game.bots) <= ratings.keys():
+            continue
+        _rate(model, ratings, game, partnerships)
+        for b in dict.fromkeys(game.bots):
+            r = ratings[b]
+            out[b].append({"game_id": getattr(game, "game_id", ""), "mu": round(r.mu, 4), "sigma": round(r.sigma, 4)})
+    return out

@@ -19,6 +19,7 @@ from server.logging import configure_logging
 from server.spec import SeatStatus
 from server.transport.commands import bot_command_help
 from server.transport.service import Arena, ArenaClosed, ArenaError, ArenaOptions
+from server.web.serve import add_web_options, run_watched, web_options
 
 
 def register_cli(subparsers: Any) -> None:
@@ -45,6 +46,7 @@ def register_cli(subparsers: Any) -> None:
     parser.add_argument("--shutdown-grace", type=float, default=10.0, metavar="S",
                         help="seconds games in flight may take to finish after SIGTERM")
     play.add_game_options(parser)
+    add_web_options(parser)
     parser.set_defaults(func=_cmd_serve)
 
 
@@ -60,7 +62,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     bots = parse_bots(args.bot) if args.bot else []
     settings = game_settings(args, players=len(bots)) if bots else None
     log_path = configure_logging(args.log_dir, name="serve")
-    return asyncio.run(_serve(args, tokens, bots, settings, log_path))
+    web_options(args)
+    return asyncio.run(run_watched(args, None, "Craits serve", lambda: _serve(args, tokens, bots, settings, log_path)))
 
 
 async def _serve(args: argparse.Namespace, tokens: list[tuple[str, str]], bots: list[Any], settings: Any,

@@ -35,6 +35,7 @@ from server.logging import configure_logging
 from server.storage.store import Store, StoreError
 from server.transport.commands import bot_command_help
 from server.transport.launcher import command_problem
+from server.web.serve import add_web_options, run_watched, web_options
 from tournaments.config import TournamentConfig, address_problem, load_config
 from tournaments.grpc_runner import tournament_runner
 from tournaments.ladder import (
@@ -152,6 +153,7 @@ def _runner_options(parser: argparse.ArgumentParser, *, progress: bool = True) -
     )
     if progress:
         parser.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
+    add_web_options(parser)
 
 
 def _positive(text: str) -> int:
@@ -185,6 +187,7 @@ def _with_address(config: TournamentConfig, args: argparse.Namespace) -> Tournam
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    web_options(args)  # --web and --reveal-after checked before anything is created
     config = _with_address(load_config(args.file), args)
     out_dir = config.output_dir(args.out)
     factory = choose_runner(args.runner, config)
@@ -229,6 +232,7 @@ def _refuse_a_large_plan(config: TournamentConfig, args: argparse.Namespace) -> 
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
+    web_options(args)
     out_dir = _target_dir(args.target, getattr(args, "out", None), check_file=True)
     with _locked(out_dir), _database_errors(out_dir):
         return _resume(args, out_dir)
@@ -297,6 +301,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_ladder_run(args: argparse.Namespace) -> int:
+    web_options(args)
     config = _with_address(load_config(args.file), args)
     out_dir = config.output_dir(args.out)
     factory = choose_runner(args.runner, config)
@@ -322,10 +327,10 @@ def cmd_ladder_run(args: argparse.Namespace) -> int:
             if factory is not local_runner:
                 _quiet_referee_logs(out_dir)
             try:
-                summary = asyncio.run(run_ladder(
+                summary = asyncio.run(run_watched(args, out_dir, f"Craits ladder {config.name}", lambda: run_ladder(
                     config, store, out_dir, factory, rounds=args.rounds, concurrency=args.concurrency,
                     on_round=_print_round,
-                ))
+                )))
             except TournamentError as err:
                 _report(ladder_standings(config, store), store, out_dir, f"Craits ladder {config.name}")
                 print(f"craits: error: {err}\n{store.counts()[0]} games are recorded; after fixing it, "
@@ -426,10 +431,11 @@ def _play_and_report(
     summary: RunSummary | None = None
     failure: TournamentError | None = None
     try:
-        summary = asyncio.run(
-            play(config, store, out_dir, factory, concurrency=args.concurrency,
-                 progress=False if args.no_progress else None)
-        )
+        summary = asyncio.run(run_watched(
+            args, out_dir, f"Craits tournament {config.name}",
+            lambda: play(config, store, out_dir, factory, concurrency=args.concurrency,
+                         progress=False if args.no_progress else None),
+        ))
     except TournamentError as err:
         failure = err
     written = _report(load_standings(config, store), store, out_dir, f"Craits tournament {config.name}")

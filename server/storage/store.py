@@ -423,7 +423,17 @@ class Store:
         return done, total
 
     def results(self) -> list[StoredResult]:
-        """Every recorded game, in schedule order."""
+        """Every recorded game, in schedule order (read in one transaction, so a game another
+        process records meanwhile is seen whole or not at all)."""
+        if self._db.in_transaction:
+            return self._results()
+        self._db.execute("BEGIN")
+        try:
+            return self._results()
+        finally:
+            self._db.execute("COMMIT")
+
+    def _results(self) -> list[StoredResult]:
         seats: dict[str, list[SeatRow]] = {}
         for r in self._db.execute(
             f"SELECT game_id, seat, bot, total, placing, status, {', '.join(COUNTERS)}, think_s, transport_s"

@@ -4,6 +4,7 @@ tests, demos). Reads the wall clock only for ``started_at``."""
 
 from __future__ import annotations
 
+import contextvars
 import datetime as _dt
 import functools
 import hashlib
@@ -25,6 +26,16 @@ from server.storage.replay.format import (
 )
 
 JsonDict = dict[str, Any]
+
+REPLAY_TAP: contextvars.ContextVar[Callable[[ReplayWriter], Any] | None] = contextvars.ContextVar(
+    "craits_replay_tap", default=None
+)
+"""While set (``server.web`` sets it around the games it shows live), each new
+:class:`ReplayWriter` calls it with itself; what it returns gets ``decision(fields,
+raw_events)`` after each decision, then ``finish(result_record)`` or ``abort()``, from
+whatever thread plays the game. A context variable, so only the games started inside the
+block that set it are seen (their tasks, and ``asyncio.to_thread``, copy the context). Unset,
+a writer costs nothing more."""
 
 
 _ACTION_TEXT = tuple("" if action is None else str(action) for action in ACTIONS)
@@ -211,13 +222,22 @@ class ReplayWriter:
             header["started_at"] = stamp
         if extra:
             header["extra"] = dict(extra)
+        self._tap: Any = None
         try:
             self._write(header)
-            self._write({"type": "start", "events": [event_json(e) for e in self._take_new_events()]})
+            self.start_events = [event_json(e) for e in self._take_new_events()]
+            self._write({"type": "start", "events": self.start_events})
         except BaseException:
             self.abort()
             raise
         self._snapshot()
+        self.game_id, self.header = game_id, header
+        tap = REPLAY_TAP.get()
+        if tap is not None:
+            try:
+                self._tap = tap(self)
+            except Exception:
+                _tap_failed()
 
     @classmethod
     def for_spec(
@@ -322,16 +342,31 @@ class ReplayWriter:
         if out is None:
             raise ReplayUsageError(f"replay {self.path} is already finished or aborted")
         self._n += 1
-        events = "[" + ",".join([_event_text(raw) for raw in self._take_new_events()]) + "]"
+        raw_events = self._take_new_events()
+        events = "[" + ",".join([_event_text(raw) for raw in raw_events]) + "]"
         hand = self._pending_hand
         line, self._prev = _decision_line(
             self._prev, self._n, hand, seat, p_kind, len(legal), applied, None if applied == action_id else action_id,
             status, _micros(think_ms), _micros(transport_ms), events, note,
         )
         out.write(line + "\n")
+        if self._tap is not None:
+            think_us, transport_us = _micros(think_ms), _micros(transport_ms)
+            fields = (self._n, hand, seat, p_kind.name, applied, _ACTION_TEXT[applied], status, think_us, transport_us)
+            self._tell_tap("decision", fields, raw_events)
         self._snapshot()
         if self._pending_hand != hand or self._pending is None:
             out.flush()
+
+    def _tell_tap(self, method: str, *args: Any) -> None:
+        """Pass a record to the tap; a tap that fails is dropped and never stops the game."""
+        if self._tap is None:
+            return
+        try:
+            getattr(self._tap, method)(*args)
+        except Exception:
+            self._tap = None
+            _tap_failed()
 
     def finish(self, outcome: Any = None, *, aborted: str = "") -> Path:
         """Write the result record and move the file to its final name; return that path.
@@ -358,6 +393,8 @@ class ReplayWriter:
         if aborted:
             record["aborted"] = aborted
         self._write(record)
+        self._tell_tap("finish", record)
+        self._tap = None
         out = self._out
         assert out is not None
         out.flush()
@@ -376,6 +413,15 @@ class ReplayWriter:
             self._out = None
         self.tmp_path.unlink(missing_ok=True)
         self._done = True
+        if getattr(self, "_tap", None) is not None:
+            self._tell_tap("abort")
+            self._tap = None
+
+
+def _tap_failed() -> None:
+    from server.logging import get_logger
+
+    get_logger().exception("replay_tap_failed")
 
 
 def _applied_id(action_id: int, legal: Sequence[int]) -> int | None:

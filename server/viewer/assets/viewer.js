@@ -4,6 +4,10 @@
  * hand model plus the public table state (top card, suit, direction, count, stock)
  * is enough. Scores come from the replay's result record, hand by hand.
  * Events are [kind, seat, [card codes], suit or -1, value]; card = (rank-1)*4 + suit.
+ *
+ * Live (the web server's spectator page): records arrive one by one through
+ * ``craitsViewer.append``; a card a spectator may not see is -1 (shown as a back), and each
+ * decision that ends a hand carries that hand's scores (``hand_results``).
  */
 (function () {
   "use strict";
@@ -12,9 +16,10 @@
   const RECORDS = DATA.records;
   const HEADER = RECORDS[0];
   const START = RECORDS[1];
-  const DECISIONS = RECORDS.filter((r) => r.type === "decision");
-  const RESULT = RECORDS[RECORDS.length - 1];
+  const DECISIONS = [];
+  let RESULT = { hands: [] };
   const CONFIG = HEADER.config;
+  const TEAMS = CONFIG.preset === "crates-partners";
   const FLAGS = CONFIG.flags || {};
   const N = CONFIG.players;
   const BOTS = HEADER.seats.map((s, i) => String(s.bot != null ? s.bot : "seat " + i));
@@ -68,10 +73,16 @@
   }
 
   const handResults = {};
-  for (const h of RESULT.hands || []) handResults[h.number] = h;
+  function takeResult(rec) {
+    RESULT = rec;
+    for (const h of rec.hands || []) handResults[h.number] = h;
+  }
+  if (RECORDS[RECORDS.length - 1].type === "result") takeResult(RECORDS[RECORDS.length - 1]);
 
+  /* Take a card from a hand; a card the viewer could not see there is a -1. */
   function removeCard(hand, code) {
-    const i = hand.indexOf(code);
+    let i = hand.indexOf(code);
+    if (i < 0) i = hand.indexOf(-1);
     if (i >= 0) hand.splice(i, 1);
   }
 
@@ -164,34 +175,44 @@
   }
 
   let currentHandLogStart = 0;
+  const building = newModel();
 
-  (function buildFrames() {
-    const m = newModel();
-    const runEvents = (events, dec, ctx) => {
-      let firstLog = LOG.length;
-      for (let i = 0; i < events.length; i++) {
-        const ev = events[i];
-        if (ev[0] === "hand_start") currentHandLogStart = LOG.length;
-        applyEvent(m, ev, ctx);
-        LOG.push({ ev: ev, dec: dec });
-        const more = events.slice(i + 1).some((e) => e[0] !== "game_end");
-        if (ev[0] === "hand_end" && more) {
-          pushFrame(m, dec, true, firstLog);
-          firstLog = LOG.length;
-        }
+  function runEvents(events, dec, ctx) {
+    const m = building;
+    let firstLog = LOG.length;
+    for (let i = 0; i < events.length; i++) {
+      const ev = events[i];
+      if (ev[0] === "hand_start") currentHandLogStart = LOG.length;
+      applyEvent(m, ev, ctx);
+      LOG.push({ ev: ev, dec: dec });
+      const more = events.slice(i + 1).some((e) => e[0] !== "game_end");
+      if (ev[0] === "hand_end" && more) {
+        pushFrame(m, dec, true, firstLog);
+        firstLog = LOG.length;
       }
-      pushFrame(m, dec, m.handOver, firstLog);
-    };
-    runEvents(START.events, -1, null);
-    DECISIONS.forEach((rec, d) => {
-      const ctx = { seat: rec.seat, kind: rec.kind, countDraw: 0 };
-      if (rec.action === 0 && m.count > 0) {
-        if (rec.kind === "ANSWER_COUNT") ctx.countDraw = 1;
-        else if (rec.kind === "PENALTY") ctx.countDraw = 2;
-      }
-      runEvents(rec.events, d, ctx);
-    });
-  })();
+    }
+    pushFrame(m, dec, m.handOver, firstLog);
+  }
+
+  /* Add one record after the start: a decision's frames, or the result. */
+  function addRecord(rec) {
+    if (rec.type === "result") {
+      takeResult(rec);
+      return;
+    }
+    if (rec.type !== "decision" || rec.n <= DECISIONS.length) return; // (a live stream may repeat one)
+    for (const h of rec.hand_results || []) handResults[h.number] = h;
+    DECISIONS.push(rec);
+    const ctx = { seat: rec.seat, kind: rec.kind, countDraw: 0 };
+    if (rec.action === 0 && building.count > 0) {
+      if (rec.kind === "ANSWER_COUNT") ctx.countDraw = 1;
+      else if (rec.kind === "PENALTY") ctx.countDraw = 2;
+    }
+    runEvents(rec.events, DECISIONS.length - 1, ctx);
+  }
+
+  runEvents(START.events, -1, null);
+  RECORDS.slice(2).forEach(addRecord);
 
   /* The frame showing the position right after decision n (0: before any decision). */
   function frameOfDecision(n) {
@@ -227,8 +248,10 @@
     return e;
   }
 
+  /* Known cards by suit and rank, then the ones the viewer cannot see (-1). */
   function sortForDisplay(hand) {
-    return hand.slice().sort((a, b) => (suitOf(a) - suitOf(b)) || (rankOf(a) - rankOf(b)));
+    const known = hand.filter((c) => c >= 0).sort((a, b) => (suitOf(a) - suitOf(b)) || (rankOf(a) - rankOf(b)));
+    return known.concat(hand.filter((c) => c < 0));
   }
 
   /* A table cell with a seat's bot name, cut short with an ellipsis (full name on hover). */
@@ -251,7 +274,7 @@
   function describe(ev, viewer) {
     const [kind, seat, cards, suit, value] = ev;
     const who = seatName(seat);
-    const sees = viewer == null || viewer === seat;
+    const sees = (viewer == null || viewer === seat) && !cards.some((c) => c < 0);
     switch (kind) {
       case "dealer_draw": return who + " draws " + cardsText(cards) + " for the deal";
       case "hand_start": return "Hand " + value + ": " + who + " deals";
@@ -297,7 +320,8 @@
     if (FLAGS.decks) flags.push(FLAGS.decks + (FLAGS.decks === 1 ? " deck" : " decks"));
     $("game-title").textContent = HEADER.game_id ? "Game " + HEADER.game_id : "Craits replay";
     const meta = [CONFIG.preset, N + " players"].concat(flags);
-    meta.push("seed " + HEADER.seed);
+    if (HEADER.seed != null) meta.push("seed " + HEADER.seed);
+    if (DATA.note) meta.push(DATA.note);
     if (HEADER.tournament) meta.push("tournament " + HEADER.tournament);
     if (RESULT.aborted) meta.push("ABORTED: " + RESULT.aborted);
     $("game-meta").textContent = meta.join(" \u00b7 ");
@@ -329,8 +353,11 @@
       box.appendChild(el("div", "seat-foot"));
       seats.appendChild(box);
     }
-    const slider = $("slider");
-    slider.max = String(FRAMES.length - 1);
+    setRange();
+  }
+
+  function setRange() {
+    $("slider").max = String(FRAMES.length - 1);
     $("goto").max = String(DECISIONS.length);
   }
 
@@ -362,7 +389,7 @@
       if (hidden) {
         for (let i = 0; i < m.hands[s].length; i++) hand.appendChild(el("span", "card back"));
       } else {
-        for (const c of sortForDisplay(m.hands[s])) hand.appendChild(cardEl(c));
+        for (const c of sortForDisplay(m.hands[s])) hand.appendChild(c < 0 ? el("span", "card back") : cardEl(c));
       }
       if (!m.hands[s].length) hand.appendChild(el("span", "no-cards", "no cards"));
       box.querySelector(".seat-foot").textContent =
@@ -419,6 +446,7 @@
   }
 
   function winnersText() {
+    if (!RESULT.placings) return "the final scores come with the result";
     if (RESULT.team_totals) {
       const t = RESULT.team_placings.indexOf(1);
       if (RESULT.team_placings[0] === RESULT.team_placings[1]) return "the partnerships tie on " + RESULT.team_totals[0];
@@ -441,7 +469,7 @@
       ["decision", "#" + rec.n + " (hand " + rec.hand + ")"],
       ["seat", rec.seat + " " + BOTS[rec.seat]],
       ["kind", rec.kind.toLowerCase().replace("_", " ")],
-      ["action", rec.text + "  (id " + rec.action + ", " + rec.legal + " legal)"],
+      ["action", rec.text + "  (id " + rec.action + (rec.legal != null ? ", " + rec.legal + " legal" : "") + ")"],
       ["status", rec.status],
       ["think", ms(rec.think_us)],
       ["transport", ms(rec.transport_us)],
@@ -495,7 +523,7 @@
     const table = $("score-sheet");
     table.textContent = "";
     const sizes = handSizes();
-    const total = sizes ? sizes.length : Math.max((RESULT.hands || []).length, 1);
+    const total = sizes ? sizes.length : Math.max((RESULT.hands || []).length, Object.keys(handResults).length, 1);
     const head = el("tr");
     head.appendChild(el("th", null, "hand"));
     for (let s = 0; s < N; s++) head.appendChild(nameCell("th", s, false));
@@ -529,7 +557,7 @@
       totals.appendChild(td);
     }
     foot.appendChild(totals);
-    if (RESULT.team_totals) {
+    if (TEAMS) {
       const teams = el("tr", "teams");
       teams.appendChild(el("th", null, "team"));
       for (let s = 0; s < N; s++) {
@@ -539,7 +567,7 @@
       }
       foot.appendChild(teams);
     }
-    if (m.over) {
+    if (m.over && RESULT.placings) {
       const places = el("tr", "places");
       places.appendChild(el("th", null, "place"));
       for (let s = 0; s < N; s++) places.appendChild(el("td", RESULT.placings[s] === 1 ? "win" : null, String(RESULT.placings[s])));
@@ -683,10 +711,20 @@
   bind();
   render();
 
-  // A small API for tests and the console.
+  /* Live: add records as they come; a viewer on the last frame follows the game. */
+  function append(records) {
+    const following = ui.frame >= FRAMES.length - 1;
+    for (const rec of records) addRecord(rec);
+    setRange();
+    if (following) ui.frame = FRAMES.length - 1;
+    render();
+  }
+
+  // A small API for tests, the console and the live page.
   window.craitsViewer = {
-    frames: FRAMES.length,
-    decisions: DECISIONS.length,
+    get frames() { return FRAMES.length; },
+    get decisions() { return DECISIONS.length; },
+    append: append,
     go: go,
     gotoDecision: gotoDecision,
     setViewer: setViewer,

@@ -1,0 +1,278 @@
+"""What 200 spectators cost the referee: its decisions per second with and without them.
+
+The referee (an :class:`~server.transport.service.Arena` in this process) plays games of
+six-player Craits (long games: spectators move on less often) between bot processes (``bench/referee.py --bot``: a random legal action at once),
+one game at a time, recording each replay as a tournament does. Rounds of games take turns:
+
+* **alone**: no web server is watching (the replay writer has no tap);
+* **watched**: the web server (``server.web``) runs on this process's event loop with the
+  games published to it, and ``--spectators`` clients (one other process, raw sockets on
+  127.0.0.1) each follow the board's stream (``/api/stream``) and every live game's event
+  stream (``/api/games/{id}/events?form=compact``) from its first record to its end, as a
+  spectator's page does.
+
+A game is timed from its first decision to its last (the bots' start-up excluded);
+decisions/s is the total of the round's decisions over the total of those times. Rounds
+alternate so a noisy neighbour hurts both alike. The whole run is bounded by ``--seconds``.
+
+    python bench/web.py            # ~2 minutes
+    python bench/web.py --quick    # under a minute
+
+The last line is machine-readable:
+``decisions_per_s_alone=X decisions_per_s_watched=Y drop_pct=Z spectators=N records_received=R``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import secrets
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # allow `python bench/web.py` as well as `python -m bench.web`
+    sys.path.insert(0, str(ROOT))
+
+GOAL_DROP_PCT = 5.0
+
+
+# --------------------------------------------------------------------------- the spectators (another process)
+
+
+async def _http_get(
+    host: str, port: int, path: str, connection: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """Send a GET (on ``connection`` if given: kept alive, as a browser does) and read its headers."""
+    reader, writer = connection or await asyncio.open_connection(host, port)
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nAccept: text/event-stream\r\n\r\n".encode())
+    await writer.drain()
+    status = await reader.readline()
+    if b" 200 " not in status:
+        writer.close()
+        raise ConnectionError(f"{path}: {status!r}")
+    while (await reader.readline()) not in (b"\r\n", b""):
+        pass
+    return reader, writer
+
+
+async def _spectator(host: str, port: int, counts: dict[str, int], stop: asyncio.Event) -> None:
+    """Follow the board's stream; watch each game that goes live, from its start to its end."""
+    watching: set[str] = set()
+    tasks: set[asyncio.Task[None]] = set()
+
+    idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+
+    async def watch(game_id: str) -> None:
+        try:
+            reader, writer = await _http_get(
+                host, port, f"/api/games/{game_id}/events?form=compact", idle.pop() if idle else None
+            )
+        except (OSError, ConnectionError):
+            counts["failed"] += 1
+            return
+        tail = b""
+        ended = False
+        while True:  # count whole chunks: a spectator's page parses them; this one need not
+            chunk = await reader.read(1 << 16)
+            if not chunk:
+                writer.close()
+                return
+            text = tail + chunk
+            if not ended:
+                counts["records"] += text.count(b"event: record") + text.count(b"data: [")
+                if b"event: end" in text:
+                    counts["games"] += 1
+                    ended = True
+            if ended and b"\r\n0\r\n\r\n" in text:  # the response's last chunk: the connection is free
+                idle.append((reader, writer))
+                return
+            cut = text.rfind(b"\n\n")
+            tail = text[cut + 2 :] if cut >= 0 else text[-16:]
+
+    reader, writer = await _http_get(host, port, "/api/stream")
+    counts["connected"] += 1
+    event = b""
+    try:
+        while not stop.is_set():
+            line = await reader.readline()
+            if not line:
+                counts["lost"] += 1
+                break
+            if line.startswith(b"event: "):
+                event = line[7:].strip()
+            elif line.startswith(b"data: ") and event == b"live":
+                for game in json.loads(line[6:]):
+                    if game["game_id"] not in watching:
+                        watching.add(game["game_id"])
+                        task = asyncio.create_task(watch(game["game_id"]))
+                        tasks.add(task)
+                        task.add_done_callback(tasks.discard)
+    finally:
+        writer.close()
+        for task in tasks:
+            task.cancel()
+
+
+async def _spectators_main(host: str, port: int, n: int) -> None:
+    """Run ``n`` spectators until stdin closes; then print what they received as JSON."""
+    counts = {"connected": 0, "records": 0, "games": 0, "failed": 0, "lost": 0}
+    stop = asyncio.Event()
+    tasks = [asyncio.create_task(_spectator(host, port, counts, stop)) for _ in range(n)]
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(None, sys.stdin.read)
+    stop.set()
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    print(json.dumps(counts), flush=True)
+
+
+# --------------------------------------------------------------------------- the referee
+
+
+async def run_bench(
+    rounds: int, games_per_round: int, spectators: int, players: int, seed: int, deadline: float
+) -> dict[str, Any]:
+    from server.engine import make_config
+    from server.game.referee import GameReferee
+    from server.spec import BotSpec, Clocks, GameSpec
+    from server.transport.service import Arena
+    from server.web.app import WebOptions, WebServer
+    from server.web.live import LiveHub
+
+    arena = await Arena.start("127.0.0.1:0")
+    hub = LiveHub(linger_s=2.0)
+    web = WebServer(hub, None, WebOptions(port=0), title="bench")
+    url = await web.start()
+    port = int(url.rstrip("/").rsplit(":", 1)[1])
+    config = make_config("craits", players)
+    clocks = Clocks(decision_s=5.0, bank_s=30.0, connect_timeout_s=30.0)
+    replays = tempfile.TemporaryDirectory(prefix="craits-bench-web-")
+    bot = str(ROOT / "bench" / "referee.py")
+
+    def make_spec(n: int) -> GameSpec:
+        bots = tuple(
+            BotSpec(f"bot{i}", secrets.token_urlsafe(12), command=(sys.executable, bot, "--bot", str(seed * 10 + i)))
+            for i in range(players)
+        )
+        return GameSpec(f"bench-{n}", config, seed + n, bots, clocks, replay_path=Path(replays.name) / f"bench-{n}.jsonl")
+
+    played: list[tuple[int, float]] = []
+    original_play = GameReferee._play
+
+    async def timed_play(self: GameReferee, replay: Any) -> None:
+        started = time.perf_counter()
+        try:
+            await original_play(self, replay)
+        finally:
+            played.append((self.state.decisions, time.perf_counter() - started))
+
+    GameReferee._play = timed_play  # type: ignore[method-assign]
+    clients = await asyncio.create_subprocess_exec(
+        sys.executable, str(Path(__file__).resolve()), "--spectators-for", str(port), str(spectators),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+    )
+    totals = {"alone": [0, 0.0], "watched": [0, 0.0]}
+    cpu = {"alone": 0.0, "watched": 0.0}
+    peak = 0
+    n = 0
+    try:
+        for _ in range(50):  # wait for the spectators to connect
+            if web.spectators >= spectators:
+                break
+            await asyncio.sleep(0.1)
+        for r in range(rounds * 2):
+            if time.monotonic() > deadline:
+                break
+            mode = "watched" if r % 2 else "alone"
+            for _ in range(games_per_round):
+                if time.monotonic() > deadline:
+                    break
+                played.clear()
+                cpu_before = time.process_time()
+                if mode == "watched":
+                    with hub.installed():
+                        task = asyncio.create_task(arena.run_game(make_spec(n)))
+                    while not task.done():
+                        peak = max(peak, web.spectators)
+                        await asyncio.wait({task}, timeout=0.05)
+                    await task
+                else:
+                    await arena.run_game(make_spec(n))
+                n += 1
+                cpu[mode] += time.process_time() - cpu_before
+                for decisions, seconds in played:
+                    totals[mode][0] += decisions
+                    totals[mode][1] += seconds
+            print(f"  round {r + 1}: {mode:7} {totals[mode][0] / max(totals[mode][1], 1e-9):8.0f} decisions/s so far",
+                  flush=True)
+    finally:
+        GameReferee._play = original_play  # type: ignore[method-assign]
+        assert clients.stdin is not None
+        clients.stdin.close()
+        out, _ = await clients.communicate()
+        await web.stop()
+        await arena.shutdown(grace_s=0)
+        replays.cleanup()
+    received = json.loads(out.decode().strip().splitlines()[-1]) if out.strip() else {}
+    return {
+        "cpu_us_alone": 1e6 * cpu["alone"] / max(totals["alone"][0], 1),
+        "cpu_us_watched": 1e6 * cpu["watched"] / max(totals["watched"][0], 1),
+        "alone": totals["alone"][0] / max(totals["alone"][1], 1e-9),
+        "watched": totals["watched"][0] / max(totals["watched"][1], 1e-9),
+        "games": n,
+        "peak_spectators": peak,
+        "dropped": web.dropped,
+        "received": received,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer rounds (under a minute)")
+    parser.add_argument("--spectators", type=int, default=200)
+    parser.add_argument("--rounds", type=int, help="pairs of rounds (default 4, 2 with --quick)")
+    parser.add_argument("--games", type=int, default=3, help="games per round (default 3)")
+    parser.add_argument("--seconds", type=float, help="stop starting games after this long (default 150, 50 quick)")
+    parser.add_argument("--players", type=int, default=6, help="seats per game (default 6: long games)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--spectators-for", nargs=2, metavar=("PORT", "N"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.spectators_for is not None:
+        asyncio.run(_spectators_main("127.0.0.1", int(args.spectators_for[0]), int(args.spectators_for[1])))
+        return 0
+
+    from server.logging import configure_logging
+
+    configure_logging(None, console=False)
+    rounds = args.rounds or (2 if args.quick else 4)
+    seconds = args.seconds or (50.0 if args.quick else 150.0)
+    print(f"web bench: {args.players}-player craits, {args.players} bot processes, one game at a time, replays recorded; "
+          f"{rounds} pairs of rounds of {args.games} games, alone and watched by {args.spectators} spectators "
+          f"(SSE on 127.0.0.1); python {sys.version.split()[0]}, {os.cpu_count()} cpus", flush=True)
+    result = asyncio.run(
+        run_bench(rounds, args.games, args.spectators, args.players, args.seed, time.monotonic() + seconds)
+    )
+    drop = 100.0 * (1 - result["watched"] / result["alone"]) if result["alone"] else float("nan")
+    got = result["received"]
+    print(f"spectators: {got.get('connected', 0)} connected (peak {result['peak_spectators']} streams at the server), "
+          f"{got.get('records', 0)} records received, {got.get('games', 0)} games followed to the end, "
+          f"{result['dropped']} dropped by the server, {got.get('failed', 0)} refused")
+    print(f"this process's CPU per decision (the referee, and the web server when watched): "
+          f"alone {result['cpu_us_alone']:.0f} us, watched {result['cpu_us_watched']:.0f} us")
+    verdict = "meets" if drop < GOAL_DROP_PCT else "misses"
+    print(f"referee decisions/s: alone {result['alone']:.0f}, watched {result['watched']:.0f}: "
+          f"{drop:+.1f}% ({verdict} the goal of < {GOAL_DROP_PCT:g}%)")
+    print(f"decisions_per_s_alone={result['alone']:.0f} decisions_per_s_watched={result['watched']:.0f} "
+          f"drop_pct={drop:.2f} spectators={got.get('connected', 0)} records_received={got.get('records', 0)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,583 @@
+"""The web server: the board, the bots, the live games and their JSON API (docs/web.md).
+
+An aiohttp application on the referee's own event loop. Pages and API read two things:
+the :class:`~server.web.live.LiveHub` (games being played in this process) and, for a
+tournament or a ladder, a :class:`~server.web.board.Board` (what its store holds), refreshed
+every ``poll_s`` on a thread of its own. Server-sent events carry every change:
+``/api/stream`` the board's (standings, progress, live games, recent games), and
+``/api/games/{id}/events`` one game's records.
+
+A reader never slows a game: the game appends to a list, readers follow it with a cursor,
+write at most every ``tick_s`` (everything new at once), and a reader whose write has not
+gone out after ``stall_s`` (it does not read) is disconnected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import errno
+import html
+import json
+import math
+import re
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+from aiohttp import web
+
+from server.errors import UserError
+from server.logging import get_logger
+from server.web.board import Board
+from server.web.fanout import MAX_BUFFER, Reader, open_stream
+from server.web.live import END, GameStream, LiveHub, public_records, strip_full
+
+log = get_logger()
+T = TypeVar("T")
+
+_ASSETS = Path(__file__).with_name("assets")
+_VIEWER = Path(__file__).resolve().parents[1] / "viewer" / "assets"
+CSP = (
+    "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; "
+    "connect-src 'self'"
+)
+SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+RECENT_GAMES = 30
+LIVE_EVERY_S = 0.25
+"""The live list is published at most this often."""
+LIVE_PROGRESS_S = 1.0
+"""... and this often while games are being played (their decisions and hands move on)."""
+BOT_GAMES = 200
+
+
+@dataclass(frozen=True, slots=True)
+class WebOptions:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    reveal_after: float | None = None
+    """Seconds after which a live game's every card may be shown (None: never while it plays)."""
+    tick_s: float = 0.25
+    """Each stream writes at most this often (everything new at once)."""
+    max_buffer: int = MAX_BUFFER
+    """Bytes a reader may leave unread before it is dropped."""
+    heartbeat_s: float = 15.0
+    poll_s: float = 0.5
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` or ``PORT`` (host 127.0.0.1); a one-line error otherwise."""
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host, port = "127.0.0.1", text
+    host = host.strip("[]") or "127.0.0.1"
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise UserError(f"--web {text!r}: expected HOST:PORT, e.g. 127.0.0.1:8080 (port 0: any free port)")
+    return host, int(port)
+
+
+def _asset(name: str) -> str:
+    return (_ASSETS / name).read_text(encoding="utf-8")
+
+
+def _viewer_asset(name: str) -> str:
+    return (_VIEWER / name).read_text(encoding="utf-8")
+
+
+def _embed(value: Any) -> str:
+    return (
+        json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+        .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    )
+
+
+def _fill(template: str, values: dict[str, str]) -> str:
+    """Replace each {{KEY}} in one pass, so a value never has markers of its own filled."""
+    return re.sub(r"\{\{([A-Z]+)\}\}", lambda m: values.get(m.group(1), m.group(0)), template)
+
+
+def _json(data: Any, status: int = 200) -> web.Response:
+    return web.Response(
+        text=json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str),
+        status=status, content_type="application/json",
+    )
+
+
+class WebServer:
+    """Serves the pages and the API for ``hub`` (live games) and ``board`` (a store, or None)."""
+
+    def __init__(self, hub: LiveHub, board: Board | None, options: WebOptions, *, title: str = "Craits Arena") -> None:
+        self.hub = hub
+        self.board = board
+        self.options = options
+        self.title = title
+        self.url = ""
+        self._runner: web.AppRunner | None = None
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="craits-web-board")
+        self._live_pending = False
+        self._live_sent = 0.0
+        self.spectators = 0
+        self.dropped = 0
+        self.app = self._make_app()
+
+    # ------------------------------------------------------------------ life
+
+    def _make_app(self) -> web.Application:
+        app = web.Application(middlewares=[self._errors])
+        app.add_routes([
+            web.get("/", self.page_board),
+            web.get("/games", self.page_games),
+            web.get("/games/{game_id}", self.page_game),
+            web.get("/bots/{bot}", self.page_bot),
+            web.get("/api", self.api_index),
+            web.get("/api/standings", self.api_standings),
+            web.get("/api/progress", self.api_progress),
+            web.get("/api/games", self.api_games),
+            web.get("/api/games/{game_id}", self.api_game),
+            web.get("/api/games/{game_id}/events", self.api_game_events),
+            web.get("/api/games/{game_id}/replay", self.api_game_replay),
+            web.get("/api/bots/{bot}", self.api_bot),
+            web.get("/api/stream", self.api_stream),
+        ])
+        return app
+
+    async def start(self) -> str:
+        """Listen; a busy or bad address is a :class:`UserError` (one line)."""
+        host, port = self.options.host, self.options.port
+        self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False, shutdown_timeout=0.5)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, host, port, reuse_address=True)
+        try:
+            await site.start()
+        except OSError as err:
+            await self._runner.cleanup()
+            self._runner = None
+            if err.errno == errno.EADDRINUSE:
+                raise UserError(f"--web {host}:{port}: the port is in use; choose another (port 0: any free port)") from None
+            if isinstance(err, socket.gaierror) or err.errno in (errno.EADDRNOTAVAIL, errno.EACCES):
+                raise UserError(f"--web {host}:{port}: cannot listen there ({err.strerror or err})") from None
+            raise UserError(f"--web {host}:{port}: {err.strerror or err}") from None
+        server = site._server
+        sockets = getattr(server, "sockets", None) or []
+        bound = sockets[0].getsockname()[1] if sockets else port
+        shown = f"[{host}]" if ":" in host else host
+        self.url = f"http://{shown}:{bound}/"
+        self.hub.on_change.append(self._live_changed)
+        self._tasks.append(asyncio.create_task(self._live_progress()))
+        if self.board is not None:
+            with contextlib.suppress(Exception):  # the first refresh reports its own trouble below
+                await self._board_call(self.board.refresh)
+            self._tasks.append(asyncio.create_task(self._poll()))
+        log.debug("web_started", url=self.url)
+        return self.url
+
+    async def stop(self) -> None:
+        with contextlib.suppress(ValueError):
+            self.hub.on_change.remove(self._live_changed)
+        self.hub.feed.close()  # every open stream ends (its response is finished) before the server goes
+        for game in self.hub.games.values():
+            for stream in game.streams.values():
+                stream.fanout.close()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        if self.board is not None:
+            board = self.board
+            await asyncio.get_running_loop().run_in_executor(self._executor, board.close)
+        self._executor.shutdown(wait=False)
+
+    async def _board_call(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+    async def _poll(self) -> None:
+        """Refresh the board every ``poll_s``; publish what changed."""
+        assert self.board is not None
+        board = self.board
+        last_progress: dict[str, Any] = {}
+        published = -1
+        while True:
+            try:
+                await self._board_call(board.refresh)
+            except Exception as err:  # a store being written may refuse a read now and then
+                log.warning("web_board_refresh_failed", error=str(err))
+            if board.version != published:
+                published = board.version
+                self.hub.publish("standings", board.snapshot.standings)
+                self.hub.publish("games", self._recent_games())
+            progress = board.snapshot.progress
+            if progress != last_progress:
+                last_progress = progress
+                self.hub.publish("progress", progress)
+            await asyncio.sleep(self.options.poll_s)
+
+    async def _live_progress(self) -> None:
+        """While games are played, the live list (their hands and decisions) goes out every second."""
+        while True:
+            await asyncio.sleep(LIVE_PROGRESS_S)
+            if self.hub.live():
+                self._live_changed()
+
+    def _live_changed(self) -> None:
+        """A game started or ended: publish the live list at once, then at most every quarter
+        second (a ladder of fast games starts many)."""
+        if self._live_pending:
+            return
+        loop = asyncio.get_running_loop()
+        wait = self._live_sent + LIVE_EVERY_S - loop.time()
+        self._live_pending = True
+
+        def send() -> None:
+            self._live_pending = False
+            self._live_sent = loop.time()
+            self.hub.publish("live", self._live_games())
+            if self.board is None:  # no store to poll: the games this process finished
+                self.hub.publish("games", self._recent_games())
+
+        if wait <= 0:
+            send()
+        else:
+            loop.call_later(wait, send)
+
+    # ------------------------------------------------------------------ data
+
+    def _live_games(self) -> list[dict[str, Any]]:
+        return [g.summary() for g in self.hub.live()]
+
+    def _games(self) -> list[dict[str, Any]]:
+        """Recorded games, oldest first: the store's, or those this process finished."""
+        return self.board.snapshot.games if self.board is not None else list(self.hub.finished)
+
+    def _recent_games(self) -> list[dict[str, Any]]:
+        return [_game_row(g) for g in self._games()[-RECENT_GAMES:][::-1]]
+
+    def _recorded(self, game_id: str) -> dict[str, Any] | None:
+        if self.board is not None:
+            return self.board.snapshot.by_id.get(game_id)
+        return next((g for g in self.hub.finished if g["game_id"] == game_id), None)
+
+    def _full_allowed(self, game: dict[str, Any]) -> bool:
+        return self.board is None or not self.board.hidden_deal(game)
+
+    def _standings(self) -> dict[str, Any]:
+        if self.board is None:
+            return {"standings": [], "tournament": self.title}
+        return self.board.snapshot.standings
+
+    def _progress(self) -> dict[str, Any]:
+        if self.board is None:
+            done = len(self.hub.finished)
+            return {"name": self.title, "kind": "server", "done": done, "total": done, "live": len(self.hub.live())}
+        return self.board.snapshot.progress
+
+    # ------------------------------------------------------------------ errors
+
+    @web.middleware
+    async def _errors(self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
+        try:
+            return await handler(request)
+        except web.HTTPNotFound as err:
+            return self._not_found(request, err.text if err.text and not err.text.startswith("404") else "no such page")
+
+    def _not_found(self, request: web.Request, what: str) -> web.Response:
+        if request.path.startswith("/api"):
+            return _json({"error": what}, status=404)
+        return self._page("Not found", f'<main class="board"><h1>Not found</h1><p class="meta">{html.escape(what)}'
+                                       f'</p><p><a href="/">the board</a></p></main>', status=404)
+
+    # ------------------------------------------------------------------ pages
+
+    def _page(self, title: str, body: str, *, script: str = "", status: int = 200, head: str = "") -> web.Response:
+        page = _fill(_asset("page.html"), {
+            "HEAD": head, "TITLE": html.escape(title), "CSS": _viewer_asset("viewer.css") + _asset("web.css"),
+            "NAV": html.escape(self.title), "BODY": body, "JS": script.replace("</", "<\\/"),
+        })
+        return web.Response(text=page, status=status, content_type="text/html", headers={"Content-Security-Policy": CSP})
+
+    async def page_board(self, request: web.Request) -> web.Response:
+        data = {
+            "standings": self._standings(), "progress": self._progress(),
+            "live": self._live_games(), "games": self._recent_games(),
+        }
+        body = _fill(_asset("board.html"), {"DATA": _embed(data)})
+        return self._page(self.title, body, script=_asset("board.js"))
+
+    async def page_games(self, request: web.Request) -> web.Response:
+        rows = [_game_row(g) for g in self._games()]
+        data = {"live": self._live_games(), "games": rows[::-1]}
+        body = _fill(_asset("games.html"), {"DATA": _embed(data)})
+        return self._page(f"{self.title}: games", body, script=_asset("board.js"))
+
+    async def page_bot(self, request: web.Request) -> web.Response:
+        name = request.match_info["bot"]
+        info = await self._bot(name)
+        if info is None:
+            return self._not_found(request, f"no bot named {name!r} here")
+        return self._page(f"{name} - {self.title}", _bot_body(name, info))
+
+    async def _bot(self, name: str) -> dict[str, Any] | None:
+        if self.board is None:
+            return None
+        return await self._board_call(self.board.bot, name)
+
+    async def page_game(self, request: web.Request) -> web.Response:
+        game_id = request.match_info["game_id"]
+        live = self.hub.games.get(game_id)
+        if live is not None:
+            delay = self.options.reveal_after
+            full = request.query.get("view") == "full" and delay is not None
+            count = live.visible(delay if full else None)
+            if count < 2:
+                return self._page(
+                    f"{game_id} - {self.title}",
+                    f'<main class="board"><h1>Game {html.escape(game_id)}</h1><p class="meta">Every hand shows '
+                    f"{delay:g} s behind the game, and it started less than that ago: this page reloads in a "
+                    f'moment, or <a href="?">watch it live with the hands hidden</a>.</p></main>',
+                    head=f'<meta http-equiv="refresh" content="{max(1, math.ceil(delay or 1))}">',
+                )
+            data = {
+                "records": live.records(count, full), "index_href": "/",
+                "live": {"events": f"/api/games/{game_id}/events", "from": count, "reveal_after": delay,
+                         "view": "full" if full else "public"},
+            }
+            return self._viewer(f"Craits live {game_id}", data)
+        game = self._recorded(game_id)
+        if game is None:
+            return self._not_found(request, f"no game {game_id!r} here (not live, not recorded)")
+        if game["replay"] is None:
+            return self._not_found(request, f"game {game_id} has no replay")
+        records = await self._replay_records(game)
+        page: dict[str, Any] = {"records": records, "index_href": "/"}
+        if not self._full_allowed(game):
+            page["note"] = "hands hidden: this deal is still to be played at another table"
+        return self._viewer(f"Craits replay {game_id}", page)
+
+    async def _replay_records(self, game: dict[str, Any]) -> list[dict[str, Any]]:
+        from server.storage.replay import load_records
+
+        records = await self._board_call(load_records, game["replay"])
+        if self._full_allowed(game):
+            return [strip_full(r) for r in records]
+        return public_records(records)
+
+    def _viewer(self, title: str, data: dict[str, Any]) -> web.Response:
+        js = _viewer_asset("viewer.js") + "\n" + _asset("live.js")
+        page = _fill(_viewer_asset("viewer.html"), {
+            "TITLE": html.escape(title), "CSS": _viewer_asset("viewer.css") + _asset("web.css"),
+            "JS": js.replace("</", "<\\/"), "DATA": _embed(data),
+        })
+        page = page.replace("img-src data:", "img-src data:; connect-src 'self'")
+        return web.Response(text=page, content_type="text/html", headers={"Content-Security-Policy": CSP})
+
+    # ------------------------------------------------------------------ API
+
+    async def api_index(self, request: web.Request) -> web.Response:
+        return _json({
+            "standings": "/api/standings", "progress": "/api/progress", "games": "/api/games",
+            "game": "/api/games/{game_id}", "game_events": "/api/games/{game_id}/events (text/event-stream)",
+            "game_replay": "/api/games/{game_id}/replay", "bot": "/api/bots/{bot}",
+            "stream": "/api/stream (text/event-stream)", "docs": "docs/web.md",
+        })
+
+    async def api_standings(self, request: web.Request) -> web.Response:
+        return _json(self._standings())
+
+    async def api_progress(self, request: web.Request) -> web.Response:
+        return _json({**self._progress(), "live": len(self.hub.live())})
+
+    async def api_games(self, request: web.Request) -> web.Response:
+        return _json({"live": self._live_games(), "recorded": [_game_row(g) for g in self._games()]})
+
+    async def api_game(self, request: web.Request) -> web.Response:
+        game_id = request.match_info["game_id"]
+        live = self.hub.games.get(game_id)
+        if live is not None:
+            return _json({"state": "over" if live.over else "live", **live.summary(),
+                          "events": f"/api/games/{game_id}/events"})
+        game = self._recorded(game_id)
+        if game is None:
+            raise web.HTTPNotFound(text=f"no game {game_id!r} here")
+        return _json({"state": "recorded", **_game_row(game), "events": f"/api/games/{game_id}/events",
+                      "full_replay": game["replay"] is not None and self._full_allowed(game)})
+
+    async def api_game_replay(self, request: web.Request) -> web.StreamResponse:
+        game_id = request.match_info["game_id"]
+        game = self._recorded(game_id)
+        if game is None or game["replay"] is None:
+            raise web.HTTPNotFound(text=f"no recorded replay of game {game_id!r} here")
+        if not self._full_allowed(game):
+            return _json({"error": f"game {game_id}: its deal is still to be played at another table"}, status=403)
+        return web.FileResponse(game["replay"], headers={"Content-Type": "application/x-ndjson"})
+
+    async def api_bot(self, request: web.Request) -> web.Response:
+        name = request.match_info["bot"]
+        info = await self._bot(name)
+        if info is None:
+            raise web.HTTPNotFound(text=f"no bot named {name!r} here")
+        return _json(info)
+
+    # ------------------------------------------------------------------ streams
+
+    def _reader_dropped(self) -> None:
+        self.dropped += 1
+        log.info("web_reader_dropped", why="not reading")
+
+    @contextlib.asynccontextmanager
+    async def _stream(self, request: web.Request) -> AsyncIterator[tuple[web.StreamResponse, Reader | None]]:
+        response, reader = await open_stream(request, SSE_HEADERS)
+        self.spectators += 1
+        try:
+            yield response, reader
+        finally:
+            self.spectators -= 1
+
+    async def api_stream(self, request: web.Request) -> web.StreamResponse:
+        """The board's feed: the latest standings, progress, live list and recent games, then
+        each change as it is published."""
+        hub = self.hub
+        if "live" not in hub.latest:
+            hub.publish("live", self._live_games())
+        async with self._stream(request) as (response, reader):
+            if reader is not None:
+                hub.follow_feed(reader)
+                await reader.done
+        return response
+
+    async def api_game_events(self, request: web.Request) -> web.StreamResponse:
+        """One game's records as server-sent events (``record``), then ``end``. Live: the public
+        view, from ``?from=N`` or the browser's Last-Event-ID; ``?view=full``: every card, each
+        record ``reveal_after`` seconds after it happened. Recorded: the replay's records."""
+        game_id = request.match_info["game_id"]
+        full = request.query.get("view") == "full"
+        if full and self.options.reveal_after is None:
+            return _json({"error": "this server shows no hidden card during play (start it with --reveal-after)"},
+                         status=403)
+        start = _start_index(request)
+        live = self.hub.games.get(game_id)
+        if live is None:
+            game = self._recorded(game_id)
+            if game is None or game["replay"] is None:
+                raise web.HTTPNotFound(text=f"no game {game_id!r} here (not live, not recorded)")
+            records = await self._replay_records(game)
+            async with self._stream(request) as (response, _reader):
+                for i, record in enumerate(records[start:], start):
+                    text = json.dumps(record, separators=(",", ":"), ensure_ascii=False)
+                    await response.write(f"id: {i}\nevent: record\ndata: {text}\n\n".encode())
+                await response.write(END)
+            return response
+        compact = request.query.get("form") == "compact"
+        stream = live.streams.get((full, compact))
+        if stream is None:
+            stream = live.streams[(full, compact)] = GameStream(
+                live, full, self.options.reveal_after if full else None, tick_s=self.options.tick_s,
+                heartbeat_s=self.options.heartbeat_s, max_buffer=self.options.max_buffer,
+                on_drop=self._reader_dropped, compact=compact,
+            )
+        async with self._stream(request) as (response, reader):
+            if reader is not None:
+                stream.join(reader, start)
+                await reader.done
+        return response
+
+
+def _start_index(request: web.Request) -> int:
+    last = request.headers.get("Last-Event-ID")
+    if last is not None and last.isdigit():
+        return int(last) + 1
+    start = request.query.get("from", "0")
+    return int(start) if start.isdigit() else 0
+
+
+def _game_row(game: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in game.items() if k not in ("seed", "replay")} | {"replay": game.get("replay") is not None}
+
+
+# --------------------------------------------------------------------------- the bot page
+
+
+def _fmt(value: Any, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def rating_svg(points: list[dict[str, Any]], width: int = 640, height: int = 220) -> str:
+    """The rating (mu) after each game with a ±sigma band, as an inline SVG."""
+    if not points:
+        return '<p class="meta">No rated game yet.</p>'
+    pad = 34
+    lows = [p["mu"] - p["sigma"] for p in points]
+    highs = [p["mu"] + p["sigma"] for p in points]
+    low, high = math.floor(min(lows)), math.ceil(max(highs))
+    if high - low < 1:
+        high = low + 1
+    n = len(points)
+
+    def x(i: int) -> float:
+        return pad + (width - 2 * pad) * (i / max(n - 1, 1))
+
+    def y(v: float) -> float:
+        return float(height - pad - (height - 2 * pad) * (v - low) / (high - low))
+
+    band = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(highs))
+    band += " " + " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in reversed(list(enumerate(lows))))
+    line = " ".join(f"{x(i):.1f},{y(p['mu']):.1f}" for i, p in enumerate(points))
+    ticks = "".join(
+        f'<text x="{pad - 4}" y="{y(v) + 4:.1f}" text-anchor="end">{v:g}</text>'
+        f'<line x1="{pad}" x2="{width - pad}" y1="{y(v):.1f}" y2="{y(v):.1f}" class="grid"/>'
+        for v in (low, (low + high) / 2, high)
+    )
+    return (
+        f'<svg id="rating-plot" class="plot" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="rating after each game" data-points="{n}">'
+        f"{ticks}"
+        f'<polygon points="{band}" class="band"/><polyline points="{line}" class="mu"/>'
+        f'<text x="{width / 2}" y="{height - 6}" text-anchor="middle">game 1 to {n}</text>'
+        "</svg>"
+    )
+
+
+def _bot_body(name: str, info: dict[str, Any]) -> str:
+    e = html.escape
+    row = info["standing"]
+    issues = {k: v for k, v in row.get("issues", {}).items() if v}
+    faults_total = sum(issues.values())
+    head = (
+        f'<h1 id="bot-name">{e(name)}</h1>'
+        f'<p class="meta">rank {row["rank"]} &middot; rating {_fmt(row["rating_mu"])} &plusmn; '
+        f'{_fmt(row["rating_sigma"])} (ordinal {_fmt(row["rating_ordinal"])}) &middot; average placing '
+        f'{_fmt(row["avg_placing"])} &middot; {row["games"]} games &middot; {row["wins"]} wins &middot; '
+        f"{faults_total} faults</p>"
+    )
+    plot = f'<section class="panel"><h2>Rating over time</h2>{rating_svg(info["ratings"])}</section>'
+    fault_rows = "".join(
+        f'<tr><td><a href="/games/{e(f["game_id"], quote=True)}">{e(f["game_id"])}</a></td><td>{f["seat"]}</td>'
+        f'<td>{e(", ".join(f"{k} {v}" for k, v in f["faults"].items()))}</td></tr>'
+        for f in info["faults"]
+    ) or '<tr><td colspan="3">no faults</td></tr>'
+    faults = (
+        '<section class="panel"><h2>Faults</h2><table id="faults" class="sheet"><thead><tr><th>game</th>'
+        f"<th>seat</th><th>what</th></tr></thead><tbody>{fault_rows}</tbody></table></section>"
+    )
+    shown = info["games"][-BOT_GAMES:]
+    game_rows = "".join(
+        f'<tr><td><a href="/games/{e(g["game_id"], quote=True)}">{e(g["game_id"])}</a></td><td>{g["seat"]}</td>'
+        f'<td>{e(", ".join(b for i, b in enumerate(g["bots"]) if i != g["seat"]))}</td>'
+        f'<td>{e(str(g["total"]))}</td><td>{g["placing"]}</td><td>{e(g["status"])}'
+        f'{" (aborted)" if g["aborted"] else ""}</td></tr>'
+        for g in reversed(shown)
+    ) or '<tr><td colspan="6">no games yet</td></tr>'
+    games = (
+        f'<section class="panel"><h2>Games</h2><p class="meta">{len(shown)} most recent of {len(info["games"])} '
+        f'(all of them: <a href="/api/bots/{e(quote(name, safe=""), quote=True)}">/api/bots/{e(name)}</a>)</p>'
+        f'<table id="bot-games" class="sheet"><thead><tr><th>game</th>'
+        "<th>seat</th><th>against</th><th>total</th><th>place</th><th>status</th></tr></thead>"
+        f"<tbody>{game_rows}</tbody></table></section>"
+    )
+    return f'<main class="board">{head}{plot}{faults}{games}</main>'

@@ -1,0 +1,142 @@
+/* The board and games pages: render from the embedded data, then follow /api/stream. */
+(function () {
+  "use strict";
+  const DATA = JSON.parse(document.getElementById("board-data").textContent);
+  const $ = (id) => document.getElementById(id);
+
+  function el(tag, cls, text) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text != null) e.textContent = String(text);
+    return e;
+  }
+
+  function link(href, text) {
+    const a = el("a", null, text);
+    a.href = href;
+    return a;
+  }
+
+  const fixed = (v, d) => (v == null ? "\u2013" : Number(v).toFixed(d));
+
+  function clock(seconds) {
+    if (seconds == null) return "\u2013";
+    const s = Math.round(seconds);
+    const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), r = s % 60;
+    const two = (n) => String(n).padStart(2, "0");
+    return (h ? h + ":" + two(m) : two(m)) + ":" + two(r);
+  }
+
+  let previous = {};
+
+  function renderStandings(doc) {
+    const table = $("standings");
+    if (!table || !doc) return;
+    if ($("board-title")) $("board-title").textContent = doc.tournament || "";
+    const body = table.querySelector("tbody");
+    body.textContent = "";
+    const now = {};
+    for (const r of doc.standings || []) {
+      const faults = Object.values(r.issues || {}).reduce((a, b) => a + b, 0);
+      const key = [r.rank, r.games, fixed(r.rating_mu, 2)].join("/");
+      now[r.bot] = key;
+      const tr = el("tr", previous[r.bot] !== undefined && previous[r.bot] !== key ? "changed" : null);
+      tr.dataset.bot = r.bot;
+      tr.dataset.games = String(r.games);
+      tr.appendChild(el("td", null, r.rank));
+      const name = el("td");
+      name.appendChild(link("/bots/" + encodeURIComponent(r.bot), r.bot));
+      tr.appendChild(name);
+      tr.appendChild(el("td", "rating", fixed(r.rating_mu, 2) + " \u00b1 " + fixed(r.rating_sigma, 2)));
+      tr.appendChild(el("td", null, fixed(r.rating_ordinal, 2)));
+      tr.appendChild(el("td", null, fixed(r.avg_placing, 2)));
+      tr.appendChild(el("td", "games", r.games));
+      tr.appendChild(el("td", null, r.wins));
+      tr.appendChild(el("td", null, fixed(r.avg_points, 1)));
+      const f = el("td", "faults", faults);
+      f.title = Object.entries(r.issues || {}).filter(([, v]) => v).map(([k, v]) => v + " " + k).join(", ");
+      tr.appendChild(f);
+      body.appendChild(tr);
+    }
+    previous = now;
+    table.dataset.recorded = String(doc.games_recorded || 0);
+  }
+
+  function renderProgress(p) {
+    if (!p || !$("progress")) return;
+    const fraction = p.total ? p.done / p.total : 0;
+    $("progress-fill").style.width = (100 * fraction).toFixed(1) + "%";
+    let text = p.done + " / " + p.total + " games";
+    if (p.kind === "ladder") text = p.done + " games played (ladder)";
+    if (p.kind === "server") text = p.done + " games played, " + (p.live || 0) + " being played";
+    if (p.rate) text += " \u00b7 " + p.rate.toFixed(2) + " games/s";
+    if (p.kind !== "ladder" && !p.finished && p.eta_s != null) text += " \u00b7 ETA " + clock(p.eta_s);
+    if (p.finished) text += " \u00b7 finished";
+    const t = $("progress-text");
+    t.textContent = text;
+    t.dataset.done = String(p.done);
+    t.dataset.total = String(p.total);
+  }
+
+  function renderLive(games) {
+    const table = $("live");
+    if (!table) return;
+    const body = table.querySelector("tbody");
+    body.textContent = "";
+    for (const g of games || []) {
+      const tr = el("tr");
+      tr.dataset.game = g.game_id;
+      const id = el("td");
+      id.appendChild(link("/games/" + encodeURIComponent(g.game_id), g.game_id));
+      id.appendChild(el("span", "live-badge", "live"));
+      tr.appendChild(id);
+      tr.appendChild(el("td", null, g.bots.join(", ")));
+      tr.appendChild(el("td", null, g.hand));
+      tr.appendChild(el("td", null, g.decisions));
+      body.appendChild(tr);
+    }
+    if (!body.children.length) body.appendChild(el("tr")).appendChild(el("td", "muted", "no game is being played"));
+    if ($("live-count")) $("live-count").textContent = "(" + (games || []).length + ")";
+  }
+
+  function renderGames(games) {
+    const table = $("recent");
+    if (!table) return;
+    const body = table.querySelector("tbody");
+    body.textContent = "";
+    for (const g of games || []) {
+      const tr = el("tr");
+      tr.dataset.game = g.game_id;
+      const id = el("td");
+      if (g.replay) id.appendChild(link("/games/" + encodeURIComponent(g.game_id), g.game_id));
+      else id.textContent = g.game_id;
+      tr.appendChild(id);
+      const seats = el("td");
+      g.bots.forEach((b, i) => {
+        const s = el("span", g.placings[i] === 1 ? "seat-result win" : "seat-result");
+        s.textContent = b + " " + g.totals[i] + " #" + g.placings[i] + (i < g.bots.length - 1 ? ", " : "");
+        seats.appendChild(s);
+      });
+      tr.appendChild(seats);
+      tr.appendChild(el("td", null, g.aborted ? "aborted: " + g.aborted : ""));
+      body.appendChild(tr);
+    }
+    if (!body.children.length) body.appendChild(el("tr")).appendChild(el("td", "muted", "no game recorded yet"));
+  }
+
+  renderStandings(DATA.standings);
+  renderProgress(DATA.progress);
+  renderLive(DATA.live);
+  renderGames(DATA.games);
+
+  const onGamesPage = !$("standings");
+  const conn = $("conn");
+  const source = new EventSource("/api/stream");
+  source.onopen = () => { if (conn) conn.className = "conn on"; };
+  source.onerror = () => { if (conn) conn.className = "conn off"; };
+  source.addEventListener("standings", (e) => renderStandings(JSON.parse(e.data)));
+  source.addEventListener("progress", (e) => renderProgress(JSON.parse(e.data)));
+  source.addEventListener("live", (e) => renderLive(JSON.parse(e.data)));
+  source.addEventListener("games", (e) => { if (!onGamesPage) renderGames(JSON.parse(e.data)); });
+  window.craitsBoard = { source: source };
+})();

@@ -1,0 +1,256 @@
+"""What the pages show of a tournament or a ladder, read from its store.
+
+A :class:`Board` reads through the store interface only (``results()``, ``games()``,
+``counts()``, ``tournament()``), so it works with any store. It is refreshed on one thread of
+its own (SQLite connections stay on the thread that opened them, and the referee's event loop
+never waits for a query): :meth:`Board.refresh` opens its store on first use, looks at the
+counts, and rebuilds the snapshot only when a game was recorded or scheduled.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from server.errors import UserError
+from server.storage.store import Store, StoreError
+from tournaments.standings import BAD_STATUSES, ISSUE_COUNTERS, Standings, rating_history
+
+JsonDict = dict[str, Any]
+T = TypeVar("T")
+
+RATE_WINDOW_S = 60.0
+"""The games-per-second rate is measured over this much recent time."""
+
+
+@dataclass(frozen=True, slots=True)
+class BoardSource:
+    """How to read one tournament or ladder: open its store (on the board's thread) and
+    compute its standings (the tournament's or the ladder's rules)."""
+
+    name: str
+    kind: str
+    """"tournament" or "ladder"."""
+    out_dir: Path | None
+    open_store: Callable[[], Any]
+    standings: Callable[[Any], Standings]
+    bots: Callable[[Any], Sequence[str]]
+    partnerships: bool = False
+
+
+@dataclass(slots=True)
+class Snapshot:
+    standings: JsonDict = field(default_factory=dict)
+    progress: JsonDict = field(default_factory=dict)
+    games: list[JsonDict] = field(default_factory=list)
+    """Recorded games, schedule order."""
+    by_id: dict[str, JsonDict] = field(default_factory=dict)
+    pending_seeds: frozenset[int] = frozenset()
+    results: list[Any] = field(default_factory=list)
+    """The store's results, for what is computed on demand (ratings over time)."""
+
+
+class Board:
+    """The snapshot of one tournament, refreshed from its store (see the module docstring)."""
+
+    def __init__(self, source: BoardSource) -> None:
+        self.source = source
+        self.snapshot = Snapshot()
+        self._store: Any = None
+        self._counts: tuple[int, int] | None = None
+        self._samples: deque[tuple[float, int]] = deque()
+        self._bots: list[str] = []
+        self._ratings: dict[str, list[JsonDict]] | None = None
+        self.version = 0
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    def refresh(self) -> bool:
+        """Read the store again if it changed; True when the snapshot is new (its progress
+        figures are updated every time)."""
+        if self._store is None:
+            self._store = self.source.open_store()
+        store = self._store
+        counts = store.counts()
+        now = time.monotonic()
+        self._samples.append((now, counts[0]))
+        while len(self._samples) > 2 and now - self._samples[1][0] > RATE_WINDOW_S:
+            self._samples.popleft()
+        changed: bool = counts != self._counts
+        if changed:
+            self._rebuild(store, counts)
+            self._counts = counts
+            self.version += 1
+        self.snapshot.progress = self._progress(store, counts, now)
+        return changed
+
+    def _progress(self, store: Any, counts: tuple[int, int], now: float) -> JsonDict:
+        done, total = counts
+        first_t, first_done = self._samples[0]
+        span = now - first_t
+        rate = (done - first_done) / span if span > 0 and done > first_done else 0.0
+        row = store.tournament()
+        finished = row is not None and row.finished_at is not None and done == total
+        eta = (total - done) / rate if rate > 0 and total > done else None
+        return {
+            "name": self.source.name,
+            "kind": self.source.kind,
+            "done": done,
+            "total": total,
+            "rate": round(rate, 3),
+            "eta_s": None if eta is None else round(eta, 1),
+            "finished": finished,
+        }
+
+    def _rebuild(self, store: Any, counts: tuple[int, int]) -> None:
+        results = _consistent(store.results)
+        standings = self.source.standings(store)
+        slots = {g.game_id: g for g in store.games()}
+        recorded = {r.game_id for r in results}
+        games = []
+        for r in results:
+            slot = slots.get(r.game_id)
+            games.append({
+                "game_id": r.game_id,
+                "ordinal": r.ordinal,
+                "bots": list(r.bots),
+                "totals": [str(t) if abs(t) > 2**53 else t for t in r.totals],
+                "placings": list(r.placings),
+                "statuses": [s.status for s in r.seats],
+                "faults": [_faults(s) for s in r.seats],
+                "aborted": r.aborted,
+                "seed": None if slot is None else slot.seed,
+                "replay": self._replay(r.replay_path),
+            })
+        document = standings.to_dict()
+        self.snapshot = Snapshot(
+            standings=document,
+            progress=self.snapshot.progress,
+            games=games,
+            by_id={g["game_id"]: g for g in games},
+            pending_seeds=frozenset(s.seed for gid, s in slots.items() if gid not in recorded),
+            results=results,
+        )
+        self._bots = list(self.source.bots(store))
+        self._ratings = None
+
+    def _replay(self, stored: str | None) -> str | None:
+        """This folder's copy of a game's replay (never a file outside it), as a path."""
+        if not stored:
+            return None
+        out_dir = self.source.out_dir
+        path = Path(stored)
+        if out_dir is None:
+            return str(path) if path.is_file() else None
+        folder = out_dir.resolve()
+        for candidate in (out_dir / "replays" / path.name, out_dir / path, path):
+            if candidate.is_file() and candidate.resolve().is_relative_to(folder):
+                return str(candidate)
+        return None
+
+    # ---- questions the pages ask
+
+    def ratings(self) -> dict[str, list[JsonDict]]:
+        """Each bot's rating after each of its games (computed on the first ask after a change;
+        call on the board's thread)."""
+        if self._ratings is None:
+            self._ratings = rating_history(
+                self.snapshot.results, self._bots, partnerships=self.source.partnerships
+            )
+        return self._ratings
+
+    def bot(self, name: str) -> JsonDict | None:
+        """A bot's page: its standing, games, faults and ratings (on the board's thread)."""
+        snap = self.snapshot
+        row = next((r for r in snap.standings.get("standings", ()) if r["bot"] == name), None)
+        if row is None:
+            return None
+        games = []
+        faults = []
+        for g in snap.games:
+            if name not in g["bots"]:
+                continue
+            seat = g["bots"].index(name)
+            entry = {
+                "game_id": g["game_id"], "seat": seat, "bots": g["bots"], "total": g["totals"][seat],
+                "placing": g["placings"][seat], "status": g["statuses"][seat], "aborted": g["aborted"],
+                "replay": g["replay"] is not None,
+            }
+            games.append(entry)
+            if g["faults"][seat]:
+                faults.append({**entry, "faults": g["faults"][seat]})
+        return {"standing": row, "games": games, "faults": faults, "ratings": self.ratings().get(name, [])}
+
+    def hidden_deal(self, game: JsonDict) -> bool:
+        """True while a game with the same deal (seed) is still to be played: its full replay
+        would show those cards in advance."""
+        return game.get("seed") in self.snapshot.pending_seeds
+
+
+def _consistent(read: Callable[[], T], tries: int = 5) -> T:
+    """``read()``, again while it meets a game half-way written: a store may read its tables
+    one query at a time while the tournament commits games between them."""
+    for attempt in range(tries):
+        try:
+            return read()
+        except StoreError:
+            if attempt == tries - 1:
+                raise
+            time.sleep(0.05)
+    raise AssertionError("unreachable")
+
+
+def _faults(seat: Any) -> JsonDict:
+    """A seat's faults in one game: its counters that are not zero, and a bad status."""
+    out: JsonDict = {k: seat.counters.get(k, 0) for k in ISSUE_COUNTERS if seat.counters.get(k, 0)}
+    if seat.status in BAD_STATUSES:
+        out["status"] = seat.status
+    return out
+
+
+def folder_source(out_dir: Path) -> BoardSource:
+    """A tournament's or a ladder's output folder, read through a read-only store (a
+    :class:`UserError` now when it holds neither)."""
+    from tournaments.ladder import ladder_standings, reopen_ladder
+    from tournaments.runner import LADDER_SCHEDULE, TournamentError, load_standings, open_tournament
+
+    db = out_dir / Store.FILENAME
+    if not db.is_file():
+        raise UserError(f"{out_dir}: no {Store.FILENAME} here; is this a tournament's or a ladder's output folder?")
+    try:
+        with Store(db, readonly=True) as store:
+            row = store.tournament()
+    except Exception as err:
+        raise UserError(f"{db}: {err}") from None
+    if row is None:
+        raise UserError(f"{db}: no tournament is stored yet")
+    ladder = row.schedule_digest == LADDER_SCHEDULE
+    opened: dict[str, Any] = {}
+
+    def open_store() -> Any:
+        try:
+            config, store = reopen_ladder(out_dir) if ladder else open_tournament(out_dir, readonly=True)
+        except TournamentError as err:
+            raise UserError(str(err)) from None
+        opened["config"] = config
+        return store
+
+    def standings(store: Any) -> Standings:
+        return (ladder_standings if ladder else load_standings)(opened["config"], store)
+
+    def bots(store: Any) -> Sequence[str]:
+        names: Sequence[str] = store.bot_names() if ladder else opened["config"].bot_names
+        return names
+
+    partnerships = bool(row.settings.get("game", {}).get("preset") == "crates-partners")
+    return BoardSource(
+        name=row.name, kind="ladder" if ladder else "tournament", out_dir=out_dir, open_store=open_store,
+        standings=standings, bots=bots, partnerships=partnerships,
+    )

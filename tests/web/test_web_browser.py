@@ -1,0 +1,231 @@
+"""The live pages in Debian's chromium, against a tournament the real referee is playing.
+
+The tournament (three slow bot processes, ``--web``) runs while the tests look at it: the
+leaderboard must change without a reload, a live game must advance move by move, and a
+spectator must never see a hidden card, neither on the page nor in the raw event stream.
+A screenshot of each page is kept under logs/test-artifacts/web/.
+
+Needs Debian's chromium and the Python package playwright, as the replay viewer's test does.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from server.storage.replay import load_records
+from tests.web.conftest import ARTIFACTS, Running, start_craits, tournament_file
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def _chromium() -> str:
+    for candidate in ("/usr/bin/chromium", shutil.which("chromium"), shutil.which("chromium-browser")):
+        if candidate and Path(candidate).exists():
+            return candidate
+    pytest.fail("the browser tests need Debian's chromium: `apt-get install -y chromium` (`make test-deps`)",
+                pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    executable = _chromium()
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail("the browser tests need the Python package playwright: `pip install playwright`", pytrace=False)
+    with sync_playwright() as pw:
+        instance = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield instance
+        instance.close()
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
+    """Six games of three slow bots through the referee, two at a time, served with --web."""
+    folder = tmp_path_factory.mktemp("webcup")
+    config = tournament_file(folder, deals=2, delay=0.012)
+    running = start_craits(
+        ["tournament", "run", str(config), "--out", str(folder / "out"), "--web", "127.0.0.1:0", "--no-progress"],
+        folder,
+    )
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A page that fails the test on any script error."""
+    context = browser.new_context(viewport={"width": 1400, "height": 950})
+    errors: list[str] = []
+    tab = context.new_page()
+    tab.on("pageerror", lambda e: errors.append(str(e)))
+    tab.on("console", lambda m: errors.append(m.text) if m.type == "error" and "404" not in m.text else None)
+    yield tab
+    context.close()
+    assert errors == [], f"script errors: {errors}"
+
+
+def _until(page: Any, condition: str, timeout_s: float = 60.0) -> Any:
+    """Poll a JS expression (the pages' CSP forbids the eval wait_for_function uses)."""
+    for _ in range(int(timeout_s / 0.05)):
+        value = page.evaluate(f"() => {condition}")
+        if value:
+            return value
+        page.wait_for_timeout(50)
+    raise AssertionError(f"never became true: {condition}")
+
+
+def _shot(page: Any, name: str) -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    print(f"screenshot: {path}")
+    assert path.stat().st_size > 10_000
+    return path
+
+
+def _sse_records(url: str, seconds: float) -> tuple[list[dict[str, Any]], str]:
+    """The records a spectator's stream carries in ``seconds`` (or to its end), and the raw text."""
+    raw: list[str] = []
+    with urllib.request.urlopen(url, timeout=seconds + 5) as response:
+        import time
+
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            line = response.readline().decode()
+            if not line:
+                break
+            raw.append(line)
+            if line.startswith("event: end"):
+                break
+    records = [json.loads(line[6:]) for line in raw if line.startswith("data: ") and line[6:].strip() != "{}"]
+    return records, "".join(raw)
+
+
+# --------------------------------------------------------------------------- the board
+
+
+def test_the_leaderboard_changes_while_the_tournament_plays(page: Any, live: Running) -> None:
+    page.goto(live.url)
+    _until(page, "document.querySelector('#standings tbody tr') !== null")
+    before = int(page.get_attribute("#standings", "data-recorded") or 0)
+    games_before = page.eval_on_selector_all("#standings tbody tr", "rows => rows.map(r => r.dataset.games)")
+    assert before < 6, "the tournament is still playing"
+    page.evaluate("() => { window.notReloaded = true; }")
+    _until(page, f"Number(document.querySelector('#standings').dataset.recorded) > {before}", 90)
+    assert page.evaluate("() => window.notReloaded === true"), "the page changed without a reload"
+    games_after = page.eval_on_selector_all("#standings tbody tr", "rows => rows.map(r => r.dataset.games)")
+    assert games_after != games_before
+    progress = page.inner_text("#progress-text")
+    assert "/ 6 games" in progress
+    assert page.get_attribute("#conn", "class") == "conn on"
+    standings = live.get("/api/standings")
+    assert standings["tournament"] == "webcup" and len(standings["standings"]) == 3
+    assert all(row["issues"]["default_actions"] == 0 for row in standings["standings"]), "the bots played"
+    _shot(page, "board")
+
+
+# --------------------------------------------------------------------------- a live game
+
+
+def test_a_live_game_advances_and_shows_no_hidden_card(live: Running, page: Any) -> None:
+    game = live.wait_for(
+        "a live game under way",
+        lambda: next((g for g in live.get("/api/games")["live"] if 5 < g["decisions"] < 700), None),
+    )
+    game_id = game["game_id"]
+    page.goto(f"{live.url}games/{game_id}")
+    _until(page, "window.craitsViewer !== undefined")
+    assert page.inner_text("#live-badge") == "live"
+    first = page.evaluate("() => craitsViewer.decisions")
+    _until(page, f"craitsViewer.decisions > {first} + 3", 60)
+    # On the page: every seat's cards are backs (a spectator owns no seat).
+    hands = page.evaluate(
+        "() => [...document.querySelectorAll('.seat .hand')].map(h => [...h.querySelectorAll('.card')]"
+        ".map(c => c.dataset.card || 'back'))"
+    )
+    assert any(hands), "some cards are in hands"
+    assert all(card == "back" for hand in hands for card in hand), hands
+    log = page.inner_text("#events")
+    assert "is dealt" in log and " is dealt 7" not in log.replace("7 cards", "")  # counts, never cards
+    _shot(page, "live-game")
+
+    # In the raw stream: no card of a deal or a draw, no seed.
+    records, raw = _sse_records(f"{live.url}api/games/{game_id}/events", 2.0)
+    assert records[0]["type"] == "header" and "seed" not in records[0]
+    assert '"seed"' not in raw and '"legal"' not in raw
+    hidden = [e for r in records for e in r.get("events", ()) if e[0] in ("deal", "draw") and e[2]]
+    assert hidden and all(code == -1 for e in hidden for code in e[2])
+    assert all(r.get("status") != "auto" for r in records if r["type"] == "decision")
+
+    # The game ends: the page says so; the replay holds the cards that were hidden.
+    _until(page, "document.body.dataset.live === 'over'", 120)
+    recorded = live.wait_for("the game recorded", lambda: game_id in {g["game_id"] for g in live.get("/api/games")["recorded"]})
+    assert recorded
+    replay = next(live.out_dir.glob(f"replays/{game_id}.jsonl"))
+    dealt = [e for r in load_records(replay) for e in r.get("events", ()) if e[0] == "deal"]
+    assert dealt and all(code >= 0 for e in dealt for code in e[2])
+
+
+@pytest.fixture(scope="module")
+def finished(live: Running) -> Iterator[Running]:
+    """``craits web`` on the tournament's folder once it is over (its run stops serving then)."""
+    assert live.process.wait(timeout=240) == 0, "".join(live.lines[-20:])
+    assert "web: the board" in "".join(live.lines)
+    served = start_craits(["web", str(live.out_dir), "--address", "127.0.0.1:0"], live.out_dir)
+    try:
+        yield served
+    finally:
+        assert served.stop() == 0
+
+
+def test_a_finished_game_is_its_replay(finished: Running, page: Any) -> None:
+    assert finished.get("/api/progress")["finished"] is True
+    game_id = finished.get("/api/games")["recorded"][0]["game_id"]
+    info = finished.get(f"/api/games/{game_id}")
+    assert info["state"] == "recorded" and info["full_replay"] is True
+    page.goto(f"{finished.url}games/{game_id}")
+    _until(page, "window.craitsViewer !== undefined")
+    page.keyboard.press("End")
+    assert page.evaluate("() => craitsViewer.decisions") > 10
+    assert "Game over" in page.inner_text("#banner")
+    page.evaluate("() => craitsViewer.gotoDecision(1)")
+    cards = page.eval_on_selector_all(".seat .hand .card", "cs => cs.map(c => c.dataset.card || 'back')")
+    assert cards and "back" not in cards, "the whole replay shows every hand"
+    _shot(page, "replay")
+
+
+# --------------------------------------------------------------------------- the other pages
+
+
+def test_the_bot_page_games_page_and_a_404(finished: Running, page: Any) -> None:
+    live = finished
+    page.goto(f"{live.url}bots/ann")
+    assert page.inner_text("#bot-name") == "ann"
+    points = int(page.get_attribute("#rating-plot", "data-points") or 0)
+    assert points >= 1
+    assert page.eval_on_selector_all("#bot-games tbody a", "links => links.length") == points
+    _shot(page, "bot")
+    page.click("#bot-games tbody a")
+    _until(page, "window.craitsViewer !== undefined")
+    page.goto(f"{live.url}games")
+    _until(page, "document.querySelector('#recent tbody a') !== null")
+    _shot(page, "games")
+    response = page.goto(f"{live.url}games/no-such-game")
+    assert response is not None and response.status == 404
+    assert "no-such-game" in page.inner_text("main")
+    _shot(page, "not-found")
+    assert live.status("/bots/nobody") == 404
+    assert live.status("/api/games/no-such-game/events") == 404

@@ -1,0 +1,272 @@
+"""The web server without a browser: a reader that never reads, the delayed full view, the
+public view of a game, bad addresses and a folder that is no tournament."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import random
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from server.engine import make_config, new_game
+from server.storage.replay import ReplayWriter, load_records, record_game
+from server.web import app
+from server.web.app import WebOptions, WebServer
+from server.web.live import LiveHub, public_records
+from tests.web.conftest import start_craits, tournament_file
+
+
+def _play(path: Path, game_id: str, pause_every: int = 0, pause_s: float = 0.0, seed: int = 3) -> int:
+    """A whole game of four-player Craits by the random policy, recorded (so tapped when a hub
+    is installed); with a pause every ``pause_every`` decisions, to last a while."""
+    game = new_game("craits", 4, seed=seed)
+    rng = random.Random(seed)
+    with ReplayWriter(path, game, seats=["ann", "ben", "cat", "dan"], game_id=game_id) as writer:
+        while (decision := game.decision) is not None:
+            legal = game.legal_action_ids()
+            action = rng.choice(legal)
+            game.apply(action)
+            writer.decision(decision.seat, decision.kind, action, "auto" if len(legal) == 1 else "ok")
+            if pause_every and game.decisions % pause_every == 0:
+                time.sleep(pause_s)
+    return game.decisions
+
+
+@contextlib.asynccontextmanager
+async def served(**options: Any) -> AsyncIterator[tuple[LiveHub, WebServer, int]]:
+    """A web server on a free port of 127.0.0.1 with its hub (no store)."""
+    hub = LiveHub(linger_s=5.0)
+    web = WebServer(hub, None, WebOptions(port=0, **options), title="test")
+    url = await web.start()
+    try:
+        yield hub, web, int(url.rstrip("/").rsplit(":", 1)[1])
+    finally:
+        await web.stop()
+
+
+async def _open(port: int, path: str, *, rcvbuf: int | None = None) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    sock = socket.socket()
+    if rcvbuf is not None:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    sock.setblocking(False)
+    await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", port))
+    reader, writer = await asyncio.open_connection(sock=sock)
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    await writer.drain()
+    return reader, writer
+
+
+async def _read_all(reader: asyncio.StreamReader, timeout: float = 60.0) -> str:
+    out = b""
+    while b"event: end" not in out:
+        chunk = await asyncio.wait_for(reader.read(1 << 16), timeout)
+        if not chunk:
+            break
+        out += chunk
+    return out.decode()
+
+
+def _expand(a: list[Any]) -> dict[str, Any]:
+    """A decision in the compact form as a record (what the spectator page does, docs/web.md)."""
+    keys = ("n", "hand", "seat", "kind", "action", "text", "status", "think_us", "transport_us", "events")
+    record = {"type": "decision", **dict(zip(keys, a, strict=False))}
+    if len(a) > len(keys):
+        record["hand_results"] = a[len(keys)]
+    return record
+
+
+def _records(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: {\"")]
+
+
+async def _wait_live(hub: LiveHub, game_id: str) -> None:
+    for _ in range(400):
+        if game_id in hub.games:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{game_id} never went live")
+
+
+def test_a_spectator_that_never_reads_is_dropped_and_the_game_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Loopback's kernel buffers would hold a whole game: the server's socket buffer of the
+    first stream (the one that never reads) is made small, as on a slow network, so what it
+    leaves unread piles up in its transport."""
+    opened = app.open_stream
+    streams: list[Any] = []
+
+    async def small_buffers(request: Any, headers: Any) -> Any:
+        response, reader = await opened(request, headers)
+        streams.append(reader)
+        if reader is not None and len(streams) == 1:
+            reader.transport.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+        return response, reader
+
+    monkeypatch.setattr(app, "open_stream", small_buffers)
+    asyncio.run(_never_reads(tmp_path))
+
+
+async def _never_reads(tmp_path: Path) -> None:
+    async with served(max_buffer=32 * 1024) as (hub, web, port):
+        with hub.installed():
+            game = asyncio.create_task(asyncio.to_thread(_play, tmp_path / "g1.jsonl", "g1", 50, 0.01))
+        await _wait_live(hub, "g1")
+        stalled = await _open(port, "/api/games/g1/events", rcvbuf=4096)  # never read
+        for _ in range(500):
+            if web.spectators:
+                break
+            await asyncio.sleep(0.01)
+        reader, writer = await _open(port, "/api/games/g1/events")
+        started = time.monotonic()
+        text, decisions = await asyncio.gather(_read_all(reader), game)
+        assert time.monotonic() - started < 30
+        received = _records(text)
+        assert [r["type"] for r in received[:2]] == ["header", "start"] and received[-1]["type"] == "result"
+        assert len(received) == decisions + 3, "the reader got every record once"
+        for _ in range(200):
+            if web.dropped:
+                break
+            await asyncio.sleep(0.02)
+        assert web.dropped == 1, "the reader that never read was dropped"
+        assert (tmp_path / "g1.jsonl").is_file(), "the game finished and its replay was written"
+        for _, w in (stalled, (reader, writer)):
+            w.close()
+
+
+def test_the_public_view_hides_every_card_it_must_and_the_full_view_waits(tmp_path: Path) -> None:
+    asyncio.run(_views(tmp_path))
+
+
+async def _views(tmp_path: Path) -> None:
+    async with served(reveal_after=0.6) as (hub, _web, port):
+        with hub.installed():
+            game = asyncio.create_task(asyncio.to_thread(_play, tmp_path / "g2.jsonl", "g2", 20, 0.01))
+        await _wait_live(hub, "g2")
+        opened = time.monotonic()
+        public_reader, public_writer = await _open(port, "/api/games/g2/events")
+        full_reader, full_writer = await _open(port, "/api/games/g2/events?view=full")
+        compact_reader, compact_writer = await _open(port, "/api/games/g2/events?form=compact")
+        first_full = asyncio.create_task(full_reader.readuntil(b"event: record"))
+        public_text = await _read_all(public_reader)
+        compact_text = await _read_all(compact_reader)
+        await first_full
+        assert time.monotonic() - opened >= 0.5, "the full view shows a record reveal_after seconds after it happened"
+        full_text = (await _read_all(full_reader)).replace("\r\n", "\n")
+        await game
+        replay = load_records(tmp_path / "g2.jsonl")
+        public = _records(public_text)
+        assert public == [r for r in public_records(replay) if r["type"] != "result"] + [public[-1]]
+        assert "seed" not in public[0] and all("legal" not in r for r in public)
+        dealt = [e for r in public for e in r.get("events", ()) if e[0] in ("deal", "draw") and e[2]]
+        assert dealt and all(code == -1 for e in dealt for code in e[2])
+        full = _records(full_text)
+        assert any(code >= 0 for r in full for e in r.get("events", ()) if e[0] == "deal" for code in e[2])
+        compact = [_expand(json.loads(line[6:])) if line.startswith("data: [") else json.loads(line[6:])
+                   for line in compact_text.splitlines() if line.startswith(("data: [", 'data: {"'))]
+        assert compact == public, "the compact form holds the same records"
+        assert len(compact_text) < 0.6 * len(public_text)
+        compact_writer.close()
+        public_writer.close()
+        full_writer.close()
+
+
+def test_a_game_nobody_knows_is_a_404_and_the_full_view_needs_reveal_after(tmp_path: Path) -> None:
+    asyncio.run(_statuses(tmp_path))
+
+
+async def _statuses(tmp_path: Path) -> None:
+    async with served() as (hub, _web, port):
+            with hub.installed():
+                await asyncio.to_thread(record_game, tmp_path / "g3.jsonl", make_config("crazy-eights", 2), 1,
+                                        game_id="g3")
+            for path, status in (("/api/games/nope/events", b"404"), ("/games/nope", b"404"), ("/bots/nobody", b"404"),
+                                 ("/api/games/g3/events?view=full", b"403"), ("/api/games/g3", b"200")):
+                reader, writer = await _open(port, path)
+                line = await reader.readline()
+                assert status in line, (path, line)
+                writer.close()
+
+
+# --------------------------------------------------------------------------- the command line
+
+
+def _craits(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "server.cli", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_a_busy_port_is_one_line_and_nothing_is_started(tmp_path: Path) -> None:
+    config = tournament_file(tmp_path)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = _craits("tournament", "run", str(config), "--out", str(tmp_path / "out"), "--web", f"127.0.0.1:{port}",
+                       cwd=tmp_path)
+    assert done.returncode == 2
+    assert f"127.0.0.1:{port}: the port is in use" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "out").exists(), "nothing was created"
+    bad = _craits("tournament", "run", str(config), "--web", "here:port", cwd=tmp_path)
+    assert bad.returncode == 2 and "expected HOST:PORT" in bad.stderr
+    alone = _craits("tournament", "run", str(config), "--reveal-after", "5", cwd=tmp_path)
+    assert alone.returncode == 2 and "--reveal-after goes with --web" in alone.stderr
+
+
+def test_craits_web_on_a_folder_without_a_tournament_is_one_line(tmp_path: Path) -> None:
+    done = _craits("web", str(tmp_path), cwd=tmp_path)
+    assert done.returncode == 2
+    assert "no tournament.db here" in done.stderr and "Traceback" not in done.stderr
+    missing = _craits("web", str(tmp_path / "nowhere"), cwd=tmp_path)
+    assert missing.returncode == 2 and "no such folder" in missing.stderr
+
+
+def test_craits_serve_with_web_lists_the_games_it_played(tmp_path: Path) -> None:
+    running = start_craits(
+        ["serve", "--address", "127.0.0.1:0", "--bot", "random", "--bot", "first", "--preset", "crazy-eights",
+         "--replays", str(tmp_path / "replays"), "--log-dir", str(tmp_path / "logs"), "--web", "127.0.0.1:0"],
+        tmp_path,
+    )
+    try:
+        recorded = running.wait_for("three games played", lambda: running.get("/api/games")["recorded"][2:])
+        progress = running.get("/api/progress")
+        assert progress["kind"] == "server" and progress["done"] >= 3
+        game = recorded[0]
+        assert game["replay"] is True and game["bots"] == ["random", "first"]
+        assert running.status(f"/games/{game['game_id']}") == 200
+        assert running.status(f"/api/games/{game['game_id']}/replay") == 200
+    finally:
+        assert running.stop() == 0
+
+
+def test_a_ladder_with_web_shows_its_ratings(tmp_path: Path) -> None:
+    config = tmp_path / "ladder.toml"
+    config.write_text(
+        'name = "webladder"\ntable_size = 2\npreset = "crazy-eights"\nseed = 3\nconcurrency = 1\n'
+        + "".join(f'[[bots]]\nname = "{b}"\nbuiltin = "{p}"\n' for b, p in (("r1", "random"), ("f1", "first"),
+                                                                           ("g1", "greedy"))),
+        encoding="utf-8",
+    )
+    running = start_craits(
+        ["ladder", "run", str(config), "--out", str(tmp_path / "out"), "--web", "127.0.0.1:0"], tmp_path
+    )
+    try:
+        running.wait_for("a few rounds", lambda: running.get("/api/progress")["done"] >= 6)
+        progress = running.get("/api/progress")
+        assert progress["kind"] == "ladder" and progress["name"] == "webladder"
+        standings = running.get("/api/standings")
+        assert {row["bot"] for row in standings["standings"]} == {"r1", "f1", "g1"}
+        bot = running.get("/api/bots/g1")
+        assert bot["ratings"] and len(bot["ratings"]) == bot["standing"]["games"]
+    finally:
+        assert running.stop() == 0
