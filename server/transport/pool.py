@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from server.spec import BotSpec
 from server.logging import get_logger
+from server.spec import BotSpec
 from server.transport.launcher import DEFAULT_OUTPUT_LIMIT, LaunchedBot
 
 if TYPE_CHECKING:

@@ -1,0 +1,76 @@
+"""A tournament's launched bots stay up between games, unless its file says ``restart = "game"``,
+and its games spread over referee worker processes (issue 13, items 1 and 2).
+
+Real bot processes (the Python kit's ``tests/referee/bots/pool_bot.py``) write down, at every
+GameStart, their pid, their parent's pid (the referee process that launched them) and the game."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+from tournaments.config import parse_config
+from tournaments.grpc_runner import tournament_runner
+from tournaments.runner import load_standings, play, start_tournament
+
+POOL_BOT = Path(__file__).resolve().parents[1] / "referee" / "bots" / "pool_bot.py"
+
+
+def tournament_text(folder: Path, *, concurrency: int = 1, extra: str = "") -> str:
+    """Two kit bots and a builtin at tables of two: 3 tables x 1 deal x 2 rotations = 6 games."""
+    bots = "".join(
+        f'\n[[bots]]\nname = "{name}"\ncommand = ["{sys.executable}", "{POOL_BOT}", "ok", "{folder / name}"]\n'
+        for name in ("kit-a", "kit-b")
+    )
+    return (
+        f'name = "kept"\ntable_size = 2\ndeals = 1\nseed = 5\nconcurrency = {concurrency}\n{extra}\n'
+        f'[flags]\nshort_game = true\n{bots}\n[[bots]]\nname = "house"\nbuiltin = "random"\n'
+    )
+
+
+def run(folder: Path, text: str, concurrency: int) -> tuple[dict[str, str], dict[str, object]]:
+    """Play the tournament; its games' digests and its standings."""
+    config = parse_config(text, source=str(folder / "kept.toml"))
+    out = folder / "out"
+    store = start_tournament(config, text, str(folder / "kept.toml"), out)
+    try:
+        summary = asyncio.run(play(config, store, out, tournament_runner, concurrency=concurrency, progress=False))
+        assert summary.complete and summary.played == 6
+        return {r.game_id: r.digest for r in store.results()}, load_standings(config, store).to_dict()
+    finally:
+        store.close()
+
+
+def processes(path: Path) -> list[tuple[int, int]]:
+    """(pid, parent pid) of the process that played each of a bot's games."""
+    return [(int(pid), int(ppid)) for pid, ppid, _ in (line.split() for line in path.read_text().splitlines())]
+
+
+def test_a_tournaments_launched_bots_play_all_their_games_in_one_process_each(tmp_path: Path) -> None:
+    run(tmp_path, tournament_text(tmp_path), 1)
+    for name in ("kit-a", "kit-b"):
+        played = processes(tmp_path / name)
+        assert len(played) == 4  # each bot sits at 2 of the 3 tables, each deal in 2 rotations
+        assert len(set(played)) == 1, name
+
+
+def test_restart_game_gives_every_game_a_fresh_process(tmp_path: Path) -> None:
+    run(tmp_path, tournament_text(tmp_path, extra='restart = "game"'), 1)
+    for name in ("kit-a", "kit-b"):
+        pids = [pid for pid, _ in processes(tmp_path / name)]
+        assert len(pids) == 4 and len(set(pids)) == 4, name
+
+
+def test_two_games_at_once_play_on_two_referee_processes_with_the_same_results(tmp_path: Path) -> None:
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    alone = run(one, tournament_text(one), 1)
+    spread = run(two, tournament_text(two, concurrency=2), 2)
+    assert spread == alone  # the same games, the same standings
+    referees = {ppid for name in ("kit-a", "kit-b") for _, ppid in processes(two / name)}
+    assert len(referees) == 2 and os.getpid() in referees  # this one and a worker
+    for name in ("kit-a", "kit-b"):  # at most one process per referee and bot: 2 games at once
+        assert len({pid for pid, _ in processes(two / name)}) <= 2
