@@ -8,7 +8,8 @@ process plays one game after another on its stream (every game message carries i
 as long as the process is in the pool.
 
 A bot has at most as many processes as it has games at once: a game takes an idle process
-of its bot (the one used last), or launches one when none is idle. After the game the
+of its bot (the one used last), or launches one when none is idle. At most ``max_idle``
+processes wait idle (every bot together): past that, the one idle longest is stopped. After the game the
 process goes back to the pool, unless:
 
 * its game went wrong for it (struck out, disconnected, never connected) or it exited:
@@ -87,6 +88,8 @@ class PooledBot:
         self.games = 0
         """Games it has been given."""
         self.busy = False
+        self.released = 0
+        """When it last went idle (the pool's count of releases)."""
         self.lost = asyncio.Event()
         """Set when its stream ends (the game it plays decides what that means)."""
 
@@ -113,6 +116,7 @@ class BotPool:
         log_dir: Path | None = None,
         output_limit: int = DEFAULT_OUTPUT_LIMIT,
         stop_grace_s: float = 2.0,
+        max_idle: int = 64,
     ) -> None:
         self.policy = policy or RestartPolicy()
         self._target = target
@@ -122,6 +126,9 @@ class BotPool:
         self.log_dir = log_dir
         self.output_limit = output_limit
         self.stop_grace_s = stop_grace_s
+        self.max_idle = max_idle
+        """Idle processes kept at most (every bot): past it the one idle longest is stopped."""
+        self._released = 0
         self._idle: dict[tuple[object, ...], list[PooledBot]] = {}
         self._all: set[PooledBot] = set()
         self._numbers: dict[str, int] = {}
@@ -171,7 +178,15 @@ class BotPool:
             log.info("bot_restarting", bot=pooled.name, pid=pooled.pid, games=pooled.games, why=reason)
             self._retire(pooled)
             return
+        self._released += 1
+        pooled.released = self._released
         self._idle.setdefault(pooled.key, []).append(pooled)
+        idle = [p for processes in self._idle.values() for p in processes]
+        if len(idle) > self.max_idle:
+            oldest = min(idle, key=lambda p: p.released)
+            log.info("bot_restarting", bot=oldest.name, pid=oldest.pid, games=oldest.games,
+                     why=f"idle longest of more than {self.max_idle} idle processes")
+            self._retire(oldest)
 
     def stream_ended(self, token: str) -> None:
         """The stream of ``token`` ended (the referee's news)."""

@@ -5,7 +5,8 @@ than that it leaves them idle while the bots wait for it. :class:`RefereeWorkers
 the games over worker processes: each has its own event loop, its own referee
 (:class:`~server.transport.service.Arena` on an ephemeral port of 127.0.0.1) and its own
 pool of launched bots. The tournament's own referee counts as the first worker: a game
-goes to the worker with the fewest games in progress, and a new worker process is started
+goes to the worker with the fewest games in progress (of those, the one that already runs
+most of its bots: it has their processes), and a new worker process is started
 only when every worker is busy, up to one per core (``max_workers``). So a tournament at
 ``--concurrency 1`` starts none, and one at ``--concurrency N`` at most ``min(N, cores) - 1``.
 
@@ -161,6 +162,8 @@ class _Worker:
         self.ready: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.dead = False
+        self.bots: set[str] = set()
+        """The launched bots it has played (it keeps their processes)."""
 
     @property
     def load(self) -> int:
@@ -178,6 +181,7 @@ class RefereeWorkers:
         self.max_workers = default_workers() if max_workers is None else max(1, max_workers)
         self.workers: list[_Worker] = []
         self._local_load = 0
+        self._local_bots: set[str] = set()
         self._jobs = itertools.count(1)
         self._starting: asyncio.Task[_Worker] | None = None
         self._context = multiprocessing.get_context("spawn")
@@ -199,11 +203,17 @@ class RefereeWorkers:
         live = [w for w in self.workers if not w.dead]
         loads = [self._local_load, *(w.load for w in live)]
         least = min(loads)
+        bots = {bot.name for bot in spec.seats if bot.command}
         if least > 0 and 1 + len(live) < self.max_workers:
-            return await self._start_worker()
-        if loads[0] == least:
-            return None
-        return live[loads.index(least) - 1]
+            chosen: _Worker | None = await self._start_worker()
+        else:  # among the least busy, the one that already runs most of these bots
+            slots: list[tuple[_Worker | None, set[str]]] = [(None, self._local_bots), *((w, w.bots) for w in live)]
+            chosen = max(
+                (slot for slot, load in zip(slots, loads, strict=True) if load == least),
+                key=lambda slot: len(bots & slot[1]),
+            )[0]
+        (self._local_bots if chosen is None else chosen.bots).update(bots)
+        return chosen
 
     async def _start_worker(self) -> _Worker:
         number = len(self.workers) + 1

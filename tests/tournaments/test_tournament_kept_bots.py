@@ -7,13 +7,17 @@ GameStart, their pid, their parent's pid (the referee process that launched them
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import signal
 import sys
 from pathlib import Path
 
+import pytest
+
 from tournaments.config import parse_config
 from tournaments.grpc_runner import tournament_runner
-from tournaments.runner import load_standings, play, start_tournament
+from tournaments.runner import TournamentError, load_standings, play, start_tournament
 
 POOL_BOT = Path(__file__).resolve().parents[1] / "referee" / "bots" / "pool_bot.py"
 
@@ -74,3 +78,37 @@ def test_two_games_at_once_play_on_two_referee_processes_with_the_same_results(t
     assert len(referees) == 2 and os.getpid() in referees  # this one and a worker
     for name in ("kit-a", "kit-b"):  # at most one process per referee and bot: 2 games at once
         assert len({pid for pid, _ in processes(two / name)}) <= 2
+
+
+def test_a_referee_worker_that_dies_stops_the_tournament_and_resume_finishes_it(tmp_path: Path) -> None:
+    text = tournament_text(tmp_path, concurrency=2)
+    config = parse_config(text, source=str(tmp_path / "kept.toml"))
+    out = tmp_path / "out"
+    store = start_tournament(config, text, str(tmp_path / "kept.toml"), out)
+
+    async def kill_the_first_worker() -> int:
+        """SIGKILL the first referee process that is not this one, once a bot names it."""
+        while True:
+            await asyncio.sleep(0.02)
+            for name in ("kit-a", "kit-b"):
+                with contextlib.suppress(OSError, ValueError):
+                    for _, ppid in processes(tmp_path / name):
+                        if ppid != os.getpid():
+                            os.kill(ppid, signal.SIGKILL)
+                            return ppid
+
+    async def main() -> tuple[int, str]:
+        killer = asyncio.create_task(kill_the_first_worker())
+        with pytest.raises(TournamentError) as failure:
+            await play(config, store, out, tournament_runner, concurrency=2, progress=False)
+        return await killer, str(failure.value)
+
+    try:
+        worker, message = asyncio.run(main())
+        assert f"referee worker 1 (pid {worker}) exited" in message
+        recorded, scheduled = store.counts()
+        assert recorded < scheduled
+        summary = asyncio.run(play(config, store, out, tournament_runner, concurrency=1, progress=False))
+        assert summary.complete and store.counts() == (scheduled, scheduled)
+    finally:
+        store.close()
