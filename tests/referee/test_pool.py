@@ -14,10 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from server.logging import configure_logging
-from server.spec import BotSpec, SeatStatus
+from server.spec import BotSpec, Clocks, SeatStatus
 from server.transport.pool import RestartPolicy
 
 from .conftest import BOTS, builtin, spec, with_arena
+
+CLOCKS = Clocks(decision_s=0.5, bank_s=0.5, max_strikes=3, reconnect_grace_s=15.0, connect_timeout_s=15.0)
+"""A stale answer strikes out in about 2 s; a replacement process has as long to start as a
+first one (a loaded machine may take seconds to start a Python process that imports grpc)."""
 
 
 def pool_bot(name: str, mode: str, pids: Path) -> BotSpec:
@@ -52,7 +56,7 @@ def play_games(seats: tuple[BotSpec, ...], games: int, policy: RestartPolicy | N
         records = []
         for n in range(games):
             order = seats if n % 2 == 0 else tuple(reversed(seats))
-            records.append(await arena.run_game(spec(*order, seed=n + 1, game_id=f"pool-{n}")))
+            records.append(await arena.run_game(spec(*order, seed=n + 1, game_id=f"pool-{n}", clocks=CLOCKS)))
         return records
 
     folder = Path(str(seats[0].command[-1])).parent  # the test's tmp_path
@@ -145,7 +149,8 @@ def test_each_bot_has_at_most_as_many_processes_as_games_at_once(tmp_path: Path)
         arena.keep_bots(RestartPolicy())
         for rnd in range(2):
             await asyncio.gather(*(
-                arena.run_game(spec(seat, builtin("random"), seed=rnd * 2 + n + 1, game_id=f"pair-{rnd}-{n}"))
+                arena.run_game(spec(seat, builtin("random"), seed=rnd * 2 + n + 1, game_id=f"pair-{rnd}-{n}",
+                                    clocks=CLOCKS))
                 for n in range(2)
             ))
 
