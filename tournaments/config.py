@@ -39,7 +39,7 @@ from typing import Any
 from server.engine import ConfigError, GameConfig, make_config
 from server.errors import UserError
 from server.spec import BotSpec, Clocks
-from server.transport.pool import RestartPolicy
+from server.transport.pool import DEFAULT_ABOVE_MB, RestartPolicy
 from tournaments.schedule import games_per_deal
 
 MIN_TABLE, MAX_TABLE = 2, 5
@@ -311,7 +311,7 @@ class _Validator:
             raise self.fail(("restart",), f"must be \"keep\" (bots stay up between games) or \"game\" "
                                           f"(a fresh process every game), got {mode!r}")
         after = self.integer(data, "restart_after_games", 0, MAX_GAMES, 0)
-        above = self.integer(data, "restart_above_mb", 0, 1_000_000, 0)
+        above = self.integer(data, "restart_above_mb", 0, 1_000_000, DEFAULT_ABOVE_MB)
         return RestartPolicy(every_game=mode == "game", after_games=after, above_mb=above)
 
     def game_config(self, preset: str, table_size: int) -> GameConfig:

@@ -47,6 +47,12 @@ if TYPE_CHECKING:
 log = get_logger()
 
 
+DEFAULT_ABOVE_MB = 1024
+"""A kept process above this resident memory gets replaced after its game: a bot that leaks
+cannot take the machine over a long tournament (one that needs more than this simply gets a
+fresh process every game, as without a pool)."""
+
+
 @dataclass(frozen=True, slots=True)
 class RestartPolicy:
     """When a launched bot gets a fresh process (a tournament file's ``restart`` keys)."""
@@ -55,7 +61,7 @@ class RestartPolicy:
     """``restart = "game"``: a fresh process for every game (no pool)."""
     after_games: int = 0
     """``restart_after_games``: a fresh process after this many games (0: never)."""
-    above_mb: int = 0
+    above_mb: int = DEFAULT_ABOVE_MB
     """``restart_above_mb``: a fresh process once the resident memory passes this (0: no ceiling)."""
 
 
