@@ -156,3 +156,21 @@ def test_each_bot_has_at_most_as_many_processes_as_games_at_once(tmp_path: Path)
 
     with_arena(body)
     assert len(played_by(pids)) == 4 and len(set(played_by(pids))) == 2
+
+
+def test_past_the_idle_limit_the_process_idle_longest_is_stopped(tmp_path: Path) -> None:
+    a, b = pool_bot("a", "ok", tmp_path / "a"), pool_bot("b", "ok", tmp_path / "b")
+
+    async def body(arena):  # type: ignore[no-untyped-def]
+        arena.keep_bots(RestartPolicy())
+        arena.pool.max_idle = 1
+        for n, seat in enumerate((a, b, a)):  # after the second game a and b are idle: one too many
+            await arena.run_game(spec(seat, builtin("random"), seed=n + 1, game_id=f"idle-{n}", clocks=CLOCKS))
+
+    with logged(tmp_path) as events:
+        with_arena(body)
+    first, again = played_by(tmp_path / "a")
+    assert first != again and len(played_by(tmp_path / "b")) == 1
+    stopped = [e for e in events if e["event"] == "bot_restarting"]
+    assert [e["bot"] for e in stopped] == ["a", "b"]  # then b, once a's new process is idle too
+    assert all("idle longest of more than 1 idle processes" in e["why"] for e in stopped)

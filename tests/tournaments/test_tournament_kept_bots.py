@@ -10,7 +10,9 @@ import asyncio
 import contextlib
 import os
 import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -112,3 +114,34 @@ def test_a_referee_worker_that_dies_stops_the_tournament_and_resume_finishes_it(
         assert summary.complete and store.counts() == (scheduled, scheduled)
     finally:
         store.close()
+
+
+def test_ctrl_c_stops_the_workers_and_every_kept_bot_and_resume_finishes(tmp_path: Path) -> None:
+    """Ctrl-C reaches the whole foreground group (the tournament and its workers): the workers
+    leave it to the tournament, which cancels the games in flight; no process is left behind."""
+    from tests.referee.conftest import gone_within
+    from tests.tournaments.test_tournament_resume import recorded
+
+    path = tmp_path / "kept.toml"
+    path.write_text(tournament_text(tmp_path, concurrency=2))
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "server.cli", "tournament", "run", str(path), "--out", str(out),
+               "--runner", "grpc", "--no-progress"]
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen(command, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    db = out / "tournament.db"
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and (recorded(db) or 0) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err.decode()
+    bots = {pid for name in ("kit-a", "kit-b") for pid, _ in processes(tmp_path / name)}
+    referees = {ppid for name in ("kit-a", "kit-b") for _, ppid in processes(tmp_path / name)} - {proc.pid}
+    assert referees  # a worker played
+    assert all(gone_within(pid) for pid in bots | referees)
+    done = subprocess.run([*command[:4], "resume", str(out), "--runner", "grpc", "--no-progress"],
+                          cwd=root, capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr.decode()
+    assert recorded(db) == 6
