@@ -180,8 +180,10 @@ class BotPool:
             self._retire(pooled)
             return
         reason = why if not fit else self._worn(pooled)
-        if reason:
-            log.info("bot_restarting", bot=pooled.name, pid=pooled.pid, games=pooled.games, why=reason)
+        if reason:  # a fault (or a leak) is a warning; a planned restart is news
+            fault = not fit or reason.startswith("resident memory")
+            (log.warning if fault else log.info)("bot_restarting", bot=pooled.name, pid=pooled.pid,
+                                                 games=pooled.games, why=reason)
             self._retire(pooled)
             return
         self._released += 1
