@@ -25,6 +25,7 @@ Runners (``--runner``):
 
     python bench/tournament.py            # local: 240 games per concurrency; grpc: 100
     python bench/tournament.py --quick    # local: 60; grpc: 20; under a minute either way
+    python bench/tournament.py --quick --before   # grpc as before issue 13, for comparison
 
 The last line is machine-readable: ``speedup_2_vs_1=X games_per_s=Y cpu_s_per_game=Z`` where
 Y is games per second and Z the CPU seconds per game, both at concurrency 2.
@@ -76,8 +77,8 @@ KIT_BOTS = "".join(
 """Four Python random bots of the kit, run by this interpreter (its environment has the kit)."""
 
 
-def tournament_text(deals: int, bots: str) -> str:
-    return f'name = "bench"\ntable_size = 4\npreset = "craits"\ndeals = {deals}\nseed = 4242\n{bots}'
+def tournament_text(deals: int, bots: str, extra: str = "") -> str:
+    return f'name = "bench"\ntable_size = 4\npreset = "craits"\ndeals = {deals}\nseed = 4242\n{extra}\n{bots}'
 
 
 def grpc_available() -> bool:
@@ -91,8 +92,10 @@ def grpc_available() -> bool:
 Factory = Callable[[TournamentConfig, Path], AbstractAsyncContextManager[RunGame]]
 
 
-def factory_for(runner: str, concurrency: int) -> Factory:
+def factory_for(runner: str, concurrency: int, one_referee: bool = False) -> Factory:
     if runner == "grpc":
+        if one_referee:
+            return lambda config, out: tournament_runner(config, out, workers=1)
         return tournament_runner
     workers = concurrency if runner == "local-pool" else 0
     return lambda config, out: local_runner(config, out, workers=workers)
@@ -176,6 +179,10 @@ def main(argv: list[str] | None = None) -> int:
         "--deals", type=int, help="deals (each played in 4 rotations); default 60, --quick 15"
     )
     parser.add_argument("--runner", choices=("auto", "grpc", "local-pool", "local"), default="auto")
+    parser.add_argument(
+        "--before", action="store_true",
+        help="grpc: play as before issue 13 (a fresh bot process every game, one referee process), for comparison",
+    )
     args = parser.parse_args(argv)
     runner = args.runner
     if runner == "auto":
@@ -194,13 +201,16 @@ def main(argv: list[str] | None = None) -> int:
         from server.logging import configure_logging
 
         configure_logging(None, console=False)  # the referee's events would drown the figures
-    text = tournament_text(deals, KIT_BOTS if runner == "grpc" else LOCAL_BOTS)
+    before = args.before and runner == "grpc"
+    text = tournament_text(deals, KIT_BOTS if runner == "grpc" else LOCAL_BOTS, 'restart = "game"' if before else "")
     config = parse_config(text, source="bench", base_dir=ROOT)
 
     print(
         f"tournament bench: 4 bots, tables of 4, {deals} deals x 4 rotations = {deals * 4} games, "
         f"runner {runner}, {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.1f}"
     )
+    if before:
+        print("before issue 13: a fresh process for every bot in every game, every game in one referee process")
     if runner == "local-pool":
         print(
             "note: builtin bots in a process pool; the referee's gRPC runner (--runner grpc) measures the real thing"
@@ -213,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         counting = Decisions() if runner == "grpc" and concurrency == 1 else nullcontext()
         with tempfile.TemporaryDirectory(prefix="craits-bench-") as tmp, counting:
             games, elapsed, cpu, own = asyncio.run(
-                timed_run(config, text, Path(tmp), factory_for(runner, concurrency), concurrency)
+                timed_run(config, text, Path(tmp), factory_for(runner, concurrency, before), concurrency)
             )
         if isinstance(counting, Decisions):
             sizes = counting.sizes
