@@ -117,7 +117,12 @@ async def _serve(conn: Connection, setup: WorkerSetup, number: int) -> None:
                 log.exception("worker_game_failed", game=spec.game_id)
                 send(("error", job, "internal", f"{type(err).__name__}: {err}"))
             else:
-                send(("done", job, record))
+                try:
+                    with contextlib.suppress(OSError, ValueError):  # the tournament is gone: nobody to tell
+                        conn.send(("done", job, record))
+                except Exception as err:  # a record that cannot be pickled: a bug of ours, said
+                    log.exception("worker_record_not_sent", game=spec.game_id)
+                    send(("error", job, "internal", f"the record could not be sent: {type(err).__name__}: {err}"))
             finally:
                 games.pop(job, None)
 
@@ -287,6 +292,9 @@ class RefereeWorkers:
         except (EOFError, OSError):
             code = worker.process.exitcode
             self._lost(worker, "exited" if code is None else f"exited with code {code}")
+        except Exception as err:  # an unreadable message: the worker cannot be trusted any more
+            self._lost(worker, f"sent a message that cannot be read ({type(err).__name__}: {err})")
+            worker.process.kill()
 
     def _lost(self, worker: _Worker, why: str) -> None:
         if worker.dead:
