@@ -22,8 +22,8 @@ process goes back to the pool, unless:
 An idle process that exits, or whose stream closes, is noticed when its bot's next game
 asks for it: it is stopped and replaced by a fresh one, with a log line, so a bot that
 dies or goes quiet between games costs no game (not even its own). Only the pool starts
-and stops processes; how a process is started is the launcher's business
-(:class:`~server.transport.launcher.LaunchedBot`).
+and stops processes; how a process is started is the referee's business (it hands the pool
+its one way of starting a bot, through :class:`~server.transport.launcher.LaunchedBot`).
 """
 
 from __future__ import annotations
@@ -32,14 +32,14 @@ import asyncio
 import contextlib
 import re
 import secrets
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from server.logging import get_logger
 from server.spec import BotSpec
-from server.transport.launcher import DEFAULT_OUTPUT_LIMIT, LaunchedBot
+from server.transport.launcher import LaunchedBot
 
 if TYPE_CHECKING:
     from server.game.seats import Session
@@ -106,6 +106,9 @@ class PooledBot:
 
 SessionOf = Callable[[str], "Session | None"]
 """The open stream of a token, or None (the Arena's view of its tokens)."""
+StartBot = Callable[[BotSpec, str, "Path | None"], Awaitable[LaunchedBot]]
+"""Starts a bot's process with a token and an output file (the referee's way of starting one:
+the launcher, and whatever wraps it); raises LaunchError."""
 
 
 class BotPool:
@@ -114,23 +117,21 @@ class BotPool:
     def __init__(
         self,
         *,
-        target: Callable[[], str],
+        start: StartBot,
         register: Callable[[str, str], None],
         unregister: Callable[[str], None],
         session_of: SessionOf,
         policy: RestartPolicy | None = None,
         log_dir: Path | None = None,
-        output_limit: int = DEFAULT_OUTPUT_LIMIT,
         stop_grace_s: float = 2.0,
         max_idle: int = 64,
     ) -> None:
         self.policy = policy or RestartPolicy()
-        self._target = target
+        self._start = start
         self._register = register
         self._unregister = unregister
         self._session_of = session_of
         self.log_dir = log_dir
-        self.output_limit = output_limit
         self.stop_grace_s = stop_grace_s
         self.max_idle = max_idle
         """Idle processes kept at most (every bot): past it the one idle longest is stopped."""
@@ -255,10 +256,7 @@ class BotPool:
             out = self.log_dir / f"{_file_part(bot.name)}-{number}-{game_id}.log"
         self._register(token, bot.name)
         try:
-            process = await LaunchedBot.start(
-                bot.command, server=self._target(), token=token, name=bot.name, cwd=bot.cwd,
-                output_path=out, output_limit=self.output_limit,
-            )
+            process = await self._start(bot, token, out)
         except BaseException:
             self._unregister(token)
             raise

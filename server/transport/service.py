@@ -42,7 +42,7 @@ from server.game.policies import make_policy
 from server.game.referee import GameReferee
 from server.game.seats import Arrival, Seat, Session, StreamEnd, TokenBucket, is_close, serialize
 from server.logging import bound, get_logger
-from server.spec import GameRecord, GameSpec, SeatStatus
+from server.spec import BotSpec, GameRecord, GameSpec, SeatStatus
 from server.transport.launcher import DEFAULT_OUTPUT_LIMIT, LaunchedBot, LaunchError
 from server.transport.pool import BotPool, PooledBot, RestartPolicy
 
@@ -409,10 +409,7 @@ class Arena:
         if self.options.bot_log_dir is not None:
             out = self.options.bot_log_dir / f"{spec.game_id}-seat{seat.index}.log"
         try:
-            launched = await LaunchedBot.start(
-                bot.command, server=self.target, token=seat.token, name=bot.name, cwd=bot.cwd, output_path=out,
-                output_limit=self.options.bot_output_limit_bytes,
-            )
+            launched = await self._start_bot(bot, seat.token, out)
         except LaunchError as err:
             log.warning("bot_not_launched", seat=seat.index, bot=bot.name, error=str(err))
             seat.game.seat_process_exited(seat, None, why=f"could not be started: {err}")
@@ -430,9 +427,8 @@ class Arena:
             return
         o = self.options
         self.pool = BotPool(
-            target=lambda: self.target, register=self.register_token, unregister=self.unregister_token,
-            session_of=self._session_of, policy=restart, log_dir=o.bot_log_dir,
-            output_limit=o.bot_output_limit_bytes, stop_grace_s=o.bot_stop_grace_s,
+            start=self._start_bot, register=self.register_token, unregister=self.unregister_token,
+            session_of=self._session_of, policy=restart, log_dir=o.bot_log_dir, stop_grace_s=o.bot_stop_grace_s,
         )
 
     def _session_of(self, token: str) -> Session | None:
@@ -517,6 +513,15 @@ class Arena:
                 self.pool.kill_now(pooled)
             else:
                 self.pool.release(pooled, fit=not why, why=why)
+
+    async def _start_bot(self, bot: BotSpec, token: str, output_path: Path | None) -> LaunchedBot:
+        """Start a launched bot's process, for one game or kept between games: the one place
+        the referee starts a bot (raises LaunchError)."""
+        assert bot.command is not None
+        return await LaunchedBot.start(
+            bot.command, server=self.target, token=token, name=bot.name, cwd=bot.cwd, output_path=output_path,
+            output_limit=self.options.bot_output_limit_bytes,
+        )
 
     async def _watch(self, game: GameReferee, seat: Seat, bot: LaunchedBot) -> None:
         code = await bot.process.wait()
