@@ -1,15 +1,21 @@
-"""Tournament throughput: games per second at concurrency 1 and 2, and their ratio.
+"""Tournament throughput: games per second at concurrency 1 and 2, their ratio, and CPU per game.
 
 A fixed tournament (four bots at one table of four, full Craits games, every deal
 in all four seat rotations) is played twice from scratch, with one game at a time
-and with two, through the real scheduler, store and runner. Only the playing is
-timed (runner start-up and pool warm-up are not).
+and with two, through the real scheduler, store and runner. Games per second time
+the playing (the bots' start-up included: with bots kept between games it is part
+of the first games); CPU per game counts everything from the runner's start to its
+end: this process, the referee's worker processes and every bot process (their
+``resource.getrusage`` once they have exited and been waited for).
 
 Runners (``--runner``):
 
-* ``grpc``: the referee (``tournaments.grpc_runner.tournament_runner``) with the Python
-  kit's bots launched as processes: the real thing, where bots think in
-  processes of their own and concurrency pays.
+* ``grpc``: the referee (``tournaments.grpc_runner.tournament_runner``) with four
+  Python random bots of the kit launched as processes and kept between games, games
+  spread over referee worker processes at concurrency 2: the real thing. It also
+  reports the referee's CPU per decision put to a bot (this process at concurrency 1)
+  beside a bare grpc.aio echo server's CPU per round trip (``bench/referee.py``'s
+  ``EchoServer``) with payloads of the same sizes.
 * ``local-pool``: builtin bots played by ``tournaments.local`` in a pool of
   processes (one per concurrent game): the scheduler's parallelism without the
   referee and the network.
@@ -17,11 +23,12 @@ Runners (``--runner``):
   so expect a ratio near 1 (a baseline for the scheduler's own overhead).
 * ``auto`` (default): ``grpc`` when the bot kit is importable, else ``local-pool``.
 
-    python bench/tournament.py            # local: 240 games per concurrency; grpc: 40
-    python bench/tournament.py --quick    # local: 60; grpc: 8; under a minute either way
+    python bench/tournament.py            # local: 240 games per concurrency; grpc: 100
+    python bench/tournament.py --quick    # local: 60; grpc: 20; under a minute either way
+    python bench/tournament.py --quick --before   # grpc as before issue 13, for comparison
 
-The last line is machine-readable: ``speedup_2_vs_1=X games_per_s=Y`` where Y is
-games per second at concurrency 2.
+The last line is machine-readable: ``speedup_2_vs_1=X games_per_s=Y cpu_s_per_game=Z`` where
+Y is games per second and Z the CPU seconds per game, both at concurrency 2.
 """
 
 from __future__ import annotations
@@ -29,13 +36,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
+import json
 import os
+import resource
 import sys
 import tempfile
 import time
 from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, nullcontext
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # allow `python bench/tournament.py` as well as `-m`
@@ -60,24 +70,15 @@ builtin = "first"
 name = "greedy"
 builtin = "greedy"
 """
-KIT_BOTS = """
-[[bots]]
-name = "random-a"
-command = ["python", "-m", "craits_bot.examples.random_bot"]
-[[bots]]
-name = "random-b"
-command = ["python", "-m", "craits_bot.examples.random_bot"]
-[[bots]]
-name = "heuristic-a"
-command = ["python", "-m", "craits_bot.examples.heuristic_bot"]
-[[bots]]
-name = "heuristic-b"
-command = ["python", "-m", "craits_bot.examples.heuristic_bot"]
-"""
+KIT_BOTS = "".join(
+    f'[[bots]]\nname = "random-{n}"\ncommand = {json.dumps([sys.executable, "-m", "craits_bot.examples.random_bot"])}\n'
+    for n in "abcd"
+)
+"""Four Python random bots of the kit, run by this interpreter (its environment has the kit)."""
 
 
-def tournament_text(deals: int, bots: str) -> str:
-    return f'name = "bench"\ntable_size = 4\npreset = "craits"\ndeals = {deals}\nseed = 4242\n{bots}'
+def tournament_text(deals: int, bots: str, extra: str = "") -> str:
+    return f'name = "bench"\ntable_size = 4\npreset = "craits"\ndeals = {deals}\nseed = 4242\n{extra}\n{bots}'
 
 
 def grpc_available() -> bool:
@@ -91,29 +92,84 @@ def grpc_available() -> bool:
 Factory = Callable[[TournamentConfig, Path], AbstractAsyncContextManager[RunGame]]
 
 
-def factory_for(runner: str, concurrency: int) -> Factory:
+def factory_for(runner: str, concurrency: int, one_referee: bool = False) -> Factory:
     if runner == "grpc":
+        if one_referee:
+            return lambda config, out: tournament_runner(config, out, workers=1)
         return tournament_runner
     workers = concurrency if runner == "local-pool" else 0
     return lambda config, out: local_runner(config, out, workers=workers)
 
 
+def cpu_seconds() -> float:
+    """CPU of this process and of its children that have exited (bots, referee workers)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+class Decisions:
+    """Counts the requests this process's referee builds, and their sizes (for the echo)."""
+
+    def __init__(self) -> None:
+        self.sizes: list[int] = []
+        self._original: Any = None
+
+    def __enter__(self) -> Decisions:
+        from server.game.seats import framed
+        from server.protocol import wire
+
+        original = self._original = wire.GameEncoder.decision_request
+        sizes = self.sizes
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            message = original(*args, **kwargs)
+            sizes.append(len(framed("decision", message)))
+            return message
+
+        wire.GameEncoder.decision_request = counted  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        from server.protocol import wire
+
+        wire.GameEncoder.decision_request = self._original  # type: ignore[method-assign]
+
+
 async def timed_run(
     config: TournamentConfig, text: str, out: Path, factory: Factory, concurrency: int
-) -> tuple[int, float]:
+) -> tuple[int, float, float, float]:
+    """Games played, seconds playing, CPU seconds in all, CPU seconds of this process playing."""
     store = start_tournament(config, text, str(out / "bench.toml"), out)
+    cpu_before = cpu_seconds()
     async with factory(config, out) as run_game:
         if isinstance(run_game, LocalRunner):
             run_game.warm_up()
-        started = time.perf_counter()
+        started, own = time.perf_counter(), time.process_time()
         summary = await TournamentRunner(
             config, store, run_game, out, concurrency=concurrency, progress=False, handle_signals=False
         ).run()
-        elapsed = time.perf_counter() - started
+        elapsed, own = time.perf_counter() - started, time.process_time() - own
+    cpu = cpu_seconds() - cpu_before
     store.close()
     if not summary.complete:
         raise SystemExit(f"bench: the tournament at concurrency {concurrency} did not finish")
-    return summary.played, elapsed
+    return summary.played, elapsed, cpu, own
+
+
+async def echo_cpu(sizes: list[int]) -> float:
+    """CPU seconds of a bare grpc.aio echo server per round trip, payloads of ``sizes``."""
+    from bench.referee import EchoServer
+
+    echo = EchoServer()
+    await echo.start(20)
+    try:
+        payloads = [b"x" * size for size in sizes]
+        await echo.run(payloads[:200])  # warm-up
+        _, _, cpu = await echo.run(payloads)
+    finally:
+        await echo.stop()
+    return cpu / len(payloads)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -123,6 +179,10 @@ def main(argv: list[str] | None = None) -> int:
         "--deals", type=int, help="deals (each played in 4 rotations); default 60, --quick 15"
     )
     parser.add_argument("--runner", choices=("auto", "grpc", "local-pool", "local"), default="auto")
+    parser.add_argument(
+        "--before", action="store_true",
+        help="grpc: play as before issue 13 (a fresh bot process every game, one referee process), for comparison",
+    )
     args = parser.parse_args(argv)
     runner = args.runner
     if runner == "auto":
@@ -133,41 +193,57 @@ def main(argv: list[str] | None = None) -> int:
         )
     if args.deals:
         deals = args.deals
-    elif runner == "grpc":  # every game launches four bot processes: far fewer games
-        deals = 2 if args.quick else 10
+    elif runner == "grpc":  # every game asks four bot processes ~750 times: fewer games
+        deals = 5 if args.quick else 25
     else:
         deals = 15 if args.quick else 60
     if runner == "grpc":
         from server.logging import configure_logging
 
         configure_logging(None, console=False)  # the referee's events would drown the figures
-    text = tournament_text(deals, KIT_BOTS if runner == "grpc" else LOCAL_BOTS)
+    before = args.before and runner == "grpc"
+    text = tournament_text(deals, KIT_BOTS if runner == "grpc" else LOCAL_BOTS, 'restart = "game"' if before else "")
     config = parse_config(text, source="bench", base_dir=ROOT)
 
     print(
         f"tournament bench: 4 bots, tables of 4, {deals} deals x 4 rotations = {deals * 4} games, "
-        f"runner {runner}, {os.cpu_count()} cpus"
+        f"runner {runner}, {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.1f}"
     )
+    if before:
+        print("before issue 13: a fresh process for every bot in every game, every game in one referee process")
     if runner == "local-pool":
         print(
             "note: builtin bots in a process pool; the referee's gRPC runner (--runner grpc) measures the real thing"
         )
     elif runner == "local":
         print("note: builtin bots in threads share one core (GIL): expect a ratio near 1")
-    rates = {}
+    rates, cpu_per_game = {}, {}
+    referee_cpu, sizes = 0.0, []
     for concurrency in (1, 2):
-        with tempfile.TemporaryDirectory(prefix="craits-bench-") as tmp:
-            games, elapsed = asyncio.run(
-                timed_run(config, text, Path(tmp), factory_for(runner, concurrency), concurrency)
+        counting = Decisions() if runner == "grpc" and concurrency == 1 else nullcontext()
+        with tempfile.TemporaryDirectory(prefix="craits-bench-") as tmp, counting:
+            games, elapsed, cpu, own = asyncio.run(
+                timed_run(config, text, Path(tmp), factory_for(runner, concurrency, before), concurrency)
             )
+        if isinstance(counting, Decisions):
+            sizes = counting.sizes
+            referee_cpu = own / max(1, len(sizes))
         rates[concurrency] = games / elapsed
+        cpu_per_game[concurrency] = cpu / games
         print(
-            f"concurrency {concurrency}: {games} games in {elapsed:.2f} s = {rates[concurrency]:.1f} games/s"
+            f"concurrency {concurrency}: {games} games in {elapsed:.2f} s = {rates[concurrency]:.2f} games/s, "
+            f"{cpu_per_game[concurrency]:.3f} CPU s per game (referee, workers and bots, start-up included)"
+        )
+    if sizes:
+        echo = asyncio.run(echo_cpu(sizes[:3000]))
+        print(
+            f"referee CPU per decision put to a bot: {referee_cpu * 1e3:.3f} ms (this process at concurrency 1: "
+            f"{len(sizes)} requests); bare grpc.aio echo server: {echo * 1e3:.3f} ms per round trip; "
+            f"ratio {referee_cpu / echo:.2f}"
         )
     speedup = rates[2] / rates[1]
-    print(f"speedup_2_vs_1={speedup:.2f} games_per_s={rates[2]:.1f}")
+    print(f"speedup_2_vs_1={speedup:.2f} games_per_s={rates[2]:.2f} cpu_s_per_game={cpu_per_game[2]:.3f}")
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

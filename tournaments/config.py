@@ -40,6 +40,7 @@ from server.engine import ConfigError, GameConfig, make_config
 from server.errors import UserError
 from server.spec import BotSpec, Clocks
 from server.transport.commands import bot_command
+from server.transport.pool import DEFAULT_ABOVE_MB, RestartPolicy
 from tournaments.schedule import ScheduleError, check_balanced, games_per_deal
 
 MIN_TABLE, MAX_TABLE = 2, 5
@@ -59,7 +60,9 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,39}$")
 TOP_KEYS = (
     "name", "table_size", "preset", "schedule", "deals", "games", "games_per_bot", "seed", "concurrency",
     "duplicate", "output", "address", "flags", "clocks", "bots",
+    "restart", "restart_after_games", "restart_above_mb",  # launched bots kept between games
 )
+RESTART_MODES = ("keep", "game")
 BOT_KEYS = ("name", "command", "builtin", "token", "cwd")
 CLOCK_KEYS = tuple(f.name for f in fields(Clocks))
 
@@ -118,6 +121,9 @@ class TournamentConfig:
     schedule: str = "round-robin"
     games_per_bot: int = 0
     """With ``schedule = "balanced"``: the games each bot plays (0 for the round robin)."""
+    restart: RestartPolicy = field(default_factory=RestartPolicy)
+    """When a launched bot gets a fresh process (``restart``, ``restart_after_games``,
+    ``restart_above_mb``; default: kept between games)."""
     source: str = ""
     """Where the file came from (for messages)."""
 
@@ -316,7 +322,7 @@ class _Validator:
         return TournamentConfig(
             name=name, bots=bots, table_size=table_size, game=game, deals=deals, seed=seed,
             clocks=clocks, concurrency=concurrency, duplicate=duplicate, output=output, address=address,
-            schedule=schedule, games_per_bot=games_per_bot, source=self.source,
+            schedule=schedule, games_per_bot=games_per_bot, source=self.source, restart=self.restart(),
         )
 
     def games_per_bot(self, n_bots: int, table_size: int, seed: int) -> int:
@@ -338,6 +344,17 @@ class _Validator:
         except ScheduleError as err:
             raise self.fail(("games_per_bot",), str(err)) from None
         return games
+
+    def restart(self) -> RestartPolicy:
+        """``restart = "keep"`` (default) or ``"game"``, and the limits of a kept process."""
+        data = self.data
+        mode = self.text(data, "restart", (), "keep")
+        if mode not in RESTART_MODES:
+            raise self.fail(("restart",), f"must be \"keep\" (bots stay up between games) or \"game\" "
+                                          f"(a fresh process every game), got {mode!r}")
+        after = self.integer(data, "restart_after_games", 0, MAX_GAMES, 0)
+        above = self.integer(data, "restart_above_mb", 0, 1_000_000, DEFAULT_ABOVE_MB)
+        return RestartPolicy(every_game=mode == "game", after_games=after, above_mb=above)
 
     def game_config(self, preset: str, table_size: int) -> GameConfig:
         flags = self.data.get("flags", {})

@@ -1,5 +1,7 @@
 """The referee as a tournament's game runner: an :class:`~server.transport.service.Arena`
-that plays each scheduled game, with the remote bots' tokens accepted for the whole run."""
+that plays each scheduled game, with the remote bots' tokens accepted for the whole run,
+its launched bots kept between games (:mod:`server.transport.pool`), and games spread over
+referee worker processes when more than one is in flight (:mod:`server.transport.workers`)."""
 
 from __future__ import annotations
 
@@ -10,14 +12,18 @@ from pathlib import Path
 from typing import Any
 
 from server.errors import UserError
-from server.logging import get_logger
+from server.logging import get_logger, log_file
+from server.transport.pool import RestartPolicy
 from server.transport.service import Arena, ArenaError, ArenaOptions, listening_text
+from server.transport.workers import RefereeWorkers, WorkerSetup
 
 log = get_logger()
 
 
 @contextlib.asynccontextmanager
-async def tournament_runner(config: Any, out_dir: Any, *, address: str | None = None) -> AsyncIterator[Any]:
+async def tournament_runner(
+    config: Any, out_dir: Any, *, address: str | None = None, workers: int | None = None
+) -> AsyncIterator[Any]:
     """The referee as a tournament's game runner (``tournaments.runner`` looks this up).
 
     Starts an :class:`~server.transport.service.Arena` on ``address`` (default: the file's, see
@@ -25,12 +31,19 @@ async def tournament_runner(config: Any, out_dir: Any, *, address: str | None = 
     tournament, yields ``arena.run_game``, and shuts the server down on the way out (the
     runner has finished or cancelled its games by then). With remote bots it says on
     standard error where they connect: they cannot be told otherwise.
+
+    Launched bots stay up between games unless the file says ``restart = "game"``. Games
+    go to up to ``workers`` referee processes (this one included; default one per core),
+    a new one started only while every one has a game in progress: ``--concurrency 1``
+    plays everything here.
     """
     if address is None:
         listen = getattr(config, "listen_address", None)
         address = listen() if listen is not None else "127.0.0.1:0"
+    options = ArenaOptions(bot_log_dir=Path(out_dir) / "bots")
+    restart = getattr(config, "restart", None) or RestartPolicy()
     try:
-        arena = await Arena.start(address, ArenaOptions(bot_log_dir=Path(out_dir) / "bots"))
+        arena = await Arena.start(address, options)
     except ArenaError as err:
         raise UserError(f"{err}; choose another with `address = \"HOST:PORT\"` in the file or --address") from None
     remote = [bot for bot in getattr(config, "bots", ()) if bot.builtin is None and bot.command is None and bot.token]
@@ -39,7 +52,14 @@ async def tournament_runner(config: Any, out_dir: Any, *, address: str | None = 
     log.info("tournament_referee", address=arena.target, tournament=getattr(config, "name", ""))
     if remote:
         print(listening_text(arena.target, [bot.name for bot in remote]), file=sys.stderr, flush=True)
+    arena.keep_bots(restart)
+    logs = log_file()
+    setup = WorkerSetup(options, restart, str(logs.parent) if logs else None, logs.stem if logs else "referee")
+    pool = RefereeWorkers(arena, setup, workers)
     try:
-        yield arena.run_game
+        yield pool.run_game
     finally:
-        await arena.shutdown(grace_s=0)
+        try:
+            await pool.close()
+        finally:
+            await arena.shutdown(grace_s=0)

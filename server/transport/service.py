@@ -42,8 +42,9 @@ from server.game.policies import make_policy
 from server.game.referee import GameReferee
 from server.game.seats import Arrival, Outgoing, Seat, Session, StreamEnd, TokenBucket, is_close, serialize
 from server.logging import bound, get_logger
-from server.spec import GameRecord, GameSpec
+from server.spec import BotSpec, GameRecord, GameSpec, SeatStatus
 from server.transport.launcher import DEFAULT_OUTPUT_LIMIT, LaunchedBot, LaunchError
+from server.transport.pool import BotPool, PooledBot, RestartPolicy
 
 log = get_logger()
 _perf = time.perf_counter
@@ -91,7 +92,16 @@ class ArenaOptions:
     bot_log_dir: Path | None = None
     """Where launched bots' stdout and stderr go (None: discarded)."""
     bot_output_limit_bytes: int = DEFAULT_OUTPUT_LIMIT
-    """Bytes of a launched bot's output kept per game (the rest is discarded)."""
+    """Bytes of a launched bot's output kept per game, or per process when bots are kept
+    between games (the rest is discarded)."""
+
+
+_UNFIT = {
+    SeatStatus.STRUCK_OUT: "it was struck out",
+    SeatStatus.DISCONNECTED: "it disconnected and did not come back",
+    SeatStatus.NEVER_CONNECTED: "it never connected",
+}
+"""Why a kept process is not given another game, by its seat's status."""
 
 
 class TokenEntry:
@@ -169,6 +179,8 @@ class Arena:
         self.games: dict[str, GameReferee] = {}
         self.sessions: set[Session] = set()
         self.closing = False
+        self.pool: BotPool | None = None
+        """Launched bots kept between games (see :meth:`keep_bots`); None: a fresh process per game."""
         self._decision_ids = itertools.count(1)
         self._game_done: dict[str, asyncio.Event] = {}
         self._closed = asyncio.Event()
@@ -262,6 +274,8 @@ class Arena:
         # whose game was cut short, or that had not said Hello yet.
         cut_short = {seat.token for game in unfinished for seat in game.seats if not seat.builtin}
         cut_short |= {entry.token for entry in self.tokens.values() if entry.cut_short}
+        if self.pool is not None:
+            await self.pool.close()  # their streams end with OK: the bots exit on their own
         for session in list(self.sessions):
             if session.closed:
                 continue
@@ -352,21 +366,31 @@ class Arena:
         self.games[spec.game_id] = game
         self._game_done[spec.game_id] = done
         launched: list[LaunchedBot] = []
+        leased: list[tuple[Seat, PooledBot]] = []
         watchers: list[asyncio.Task[None]] = []
         playing = False
+        finished: GameRecord | None = None
         try:
             with bound(game=spec.game_id, **({"tournament": spec.tournament} if spec.tournament else {})):
+                if self.pool is not None:  # before the tokens are seated: a kept process has its own
+                    for seat in seats:
+                        if seat.remote and seat.bot.command:
+                            pooled = await self._lease(spec, seat)
+                            if pooled is not None:
+                                leased.append((seat, pooled))
+                                watchers.append(asyncio.create_task(self._watch_kept(spec, game, seat, leased)))
                 for seat in seats:
                     if seat.remote:
                         self._seat_token(seat)
                 for seat in seats:
-                    if seat.remote and seat.bot.command:
+                    if seat.remote and seat.bot.command and self.pool is None:
                         process = await self._launch(spec, seat)
                         if process is not None:
                             launched.append(process)
                             watchers.append(asyncio.create_task(self._watch(game, seat, process)))
                 playing = True  # from here on the game finishes or drops its own replay
-                return await game.run(replay)
+                finished = await game.run(replay)
+                return finished
         except BaseException:
             if replay is not None and not playing:
                 replay.abort()
@@ -375,6 +399,7 @@ class Arena:
             for task in watchers:
                 task.cancel()
             self._release_seats(seats)
+            self._give_back(leased, finished)
             try:
                 if launched:
                     await asyncio.gather(*(p.stop(self.options.bot_stop_grace_s) for p in launched))
@@ -417,16 +442,119 @@ class Arena:
         if self.options.bot_log_dir is not None:
             out = self.options.bot_log_dir / f"{spec.game_id}-seat{seat.index}.log"
         try:
-            launched = await LaunchedBot.start(
-                bot.command, server=self.target, token=seat.token, name=bot.name, cwd=bot.cwd, output_path=out,
-                output_limit=self.options.bot_output_limit_bytes,
-            )
+            launched = await self._start_bot(bot, seat.token, out)
         except LaunchError as err:
             log.warning("bot_not_launched", seat=seat.index, bot=bot.name, error=str(err))
             seat.game.seat_process_exited(seat, None, why=f"could not be started: {err}")
             return None
         seat.process = launched
         return launched
+
+    # ------------------------------------------------------------------ bots kept between games
+
+    def keep_bots(self, restart: RestartPolicy | None = None) -> None:
+        """Keep launched bots between games from now on (:mod:`server.transport.pool`), unless
+        ``restart.every_game``: a tournament's referee. Their processes end at :meth:`shutdown`."""
+        restart = restart or RestartPolicy()
+        if restart.every_game or self.pool is not None:
+            return
+        o = self.options
+        self.pool = BotPool(
+            start=self._start_bot, register=self.register_token, unregister=self.unregister_token,
+            session_of=self._session_of, policy=restart, log_dir=o.bot_log_dir, stop_grace_s=o.bot_stop_grace_s,
+        )
+
+    def _session_of(self, token: str) -> Session | None:
+        entry = self.tokens.get(token)
+        return entry.session if entry is not None else None
+
+    async def _lease(self, spec: GameSpec, seat: Seat) -> PooledBot | None:
+        """A kept process of the seat's bot for this game (launched if none is idle)."""
+        assert self.pool is not None
+        try:
+            pooled = await self.pool.acquire(seat.bot, spec.game_id)
+        except LaunchError as err:
+            log.warning("bot_not_launched", seat=seat.index, bot=seat.bot.name, error=str(err))
+            seat.game.seat_process_exited(seat, None, why=f"could not be started: {err}")
+            return None
+        seat.token = pooled.token
+        seat.process = pooled.process
+        return pooled
+
+    async def _watch_kept(self, spec: GameSpec, game: GameReferee, seat: Seat,
+                          leased: list[tuple[Seat, PooledBot]]) -> None:
+        """A kept process's watcher in a game. One that exits, or ends its stream, before it
+        answered anything in this game most likely ended with its previous game (a bot written
+        for one game per process or per stream): it is replaced at once by a fresh process,
+        which takes the seat over as a reconnect would (within the reconnect grace), so the
+        bot loses no game for it."""
+        assert self.pool is not None
+        index = next(i for i, (s, _) in enumerate(leased) if s is seat)
+        while True:
+            pooled = leased[index][1]
+            exited = asyncio.ensure_future(pooled.process.process.wait())
+            lost = asyncio.ensure_future(pooled.lost.wait())
+            try:
+                await asyncio.wait((exited, lost), return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                lost.cancel()
+                exited.cancel()
+            code = pooled.process.returncode
+            answered = seat.think_s + seat.transport_s > 0
+            if answered or game.over or self.closing:
+                if code is not None:
+                    game.seat_process_exited(seat, code)
+                    return
+                pooled.lost.clear()  # a stream lost mid-game: the bot may reconnect (the game decides)
+                await pooled.process.process.wait()
+                game.seat_process_exited(seat, pooled.process.returncode)
+                return
+            why = f"it exited (code {code})" if code is not None else "it closed its stream"
+            log.warning("bot_replaced", bot=pooled.name, pid=pooled.pid, game=spec.game_id,
+                        why=f"{why} as its game began, before answering anything",
+                        effect="a fresh process takes its seat")
+            self._unseat_token(seat)
+            self.pool.release(pooled, fit=False, why=why)
+            fresh = await self._lease(spec, seat)
+            if fresh is None:
+                return  # could not be started: the seat says so
+            leased[index] = (seat, fresh)
+            self._seat_token(seat)
+
+    def _unseat_token(self, seat: Seat) -> None:
+        entry = self.tokens.get(seat.token)
+        if entry is not None:
+            with contextlib.suppress(ValueError):
+                entry.seats.remove(seat)
+
+    def _give_back(self, leased: list[tuple[Seat, PooledBot]], record: GameRecord | None) -> None:
+        """Return a game's kept processes to the pool; one whose game went wrong for it is stopped."""
+        if self.pool is None:
+            return
+        for seat, pooled in leased:
+            if record is None:
+                why = "its game did not finish"
+            elif record.aborted:
+                why = "its game was aborted"
+            elif seat.status is not SeatStatus.OK:
+                why = _UNFIT.get(seat.status, str(seat.status))
+            elif not pooled.process.alive:
+                why = f"it exited (code {pooled.process.returncode})"
+            else:
+                why = ""
+            if record is None:  # cancelled or failed: no waiting for it
+                self.pool.kill_now(pooled)
+            else:
+                self.pool.release(pooled, fit=not why, why=why)
+
+    async def _start_bot(self, bot: BotSpec, token: str, output_path: Path | None) -> LaunchedBot:
+        """Start a launched bot's process, for one game or kept between games: the one place
+        the referee starts a bot (raises LaunchError)."""
+        assert bot.command is not None
+        return await LaunchedBot.start(
+            bot.command, server=self.target, token=token, name=bot.name, cwd=bot.cwd, output_path=output_path,
+            output_limit=self.options.bot_output_limit_bytes,
+        )
 
     async def _watch(self, game: GameReferee, seat: Seat, bot: LaunchedBot) -> None:
         code = await bot.process.wait()
@@ -568,6 +696,8 @@ class Arena:
         entry.session = None
         for seat in list(entry.seats):
             seat.game.seat_disconnected(seat, session, why)
+        if self.pool is not None:
+            self.pool.stream_ended(entry.token)
 
     def _answer(self, session: Session, answer: pb.Answer, at: float) -> None:
         seat = self.open_decisions.get(answer.decision_id)

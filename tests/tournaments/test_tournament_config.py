@@ -167,3 +167,25 @@ def test_python_means_this_interpreter_and_cwd_is_relative_to_the_file() -> None
 def test_a_missing_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(TournamentFileError, match="no such tournament file"):
         load_config(tmp_path / "missing.toml")
+
+
+def test_launched_bots_are_kept_between_games_unless_the_file_says_restart_game() -> None:
+    from server.transport.pool import RestartPolicy
+
+    assert parse_config(GOOD).restart == RestartPolicy(every_game=False, after_games=0, above_mb=1024)
+    keys = 'restart = "game"\nrestart_after_games = 50\nrestart_above_mb = 300\n'
+    assert parse_config(keys + GOOD).restart == RestartPolicy(every_game=True, after_games=50, above_mb=300)
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('restart = "always"', 't.toml:1: restart: must be "keep" (bots stay up between games) or "game"'),
+        ("restart = 1", "t.toml:1: restart: must be a string, got 1"),
+        ("restart_after_games = -1", "t.toml:1: restart_after_games: must be from 0 to"),
+        ('restart_above_mb = "1G"', "t.toml:1: restart_above_mb: must be a whole number, got '1G'"),
+        ("restrat = 1", "t.toml:1: restrat: unknown key; did you mean 'restart'?"),
+    ],
+)
+def test_a_bad_restart_key_names_its_line_and_what_would_do(line: str, message: str) -> None:
+    assert error_of(line + "\n" + GOOD).startswith(message)

@@ -97,7 +97,10 @@ class Bot:
         raise NotImplementedError(f"{type(self).__name__} must define choose(self, request)")
 
     def on_game_start(self, game: pb.GameStart) -> None:
-        """A game begins: your seat, the players, the preset, flags and clocks."""
+        """A game begins: your seat, the players, the preset, flags and clocks.
+
+        One process may play many games one after another (a tournament keeps launched
+        bots running between games): reset whatever the bot remembers about a game here."""
 
     def on_hand_start(self, hand: pb.HandStart) -> None:
         """A hand begins: its number, the dealer, cards dealt to each."""

@@ -11,16 +11,17 @@ cleanly.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import enum
 import logging
 import os
-import queue
 import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from typing import NoReturn
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
 import grpc
 from craits.v1 import referee_pb2 as pb
@@ -105,7 +106,8 @@ class Runner:
         self._stop = threading.Event()
         self._stop_code = ExitCode.OK
         self._lock = threading.Lock()
-        self._call: grpc.Future | None = None
+        self._call: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._welcomed = False
         self._last_failure = ""
 
@@ -148,39 +150,42 @@ class Runner:
             self._stop_code = code
             self._stop.set()
         with self._lock:
-            call = self._call
-        if call is not None:
-            call.cancel()
+            call, loop = self._call, self._loop
+        if call is not None and loop is not None:
+            with contextlib.suppress(RuntimeError):  # the session's loop has just closed
+                loop.call_soon_threadsafe(call.cancel)
 
     # ------------------------------------------------------------------ one stream
 
     def _session(self) -> ExitCode | None:
         """One stream from Hello to its end: an exit code, or None to reconnect."""
-        outbox: queue.SimpleQueue[pb.BotMessage | None] = queue.SimpleQueue()
-        outbox.put(
-            pb.BotMessage(
-                hello=pb.Hello(
-                    token=self.token,
-                    protocol_version=pb.PROTOCOL_VERSION_CURRENT,
-                    name=self.name[:64],
-                    about=(self.bot.about or f"craits_bot (Python) {type(self.bot).__name__}")[:200],
-                )
+        return asyncio.run(self._stream())
+
+    async def _stream(self) -> ExitCode | None:
+        """The stream itself, on grpc.aio: one thread reads, answers and writes (the threads
+        of the synchronous API cost a bot more CPU than its whole game's thinking)."""
+        hello = pb.BotMessage(
+            hello=pb.Hello(
+                token=self.token,
+                protocol_version=pb.PROTOCOL_VERSION_CURRENT,
+                name=self.name[:64],
+                about=(self.bot.about or f"craits_bot (Python) {type(self.bot).__name__}")[:200],
             )
         )
-
-        def outgoing() -> Iterator[pb.BotMessage]:
-            while (item := outbox.get()) is not None:
-                yield item
-
         fatal: pb.Error | None = None
-        channel = grpc.insecure_channel(self.server)
+        call: Any = None
+        channel = grpc.aio.insecure_channel(self.server)
         try:
-            call = referee_pb2_grpc.RefereeStub(channel).Play(outgoing())
+            call = referee_pb2_grpc.RefereeStub(channel).Play()
             with self._lock:
-                self._call = call
+                self._call, self._loop = call, asyncio.get_running_loop()
             if self._stop.is_set():
                 call.cancel()
-            for msg in call:
+            await call.write(hello)
+            while True:
+                msg = await call.read()
+                if msg is grpc.aio.EOF:
+                    break
                 which = msg.WhichOneof("message")
                 if which == "welcome":
                     self._on_welcome(msg.welcome)
@@ -190,16 +195,30 @@ class Runner:
                         fatal = msg.error
                 reply = self.dispatcher.handle(msg)
                 if reply is not None:
-                    outbox.put(reply)
+                    await call.write(reply)
+            code = await call.code()
+            if code != grpc.StatusCode.OK:
+                return self._ended(_Ended(code, await call.details()), fatal)
             log.info("the referee closed the stream: done (%s)", self._summary())
             return ExitCode.OK
-        except grpc.RpcError as err:
-            return self._ended(err, fatal)
+        except (grpc.RpcError, asyncio.CancelledError, asyncio.InvalidStateError) as err:
+            return await self._ended_async(err, call, fatal)
         finally:
-            outbox.put(None)
             with self._lock:
-                self._call = None
-            channel.close()
+                self._call = self._loop = None
+            await channel.close()
+
+    async def _ended_async(self, err: BaseException, call: Any, fatal: pb.Error | None) -> ExitCode | None:
+        """How a stream that raised ended: stopped, refused, failed, or worth reconnecting (None)."""
+        if self._stop.is_set():
+            log.info("stopped; stream closed")
+            return self._stop_code
+        if isinstance(err, grpc.RpcError):
+            return self._ended(err, fatal)
+        # Cancelled or written after its end without an RpcError: the call's status says how.
+        with contextlib.suppress(asyncio.CancelledError, AttributeError):
+            return self._ended(_Ended(await call.code(), await call.details()), fatal)
+        return self._ended(_Ended(grpc.StatusCode.CANCELLED, "cancelled"), fatal)
 
     def _summary(self) -> str:
         d = self.dispatcher
@@ -237,6 +256,21 @@ class Runner:
             return None
         log.error("the referee at %s ended the stream: %s (%s)", self.server, details, code.name)
         return ExitCode.FAILED
+
+
+class _Ended(grpc.RpcError):
+    """A stream's end as an RpcError (its status code and details), for :meth:`Runner._ended`."""
+
+    def __init__(self, code: grpc.StatusCode, details: str | None) -> None:
+        super().__init__()
+        self._code = code
+        self._details = details or ""
+
+    def code(self) -> grpc.StatusCode:
+        return self._code
+
+    def details(self) -> str:
+        return self._details
 
 
 def _log_referee_error(error: pb.Error) -> None:

@@ -1,0 +1,31 @@
+"""The tournament bench runs end to end and keeps its promised output (issue 13, item 4).
+
+Its figures are not asserted (the machines are shared and noisy): only that one deal (four
+games) at each concurrency through the real referee, workers and launched bots completes,
+with the CPU per game, the referee's CPU per decision beside the echo's, and the last line
+other tools read.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LAST_LINE = re.compile(r"speedup_2_vs_1=\d+\.\d\d games_per_s=\d+\.\d\d cpu_s_per_game=\d+\.\d{3}")
+
+
+def test_one_deal_at_each_concurrency_prints_every_figure_and_the_machine_readable_line() -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "tournament.py"), "--runner", "grpc", "--deals", "1"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert any(line.startswith("concurrency 1: 4 games in ") and "CPU s per game" in line for line in lines), lines
+    assert any(line.startswith("concurrency 2: 4 games in ") for line in lines), lines
+    assert any(line.startswith("referee CPU per decision put to a bot: ") and "echo server" in line
+               for line in lines), lines
+    assert LAST_LINE.fullmatch(lines[-1]), lines[-1]
