@@ -27,7 +27,7 @@ import secrets
 import socket
 import time
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
@@ -43,6 +43,7 @@ from server.game.referee import GameReferee
 from server.game.seats import Arrival, Seat, Session, StreamEnd, TokenBucket, is_close, serialize
 from server.logging import bound, get_logger
 from server.spec import GameRecord, GameSpec
+from server.transport import sandbox as sandboxes
 from server.transport.launcher import DEFAULT_OUTPUT_LIMIT, LaunchedBot, LaunchError
 
 log = get_logger()
@@ -87,6 +88,11 @@ class ArenaOptions:
     """Where launched bots' stdout and stderr go (None: discarded)."""
     bot_output_limit_bytes: int = DEFAULT_OUTPUT_LIMIT
     """Bytes of a launched bot's output kept per game (the rest is discarded)."""
+    sandbox: str = "bwrap"
+    """"bwrap": every launched bot runs in a sandbox and connects through a Unix socket the
+    referee listens on beside its TCP port (server.transport.sandbox); "none": unconfined."""
+    limits: sandboxes.Limits = field(default_factory=sandboxes.Limits)
+    """A sandboxed bot's limits (its output's is ``bot_output_limit_bytes``)."""
 
 
 class TokenEntry:
@@ -162,6 +168,8 @@ class Arena:
         self._decision_ids = itertools.count(1)
         self._game_done: dict[str, asyncio.Event] = {}
         self._closed = asyncio.Event()
+        self.sandbox: sandboxes.Sandbox | None = None
+        """Where launched bots run (None: unsandboxed)."""
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -206,7 +214,14 @@ class Arena:
             raise ArenaError(f"cannot listen on {address}: {err} (is another referee running there?)") from None
         if port == 0:
             raise ArenaError(f"cannot listen on {address} (is another referee running there?)")
+        socket_path = None
+        if self.options.sandbox == "bwrap":  # sandboxed bots have no network: they come through a socket
+            socket_path = sandboxes.socket_path()
+            server.add_insecure_port(f"unix:{socket_path}")
         await server.start()
+        if socket_path is not None:
+            sandboxes.open_socket(socket_path)
+            self.sandbox = sandboxes.Sandbox(socket_path, self.options.limits)
         self.server = server
         self.port = port
         self.host = host.strip("[]")
@@ -250,6 +265,8 @@ class Arena:
                 session.close(StreamEnd.UNAVAILABLE, "the referee is shutting down")
         if self.server is not None:
             await self.server.stop(1.0)
+        if self.sandbox is not None:
+            sandboxes.remove_socket(self.sandbox.socket)
         log.info("shutdown_finished", aborted_games=len(unfinished))
         self._closed.set()
 
@@ -384,9 +401,11 @@ class Arena:
         if self.options.bot_log_dir is not None:
             out = self.options.bot_log_dir / f"{spec.game_id}-seat{seat.index}.log"
         try:
+            if self.sandbox is not None and (why := sandboxes.problem()) is not None:
+                raise LaunchError(f"bot {bot.name}: cannot sandbox it: {why}")
             launched = await LaunchedBot.start(
                 bot.command, server=self.target, token=seat.token, name=bot.name, cwd=bot.cwd, output_path=out,
-                output_limit=self.options.bot_output_limit_bytes,
+                output_limit=self.options.bot_output_limit_bytes, sandbox=self.sandbox, allow_read=bot.allow_read,
             )
         except LaunchError as err:
             log.warning("bot_not_launched", seat=seat.index, bot=bot.name, error=str(err))
@@ -397,7 +416,10 @@ class Arena:
 
     async def _watch(self, game: GameReferee, seat: Seat, bot: LaunchedBot) -> None:
         code = await bot.process.wait()
-        game.seat_process_exited(seat, code)
+        why = bot.verdict()
+        if why:
+            log.warning("bot_limit_hit", seat=seat.index, bot=seat.name, why=why)
+        game.seat_process_exited(seat, code, why=why)
 
     # ------------------------------------------------------------------ streams
 
