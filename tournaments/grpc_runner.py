@@ -4,6 +4,7 @@ that plays each scheduled game, with the remote bots' tokens accepted for the wh
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 
 from server.errors import UserError
 from server.logging import get_logger
+from server.transport.sandbox import Limits
 from server.transport.service import Arena, ArenaError, ArenaOptions, listening_text
 
 log = get_logger()
@@ -30,7 +32,11 @@ async def tournament_runner(config: Any, out_dir: Any, *, address: str | None = 
         listen = getattr(config, "listen_address", None)
         address = listen() if listen is not None else "127.0.0.1:0"
     try:
-        arena = await Arena.start(address, ArenaOptions(bot_log_dir=Path(out_dir) / "bots"))
+        options = ArenaOptions(bot_log_dir=Path(out_dir) / "bots")
+        if isinstance(limits := getattr(config, "limits", None), Limits):
+            options = dataclasses.replace(options, sandbox=getattr(config, "sandbox", "bwrap"), limits=limits,
+                                          bot_output_limit_bytes=limits.output)
+        arena = await Arena.start(address, options)
     except ArenaError as err:
         raise UserError(f"{err}; choose another with `address = \"HOST:PORT\"` in the file or --address") from None
     remote = [bot for bot in getattr(config, "bots", ()) if bot.builtin is None and bot.command is None and bot.token]

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import IO
 
 from server.logging import get_logger
-from server.transport.sandbox import Jail, Limits, Sandbox
+from server.transport.sandbox import Jail, Limits, Sandbox, bot_folder, unreadable
 
 log = get_logger()
 
@@ -225,6 +225,9 @@ class LaunchedBot:
         except LaunchError as err:
             raise LaunchError(f"bot {name}: cannot run {' '.join(command)!r}: {err}") from None
         if sandbox is not None:
+            folder = bot_folder(command, cwd)
+            if folder is not None and (why := unreadable(folder)):
+                raise LaunchError(f"bot {name}: {why}")
             env = sandbox.env(token, name, extra_env)
             launch = ""
             jail = sandbox.confine(command, cwd=cwd, allow_read=allow_read)

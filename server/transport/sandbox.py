@@ -158,6 +158,16 @@ def check() -> None:
             'set sandbox = "none" in the tournament file (--no-sandbox on the command line)')
 
 
+def mode(*, unsandboxed: bool, launches: bool) -> str:
+    """The sandbox a command runs its launched bots in ("bwrap" or "none"); SandboxError
+    when they are to be sandboxed and cannot be (a command with no launched bot needs nothing)."""
+    if unsandboxed:
+        return "none"
+    if launches:
+        check()
+    return "bwrap"
+
+
 UNSANDBOXED = ("warning: launched bots run without a sandbox: each can read and write whatever this user can "
                "(the database, logs, replays, other bots' files and tokens), signal its processes and use the network")
 """The one line said when launched bots run unsandboxed."""
@@ -259,15 +269,35 @@ def bot_folder(command: Sequence[str], cwd: str | os.PathLike[str] | None) -> st
     return os.path.dirname(script) if script is not None else None
 
 
+def unreadable(*paths: str) -> str | None:
+    """Under a root referee a sandboxed bot runs as a uid of its own, which reads only what
+    every user may read: the first of ``paths`` (its folder, its script) it could not read,
+    said with the fix, or None."""
+    if os.geteuid() != 0:
+        return None
+    for path in paths:
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            continue  # (a missing script is command_problem's to report)
+        need = 0o005 if os.path.isdir(path) else 0o004
+        if mode & need != need:
+            return (f"{path} is not readable by other users, and a sandboxed bot reads only what every "
+                    f"user may read (chmod a+rX {path})")
+    return None
+
+
 def outside_problem(command: Sequence[str], cwd: str | os.PathLike[str] | None,
                     allow_read: Sequence[str] = ()) -> str | None:
     """Why ``command`` cannot work sandboxed (its script or program lies outside what the bot
     sees), or None. Checked with the tournament file, before any game."""
     folder = bot_folder(command, cwd)
+    script = _script(command, None if cwd is None else str(cwd))
+    if why := unreadable(*(p for p in (folder, script) if p is not None)):
+        return why
     visible = [*SYSTEM_DIRS, *runtime_paths(), *(os.path.realpath(p) for p in allow_read)]
     if folder is not None:
         visible.append(os.path.realpath(folder))
-    script = _script(command, None if cwd is None else str(cwd))
     if script is not None and not any(_inside(os.path.realpath(script), v) for v in visible):
         return (f"{script} is outside the bot's folder {folder}: a sandboxed bot sees only its own folder "
                 "(move it in, set cwd, or add its folder to allow_read)")
@@ -408,7 +438,9 @@ class Sandbox:
         command = list(command)
         if cwd is None and (script := _script(command, None)) is not None:  # absolute, as the bot runs elsewhere
             command = [script if os.path.abspath(arg) == script else arg for arg in command]
-        if os.sep not in command[0] and (program := shutil.which(command[0])) is not None:
+        if command[0] in ("python", "python3"):  # as in a tournament file: the interpreter running craits
+            command[0] = sys.executable
+        elif os.sep not in command[0] and (program := shutil.which(command[0])) is not None:
             command[0] = program  # found with the referee's PATH, not the bot's
         view = _system_view(tmp_bytes=limits.tmp)
         view += _read_only([*runtime_paths(), *([folder] if folder else []), *map(os.path.abspath, allow_read)])
