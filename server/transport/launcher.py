@@ -221,7 +221,7 @@ class LaunchedBot:
             raise LaunchError(f"bot {name}: empty command")
         jail: Jail | None = None
         try:
-            _program(command, cwd, os.environ.get("PATH") if sandbox else bot_env(server, token, name, extra_env).get("PATH"))
+            _program(command, cwd, {**os.environ, **(extra_env or {})}.get("PATH"))
         except LaunchError as err:
             raise LaunchError(f"bot {name}: cannot run {' '.join(command)!r}: {err}") from None
         if sandbox is not None:
