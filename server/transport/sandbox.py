@@ -4,7 +4,7 @@ A sandboxed bot sees, read-only: the system's programs and libraries (``/usr`` a
 ``/bin``, ``/lib*`` links beside it), a few files of ``/etc`` (:data:`ETC_FILES`), the
 interpreter running the referee with its prefix and virtual environment, the bot kits (the
 Python packages ``craits`` and ``craits_bot``, the ``.proto`` the JavaScript bot loads), its
-own folder and the paths its ``allow_read`` names. It has a private ``/tmp`` of limited size,
+own folder and the paths its ``allow_read`` names. It has a private ``/tmp`` (and ``/dev/shm``) of limited size,
 its own PID, network, IPC and UTS namespaces (``/proc`` shows only its own processes, and
 there is no network at all) and reaches the referee only through the referee's Unix socket,
 bound in at :data:`SOCKET_INSIDE` (``CRAITS_SERVER=unix:/run/craits/referee.sock``).
@@ -86,7 +86,7 @@ class Limits:
     open_files: int = 256
     """Open files and sockets at once."""
     tmp: int = 64 * MiB
-    """Bytes of the bot's private /tmp."""
+    """Bytes of the bot's private /tmp (and as many of its /dev/shm)."""
     output: int = 8 * MiB
     """Bytes of the bot's stdout and stderr kept per game (the rest is discarded)."""
 
@@ -193,7 +193,8 @@ def _system_view(*, tmp_bytes: int) -> list[str]:
     for path in ETC_FILES:
         if os.path.exists(path):
             argv += ["--ro-bind", path, path]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", "/tmp"]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", "/tmp",
+             "--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", "/dev/shm"]  # (POSIX semaphores, node)
     return argv
 
 

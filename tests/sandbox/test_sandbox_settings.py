@@ -126,3 +126,30 @@ def test_play_sandboxes_its_command_bots_by_default(tmp_path: Path, capsys: pyte
     assert launched and all(e["sandboxed"] for e in launched)
     summary = json.loads(out.splitlines()[0])
     assert summary["aborted"] == "" and summary["statuses"] == ["ok", "ok"]
+
+
+def test_a_sandboxed_bot_may_write_its_tmp_and_use_posix_semaphores(tmp_path: Path) -> None:
+    """What a well-behaved bot may need: a scratch /tmp, /dev/shm (multiprocessing, node)."""
+    import asyncio
+
+    from server.transport.launcher import LaunchedBot
+
+    tmp_path.chmod(0o755)
+    work = ("import multiprocessing, os\nlock = multiprocessing.Lock()\nwith lock:\n"
+            "    open('/tmp/scratch', 'w').write('x' * 2**20)\nprint(os.getuid() != 0, os.path.getsize('/tmp/scratch'))\n")
+    socket_path = sandbox.socket_path()
+    Path(socket_path).touch()
+
+    async def main() -> int | None:
+        bot = await LaunchedBot.start((sys.executable, "-c", work), server="", token="t", name="fine", cwd=tmp_path,
+                                      output_path=tmp_path / "out.log", sandbox=sandbox.Sandbox(socket_path))
+        code = await bot.process.wait()
+        await bot.stop(0)
+        return code
+
+    try:
+        code = asyncio.run(main())
+    finally:
+        sandbox.remove_socket(socket_path)
+    assert code == 0, (tmp_path / "out.log").read_text()
+    assert (tmp_path / "out.log").read_text().split() == ["True", str(2**20)]
