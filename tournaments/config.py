@@ -122,6 +122,10 @@ class TournamentConfig:
     """How launched bots run: "bwrap" (sandboxed) or "none" (as this user; trusted bots only)."""
     limits: Limits = field(default_factory=Limits)
     """What each launched bot may use (in the sandbox; ``output`` applies either way)."""
+    unsandboxable: tuple[str, ...] = ()
+    """Why launched bots cannot run sandboxed (FILE:LINE: KEY: ... each: a script outside its
+    bot's folder, a folder other users cannot read); refused before a sandboxed run, moot
+    with sandbox = "none" (so a file that sets it, or --no-sandbox, still runs and reopens)."""
     source: str = ""
     """Where the file came from (for messages)."""
 
@@ -312,15 +316,15 @@ class _Validator:
         sandbox = self.text(data, "sandbox", (), "bwrap")
         if sandbox not in SANDBOXES:
             raise self.fail(("sandbox",), f"must be one of {', '.join(SANDBOXES)}, got {sandbox!r}")
-        if sandbox == "bwrap":
-            for i, bot in enumerate(bots):
-                if bot.command is not None and (problem := outside_problem(bot.command, bot.cwd, bot.allow_read)):
-                    raise self.fail(("bots", i, "command"), problem)
+        unsandboxable = tuple(
+            str(self.fail(("bots", i, "command"), problem)) for i, bot in enumerate(bots)
+            if bot.command is not None and (problem := outside_problem(bot.command, bot.cwd, bot.allow_read))
+        )
         deals = self.deals(len(bots), table_size, game)
         return TournamentConfig(
             name=name, bots=bots, table_size=table_size, game=game, deals=deals, seed=seed,
             clocks=clocks, concurrency=concurrency, duplicate=duplicate, output=output, address=address,
-            sandbox=sandbox, limits=limits, source=self.source,
+            sandbox=sandbox, limits=limits, unsandboxable=unsandboxable, source=self.source,
         )
 
     def game_config(self, preset: str, table_size: int) -> GameConfig:

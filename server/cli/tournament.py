@@ -446,6 +446,8 @@ def _check_sandbox(config: TournamentConfig) -> None:
     if config.sandbox == "none":
         print(UNSANDBOXED, file=sys.stderr)
         return
+    if config.unsandboxable:
+        raise UserError(config.unsandboxable[0])
     try:
         check_sandbox()
     except SandboxError as err:

@@ -66,15 +66,22 @@ def test_an_allow_read_path_that_does_not_exist_is_refused(tmp_path: Path) -> No
                                      f"(resolved to {tmp_path / 'no/such/jdk'})")
 
 
-def test_a_bot_command_outside_its_folder_is_refused_unless_unsandboxed(tmp_path: Path) -> None:
+def test_a_bot_command_outside_its_folder_is_refused_unless_unsandboxed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tmp_path.chmod(0o755)
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "elsewhere" / "bot.py").write_text("print('hi')\n")
     (tmp_path / "mine").mkdir()
     text = bots('command = ["python", "../elsewhere/bot.py"]', 'cwd = "mine"')
-    assert error(text, tmp_path).startswith(
-        f"t.toml:10: bots[2].command: {tmp_path / 'elsewhere' / 'bot.py'} is outside the bot's folder "
-        f"{tmp_path / 'mine'}: a sandboxed bot sees only its own folder")
-    assert parse_config(text.replace("deals = 1\n", 'deals = 1\nsandbox = "none"\n'), base_dir=tmp_path).sandbox == "none"
+    file = tmp_path / "t.toml"
+    file.write_text(text)
+    (why,) = parse_config(text, source="t.toml", base_dir=tmp_path).unsandboxable
+    assert why.startswith(f"t.toml:10: bots[2].command: {tmp_path / 'elsewhere' / 'bot.py'} is outside the bot's "
+                          f"folder {tmp_path / 'mine'}: a sandboxed bot sees only its own folder")
+    code, _, stderr = run_cli(capsys, "tournament", "run", str(file), "--out", str(tmp_path / "out"))
+    assert code == 2 and stderr == f"craits: error: {file}:10: bots[2].command: {why.split(': ', 2)[2]}\n"
+    assert not (tmp_path / "out").exists()
     allowed = text.replace('cwd = "mine"', 'cwd = "mine"\nallow_read = ["elsewhere"]')
     assert parse_config(allowed, base_dir=tmp_path).bots[1].allow_read == (str(tmp_path / "elsewhere"),)
 
