@@ -802,7 +802,7 @@ async def _check(command: list[str], options: CheckOptions) -> Report:
         sandboxes.open_socket(socket_path)
         box = sandboxes.Sandbox(socket_path)
         env = box.env(token, BOT_SEAT_NAME)
-        jail = box.confine(command, cwd=None)
+        jail = box.confine(command, cwd=None, watched=False)
         argv = jail.argv
     else:
         env = {

@@ -156,6 +156,9 @@ async def _copy_output(stream: asyncio.StreamReader, out: IO[bytes], limit: int,
             out.close()
 
 
+CPU_POLL_S = 0.25
+"""How often a sandboxed bot's CPU seconds are looked at (where they are counted per game)."""
+
 LAUNCH_MARK = "CRAITS_LAUNCH"
 """An environment variable set to a fresh random value for each launch: what a process the
 bot started carries, so it can be found (and only it: not another referee's bot that
@@ -198,6 +201,10 @@ class LaunchedBot:
         self._copier = copier
         self._pipe = pipe
         self.jail = jail
+        self._cpu_watch: asyncio.Task[None] | None = None
+        if jail is not None and jail.cpu_group is not None:
+            jail.new_game()
+            self._cpu_watch = asyncio.get_running_loop().create_task(self._watch_cpu(jail))
 
     @classmethod
     async def start(
@@ -283,6 +290,20 @@ class LaunchedBot:
     def alive(self) -> bool:
         return self.process.returncode is None
 
+    def new_game(self) -> None:
+        """The bot is kept for another game (a process pool): its CPU seconds count afresh."""
+        if self.jail is not None:
+            self.jail.new_game()
+
+    async def _watch_cpu(self, jail: Jail) -> None:
+        """Stop the bot when its game's CPU seconds pass its sandbox's limit."""
+        while self.alive:
+            await asyncio.sleep(CPU_POLL_S)
+            if self.alive and jail.over_cpu():
+                log.warning("bot_cpu_limit", pid=self.pid, cpu_s=jail.limits.cpu_s)
+                self._signal_group(signal.SIGKILL)
+                return
+
     def verdict(self) -> str:
         """Why the bot ended if one of its sandbox's limits ended it ("killed: memory limit 512 MiB"), else ""."""
         return self.jail.verdict(self.process.returncode) if self.jail is not None else ""
@@ -333,6 +354,9 @@ class LaunchedBot:
             _kill_strays(self.launch)
 
     def _stop_copier(self) -> None:
+        if self._cpu_watch is not None:
+            self._cpu_watch.cancel()
+            self._cpu_watch = None
         if self._copier is not None:
             self._copier.cancel()
             self._copier = None

@@ -19,9 +19,9 @@ referee that is not root runs bwrap in an unprivileged user namespace instead.
 
 Limits (:class:`Limits`): memory through a cgroup (v1 ``memory``, made inside the referee's
 own group) where the referee may make one, else the address space (RLIMIT_AS); processes
-and threads (RLIMIT_NPROC); CPU seconds per launch (RLIMIT_CPU: SIGXCPU, then SIGKILL a
-second later); open files (RLIMIT_NOFILE); the size of ``/tmp``; output (kept by the
-launcher). A bot that its memory or CPU limit ends gets that as its exit reason
+and threads (RLIMIT_NPROC); CPU seconds per game through a ``cpuacct`` cgroup that the
+launcher watches, else per launch (RLIMIT_CPU: SIGXCPU, then SIGKILL a second later); open
+files (RLIMIT_NOFILE); the size of ``/tmp``; output (kept by the launcher). A bot that its memory or CPU limit ends gets that as its exit reason
 (:meth:`Jail.verdict`: "killed: memory limit 512 MiB").
 
 Every sandbox dies with the referee (``--die-with-parent``), and everything in it dies with
@@ -82,7 +82,8 @@ class Limits:
     processes: int = 64
     """Processes and threads together (node alone starts about a dozen threads)."""
     cpu_s: int = 60
-    """CPU seconds of one launch, whatever the clocks say: a bot that computes between its turns is stopped."""
+    """CPU seconds of one game (of one launch where no cpuacct cgroup can be made), whatever the clocks
+    say: a bot that computes between its turns is stopped."""
     open_files: int = 256
     """Open files and sockets at once."""
     tmp: int = 64 * MiB
@@ -346,39 +347,64 @@ def _own_cgroup(controller: str) -> Path | None:
     return None
 
 
-def _memory_group(limit: int) -> Path | None:
-    """A fresh memory cgroup holding at most ``limit`` bytes (swap included where swap is counted)."""
-    root = _own_cgroup("memory")
+def _make_group(controller: str, settings: Mapping[str, int]) -> Path | None:
+    """A fresh cgroup of ``controller`` inside this process's own, with ``settings`` written
+    (a setting whose file is missing is skipped: swap accounting may be off), or None."""
+    root = _own_cgroup(controller)
     if root is None:
         return None
     group = root / f"craits-bot-{secrets.token_hex(6)}"
     try:
         group.mkdir()
-        (group / "memory.limit_in_bytes").write_text(str(limit))
-        with contextlib.suppress(OSError):
-            (group / "memory.memsw.limit_in_bytes").write_text(str(limit))
+        for name, value in settings.items():
+            with contextlib.suppress(FileNotFoundError):
+                (group / name).write_text(str(value))
     except OSError as err:
         with contextlib.suppress(OSError):
             group.rmdir()
-        log.warning("sandbox_no_memory_group", error=str(err), effect="an address-space limit instead")
+        log.warning("sandbox_no_cgroup", controller=controller, error=str(err), effect="an rlimit instead")
         return None
     return group
 
 
-class Jail:
-    """One sandboxed launch: the command line that starts it, and what became of it."""
+def _empty_and_remove(group: Path) -> None:
+    """SIGKILL whatever is left in ``group`` and remove it."""
+    for _ in range(100):
+        try:
+            for pid in (group / "cgroup.procs").read_text().split():
+                with contextlib.suppress(OSError):
+                    os.kill(int(pid), signal.SIGKILL)
+            group.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.01)  # (the killed are still leaving)
+    log.warning("sandbox_group_left", group=str(group))
 
-    def __init__(self, argv: list[str], limits: Limits, memory_group: Path | None) -> None:
+
+class Jail:
+    """One sandboxed launch: the command line that starts it, its cgroups, what became of it.
+
+    CPU seconds are counted per game where a ``cpuacct`` group could be made (the launcher
+    polls :meth:`over_cpu` and :meth:`new_game` starts a game's count afresh, so a bot kept
+    between games has the same allowance in each); elsewhere RLIMIT_CPU counts the launch."""
+
+    def __init__(self, argv: list[str], limits: Limits, memory_group: Path | None = None,
+                 cpu_group: Path | None = None) -> None:
         self.argv = argv
         self.limits = limits
         self.memory_group = memory_group
+        self.cpu_group = cpu_group
         self.oom_killed = False
+        self.cpu_killed = False
+        self._cpu_from = 0.0
 
     def verdict(self, returncode: int | None) -> str:
         """"killed: memory limit 512 MiB" / "killed: CPU limit 60 s" when a limit ended the bot, else ""."""
         if self._out_of_memory():
             return f"killed: memory limit {size_text(self.limits.memory)}"
-        if returncode in (128 + signal.SIGXCPU, -signal.SIGXCPU):
+        if self.cpu_killed or returncode in (128 + signal.SIGXCPU, -signal.SIGXCPU):
             return f"killed: CPU limit {self.limits.cpu_s} s"
         return ""
 
@@ -390,24 +416,32 @@ class Jail:
                 self.oom_killed = "oom_kill" in control and int(control[control.index("oom_kill") + 1]) > 0
         return self.oom_killed
 
+    def _cpu_s(self) -> float:
+        """CPU seconds the whole sandbox has used (0 without a cpuacct group)."""
+        if self.cpu_group is None:
+            return 0.0
+        try:
+            return int((self.cpu_group / "cpuacct.usage").read_text()) / 1e9
+        except (OSError, ValueError):
+            return 0.0
+
+    def new_game(self) -> None:
+        """The bot starts another game: its CPU seconds count from zero again."""
+        self._cpu_from = self._cpu_s()
+
+    def over_cpu(self) -> bool:
+        """Whether this game's CPU seconds passed the limit (remembered: see :meth:`verdict`)."""
+        if self.cpu_group is not None and self._cpu_s() - self._cpu_from > self.limits.cpu_s:
+            self.cpu_killed = True
+        return self.cpu_killed
+
     def release(self) -> None:
-        """Kill whatever is left in the bot's cgroup and remove the group. Safe to call twice."""
+        """Kill whatever is left in the bot's cgroups and remove them. Safe to call twice."""
         self._out_of_memory()  # (remembered: the group is gone after this)
-        group, self.memory_group = self.memory_group, None
-        if group is None:
-            return
-        for _ in range(100):
-            try:
-                for pid in (group / "cgroup.procs").read_text().split():
-                    with contextlib.suppress(OSError):
-                        os.kill(int(pid), signal.SIGKILL)
-                group.rmdir()
-                return
-            except FileNotFoundError:
-                return
-            except OSError:
-                time.sleep(0.01)  # (the killed are still leaving)
-        log.warning("sandbox_group_left", group=str(group))
+        for group in (self.memory_group, self.cpu_group):
+            if group is not None:
+                _empty_and_remove(group)
+        self.memory_group = self.cpu_group = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -432,8 +466,11 @@ class Sandbox:
         return env
 
     def confine(self, command: Sequence[str], *, cwd: str | os.PathLike[str] | None,
-                allow_read: Sequence[str] = ()) -> Jail:
-        """The command line that runs ``command`` sandboxed (in ``cwd``, else the script's folder)."""
+                allow_read: Sequence[str] = (), watched: bool = True) -> Jail:
+        """The command line that runs ``command`` sandboxed (in ``cwd``, else the script's folder).
+
+        ``watched``: the caller polls :meth:`Jail.over_cpu` (the launcher does), so CPU seconds
+        may be counted per game; else the kernel counts them per launch."""
         limits = self.limits
         folder = bot_folder(command, cwd)
         command = list(command)
@@ -447,12 +484,20 @@ class Sandbox:
         view += _read_only([*runtime_paths(), *([folder] if folder else []), *map(os.path.abspath, allow_read)])
         view += ["--perms", "0755", "--dir", "/run", "--perms", "0755", "--dir", os.path.dirname(SOCKET_INSIDE),
                  "--ro-bind", self.socket, SOCKET_INSIDE, "--chdir", folder or "/tmp"]
-        rlimits = [f"--cpu={limits.cpu_s}:{limits.cpu_s + 1}", f"--nproc={limits.processes}",
-                   f"--nofile={limits.open_files}"]
-        memory_group = _memory_group(limits.memory)
+        rlimits = [f"--nproc={limits.processes}", f"--nofile={limits.open_files}"]
+        memory_group = _make_group("memory", {"memory.limit_in_bytes": limits.memory,
+                                              "memory.memsw.limit_in_bytes": limits.memory})
         if memory_group is None:
             rlimits.append(f"--as={limits.memory}")
+        cpu_group = _make_group("cpuacct", {}) if watched else None
+        if cpu_group is None:  # counted per launch by the kernel, not per game by the launcher
+            rlimits.append(f"--cpu={limits.cpu_s}:{limits.cpu_s + 1}")
         argv = ["prlimit", *rlimits, "--", *view, "--", *_drop(UID_BASE + secrets.randbelow(UID_SPAN)), *command]
-        if memory_group is not None:  # a shell joins the group and becomes prlimit: all of the bot is in it
-            argv = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(memory_group / "cgroup.procs"), *argv]
-        return Jail(argv, limits, memory_group)
+        groups = [str(g / "cgroup.procs") for g in (memory_group, cpu_group) if g is not None]
+        if groups:  # a shell joins the groups and becomes prlimit: all of the bot is in them
+            argv = ["/bin/sh", "-c", _JOIN, "craits-sandbox", *groups, "--", *argv]
+        return Jail(argv, limits, memory_group, cpu_group)
+
+
+_JOIN = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"'
+"""The shell that puts itself into each cgroup named before ``--``, then runs the rest."""

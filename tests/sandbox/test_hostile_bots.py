@@ -155,3 +155,40 @@ def test_a_process_a_bot_leaves_behind_in_a_session_of_its_own_dies_with_it(tmp_
         os.kill(int(pid), signal.SIGKILL)
     assert left == [], "a process of the bot outlived its game"
     played.others_finished_normally()
+
+
+def test_a_bot_kept_for_another_game_gets_its_cpu_seconds_afresh(tmp_path: Path) -> None:
+    """For a process pool: the CPU limit is one of a game, not of the process's life."""
+    import asyncio
+    import sys
+
+    from server.transport.launcher import LaunchedBot
+
+    tmp_path.chmod(0o755)
+    work = "import time\nend = time.process_time() + 4\nwhile time.process_time() < end: pass\nprint('worked 4 s')\n"
+    socket_path = sandbox.socket_path()
+    Path(socket_path).touch()
+    box = sandbox.Sandbox(socket_path, sandbox.Limits(cpu_s=2))
+
+    async def one(games: bool) -> str:
+        bot = await LaunchedBot.start((sys.executable, "-c", work), server="", token="t", name="busy", cwd=tmp_path,
+                                      sandbox=box)
+        while games and bot.alive:  # a "game" of about one CPU second each
+            await asyncio.sleep(1)
+            bot.new_game()
+        await bot.process.wait()
+        await bot.stop(0)
+        return bot.verdict()
+
+    try:
+        probe = box.confine(("true",), cwd=tmp_path)
+        counted_per_game = probe.cpu_group is not None
+        probe.release()
+        if not counted_per_game:
+            if os.environ.get("CI"):
+                pytest.fail("no cpuacct cgroup can be made here, and CI must test per-game CPU seconds")
+            pytest.skip("no cpuacct cgroup here: CPU seconds are counted per launch")
+        assert asyncio.run(one(games=False)) == "killed: CPU limit 2 s"
+        assert asyncio.run(one(games=True)) == ""
+    finally:
+        sandbox.remove_socket(socket_path)
