@@ -18,7 +18,8 @@ also makes the process limit (RLIMIT_NPROC counts per uid) a limit of that one b
 referee that is not root runs bwrap in an unprivileged user namespace instead.
 
 Limits (:class:`Limits`): memory through a cgroup (v1 ``memory``, made inside the referee's
-own group) where the referee may make one, else the address space (RLIMIT_AS); processes
+own group) where the referee may make one, else the address space (RLIMIT_AS, at
+:data:`AS_FACTOR` times the memory limit); processes
 and threads (RLIMIT_NPROC); CPU seconds per game through a ``cpuacct`` cgroup that the
 launcher watches, else per launch (RLIMIT_CPU: SIGXCPU, then SIGKILL a second later); open
 files (RLIMIT_NOFILE); the size of ``/tmp``; output (kept by the launcher). A bot that its memory or CPU limit ends gets that as its exit reason
@@ -70,6 +71,9 @@ UID_SPAN = 1 << 24
 nothing and is in no group, so it reads only what every user may read."""
 
 SCRIPT_SUFFIXES = (".py", ".js", ".mjs", ".cjs")
+AS_FACTOR = 4
+"""Without a memory cgroup the limit is one of address space, this many times ``memory``:
+runtimes reserve far more than they use (node will not start in less than about 1 GiB)."""
 MiB = 2**20
 
 
@@ -488,7 +492,7 @@ class Sandbox:
         memory_group = _make_group("memory", {"memory.limit_in_bytes": limits.memory,
                                               "memory.memsw.limit_in_bytes": limits.memory})
         if memory_group is None:
-            rlimits.append(f"--as={limits.memory}")
+            rlimits.append(f"--as={AS_FACTOR * limits.memory}")
         cpu_group = _make_group("cpuacct", {}) if watched else None
         if cpu_group is None:  # counted per launch by the kernel, not per game by the launcher
             rlimits.append(f"--cpu={limits.cpu_s}:{limits.cpu_s + 1}")
