@@ -319,7 +319,7 @@ def outside_problem(command: Sequence[str], cwd: str | os.PathLike[str] | None,
 
 def socket_path() -> str:
     """A fresh path for the referee's Unix socket, in a folder only this user may enter."""
-    return os.path.join(tempfile.mkdtemp(prefix="craits-"), "referee.sock")
+    return os.path.join(tempfile.mkdtemp(prefix="craits-referee-"), "referee.sock")
 
 
 def open_socket(path: str) -> None:
