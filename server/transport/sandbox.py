@@ -471,21 +471,26 @@ class Sandbox:
 
     def confine(self, command: Sequence[str], *, cwd: str | os.PathLike[str] | None,
                 allow_read: Sequence[str] = (), watched: bool = True) -> Jail:
-        """The command line that runs ``command`` sandboxed (in ``cwd``, else the script's folder).
+        """The command line that runs ``command`` sandboxed (in ``cwd``; without one, in the
+        script's folder, with the files its arguments name made absolute and readable).
 
         ``watched``: the caller polls :meth:`Jail.over_cpu` (the launcher does), so CPU seconds
         may be counted per game; else the kernel counts them per launch."""
         limits = self.limits
         folder = bot_folder(command, cwd)
         command = list(command)
-        if cwd is None and (script := _script(command, None)) is not None:  # absolute, as the bot runs elsewhere
-            command = [script if os.path.abspath(arg) == script else arg for arg in command]
+        files: list[str] = []
+        if cwd is None:  # a command line's files (its script, a strategy file), absolute and readable
+            for i, arg in enumerate(command[1:], 1):
+                if not arg.startswith("-") and os.path.isfile(arg):
+                    command[i] = os.path.abspath(arg)
+                    files.append(command[i])
         if command[0] in ("python", "python3"):  # as in a tournament file: the interpreter running craits
             command[0] = sys.executable
         elif os.sep not in command[0] and (program := shutil.which(command[0])) is not None:
             command[0] = program  # found with the referee's PATH, not the bot's
         view = _system_view(tmp_bytes=limits.tmp)
-        view += _read_only([*runtime_paths(), *([folder] if folder else []), *map(os.path.abspath, allow_read)])
+        view += _read_only([*runtime_paths(), *([folder] if folder else []), *files, *map(os.path.abspath, allow_read)])
         view += ["--perms", "0755", "--dir", "/run", "--perms", "0755", "--dir", os.path.dirname(SOCKET_INSIDE),
                  "--ro-bind", self.socket, SOCKET_INSIDE, "--chdir", folder or "/tmp"]
         rlimits = [f"--nproc={limits.processes}", f"--nofile={limits.open_files}"]

@@ -160,3 +160,21 @@ def test_a_sandboxed_bot_may_write_its_tmp_and_use_posix_semaphores(tmp_path: Pa
         sandbox.remove_socket(socket_path)
     assert code == 0, (tmp_path / "out.log").read_text()
     assert (tmp_path / "out.log").read_text().split() == ["True", str(2**20)]
+
+
+def test_a_command_lines_files_are_readable_in_the_sandbox(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The guide's `craits check-bot -- node clients/js/bot.js --strategy my_strategy.js`: the
+    strategy, named relative to where craits runs, is outside the JS bot's folder."""
+    from tests.bots.commands import ROOT, need_node
+
+    need_node()
+    tmp_path.chmod(0o755)
+    (tmp_path / "my_strategy.js").write_text((ROOT / "clients" / "js" / "strategies" / "heuristic.js").read_text()
+                                             .replace("require('./", f"require('{ROOT}/clients/js/strategies/"))
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run_cli(capsys, "check-bot", "--", "node", str(ROOT / "clients" / "js" / "bot.js"),
+                           "--strategy", "my_strategy.js")
+    assert code == 0, out
+    assert "0 failed" in out.splitlines()[-1]
