@@ -68,7 +68,8 @@ def play(tmp_path: Path, attempt: str, *args: object, limits: sandbox.Limits | N
     """One game: the hostile bot trying ``attempt ARGS``, a victim bot, a builtin bot."""
     tmp_path.chmod(0o755)  # (pytest makes it 0700; bot folders must be readable by every user)
     logs = tmp_path / "logs" / "bots"
-    hostile = BotSpec("hostile", "", command=(sys.executable, str(HOSTILE), attempt, *map(str, args)))
+    hostile = BotSpec("hostile", "", command=(sys.executable, HOSTILE.name, attempt, *map(str, args)),
+                      cwd=str(HOSTILE.parent))  # (as a tournament file gives it: a command line's files are readable)
     victim = BotSpec("victim", "", command=(sys.executable, "-m", "craits_bot.examples.random_bot"),
                      cwd=str(victim_folder(tmp_path)))
     house = BotSpec("house", "", builtin="random")
