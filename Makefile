@@ -28,7 +28,7 @@ proto: $(STAMP)  ## regenerate the Python protocol code from proto/ (the one cod
 demo: setup proto  ## run the demo tournament of the bundled bots (SQLite, replays and logs under logs/)
 	$(VENV)/bin/craits demo
 
-test-deps:  ## install what the browser tests need (Debian's chromium; needs root)
+test-deps:  ## install what the browser and sandbox tests need (Debian's chromium and bubblewrap; needs root)
 	@bash scripts/test-deps.sh
 
 test: setup proto test-deps  ## run the whole test suite
@@ -43,6 +43,7 @@ bench: setup proto  ## all benchmarks, quick mode (each prints a machine-readabl
 	$(PY) bench/engine.py --quick
 	$(PY) bench/referee.py --quick
 	$(PY) bench/tournament.py --quick
+	$(PY) bench/sandbox.py --quick
 
 clean:  ## remove the virtual environment and generated code
 	rm -rf $(VENV) proto/python/craits/v1/*_pb2*.py proto/python/craits/v1/*_pb2*.pyi

@@ -60,6 +60,12 @@ LEGS = ("  writer to bot", "  in the bot", "  bot to reader")
 ECHO_METHOD = "/bench.Echo/Stream"
 
 
+UNSANDBOXED = "none"
+"""The bots run unsandboxed, as the bare echo's client does: this bench prices the referee's
+round trip (and the bots write their stamps into a folder of ours); bench/sandbox.py prices
+the sandbox."""
+
+
 def _pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -285,9 +291,9 @@ async def run_bench(games: int, seed: int, reply_size: int) -> dict[str, Any]:
     from server.game.seats import framed
     from server.protocol import wire
     from server.spec import BotSpec, Clocks, GameSpec
-    from server.transport.service import Arena
+    from server.transport.service import Arena, ArenaOptions
 
-    arena = await Arena.start("127.0.0.1:0")
+    arena = await Arena.start("127.0.0.1:0", ArenaOptions(sandbox=UNSANDBOXED))
     echo = EchoServer()
     await echo.start(reply_size)
     turns = TurnsEcho()
@@ -423,7 +429,7 @@ async def run_breakdown(games: int, seed: int) -> dict[str, list[float]]:
     from server.game.referee import GameReferee
     from server.game.seats import Arrival, Mailbox, Outbox
     from server.spec import BotSpec, Clocks, GameSpec
-    from server.transport.service import Arena
+    from server.transport.service import Arena, ArenaOptions
 
     perf = time.perf_counter
     steps: dict[str, list[float]] = {k: [] for k in ("build", "to writer", "wire and bot", "to game", "rest")}
@@ -462,7 +468,7 @@ async def run_breakdown(games: int, seed: int) -> dict[str, list[float]]:
             now["at"], now["resumed"], now["decision"] = item.at, perf(), item.answer.decision_id
         return item
 
-    arena = await Arena.start("127.0.0.1:0")
+    arena = await Arena.start("127.0.0.1:0", ArenaOptions(sandbox=UNSANDBOXED))
     config = make_config("craits", 4, short_game=True)
     clocks = Clocks(decision_s=5.0, bank_s=30.0, connect_timeout_s=30.0)
     replays = tempfile.TemporaryDirectory(prefix="craits-bench-")

@@ -41,6 +41,8 @@ class BotSpec:
     builtin: str | None = None
     """An in-process policy ("random", "first", "default")."""
     cwd: str | None = None
+    allow_read: tuple[str, ...] = ()
+    """Paths a sandboxed command bot may read beside its folder (server.transport.sandbox)."""
 
 
 class SeatStatus(enum.StrEnum):

@@ -21,6 +21,10 @@ lists every key with its default)::
     name = "random"
     command = ["python", "-m", "craits_bot.examples.random_bot"]
 
+Launched bots run sandboxed (``sandbox = "bwrap"``, the default; ``"none"`` for trusted
+bots) within ``[limits]`` (:class:`server.transport.sandbox.Limits`); a bot's
+``allow_read = [...]`` adds paths it may read.
+
 Every mistake is reported with the file, the line and the key
 (``demo.toml:12: bots[2].command: ...``), unknown keys get a did-you-mean, and
 presets and flags are checked by the engine itself so the messages match.
@@ -41,6 +45,7 @@ from server.errors import UserError
 from server.spec import BotSpec, Clocks
 from server.transport.commands import bot_command
 from server.transport.pool import DEFAULT_ABOVE_MB, RestartPolicy
+from server.transport.sandbox import SANDBOXES, SIZE_LIMITS, Limits, outside_problem, parse_size
 from tournaments.schedule import ScheduleError, check_balanced, games_per_deal
 
 MIN_TABLE, MAX_TABLE = 2, 5
@@ -59,12 +64,13 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,39}$")
 
 TOP_KEYS = (
     "name", "table_size", "preset", "schedule", "deals", "games", "games_per_bot", "seed", "concurrency",
-    "duplicate", "output", "address", "flags", "clocks", "bots",
+    "duplicate", "output", "address", "sandbox", "flags", "clocks", "limits", "bots",
     "restart", "restart_after_games", "restart_above_mb",  # launched bots kept between games
 )
 RESTART_MODES = ("keep", "game")
-BOT_KEYS = ("name", "command", "builtin", "token", "cwd")
+BOT_KEYS = ("name", "command", "builtin", "token", "cwd", "allow_read")
 CLOCK_KEYS = tuple(f.name for f in fields(Clocks))
+LIMIT_KEYS = tuple(f.name for f in fields(Limits))
 
 
 class TournamentFileError(UserError):
@@ -86,6 +92,8 @@ class BotEntry:
     builtin: str | None = None
     token: str | None = None
     cwd: str | None = None
+    allow_read: tuple[str, ...] = ()
+    """Paths (absolute, checked to exist) a sandboxed command bot may read beside its folder."""
 
     @property
     def kind(self) -> str:
@@ -95,7 +103,8 @@ class BotEntry:
 
     def spec(self, token: str) -> BotSpec:
         """The referee's view of this bot, with its (stored) token."""
-        return BotSpec(name=self.name, token=token, command=self.command, builtin=self.builtin, cwd=self.cwd)
+        return BotSpec(name=self.name, token=token, command=self.command, builtin=self.builtin, cwd=self.cwd,
+                       allow_read=self.allow_read)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +133,14 @@ class TournamentConfig:
     restart: RestartPolicy = field(default_factory=RestartPolicy)
     """When a launched bot gets a fresh process (``restart``, ``restart_after_games``,
     ``restart_above_mb``; default: kept between games)."""
+    sandbox: str = "bwrap"
+    """How launched bots run: "bwrap" (sandboxed) or "none" (as this user; trusted bots only)."""
+    limits: Limits = field(default_factory=Limits)
+    """What each launched bot may use (in the sandbox; ``output`` applies either way)."""
+    unsandboxable: tuple[str, ...] = ()
+    """Why launched bots cannot run sandboxed (FILE:LINE: KEY: ... each: a script outside its
+    bot's folder, a folder other users cannot read); refused before a sandboxed run, moot
+    with sandbox = "none" (so a file that sets it, or --no-sandbox, still runs and reopens)."""
     source: str = ""
     """Where the file came from (for messages)."""
 
@@ -134,6 +151,11 @@ class TournamentConfig:
     @property
     def bot_names(self) -> tuple[str, ...]:
         return tuple(b.name for b in self.bots)
+
+    @property
+    def launched_bots(self) -> tuple[BotEntry, ...]:
+        """The bots the referee starts, each game (the ones a sandbox confines)."""
+        return tuple(b for b in self.bots if b.kind == "command")
 
     @property
     def remote_bots(self) -> tuple[BotEntry, ...]:
@@ -305,6 +327,14 @@ class _Validator:
         if address is not None and (problem := address_problem(address)):
             raise self.fail(("address",), problem)
         clocks = self.clocks()
+        limits = self.limits()
+        sandbox = self.text(data, "sandbox", (), "bwrap")
+        if sandbox not in SANDBOXES:
+            raise self.fail(("sandbox",), f"must be one of {', '.join(SANDBOXES)}, got {sandbox!r}")
+        unsandboxable = tuple(
+            str(self.fail(("bots", i, "command"), problem)) for i, bot in enumerate(bots)
+            if bot.command is not None and (problem := outside_problem(bot.command, bot.cwd, bot.allow_read))
+        )
         schedule = self.text(data, "schedule", (), "round-robin")
         if schedule not in SCHEDULES:
             close = difflib.get_close_matches(str(schedule), SCHEDULES, n=1)
@@ -323,6 +353,7 @@ class _Validator:
             name=name, bots=bots, table_size=table_size, game=game, deals=deals, seed=seed,
             clocks=clocks, concurrency=concurrency, duplicate=duplicate, output=output, address=address,
             schedule=schedule, games_per_bot=games_per_bot, source=self.source, restart=self.restart(),
+            sandbox=sandbox, limits=limits, unsandboxable=unsandboxable,
         )
 
     def games_per_bot(self, n_bots: int, table_size: int, seed: int) -> int:
@@ -411,6 +442,24 @@ class _Validator:
             values[f.name] = value
         return Clocks(**values)
 
+    def limits(self) -> Limits:
+        table = self.data.get("limits", {})
+        if not isinstance(table, dict):
+            raise self.fail(("limits",), 'must be a table, e.g. [limits] memory = "512 MiB"')
+        self.check_keys(table, LIMIT_KEYS, ("limits",))
+        values: dict[str, int] = {}
+        for key, value in table.items():
+            if key in SIZE_LIMITS:
+                try:
+                    values[key] = parse_size(value)
+                except ValueError as err:
+                    raise self.fail(("limits", key), str(err)) from None
+            elif not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise self.fail(("limits", key), f"must be a whole number of at least 1, got {value!r}")
+            else:
+                values[key] = value
+        return Limits(**values)
+
     def bots(self, table_size: int) -> tuple[BotEntry, ...]:
         raw = self.data.get("bots")
         if raw is None:
@@ -470,13 +519,33 @@ class _Validator:
             cwd = str(resolved)
         elif command is not None:
             cwd = str(self.base_dir)
+        allow_read = self.allow_read(table, path, command is not None)
         return BotEntry(
             name=name,
             command=tuple(command) if command is not None else None,
             builtin=builtin,
             token=token,
             cwd=cwd,
+            allow_read=allow_read,
         )
+
+    def allow_read(self, table: dict[str, Any], path: tuple[Any, ...], launched: bool) -> tuple[str, ...]:
+        """A bot's extra read-only paths, each resolved against the file's folder and checked to exist."""
+        raw = table.get("allow_read")
+        if raw is None:
+            return ()
+        where = (*path, "allow_read")
+        if not launched:
+            raise self.fail(where, "allow_read applies only to a bot with a command")
+        if not isinstance(raw, list) or not all(isinstance(p, str) and p for p in raw):
+            raise self.fail(where, f'must be a list of paths, e.g. ["/opt/jdk"], got {raw!r}')
+        paths = []
+        for entry in raw:
+            resolved = (self.base_dir / entry).resolve()
+            if not resolved.exists():
+                raise self.fail(where, f"{entry!r} does not exist (resolved to {resolved})")
+            paths.append(str(resolved))
+        return tuple(paths)
 
 
 def address_problem(address: str) -> str | None:

@@ -6,6 +6,7 @@ referee worker processes when more than one is in flight (:mod:`server.transport
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 from server.errors import UserError
 from server.logging import get_logger, log_file
 from server.transport.pool import RestartPolicy
+from server.transport.sandbox import Limits
 from server.transport.service import Arena, ArenaError, ArenaOptions, listening_text
 from server.transport.workers import RefereeWorkers, WorkerSetup
 
@@ -41,6 +43,9 @@ async def tournament_runner(
         listen = getattr(config, "listen_address", None)
         address = listen() if listen is not None else "127.0.0.1:0"
     options = ArenaOptions(bot_log_dir=Path(out_dir) / "bots")
+    if isinstance(limits := getattr(config, "limits", None), Limits):
+        options = dataclasses.replace(options, sandbox=getattr(config, "sandbox", "bwrap"), limits=limits,
+                                      bot_output_limit_bytes=limits.output)
     restart = getattr(config, "restart", None) or RestartPolicy()
     try:
         arena = await Arena.start(address, options)

@@ -47,6 +47,7 @@ from server.errors import UserError
 from server.game.judge import judge_answer
 from server.protocol import wire
 from server.spec import Clocks
+from server.transport import sandbox as sandboxes
 from server.transport.commands import bot_command
 from server.transport.launcher import command_problem
 
@@ -69,6 +70,8 @@ class CheckOptions:
     """Time allowed for the bot to exit once its stream is closed."""
     seed: int = 1
     """Seeds the checker's own players in the other seats."""
+    sandboxed: bool = True
+    """Run the bot in the sandbox a referee's launched bot gets (server.transport.sandbox)."""
 
 
 # ---------------------------------------------------------------------------- the stream
@@ -767,6 +770,11 @@ def resolve_command(command: Sequence[str]) -> list[str]:
     return argv
 
 
+def _sandbox_problem(command: Sequence[str]) -> str | None:
+    """Why ``command`` cannot run sandboxed (outside what it may see, unreadable), or None."""
+    return sandboxes.outside_problem(command, None)
+
+
 async def _check(command: list[str], options: CheckOptions) -> Report:
     started = time.monotonic()
     checks = _checks()
@@ -775,18 +783,34 @@ async def _check(command: list[str], options: CheckOptions) -> Report:
     server = grpc.aio.server()
     referee_pb2_grpc.add_RefereeServicer_to_server(servicer, server)
     port = server.add_insecure_port("127.0.0.1:0")
+    socket_path = sandboxes.socket_path() if options.sandboxed else None
+    if socket_path is not None:  # a sandboxed bot has no network: it comes through a Unix socket
+        server.add_insecure_port(f"unix:{socket_path}")
     await server.start()
     token = secrets.token_hex(16)
-    env = {
-        **os.environ,
-        "CRAITS_SERVER": f"127.0.0.1:{port}",
-        "CRAITS_TOKEN": token,
-        "CRAITS_BOT_NAME": BOT_SEAT_NAME,
-        "PYTHONUNBUFFERED": "1",
-    }
+    jail: sandboxes.Jail | None = None
+    if socket_path is not None and (problem := _sandbox_problem(command)):
+        sandboxes.remove_socket(socket_path)
+        await server.stop(grace=0)
+        raise UserError(f"cannot run the bot in the sandbox: {problem}")
+    if socket_path is not None:
+        sandboxes.open_socket(socket_path)
+        box = sandboxes.Sandbox(socket_path)
+        env = box.env(token, BOT_SEAT_NAME)
+        jail = box.confine(command, cwd=None, watched=False)
+        argv = jail.argv
+    else:
+        env = {
+            **os.environ,
+            "CRAITS_SERVER": f"127.0.0.1:{port}",
+            "CRAITS_TOKEN": token,
+            "CRAITS_BOT_NAME": BOT_SEAT_NAME,
+            "PYTHONUNBUFFERED": "1",
+        }
+        argv = command
     bot: _BotProcess | None = None
     try:
-        bot = await _BotProcess.launch(command, env)
+        bot = await _BotProcess.launch(argv, env)
         checker = _Checker(options, servicer, bot, token)
         await _run_checks(checker, checks)
         await _check_exit(checker, checks[-1], options)
@@ -797,7 +821,13 @@ async def _check(command: list[str], options: CheckOptions) -> Report:
             await bot.kill()
             report.exit_code = bot.exit_code
             report.output_tail = list(bot.tail)
+            if jail is not None and (why := jail.verdict(bot.exit_code)):
+                report.output_tail.append(f"[craits: {why}]")
+        if jail is not None:
+            jail.release()
         await server.stop(grace=0.5)
+        if socket_path is not None:
+            sandboxes.remove_socket(socket_path)
     report.seconds = time.monotonic() - started
     return report
 

@@ -17,6 +17,7 @@ from server.checker.driver import (
     check_bot,
 )
 from server.errors import UserError
+from server.transport import sandbox as sandboxes
 from server.transport.commands import bot_command_help
 
 
@@ -36,6 +37,7 @@ def register_cli(sub: Any) -> None:
                    help=f"seconds the bot may take to exit once its stream ends (default {DEFAULT_EXIT_TIMEOUT_S:g})")
     p.add_argument("--seed", type=int, default=1, help="seed of the checker's own players (default 1)")
     p.add_argument("--json", type=Path, metavar="FILE", help="also write the report as JSON to FILE")
+    p.add_argument("--no-sandbox", action="store_true", help="run the bot unsandboxed, as this user (trusted bots only)")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND ...",
                    help="how to start the bot, after --")
     p.set_defaults(func=_run)
@@ -45,7 +47,13 @@ def _run(args: argparse.Namespace) -> int:
     for name in ("timeout", "connect_timeout", "exit_timeout"):
         if not getattr(args, name) > 0:
             raise UserError(f"--{name.replace('_', '-')} must be a positive number of seconds")
-    options = CheckOptions(args.timeout, args.connect_timeout, args.exit_timeout, args.seed)
+    try:
+        sandbox = sandboxes.mode(unsandboxed=args.no_sandbox, launches=True)
+    except sandboxes.SandboxError as err:
+        raise UserError(str(err)) from None
+    if sandbox == "none":
+        print(sandboxes.UNSANDBOXED, file=sys.stderr)
+    options = CheckOptions(args.timeout, args.connect_timeout, args.exit_timeout, args.seed, sandbox == "bwrap")
     report = check_bot(args.command, options)
     print(report.render())
     if args.json:

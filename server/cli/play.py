@@ -25,6 +25,7 @@ from server.errors import UserError
 from server.game.policies import POLICY_NAMES
 from server.logging import configure_logging
 from server.spec import BotSpec, Clocks, GameRecord, GameSpec
+from server.transport import sandbox as sandboxes
 from server.transport.commands import bot_command, bot_command_help
 from server.transport.launcher import command_problem
 from server.transport.service import Arena, ArenaError, ArenaOptions, listening_text
@@ -249,6 +250,8 @@ def register_cli(subparsers: Any) -> None:
     parser.add_argument("--games", type=int, default=1, help="games to play, seats rotating (default 1)")
     parser.add_argument("--address", default="127.0.0.1:0", help="where the referee listens (default: a free port)")
     parser.add_argument("--json", action="store_true", help="print one JSON line per game instead of a table")
+    parser.add_argument("--no-sandbox", action="store_true",
+                        help="run command bots unsandboxed, as this user (trusted bots only)")
     add_game_options(parser)
     parser.set_defaults(func=_cmd_play)
 
@@ -266,8 +269,15 @@ def _cmd_play(args: argparse.Namespace) -> int:
 async def _play(args: argparse.Namespace, bots: list[BotSpec], settings: GameSettings) -> int:
 
     bot_logs = Path(args.log_dir) / "bots"
+    launches = any(bot.command for bot in bots)
     try:
-        arena = await Arena.start(args.address, ArenaOptions(bot_log_dir=bot_logs))
+        sandbox = sandboxes.mode(unsandboxed=args.no_sandbox, launches=launches)
+    except sandboxes.SandboxError as err:
+        raise UserError(str(err)) from None
+    if launches and sandbox == "none":
+        print(sandboxes.UNSANDBOXED, file=sys.stderr)
+    try:
+        arena = await Arena.start(args.address, ArenaOptions(bot_log_dir=bot_logs, sandbox=sandbox))
     except ArenaError as err:
         raise UserError(str(err)) from None
     remote = [bot for bot in bots if not bot.command and not bot.builtin]

@@ -17,6 +17,7 @@ from server.cli.play import game_settings, make_spec, parse_bots, record_summary
 from server.errors import UserError
 from server.logging import configure_logging
 from server.spec import SeatStatus
+from server.transport import sandbox as sandboxes
 from server.transport.commands import bot_command_help
 from server.transport.service import Arena, ArenaClosed, ArenaError, ArenaOptions
 from server.web.serve import add_web_options, run_watched, web_options
@@ -43,6 +44,8 @@ def register_cli(subparsers: Any) -> None:
     parser.add_argument("--games", type=int, default=0, help="games to play with --bot (0: until stopped)")
     parser.add_argument("--parallel", type=int, default=1, help="games at once with --bot")
     parser.add_argument("--results", metavar="FILE", help="append one JSON line per finished game")
+    parser.add_argument("--no-sandbox", action="store_true",
+                        help="run command bots unsandboxed, as this user (trusted bots only)")
     parser.add_argument("--shutdown-grace", type=float, default=10.0, metavar="S",
                         help="seconds games in flight may take to finish after SIGTERM")
     play.add_game_options(parser)
@@ -60,6 +63,13 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             raise UserError(f"--token {item!r}: expected NAME=TOKEN")
         tokens.append((name, token))
     bots = parse_bots(args.bot) if args.bot else []
+    launches = any(bot.command for bot in bots)
+    try:
+        args.sandbox = sandboxes.mode(unsandboxed=args.no_sandbox, launches=launches)
+    except sandboxes.SandboxError as err:
+        raise UserError(str(err)) from None
+    if launches and args.sandbox == "none":
+        print(sandboxes.UNSANDBOXED, file=sys.stderr)
     settings = game_settings(args, players=len(bots)) if bots else None
     log_path = configure_logging(args.log_dir, name="serve")
     web_options(args)
@@ -69,7 +79,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 async def _serve(args: argparse.Namespace, tokens: list[tuple[str, str]], bots: list[Any], settings: Any,
                  log_path: Path | None) -> int:
     try:
-        arena = await Arena.start(args.address, ArenaOptions(bot_log_dir=Path(args.log_dir) / "bots"))
+        arena = await Arena.start(args.address, ArenaOptions(bot_log_dir=Path(args.log_dir) / "bots",
+                                                             sandbox=args.sandbox))
     except ArenaError as err:
         raise UserError(str(err)) from None
     for name, token in tokens:

@@ -35,6 +35,8 @@ from server.logging import configure_logging
 from server.storage.store import Store, StoreError
 from server.transport.commands import bot_command_help
 from server.transport.launcher import command_problem
+from server.transport.sandbox import UNSANDBOXED, SandboxError
+from server.transport.sandbox import check as check_sandbox
 from server.web.serve import add_web_options, run_watched, web_options
 from tournaments.config import TournamentConfig, address_problem, load_config
 from tournaments.grpc_runner import tournament_runner
@@ -151,6 +153,10 @@ def _runner_options(parser: argparse.ArgumentParser, *, progress: bool = True) -
         help="where the referee listens (default: the file's address; else 127.0.0.1:50051 when bots connect "
         "on their own, any free port otherwise)",
     )
+    parser.add_argument(
+        "--no-sandbox", action="store_true",
+        help='run launched bots unsandboxed, as this user (trusted bots only; the file\'s sandbox = "none")',
+    )
     if progress:
         parser.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
     add_web_options(parser)
@@ -178,7 +184,9 @@ def _whole(text: str, low: int) -> int:
 
 
 def _with_address(config: TournamentConfig, args: argparse.Namespace) -> TournamentConfig:
-    """The file's configuration with ``--address`` applied."""
+    """The file's configuration with ``--address`` (and ``--no-sandbox``) applied."""
+    if getattr(args, "no_sandbox", False):
+        config = dataclasses.replace(config, sandbox="none")
     if args.address is None:
         return config
     if (problem := address_problem(args.address)) is not None:
@@ -487,7 +495,24 @@ def choose_runner(name: str, config: TournamentConfig) -> RunnerFactory:
         return local_runner
     _check_referee_builtins(config)
     _check_bot_commands(config)
+    _check_sandbox(config)
     return tournament_runner
+
+
+def _check_sandbox(config: TournamentConfig) -> None:
+    """Launched bots run sandboxed, or the file says they need not be (then said once, aloud);
+    never silently unsandboxed because bwrap cannot run here."""
+    if not config.launched_bots:
+        return
+    if config.sandbox == "none":
+        print(UNSANDBOXED, file=sys.stderr)
+        return
+    if config.unsandboxable:
+        raise UserError(config.unsandboxable[0])
+    try:
+        check_sandbox()
+    except SandboxError as err:
+        raise UserError(str(err)) from None
 
 
 def _check_bot_commands(config: TournamentConfig) -> None:

@@ -6,6 +6,11 @@ like any remote bot. Each bot runs in its own session (process group), so
 :meth:`LaunchedBot.stop` can end the bot *and* anything it started: SIGTERM to
 the group, a short wait, then SIGKILL; a process the bot started in a session of its
 own is found by the launch's mark in its environment (:data:`LAUNCH_MARK`).
+
+Given a :class:`~server.transport.sandbox.Sandbox`, the bot runs in it instead
+(:mod:`server.transport.sandbox`): it connects through the referee's Unix socket, gets an
+environment of its own, and bwrap's ``--die-with-parent`` and PID namespace replace both the
+parent-death wrapper and the hunt for strays.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from pathlib import Path
 from typing import IO
 
 from server.logging import get_logger
+from server.transport.sandbox import Jail, Limits, Sandbox, bot_folder, unreadable
 
 log = get_logger()
 
@@ -121,7 +127,7 @@ def bot_env(server: str, token: str, name: str, extra: Mapping[str, str] | None 
     return env
 
 
-DEFAULT_OUTPUT_LIMIT = 8 * 2**20
+DEFAULT_OUTPUT_LIMIT = Limits().output
 """Bytes of a launched bot's stdout and stderr kept per game; the rest is discarded."""
 _CHUNK = 64 * 1024
 _DISCARD_PAUSE_S = 0.1
@@ -149,6 +155,9 @@ async def _copy_output(stream: asyncio.StreamReader, out: IO[bytes], limit: int,
         with contextlib.suppress(OSError):
             out.close()
 
+
+CPU_POLL_S = 0.25
+"""How often a sandboxed bot's CPU seconds are looked at (where they are counted per game)."""
 
 LAUNCH_MARK = "CRAITS_LAUNCH"
 """An environment variable set to a fresh random value for each launch: what a process the
@@ -182,7 +191,7 @@ class LaunchedBot:
 
     def __init__(self, process: asyncio.subprocess.Process, command: Sequence[str],
                  output: IO[bytes] | None = None, copier: asyncio.Task[None] | None = None,
-                 pipe: asyncio.ReadTransport | None = None, launch: str = "") -> None:
+                 pipe: asyncio.ReadTransport | None = None, launch: str = "", jail: Jail | None = None) -> None:
         self.process = process
         self.command = tuple(command)
         self.pid = process.pid
@@ -191,6 +200,11 @@ class LaunchedBot:
         self._output = output
         self._copier = copier
         self._pipe = pipe
+        self.jail = jail
+        self._cpu_watch: asyncio.Task[None] | None = None
+        if jail is not None and jail.cpu_group is not None:
+            jail.new_game()
+            self._cpu_watch = asyncio.get_running_loop().create_task(self._watch_cpu(jail))
 
     @classmethod
     async def start(
@@ -204,19 +218,33 @@ class LaunchedBot:
         output_path: str | os.PathLike[str] | None = None,
         output_limit: int = DEFAULT_OUTPUT_LIMIT,
         extra_env: Mapping[str, str] | None = None,
+        sandbox: Sandbox | None = None,
+        allow_read: Sequence[str] = (),
     ) -> LaunchedBot:
-        """Start ``command``; its stdout and stderr go to ``output_path`` (or nowhere), up to
+        """Start ``command`` (in ``sandbox``, with ``allow_read`` visible, if given: then
+        ``server`` is not used); its stdout and stderr go to ``output_path`` (or nowhere), up to
         ``output_limit`` bytes."""
         if not command:
             raise LaunchError(f"bot {name}: empty command")
-        env = bot_env(server, token, name, extra_env)
-        launch = env[LAUNCH_MARK] = secrets.token_hex(16)
+        jail: Jail | None = None
         try:
-            _program(command, cwd, env.get("PATH"))
+            _program(command, cwd, {**os.environ, **(extra_env or {})}.get("PATH"))
         except LaunchError as err:
             raise LaunchError(f"bot {name}: cannot run {' '.join(command)!r}: {err}") from None
-        setpriv = _setpriv()
-        argv = (setpriv, "--pdeathsig", "TERM", "--", *command) if setpriv else tuple(command)
+        if sandbox is not None:
+            folder = bot_folder(command, cwd)
+            if folder is not None and (why := unreadable(folder)):
+                raise LaunchError(f"bot {name}: {why}")
+            env = sandbox.env(token, name, extra_env)
+            launch = ""
+            jail = sandbox.confine(command, cwd=cwd, allow_read=allow_read)
+            argv: tuple[str, ...] = tuple(jail.argv)
+            cwd = None  # (bwrap changes into the bot's folder)
+        else:
+            env = bot_env(server, token, name, extra_env)
+            launch = env[LAUNCH_MARK] = secrets.token_hex(16)
+            setpriv = _setpriv()
+            argv = (setpriv, "--pdeathsig", "TERM", "--", *command) if setpriv else tuple(command)
         output: IO[bytes] | None = None
         if output_path is not None:
             Path(output_path).parent.mkdir(parents=True, exist_ok=True)
@@ -238,19 +266,21 @@ class LaunchedBot:
             if output is not None:
                 output.close()
                 os.close(read_end)
+            if jail is not None:
+                jail.release()
             raise LaunchError(f"bot {name}: cannot run {' '.join(command)!r}: {err.strerror or err}") from None
         finally:
             if output is not None:
                 os.close(write_end)
-        log.info("bot_launched", bot=name, pid=process.pid, command=list(command))
+        log.info("bot_launched", bot=name, pid=process.pid, command=list(command), sandboxed=jail is not None)
         if output is None:
-            return cls(process, command, launch=launch)
+            return cls(process, command, launch=launch, jail=jail)
         reader = asyncio.StreamReader()
         pipe, _ = await asyncio.get_running_loop().connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(read_end, "rb", buffering=0)
         )
         copier = asyncio.create_task(_copy_output(reader, output, output_limit, name))
-        return cls(process, command, output, copier, pipe, launch)
+        return cls(process, command, output, copier, pipe, launch, jail)
 
     @property
     def returncode(self) -> int | None:
@@ -259,6 +289,24 @@ class LaunchedBot:
     @property
     def alive(self) -> bool:
         return self.process.returncode is None
+
+    def new_game(self) -> None:
+        """The bot is kept for another game (a process pool): its CPU seconds count afresh."""
+        if self.jail is not None:
+            self.jail.new_game()
+
+    async def _watch_cpu(self, jail: Jail) -> None:
+        """Stop the bot when its game's CPU seconds pass its sandbox's limit."""
+        while self.alive:
+            await asyncio.sleep(CPU_POLL_S)
+            if self.alive and jail.over_cpu():
+                log.warning("bot_cpu_limit", pid=self.pid, cpu_s=jail.limits.cpu_s)
+                self._signal_group(signal.SIGKILL)
+                return
+
+    def verdict(self) -> str:
+        """Why the bot ended if one of its sandbox's limits ended it ("killed: memory limit 512 MiB"), else ""."""
+        return self.jail.verdict(self.process.returncode) if self.jail is not None else ""
 
     async def stop(self, grace_s: float = 1.0) -> int | None:
         """End the bot and its process group: wait ``grace_s`` for a clean exit, then TERM, then KILL.
@@ -299,11 +347,16 @@ class LaunchedBot:
         self._stop_copier()
 
     def _kill_strays(self) -> None:
-        if not self._strays_killed:  # (once: it reads all of /proc)
+        if self.jail is not None:  # a sandbox's processes die with it; its cgroup is emptied
+            self.jail.release()
+        elif not self._strays_killed:  # (once: it reads all of /proc)
             self._strays_killed = True
             _kill_strays(self.launch)
 
     def _stop_copier(self) -> None:
+        if self._cpu_watch is not None:
+            self._cpu_watch.cancel()
+            self._cpu_watch = None
         if self._copier is not None:
             self._copier.cancel()
             self._copier = None

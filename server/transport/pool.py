@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import re
 import secrets
 from collections.abc import Awaitable, Callable
@@ -66,15 +67,50 @@ class RestartPolicy:
 
 
 def rss_mb(pid: int) -> float | None:
-    """Resident memory of process ``pid`` in MiB (``VmRSS`` of /proc), or None when unknown."""
+    """Resident memory in MiB (``VmRSS`` of /proc) of process ``pid`` and every process under it
+    (a sandboxed bot runs below its bwrap), or None when ``pid`` is gone."""
+    total_kb = 0
+    seen: set[int] = set()
+    todo = [pid]
+    while todo:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        kb = _vm_rss_kb(current)
+        if kb is None:
+            if current == pid:
+                return None
+            continue
+        total_kb += kb
+        todo.extend(_children(current))
+    return total_kb / 1024
+
+
+def _vm_rss_kb(pid: int) -> int | None:
     try:
         with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as status:
             for line in status:
                 if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
+                    return int(line.split()[1])
     except (OSError, ValueError, IndexError):
         return None
-    return None
+    return 0  # a zombie or a kernel thread: no resident set
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children", encoding="ascii") as handle:
+                found.extend(int(child) for child in handle.read().split())
+        except (OSError, ValueError):
+            continue
+    return found
 
 
 def _file_part(name: str) -> str:

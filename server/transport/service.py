@@ -27,7 +27,7 @@ import secrets
 import socket
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
@@ -43,6 +43,7 @@ from server.game.referee import GameReferee
 from server.game.seats import Arrival, Outgoing, Seat, Session, StreamEnd, TokenBucket, is_close, serialize
 from server.logging import bound, get_logger
 from server.spec import BotSpec, GameRecord, GameSpec, SeatStatus
+from server.transport import sandbox as sandboxes
 from server.transport.launcher import DEFAULT_OUTPUT_LIMIT, LaunchedBot, LaunchError
 from server.transport.pool import BotPool, PooledBot, RestartPolicy
 
@@ -94,6 +95,11 @@ class ArenaOptions:
     bot_output_limit_bytes: int = DEFAULT_OUTPUT_LIMIT
     """Bytes of a launched bot's output kept per game, or per process when bots are kept
     between games (the rest is discarded)."""
+    sandbox: str = "bwrap"
+    """"bwrap": every launched bot runs in a sandbox and connects through a Unix socket the
+    referee listens on beside its TCP port (server.transport.sandbox); "none": unconfined."""
+    limits: sandboxes.Limits = field(default_factory=sandboxes.Limits)
+    """A sandboxed bot's limits (its output's is ``bot_output_limit_bytes``)."""
 
 
 _UNFIT = {
@@ -187,6 +193,8 @@ class Arena:
         self.on_waiting_bot: Callable[[str, str], None] | None = None
         """Called with (bot name, peer) when a bot connects with a token that has no game yet
         (``craits serve`` says so on standard error)."""
+        self.sandbox: sandboxes.Sandbox | None = None
+        """Where launched bots run (None: unsandboxed)."""
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -231,7 +239,14 @@ class Arena:
             raise ArenaError(f"cannot listen on {address}: {err} (is another referee running there?)") from None
         if port == 0:
             raise ArenaError(f"cannot listen on {address} (is another referee running there?)")
+        socket_path = None
+        if self.options.sandbox == "bwrap":  # sandboxed bots have no network: they come through a socket
+            socket_path = sandboxes.socket_path()
+            server.add_insecure_port(f"unix:{socket_path}")
         await server.start()
+        if socket_path is not None:
+            sandboxes.open_socket(socket_path)
+            self.sandbox = sandboxes.Sandbox(socket_path, self.options.limits)
         self.server = server
         self.port = port
         self.host = host.strip("[]")
@@ -286,6 +301,8 @@ class Arena:
                 session.close(StreamEnd.UNAVAILABLE, "the referee is shutting down")
         if self.server is not None:
             await self.server.stop(1.0)
+        if self.sandbox is not None:
+            sandboxes.remove_socket(self.sandbox.socket)
         log.info("shutdown_finished", aborted_games=len(unfinished))
         self._closed.set()
 
@@ -479,6 +496,7 @@ class Arena:
             return None
         seat.token = pooled.token
         seat.process = pooled.process
+        pooled.process.new_game()  # a kept process's limits per game (CPU seconds) start afresh
         return pooled
 
     async def _watch_kept(self, spec: GameSpec, game: GameReferee, seat: Seat,
@@ -502,12 +520,13 @@ class Arena:
             code = pooled.process.returncode
             answered = seat.think_s + seat.transport_s > 0
             if answered or game.over or self.closing:
-                if code is not None:
-                    game.seat_process_exited(seat, code)
-                    return
-                pooled.lost.clear()  # a stream lost mid-game: the bot may reconnect (the game decides)
-                await pooled.process.process.wait()
-                game.seat_process_exited(seat, pooled.process.returncode)
+                if code is None:
+                    pooled.lost.clear()  # a stream lost mid-game: the bot may reconnect (the game decides)
+                    await pooled.process.process.wait()
+                why = pooled.process.verdict()
+                if why:
+                    log.warning("bot_limit_hit", seat=seat.index, bot=seat.name, why=why)
+                game.seat_process_exited(seat, pooled.process.returncode, why=why)
                 return
             why = f"it exited (code {code})" if code is not None else "it closed its stream"
             log.warning("bot_replaced", bot=pooled.name, pid=pooled.pid, game=spec.game_id,
@@ -551,14 +570,19 @@ class Arena:
         """Start a launched bot's process, for one game or kept between games: the one place
         the referee starts a bot (raises LaunchError)."""
         assert bot.command is not None
+        if self.sandbox is not None and (why := sandboxes.problem()) is not None:
+            raise LaunchError(f"bot {bot.name}: cannot sandbox it: {why}")
         return await LaunchedBot.start(
             bot.command, server=self.target, token=token, name=bot.name, cwd=bot.cwd, output_path=output_path,
-            output_limit=self.options.bot_output_limit_bytes,
+            output_limit=self.options.bot_output_limit_bytes, sandbox=self.sandbox, allow_read=bot.allow_read,
         )
 
     async def _watch(self, game: GameReferee, seat: Seat, bot: LaunchedBot) -> None:
         code = await bot.process.wait()
-        game.seat_process_exited(seat, code)
+        why = bot.verdict()
+        if why:
+            log.warning("bot_limit_hit", seat=seat.index, bot=seat.name, why=why)
+        game.seat_process_exited(seat, code, why=why)
 
     # ------------------------------------------------------------------ streams
 

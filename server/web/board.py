@@ -54,6 +54,21 @@ class Snapshot:
     """The store's results, for what is computed on demand (ratings over time)."""
 
 
+class _AsRead:
+    """A store whose results are the ones already read: standings, games and ratings over time
+    all describe the same recorded games, however many a running tournament adds meanwhile."""
+
+    def __init__(self, store: Any, results: list[Any]) -> None:
+        self._store = store
+        self._results = results
+
+    def results(self) -> list[Any]:
+        return self._results
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
 class Board:
     """The snapshot of one tournament, refreshed from its store (see the module docstring)."""
 
@@ -111,7 +126,7 @@ class Board:
 
     def _rebuild(self, store: Any, counts: tuple[int, int]) -> None:
         results = _consistent(store.results)
-        standings = self.source.standings(store)
+        standings = self.source.standings(_AsRead(store, results))  # the same games as the ratings
         slots = {g.game_id: g for g in store.games()}
         recorded = {r.game_id for r in results}
         games = []

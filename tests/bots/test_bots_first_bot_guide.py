@@ -31,6 +31,7 @@ def test_the_guide_shows_three_python_bots_and_two_javascript_strategies() -> No
 
 def test_the_guides_bots_play_a_whole_game(tmp_path: Path) -> None:
     need_node()
+    tmp_path.chmod(0o755)  # (a sandboxed bot reads only what every user may read)
     seats = []
     for i, code in enumerate(guide_blocks("python"), 1):
         path = tmp_path / f"my_bot_{i}.py"
@@ -39,7 +40,8 @@ def test_the_guides_bots_play_a_whole_game(tmp_path: Path) -> None:
     for i, code in enumerate(guide_blocks("js"), 1):
         path = tmp_path / f"my_strategy_{i}.js"
         path.write_text(code)
-        seats.append(BotSpec(f"js{i}", f"token-js{i}", command=("node", str(JS_BOT), "--strategy", str(path))))
+        seats.append(BotSpec(f"js{i}", f"token-js{i}", command=("node", str(JS_BOT), "--strategy", str(path)),
+                             allow_read=(str(path),)))  # (the strategy is outside the JS bot's folder)
 
     async def play() -> list[GameRecord]:
         arena = await Arena.start("127.0.0.1:0", ArenaOptions(bot_log_dir=tmp_path / "logs"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -36,10 +37,11 @@ def test_a_failing_bot_exits_1_and_prints_what_it_sent_and_what_was_expected() -
 
 def test_a_bot_that_prints_a_huge_line_is_still_checked(tmp_path: Path) -> None:
     """The checker keeps the tail of a bot's output; one line past the reader's limit is skipped."""
+    tmp_path.chmod(0o755)  # (a sandboxed bot reads only what every user may read)
+    shutil.copy(BOTS / "_botlib.py", tmp_path)
     chatty = tmp_path / "chatty_bot.py"
     chatty.write_text(
         "import sys\n"
-        f"sys.path.insert(0, {str(BOTS)!r})\n"
         "print('x' * 200_000, flush=True)\n"
         "from _botlib import announcing, run\n"
         "sys.exit(run(announcing))\n"

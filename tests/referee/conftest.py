@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import secrets
 import struct
@@ -29,6 +30,9 @@ FAST = Clocks(decision_s=0.2, bank_s=0.5, max_strikes=3, reconnect_grace_s=1.0, 
 """Short clocks keep the suite fast; the connect timeout is generous (a loaded machine
 may take a few seconds to start a Python process that imports grpc)."""
 OPTIONS = ArenaOptions(hello_timeout_s=1.0, bot_stop_grace_s=1.0)
+RECORDING = dataclasses.replace(OPTIONS, sandbox="none")
+"""For the tests whose bots write what they received into the test's folder (CRAITS_RECORD,
+CRAITS_STATUS), which a sandboxed bot cannot; tests/sandbox proves the sandbox itself."""
 T = TypeVar("T")
 
 

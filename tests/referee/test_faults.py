@@ -18,7 +18,19 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from server.engine import ACTIONS, GameState
 from server.spec import Clocks, SeatStatus
 
-from .conftest import FAST, OPTIONS, Client, bot, builtin, errors, read_record, remote, spec, with_arena
+from .conftest import (
+    FAST,
+    OPTIONS,
+    RECORDING,
+    Client,
+    bot,
+    builtin,
+    errors,
+    read_record,
+    remote,
+    spec,
+    with_arena,
+)
 
 PATIENT = Clocks(decision_s=10.0, bank_s=10.0, max_strikes=3, reconnect_grace_s=10.0, connect_timeout_s=15.0)
 """Clocks that never run out in a scripted exchange (the test drives every step)."""
@@ -232,7 +244,7 @@ def test_a_bot_may_reconnect_with_its_token_and_resume_its_seat_where_it_was() -
 def test_a_reconnecting_bot_process_plays_the_game_to_the_end(tmp_path: Path) -> None:
     rec = tmp_path / "rec.bin"
     game = spec(bot("back", "reconnect_bot.py", 3, 0.2, env={"CRAITS_RECORD": str(rec)}), builtin("random"))
-    record = with_arena(lambda arena: arena.run_game(game))
+    record = with_arena(lambda arena: arena.run_game(game), options=RECORDING)
     assert record.seats[0].status is SeatStatus.OK and record.seats[0].disconnects == 1
     messages = read_record(rec)
     welcomes = [m.welcome for m in messages if m.HasField("welcome")]
@@ -283,7 +295,9 @@ def test_a_process_a_bot_started_outside_its_group_does_not_outlive_the_game(tmp
     child_pid = tmp_path / "child.pid"
     game = spec(bot("dies", "dying_bot.py", 3, "escape", child_pid), builtin("random"),
                 clocks=Clocks(decision_s=5, bank_s=5, max_strikes=3, reconnect_grace_s=60, connect_timeout_s=15))
-    record = with_arena(lambda arena: arena.run_game(game), timeout=100)
+    # Unsandboxed: this is the launcher's own hunt for strays (a sandbox's PID namespace
+    # ends them instead: tests/sandbox), and the bot writes the child's pid for the test.
+    record = with_arena(lambda arena: arena.run_game(game), options=RECORDING, timeout=100)
     assert record.seats[0].status is SeatStatus.DISCONNECTED
     pid = int(child_pid.read_text())
     assert gone_within(pid), "the escaped child outlived its game"
@@ -318,7 +332,7 @@ def test_a_bot_that_connects_and_says_nothing_is_cut_off_and_never_seated(tmp_pa
     status = tmp_path / "status"
     game = spec(bot("mute", "silent_bot.py", "nohello", env={"CRAITS_STATUS": str(status)}), builtin("random"),
                 clocks=Clocks(decision_s=1, bank_s=1, max_strikes=3, reconnect_grace_s=1, connect_timeout_s=3))
-    record = with_arena(lambda arena: arena.run_game(game))
+    record = with_arena(lambda arena: arena.run_game(game), options=RECORDING)
     assert record.seats[0].status is SeatStatus.NEVER_CONNECTED and not record.aborted
     assert status.read_text() == "DEADLINE_EXCEEDED"
 
@@ -344,7 +358,7 @@ def test_a_flooding_bot_is_throttled_then_cut_off_while_another_game_plays_on(tm
     async def body(arena):
         return await asyncio.gather(arena.run_game(flood), arena.run_game(calm))
 
-    flooded, quiet = with_arena(body)
+    flooded, quiet = with_arena(body, options=RECORDING)
     # What the bot reads depends on the race between its writes and the close; when it
     # saw the warnings at all, they were few (rate-limited: a flood is not answered with one).
     floods = [e for e in errors(read_record(rec)) if e.code == pb.ERROR_CODE_FLOOD]
@@ -359,7 +373,7 @@ def test_a_flooding_bot_is_throttled_then_cut_off_while_another_game_plays_on(tm
 def test_an_oversize_message_is_refused_by_grpc_with_resource_exhausted(tmp_path: Path) -> None:
     status = tmp_path / "status"
     game = spec(bot("huge", "garbage_bot.py", "huge", env={"CRAITS_STATUS": str(status)}), builtin("random"))
-    record = with_arena(lambda arena: arena.run_game(game))
+    record = with_arena(lambda arena: arena.run_game(game), options=RECORDING)
     assert status.read_text() == "RESOURCE_EXHAUSTED"
     assert record.seats[0].status is SeatStatus.NEVER_CONNECTED and not record.aborted
 
@@ -372,7 +386,7 @@ def test_bytes_that_are_no_protocol_buffer_end_that_stream_only(tmp_path: Path) 
     async def body(arena):
         return await asyncio.gather(arena.run_game(game), arena.run_game(calm))
 
-    junk, quiet = with_arena(body)
+    junk, quiet = with_arena(body, options=RECORDING)
     assert status.read_text() not in ("", "OK")
     assert junk.seats[0].status is SeatStatus.NEVER_CONNECTED
     assert all(s.status is SeatStatus.OK for s in quiet.seats)
@@ -381,7 +395,7 @@ def test_bytes_that_are_no_protocol_buffer_end_that_stream_only(tmp_path: Path) 
 def test_empty_messages_and_a_second_hello_are_refused_as_malformed(tmp_path: Path) -> None:
     rec = tmp_path / "rec.bin"
     game = spec(bot("odd", "garbage_bot.py", "empty", env={"CRAITS_RECORD": str(rec)}), builtin("random"))
-    record = with_arena(lambda arena: arena.run_game(game))
+    record = with_arena(lambda arena: arena.run_game(game), options=RECORDING)
     codes = [e.code for e in errors(read_record(rec))]
     assert codes.count(pb.ERROR_CODE_MALFORMED) == 2
     assert record.seats[0].status is SeatStatus.OK and record.seats[0].strikes == 0

@@ -12,7 +12,7 @@ from server.engine import CARDS, GameState
 from server.spec import SeatStatus
 from server.storage.replay import verify_replay
 
-from .conftest import bot, builtin, read_record, spec, with_arena
+from .conftest import RECORDING, bot, builtin, read_record, spec, with_arena
 
 
 def _decisions(replay: Path) -> list[dict]:
@@ -67,7 +67,7 @@ def test_a_replay_that_cannot_be_written_aborts_the_game_and_leaves_no_file(tmp_
     seen = tmp_path / "seen.bin"
     game = spec(bot("recorded", "random_bot.py", env={"CRAITS_RECORD": str(seen)}), builtin("random"),
                 bot("random", "random_bot.py"), builtin("first"), replay=replay)
-    record = with_arena(lambda arena: arena.run_game(game))
+    record = with_arena(lambda arena: arena.run_game(game), options=RECORDING)
 
     assert len(written) == 40
     assert "No space left on device" in record.aborted
@@ -158,7 +158,7 @@ def test_no_bot_ever_receives_another_seats_cards_or_the_stock_order(tmp_path: P
     seats = [bot(f"r{i}", "random_bot.py", env={"CRAITS_RECORD": str(tmp_path / f"seat{i}.bin"),
                                                   "CRAITS_BOT_SEED": str(i)}) for i in range(4)]
     game = spec(*seats, seed=2026, replay=replay, short_game=False)
-    record = with_arena(lambda arena: arena.run_game(game))
+    record = with_arena(lambda arena: arena.run_game(game), options=RECORDING)
     assert not record.aborted and all(s.status is SeatStatus.OK for s in record.seats)
 
     # Re-simulate: what each seat may see at each of its requests and at each hand's end.

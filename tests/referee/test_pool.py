@@ -17,7 +17,7 @@ from server.logging import configure_logging
 from server.spec import BotSpec, Clocks, SeatStatus
 from server.transport.pool import RestartPolicy
 
-from .conftest import BOTS, builtin, spec, with_arena
+from .conftest import BOTS, RECORDING, builtin, spec, with_arena
 
 CLOCKS = Clocks(decision_s=0.5, bank_s=0.5, max_strikes=3, reconnect_grace_s=15.0, connect_timeout_s=15.0)
 """A stale answer strikes out in about 2 s; a replacement process has as long to start as a
@@ -61,7 +61,7 @@ def play_games(seats: tuple[BotSpec, ...], games: int, policy: RestartPolicy | N
 
     folder = Path(str(seats[0].command[-1])).parent  # the test's tmp_path
     with logged(folder) as events:
-        records = with_arena(body)
+        records = with_arena(body, RECORDING)  # the bots write down their pids
     return records, events
 
 
@@ -154,7 +154,7 @@ def test_each_bot_has_at_most_as_many_processes_as_games_at_once(tmp_path: Path)
                 for n in range(2)
             ))
 
-    with_arena(body)
+    with_arena(body, RECORDING)
     assert len(played_by(pids)) == 4 and len(set(played_by(pids))) == 2
 
 
@@ -168,7 +168,7 @@ def test_past_the_idle_limit_the_process_idle_longest_is_stopped(tmp_path: Path)
             await arena.run_game(spec(seat, builtin("random"), seed=n + 1, game_id=f"idle-{n}", clocks=CLOCKS))
 
     with logged(tmp_path) as events:
-        with_arena(body)
+        with_arena(body, RECORDING)
     first, again = played_by(tmp_path / "a")
     assert first != again and len(played_by(tmp_path / "b")) == 1
     stopped = [e for e in events if e["event"] == "bot_restarting"]

@@ -92,14 +92,14 @@ def test_the_local_runner_cannot_play_launched_bots(capsys: pytest.CaptureFixtur
 
 def test_a_bot_whose_command_cannot_run_is_refused_before_any_game(tmp_path: Path,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    demo = (ROOT / "tournaments" / "demo.toml").read_text().replace('cwd = ".."', f'cwd = "{ROOT}"')
+    demo = (ROOT / "tournaments" / "demo.toml").read_text().replace('cwd = "..', f'cwd = "{ROOT}')
     typo = tmp_path / "typo.toml"
-    typo.write_text(demo.replace("clients/js/bot.js", "clients/js/bto.js"))
+    typo.write_text(demo.replace('"bot.js"', '"bto.js"'))
     out = tmp_path / "out"
     code, _, stderr = run(capsys, "run", str(typo), "--out", str(out))
     assert code == 2 and stderr.strip().count("\n") == 0
-    reason = "no such file clients/js/bto.js" if shutil.which("node") else "command not found: node"
-    assert stderr.startswith(f"craits: error: bot 'js-heuristic': cannot run 'node clients/js/bto.js --strategy "
+    reason = f"no such file bto.js (in {ROOT / 'clients' / 'js'})" if shutil.which("node") else "command not found: node"
+    assert stderr.startswith(f"craits: error: bot 'js-heuristic': cannot run 'node bto.js --strategy "
                              f"heuristic': {reason}")
     assert stderr.strip().endswith("(fix its command in the tournament file)")
     assert not out.exists()

@@ -30,8 +30,8 @@ def tournament_text(folder: Path, *, concurrency: int = 1, extra: str = "") -> s
         f'\n[[bots]]\nname = "{name}"\ncommand = ["{sys.executable}", "{POOL_BOT}", "ok", "{folder / name}"]\n'
         for name in ("kit-a", "kit-b")
     )
-    return (
-        f'name = "kept"\ntable_size = 2\ndeals = 1\nseed = 5\nconcurrency = {concurrency}\n{extra}\n'
+    return (  # unsandboxed: the bots write into the test's folder (tests/sandbox keeps sandboxed bots)
+        f'name = "kept"\ntable_size = 2\ndeals = 1\nseed = 5\nconcurrency = {concurrency}\nsandbox = "none"\n{extra}\n'
         f'[flags]\nshort_game = true\n{bots}\n[[bots]]\nname = "house"\nbuiltin = "random"\n'
     )
 

@@ -29,7 +29,8 @@ ARTIFACTS = ROOT / "logs" / "test-artifacts" / "web"
 
 def tournament_file(folder: Path, *, deals: int = 2, delay: float = 0.004, name: str = "webcup") -> Path:
     bots = "".join(
-        f'\n[[bots]]\nname = "{bot}"\ncommand = ["python", "{BOT}", "{delay}"]\n' for bot in ("ann", "ben", "cat")
+        f'\n[[bots]]\nname = "{bot}"\ncommand = ["python", "{BOT.name}", "{delay}"]\ncwd = "{BOT.parent}"\n'
+        for bot in ("ann", "ben", "cat")  # (a sandboxed bot sees its cwd, not the file's folder)
     )
     path = folder / f"{name}.toml"
     path.write_text(

@@ -1,0 +1,118 @@
+"""The price of the bot sandbox: launch time and games per second, with and without it.
+
+Both are measured in the same run, in alternating rounds (so that a busy machine slows
+both alike), through the real referee (``server.transport.service.Arena``) and launcher:
+
+* **launch**: the time from :meth:`LaunchedBot.start` to the exit of a bot that does
+  nothing (``python -c pass``): the cost of bwrap, the uid switch, limits and the cgroup.
+* **games/s**: short Craits games of three seats, each a Python kit bot
+  (``craits_bot.examples.random_bot``) launched for the game, two games at once, as a
+  tournament plays them when it starts its bots for every game.
+
+    python bench/sandbox.py            # 5 rounds: 20 launches and 6 games per mode per round
+    python bench/sandbox.py --quick    # 2 rounds: 8 launches and 4 games; about a minute
+
+The last line is machine-readable:
+``games_ratio_bwrap_vs_none=X launch_ms_none=A launch_ms_bwrap=B games_per_s_none=C games_per_s_bwrap=D``
+(X is bwrap's games per second over none's: 0.9 is 10% fewer games).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # allow `python bench/sandbox.py` as well as `-m`
+    sys.path.insert(0, str(ROOT))
+
+from server.engine import make_config  # noqa: E402
+from server.logging import configure_logging  # noqa: E402
+from server.spec import BotSpec, Clocks, GameSpec  # noqa: E402
+from server.transport import sandbox  # noqa: E402
+from server.transport.launcher import LaunchedBot  # noqa: E402
+from server.transport.service import Arena, ArenaOptions  # noqa: E402
+
+MODES = ("none", "bwrap")
+BOT = (sys.executable, "-m", "craits_bot.examples.random_bot")
+CLOCKS = Clocks(decision_s=5.0, bank_s=60.0, connect_timeout_s=60.0)
+
+
+async def launches(arena: Arena, n: int, folder: str) -> list[float]:
+    """Seconds from start to exit of ``python -c pass``, ``n`` times, one after the other."""
+    times = []
+    for _ in range(n):
+        started = time.perf_counter()
+        bot = await LaunchedBot.start((sys.executable, "-c", "pass"), server=arena.target, token="t", name="idle",
+                                      cwd=folder, sandbox=arena.sandbox)
+        await bot.process.wait()
+        times.append(time.perf_counter() - started)
+        await bot.stop(0)
+    return times
+
+
+async def games(arena: Arena, n: int, first: int, concurrency: int = 2) -> float:
+    """Seconds to play ``n`` short games of three launched kit bots, ``concurrency`` at once."""
+    seats = tuple(BotSpec(f"random-{i}", "", command=BOT) for i in range(3))
+    config = make_config("craits", 3, short_game=True)
+    queue = list(range(first, first + n))
+
+    async def worker() -> None:
+        while queue:
+            seed = queue.pop()
+            record = await arena.run_game(GameSpec(f"bench-{arena.options.sandbox}-{seed}", config, seed, seats, CLOCKS))
+            if record.aborted or any(s.status != "ok" for s in record.seats):
+                raise SystemExit(f"game {seed} did not go normally: {record.aborted or record.seats}")
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return time.perf_counter() - started
+
+
+async def main(rounds: int, n_launch: int, n_games: int) -> int:
+    configure_logging(None, console=False)
+    if (why := sandbox.problem()) is not None:
+        print(f"bench/sandbox.py: the sandbox cannot run here: {why}", file=sys.stderr)
+        return 1
+    launch: dict[str, list[float]] = {m: [] for m in MODES}
+    played: dict[str, list[float]] = {m: [] for m in MODES}
+    with tempfile.TemporaryDirectory() as folder:
+        Path(folder).chmod(0o755)
+        arenas = {m: await Arena.start("127.0.0.1:0", ArenaOptions(sandbox=m)) for m in MODES}
+        try:
+            for r in range(rounds):
+                for mode in MODES if r % 2 == 0 else reversed(MODES):
+                    launch[mode] += await launches(arenas[mode], n_launch, folder)
+                    played[mode].append(n_games / await games(arenas[mode], n_games, first=r * n_games))
+                print(f"round {r + 1}/{rounds}: " + "  ".join(
+                    f"{m}: launch {statistics.median(launch[m]) * 1000:.0f} ms, {played[m][-1]:.2f} games/s"
+                    for m in MODES), flush=True)
+        finally:
+            for arena in arenas.values():
+                await arena.shutdown(0)
+    launch_ms = {m: statistics.median(launch[m]) * 1000 for m in MODES}
+    per_s = {m: statistics.median(played[m]) for m in MODES}
+    print(f"\n{'mode':<7}{'launch (median)':>17}{'games/s (median)':>18}")
+    for m in MODES:
+        print(f"{m:<7}{launch_ms[m]:>14.1f} ms{per_s[m]:>18.2f}")
+    ratio = per_s["bwrap"] / per_s["none"]
+    print(f"\nthe sandbox adds {launch_ms['bwrap'] - launch_ms['none']:.1f} ms per launch; "
+          f"games/s with it: {ratio:.2f} x without (bots launched for every game)")
+    print(f"games_ratio_bwrap_vs_none={ratio:.3f} launch_ms_none={launch_ms['none']:.1f} "
+          f"launch_ms_bwrap={launch_ms['bwrap']:.1f} games_per_s_none={per_s['none']:.3f} "
+          f"games_per_s_bwrap={per_s['bwrap']:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="2 rounds of 8 launches and 4 games per mode")
+    parser.add_argument("--rounds", type=int, help="rounds (each plays both modes)")
+    args = parser.parse_args()
+    rounds = args.rounds or (2 if args.quick else 5)
+    sys.exit(asyncio.run(main(rounds, 8 if args.quick else 20, 4 if args.quick else 6)))

@@ -1,0 +1,47 @@
+"""Bots kept between games (issue 13) are sandboxed like bots launched for one game (issue 15):
+the pool starts them through the referee's one way of starting a bot."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+from server.engine import make_config
+from server.spec import BotSpec, Clocks, GameSpec, SeatStatus
+from server.transport.pool import RestartPolicy
+from server.transport.service import Arena, ArenaOptions
+
+KIT = Path(__file__).resolve().parents[2] / "clients" / "python"
+CLOCKS = Clocks(decision_s=2.0, bank_s=30.0, max_strikes=3, reconnect_grace_s=5.0, connect_timeout_s=30.0)
+
+
+def kit_bot(name: str) -> BotSpec:
+    return BotSpec(name=name, token="", command=(sys.executable, "-m", "craits_bot.examples.random_bot"), cwd=str(KIT))
+
+
+def test_kept_bots_run_sandboxed_and_play_every_game_in_one_process(tmp_path: Path) -> None:
+    seats = (kit_bot("a"), kit_bot("b"))
+    config = make_config("craits", 2, short_game=True)
+
+    async def main() -> tuple[list[list[SeatStatus]], int, list[bool]]:
+        arena = await Arena.start("127.0.0.1:0", ArenaOptions(bot_log_dir=tmp_path / "bots", sandbox="bwrap"))
+        try:
+            assert arena.sandbox is not None
+            arena.keep_bots(RestartPolicy())
+            statuses = []
+            for n in range(3):
+                order = seats if n % 2 == 0 else tuple(reversed(seats))
+                record = await arena.run_game(GameSpec(game_id=f"kept-{n}", config=config, seed=n + 1,
+                                                       seats=order, clocks=CLOCKS))
+                statuses.append([seat.status for seat in record.seats])
+            assert arena.pool is not None
+            jailed = [p.process.jail is not None for p in arena.pool.processes()]
+            return statuses, arena.pool.launches, jailed
+        finally:
+            await arena.shutdown(grace_s=0)
+
+    statuses, launches, jailed = asyncio.run(main())
+    assert statuses == [[SeatStatus.OK, SeatStatus.OK]] * 3
+    assert launches == 2  # one process per bot for all three games
+    assert jailed == [True, True]  # each in its sandbox
