@@ -50,11 +50,12 @@ MAX_GAMES = 1_000_000
 BUILTINS = ("random", "first", "greedy", "default")
 """In-process policies a bot may be (see ``tournaments.local``)."""
 DUPLICATE_MODES = ("tournament", "table")
+STORE_URL_PREFIXES = ("postgresql://", "postgres://")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,39}$")
 
 TOP_KEYS = (
     "name", "table_size", "preset", "deals", "games", "seed", "concurrency", "duplicate",
-    "output", "address", "flags", "clocks", "bots",
+    "output", "address", "store", "flags", "clocks", "bots",
 )
 BOT_KEYS = ("name", "command", "builtin", "token", "cwd")
 CLOCK_KEYS = tuple(f.name for f in fields(Clocks))
@@ -109,6 +110,9 @@ class TournamentConfig:
     output: str | None = None
     address: str | None = None
     """Where the referee listens (HOST:PORT); None: the default of :meth:`listen_address`."""
+    store: str | None = None
+    """A PostgreSQL URL (``postgresql://...``) to keep the results in, and queue the games
+    for workers; None: SQLite in the output folder."""
     source: str = ""
     """Where the file came from (for messages)."""
 
@@ -289,12 +293,15 @@ class _Validator:
         address = self.text(data, "address", ())
         if address is not None and (problem := address_problem(address)):
             raise self.fail(("address",), problem)
+        store = self.text(data, "store", ())
+        if store is not None and not store.startswith(STORE_URL_PREFIXES):
+            raise self.fail(("store",), f"must be a PostgreSQL URL (postgresql://user@host:port/database), got {store!r}")
         clocks = self.clocks()
         deals = self.deals(len(bots), table_size, game)
         return TournamentConfig(
             name=name, bots=bots, table_size=table_size, game=game, deals=deals, seed=seed,
             clocks=clocks, concurrency=concurrency, duplicate=duplicate, output=output, address=address,
-            source=self.source,
+            store=store, source=self.source,
         )
 
     def game_config(self, preset: str, table_size: int) -> GameConfig:

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from server.storage.store import GameSlot, Store
+from server.storage.store import GameSlot, Store, TournamentStore
 from tournaments.config import TournamentConfig, parse_config
 from tournaments.runner import (
     LADDER_SCHEDULE,
@@ -146,12 +146,15 @@ def history(games: Sequence[GameSlot]) -> tuple[Counter[str], Counter[frozenset[
 
 
 def open_ladder(
-    config: TournamentConfig, source_text: str, source_path: str, out_dir: Path, *, overwrite: bool = False
-) -> Store:
-    """The ladder in ``out_dir`` (created if there is none), its bots updated from ``config``."""
-    if overwrite:
-        clear_output(out_dir)
-    store = Store.in_dir(out_dir)
+    config: TournamentConfig, source_text: str, source_path: str, out_dir: Path, *, overwrite: bool = False,
+    store: TournamentStore | None = None,
+) -> TournamentStore:
+    """The ladder in ``out_dir`` (created if there is none), its bots updated from ``config``;
+    ``store``: the ladder in that store instead (PostgreSQL), where ``overwrite`` is the caller's."""
+    if store is None:
+        if overwrite:
+            clear_output(out_dir)
+        store = Store.in_dir(out_dir)
     try:
         row = store.tournament()
         if row is None:
@@ -208,7 +211,7 @@ def _settings_text(settings: Mapping[str, Any], keys: Sequence[str]) -> str:
     return ", ".join(f"{key} = {json.dumps(settings.get(key))}" for key in keys)
 
 
-def ladder_standings(config: TournamentConfig, store: Store) -> Standings:
+def ladder_standings(config: TournamentConfig, store: TournamentStore) -> Standings:
     """Every bot the ladder has known, ordered by rating."""
     _, scheduled = store.counts()
     return compute_standings(
@@ -222,7 +225,7 @@ def ladder_standings(config: TournamentConfig, store: Store) -> Standings:
     )
 
 
-def next_round(config: TournamentConfig, store: Store, standings: Standings) -> LadderRound:
+def next_round(config: TournamentConfig, store: TournamentStore, standings: Standings) -> LadderRound:
     """Pick the next table from the stored schedule and ratings, and store its games."""
     games = store.games()
     played, met, number = history(games)
@@ -236,7 +239,7 @@ def next_round(config: TournamentConfig, store: Store, standings: Standings) -> 
     return new
 
 
-def drop_departed(config: TournamentConfig, store: Store) -> list[str]:
+def drop_departed(config: TournamentConfig, store: TournamentStore) -> list[str]:
     """Unplayed games that seat a bot no longer in the file are dropped; returns their ids."""
     present = set(config.bot_names)
     gone = [g.game_id for g in store.pending_games() if not present.issuperset(g.seats)]
@@ -250,7 +253,7 @@ def drop_departed(config: TournamentConfig, store: Store) -> list[str]:
 
 async def run_ladder(
     config: TournamentConfig,
-    store: Store,
+    store: TournamentStore,
     out_dir: Path,
     runner: RunnerFactory,
     *,

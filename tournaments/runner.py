@@ -39,7 +39,7 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -49,7 +49,7 @@ import structlog
 
 from server.spec import GameRecord, GameSpec
 from server.storage.replay import REPLAY_SUFFIX
-from server.storage.store import GameSlot, Store, StoreError
+from server.storage.store import GameSlot, Store, StoreError, TournamentStore
 from tournaments.config import TournamentConfig, parse_config
 from tournaments.local import LocalRunner
 from tournaments.schedule import schedule_digest, schedule_for
@@ -144,10 +144,7 @@ def start_tournament(
         clear_output(out_dir)
     schedule = schedule_for(config)
     store = Store.in_dir(out_dir)
-    bots = []
-    for bot in config.bots:
-        token = bot.token or ("builtin" if bot.builtin else secrets.token_urlsafe(18))
-        bots.append((bot.name, bot.kind, token))
+    bots = bot_rows(config, {})
     store.create_tournament(
         name=config.name,
         source_text=source_text,
@@ -158,6 +155,15 @@ def start_tournament(
         games=(GameSlot(g.game_id, g.ordinal, g.table, g.deal, g.rotation, g.seed, g.seats) for g in schedule),
     )
     return store
+
+
+def bot_rows(config: TournamentConfig, tokens: Mapping[str, str]) -> list[tuple[str, str, str]]:
+    """(name, kind, token) of the file's bots: the file's token, else the one stored, else a new one."""
+    rows = []
+    for bot in config.bots:
+        token = bot.token or ("builtin" if bot.builtin else tokens.get(bot.name) or secrets.token_urlsafe(18))
+        rows.append((bot.name, bot.kind, token))
+    return rows
 
 
 def clear_output(out_dir: Path) -> None:
@@ -202,7 +208,7 @@ def open_tournament(out_dir: Path, *, readonly: bool = False) -> tuple[Tournamen
     return config, store
 
 
-def load_standings(config: TournamentConfig, store: Store) -> Standings:
+def load_standings(config: TournamentConfig, store: TournamentStore) -> Standings:
     _, scheduled = store.counts()
     return compute_standings(
         store.results(),
@@ -306,7 +312,7 @@ class TournamentRunner:
     def __init__(
         self,
         config: TournamentConfig,
-        store: Store,
+        store: TournamentStore,
         run_game: RunGame,
         out_dir: Path,
         *,
@@ -468,7 +474,7 @@ def event_log(path: Path) -> Any:
 
 async def play(
     config: TournamentConfig,
-    store: Store,
+    store: TournamentStore,
     out_dir: Path,
     runner: RunnerFactory,
     *,

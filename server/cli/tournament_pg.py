@@ -1,0 +1,176 @@
+"""`craits tournament|ladder ... --store postgresql://...`: the same commands on a PostgreSQL store.
+
+A tournament in PostgreSQL is named by its file's ``name`` (one database holds many):
+``run FILE`` stores the schedule and queues its games, which ``craits worker``s on any
+machine play (this command plays them itself, ``--local-workers``, when no worker is
+running); it follows the progress and writes the standings, the replays (exported from
+the database) and the viewer pages into the output folder, as a SQLite run does.
+``resume`` and ``standings`` take the file or the tournament's name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from server.cli.tournament import (
+    _locked,
+    _play_ladder,
+    _report,
+    _show_standings,
+    _with_address,
+    choose_runner,
+)
+from server.errors import UserError
+from server.logging import configure_logging
+from server.storage.postgres import PostgresStore, redact
+from server.storage.store import StoreError
+from tournaments.config import TournamentConfig, load_config
+from tournaments.distributed import (
+    GameRefused,
+    WorkerSettings,
+    forget,
+    open_tournament_pg,
+    play_queued,
+    start_tournament_pg,
+)
+from tournaments.ladder import ladder_standings, open_ladder
+from tournaments.pages import game_links
+from tournaments.runner import Progress, RunnerFactory, TournamentError, install_stop_handlers, load_standings
+
+
+@contextlib.contextmanager
+def _errors() -> Iterator[None]:
+    try:
+        yield
+    except (TournamentError, StoreError) as err:
+        raise UserError(str(err)) from None
+
+
+def runner_for(runner: str) -> Callable[[TournamentConfig], RunnerFactory]:
+    """What a worker plays a tournament's games with: a bot whose program is missing on this
+    machine makes it refuse the game (``GameRefused``), which leaves it to other workers."""
+
+    def choose(config: TournamentConfig) -> RunnerFactory:
+        try:
+            return choose_runner(runner, config)
+        except UserError as err:
+            raise GameRefused(str(err)) from None
+
+    return choose
+
+
+def cmd_run(args: argparse.Namespace, config: TournamentConfig, url: str) -> int:
+    out_dir = config.output_dir(args.out)
+    text = Path(args.file).read_text(encoding="utf-8")
+    if args.local_workers != 0:
+        choose_runner(args.runner, config)  # (refuse a bot that cannot run here before anything is stored)
+    with _locked(out_dir), _errors():
+        store = start_tournament_pg(config, text, str(Path(args.file).resolve()), url, overwrite=args.overwrite)
+        with store:
+            _, total = store.counts()
+            print(f"{config.name}: {total} games, {len(config.bots)} bots, tables of {config.table_size}; "
+                  f"results in {redact(url)}; output in {out_dir}", file=sys.stderr)
+            return _play_and_report(args, config, store, out_dir, url)
+
+
+def _name_and_out(target: str, out: str | None) -> tuple[str, Path | None]:
+    """A command's target: a tournament file (its name and output folder) or a stored name."""
+    path = Path(target)
+    if path.is_file():
+        config = load_config(path)
+        return config.name, config.output_dir(out)
+    return target, Path(out) if out else None
+
+
+def cmd_resume(args: argparse.Namespace, url: str) -> int:
+    name, out = _name_and_out(args.target, getattr(args, "out", None))
+    with _errors():
+        config, store = open_tournament_pg(url, name)
+    config = _with_address(config, args)
+    out_dir = out or config.output_dir()
+    with store, _locked(out_dir), _errors():
+        if args.retry_aborted:
+            print(f"{config.name}: {store.forget_aborted()} aborted game(s) will be played again", file=sys.stderr)
+        done, total = store.counts()
+        if done == total:
+            print(f"{config.name}: all {total} games are already recorded", file=sys.stderr)
+        else:
+            print(f"{config.name}: resuming, {done}/{total} games recorded; output in {out_dir}", file=sys.stderr)
+        return _play_and_report(args, config, store, out_dir, url)
+
+
+def _play_and_report(
+    args: argparse.Namespace, config: TournamentConfig, store: PostgresStore, out_dir: Path, url: str
+) -> int:
+    configure_logging(out_dir, name="worker", console=False)  # (the queue's and local workers' events)
+    concurrency = args.concurrency or config.concurrency
+    settings = WorkerSettings(concurrency=concurrency, work_dir=out_dir / "worker")
+    done, total = store.counts()
+    progress = Progress(total, done, enabled=False if args.no_progress else None)
+
+    def on_progress(recorded: int, scheduled: int) -> None:
+        if recorded > progress.done:
+            progress.advance(recorded - progress.done)
+
+    async def follow() -> tuple[int, int, list[tuple[str, str]], bool]:
+        stop = asyncio.Event()
+        restore = install_stop_handlers(stop.set)
+        try:
+            followed = await play_queued(
+                url, store, local_workers=args.local_workers, settings=settings,
+                runner_for=runner_for(args.runner), on_progress=on_progress, stop=stop,
+            )
+        finally:
+            restore()
+            progress.close()
+        return followed.recorded, followed.scheduled, followed.failed, followed.stopped
+
+    recorded, scheduled, failed, _ = asyncio.run(follow())
+    written = _report(load_standings(config, store), store, out_dir, f"Craits tournament {config.name}")
+    again = f"craits tournament resume {config.name} --store URL"
+    if failed:
+        games = ", ".join(game for game, _ in failed[:5])
+        print(f"craits: error: {len(failed)} game(s) failed on a worker ({games}); the worker's log says why\n"
+              f"{recorded}/{scheduled} games are recorded; after fixing it, continue with: {again}", file=sys.stderr)
+        return 1
+    if recorded < scheduled:
+        print(f"stopped after {recorded}/{scheduled} games (queued games stay queued for the workers); "
+              f"continue with: {again}", file=sys.stderr)
+        return 130
+    return 0 if written else 1
+
+
+def cmd_standings(args: argparse.Namespace, url: str, *, ladder: bool = False) -> int:
+    name, out = _name_and_out(args.target, None)
+    with _errors():
+        config, store = open_tournament_pg(url, name, ladder=ladder, readonly=True)
+        with store:
+            standings = ladder_standings(config, store) if ladder else load_standings(config, store)
+            games = game_links(store, out or config.output_dir())
+    return _show_standings(standings, games, args)
+
+
+def cmd_ladder_run(args: argparse.Namespace, config: TournamentConfig, url: str) -> int:
+    out_dir = config.output_dir(args.out)
+    factory = choose_runner(args.runner, config)
+    text = Path(args.file).read_text(encoding="utf-8")
+    again = f"craits ladder run {args.file} --store URL"
+    with _locked(out_dir), _errors():
+        store = PostgresStore(url, config.name)
+        try:
+            if args.overwrite and store.tournament() is not None:
+                forget(store)
+            open_ladder(config, text, str(Path(args.file).resolve()), out_dir, store=store)
+        except BaseException:
+            store.close()
+            raise
+        with store:
+            return _play_ladder(args, config, store, out_dir, factory, again)
+
+
+__all__ = ["cmd_ladder_run", "cmd_resume", "cmd_run", "cmd_standings"]
