@@ -48,6 +48,7 @@ from server.spec import GameSpec
 from server.storage.postgres import PostgresStore, redact
 from server.storage.replay import REPLAY_SUFFIX
 from server.storage.store import GameSlot, StoreError
+from server.transport.launcher import command_problem
 from tournaments.config import TournamentConfig, parse_config
 from tournaments.runner import (
     LADDER_SCHEDULE,
@@ -79,6 +80,9 @@ class WorkerSettings:
     name: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}")
     work_dir: Path | None = None
     """Where games write their replays before they are stored (default: a temporary folder)."""
+    files_dir: Path | None = None
+    """Where the tournament files' relative paths (bot commands, cwd) are resolved on this
+    machine (default: the folder the file was in when the tournament was started)."""
 
 
 def queueing_lock(tournament: str, game_id: str) -> str:
@@ -270,13 +274,17 @@ class GameWorker:
                 row = await self._store_call(tournament, "tournament")
                 if row is None:
                     raise GameRefused(f"tournament {tournament!r} is not in {redact(self.url)}")
-                config = parse_config(row.source_text, source=row.source_path,
-                                      base_dir=Path(row.source_path).parent)
+                base_dir = self.settings.files_dir or Path(row.source_path).parent
+                config = parse_config(row.source_text, source=row.source_path, base_dir=base_dir)
                 factory = self.runner_for(config)
                 out = self.work_dir / tournament
                 run_game = await self._exits.enter_async_context(factory(config, out))
                 self._runners[tournament] = (config, run_game)
             return self._runners[tournament]
+
+    @staticmethod
+    def _check_bots(config: TournamentConfig, slot: GameSlot) -> None:
+        _check_bots_of(config, slot)
 
     async def play(self, tournament: str, game_id: str) -> str:
         bound = log.bind(tournament=tournament, game=game_id, worker=self.settings.name)
@@ -288,6 +296,7 @@ class GameWorker:
             bound.warning("game_not_scheduled")
             return "not scheduled"
         config, run_game = await self._runner(tournament)
+        self._check_bots(config, slot)
         tokens = await self._store_call(tournament, "bot_tokens")
         spec = spec_for(config, slot, tokens, self.work_dir / tournament / "replays")
         began = time.monotonic()
@@ -306,6 +315,14 @@ class GameWorker:
         bound.info("game_recorded", seats=list(slot.seats), totals=[str(t) for t in record.result.totals],
                    aborted=record.aborted or None, duration_s=round(time.monotonic() - began, 4))
         return "recorded"
+
+
+def _check_bots_of(config: TournamentConfig, slot: GameSlot) -> None:
+    bots = {b.name: b for b in config.bots}
+    for name in slot.seats:
+        bot = bots.get(name)
+        if bot is not None and bot.command is not None and (problem := command_problem(bot.command, bot.cwd)):
+            raise GameRefused(f"bot {name!r}: cannot run {' '.join(bot.command)!r} on this machine: {problem}")
 
 
 def spec_for(config: TournamentConfig, slot: GameSlot, tokens: dict[str, str], replay_dir: Path) -> GameSpec:

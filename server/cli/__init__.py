@@ -13,13 +13,13 @@ import sys
 from collections.abc import Sequence
 
 from server import __version__
-from server.cli import check_bot, demo, play, replay, serve, tournament
+from server.cli import check_bot, demo, play, replay, serve, tournament, worker
 from server.engine import ConfigError
 from server.errors import UserError
 
 __all__ = ["UserError", "build_parser", "main"]
 
-_COMMAND_GROUPS = (demo, serve, play, check_bot, replay, tournament)
+_COMMAND_GROUPS = (demo, serve, play, check_bot, replay, tournament, worker)
 """In the order ``craits --help`` lists them."""
 
 

@@ -100,6 +100,13 @@ def migrate(url: str, *, only_if_empty: bool = False) -> tuple[int, int]:
     """Bring the database to this craits' layout (and the queue's tables); returns
     (version before, version after). ``only_if_empty``: set up a new database, but
     leave an existing older one alone (``check_schema`` then refuses it)."""
+    try:
+        return _migrate(url, only_if_empty)
+    except psycopg.Error as err:
+        raise StoreError(f"{redact(url)}: cannot set up or migrate the database: {_one_line(err)}") from None
+
+
+def _migrate(url: str, only_if_empty: bool) -> tuple[int, int]:
     with connect(url) as conn, conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
         before = schema_version(conn)
@@ -168,10 +175,7 @@ class PostgresStore:
         self.readonly = readonly
         self.retry_s = retry_s
         if create and not readonly:
-            try:
-                migrate(url, only_if_empty=True)
-            except psycopg.Error as err:
-                raise StoreError(f"{redact(url)}: cannot set up the database: {_one_line(err)}") from None
+            migrate(url, only_if_empty=True)
         self._conn: psycopg.Connection[Any] | None = connect(url)
         try:
             check_schema(url, self._conn)
@@ -517,24 +521,25 @@ class PostgresStore:
             "SELECT body FROM craits_replays WHERE tournament = %s AND game_id = %s", (self.name, game_id)).fetchone())
         return None if row is None else bytes(row[0])
 
-    def export_replays(self, directory: Path, *, only_missing: bool = True) -> int:
-        """Write every stored replay as ``directory/<game>.jsonl`` (atomically); returns how
-        many were written. ``only_missing``: keep a file already there with the same size."""
+    def export_replays(self, directory: Path) -> int:
+        """Write every stored replay as ``directory/<game>.jsonl`` (each atomically), leaving a
+        file that already holds the same bytes; returns how many were written."""
         directory.mkdir(parents=True, exist_ok=True)
-        rows = self._retrying("listing the replays", lambda c: c.execute(
-            "SELECT game_id, octet_length(body) FROM craits_replays WHERE tournament = %s ORDER BY game_id",
-            (self.name,)).fetchall())
+        ids = self._retrying("listing the replays", lambda c: c.execute(
+            "SELECT game_id FROM craits_replays WHERE tournament = %s ORDER BY game_id", (self.name,)).fetchall())
         written = 0
-        for game_id, size in rows:
-            path = directory / f"{game_id}.jsonl"
-            if only_missing and path.is_file() and path.stat().st_size == size:
-                continue
+        for (game_id,) in ids:
             body = self.replay(game_id)
-            if body is None:
+            path = directory / f"{game_id}.jsonl"
+            if body is None or (path.is_file() and path.read_bytes() == body):
                 continue
             tmp = path.with_suffix(".jsonl.tmp")
-            tmp.write_bytes(body)
-            tmp.replace(path)
+            try:
+                tmp.write_bytes(body)
+                tmp.replace(path)
+            except OSError:
+                tmp.unlink(missing_ok=True)
+                raise
             written += 1
         return written
 
