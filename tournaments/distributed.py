@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import random
 import shutil
 import socket
 import tempfile
@@ -41,8 +42,10 @@ from typing import Any
 import procrastinate
 import psycopg
 from procrastinate import exceptions as pq_exceptions
+from procrastinate import retry as pq_retry
 from procrastinate import worker as pq_worker
 
+from server.errors import UserError
 from server.logging import get_logger
 from server.spec import GameSpec
 from server.storage.postgres import PostgresStore, redact
@@ -62,8 +65,8 @@ from tournaments.schedule import schedule_digest, schedule_for
 
 TASK = "craits.play_game"
 QUEUE = "craits"
-REFUSED_RETRY_S = 5.0
-"""A refused game waits this long before this or any worker takes it again."""
+REFUSED_RETRY_S = 3.0
+"""A refused game waits this long (and a random bit) before this or any worker takes it again."""
 
 log = get_logger(component="worker")
 
@@ -76,7 +79,7 @@ class GameRefused(Exception):
 class WorkerSettings:
     concurrency: int = 2
     heartbeat_s: float = 5.0
-    stalled_s: float = 20.0
+    stalled_s: float = 30.0
     name: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}")
     work_dir: Path | None = None
     """Where games write their replays before they are stored (default: a temporary folder)."""
@@ -275,7 +278,10 @@ class GameWorker:
                 if row is None:
                     raise GameRefused(f"tournament {tournament!r} is not in {redact(self.url)}")
                 base_dir = self.settings.files_dir or Path(row.source_path).parent
-                config = parse_config(row.source_text, source=row.source_path, base_dir=base_dir)
+                try:
+                    config = parse_config(row.source_text, source=row.source_path, base_dir=base_dir)
+                except UserError as err:  # (a bot's cwd missing here)
+                    raise GameRefused(str(err)) from None
                 factory = self.runner_for(config)
                 out = self.work_dir / tournament
                 run_game = await self._exits.enter_async_context(factory(config, out))
@@ -341,11 +347,22 @@ def spec_for(config: TournamentConfig, slot: GameSlot, tokens: dict[str, str], r
     )
 
 
+class RefusedRetry(pq_retry.BaseRetryStrategy):
+    """A refused game goes back to the queue for ``REFUSED_RETRY_S`` plus up to two seconds,
+    at random: the refusing worker polls in step with its refusal, so without the jitter it
+    would always be the first to take the game again; other failures are not retried."""
+
+    def get_retry_decision(self, *, exception: BaseException, job: procrastinate.jobs.Job,
+                           ) -> pq_retry.RetryDecision | None:
+        if not isinstance(exception, GameRefused):
+            return None
+        return pq_retry.RetryDecision(retry_in={"seconds": REFUSED_RETRY_S + random.uniform(0.0, 2.0)})
+
+
 def register_task(app: procrastinate.App, game_worker: GameWorker) -> None:
     @app.task(
         name=TASK, queue=QUEUE,
-        retry=procrastinate.RetryStrategy(max_attempts=1_000_000, wait=int(REFUSED_RETRY_S),
-                                          retry_exceptions={GameRefused}),
+        retry=RefusedRetry(),
     )
     async def play_game(tournament: str, game_id: str) -> str:
         try:

@@ -147,6 +147,10 @@ def _runner_options(parser: argparse.ArgumentParser, *, progress: bool = True) -
         help="with --store: games this command plays itself at once (default: --concurrency when no "
         "`craits worker` is running, else 0)",
     )
+    parser.add_argument(
+        "--stalled-after", type=float, default=30.0, metavar="S",
+        help="with --store: a worker silent this long is dead, its games go to another (default 30)",
+    )
 
 
 def _store_option(parser: argparse.ArgumentParser) -> None:

@@ -109,7 +109,10 @@ def _play_and_report(
 ) -> int:
     configure_logging(out_dir, name="worker", console=False)  # (the queue's and local workers' events)
     concurrency = args.concurrency or config.concurrency
-    settings = WorkerSettings(concurrency=concurrency, work_dir=out_dir / "worker")
+    if args.stalled_after <= 0:
+        raise UserError("--stalled-after must be positive")
+    settings = WorkerSettings(concurrency=concurrency, work_dir=out_dir / "worker", stalled_s=args.stalled_after,
+                              heartbeat_s=min(5.0, args.stalled_after / 4))
     done, total = store.counts()
     progress = Progress(total, done, enabled=False if args.no_progress else None)
 

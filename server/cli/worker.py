@@ -74,7 +74,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         raise UserError("--stalled-after must be more than twice --heartbeat, both positive")
     configure_logging(args.log_dir, name="worker")
     try:
-        PostgresStore(url, "-", create=False).close()  # (the layout is checked before any game is taken)
+        PostgresStore(url, "-").close()  # (an empty database is set up, an old one refused, before any game)
     except StoreError as err:
         raise UserError(str(err)) from None
     settings = WorkerSettings(
