@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import math
 import os
 import random
 import shutil
@@ -484,7 +486,8 @@ async def play_queued(
 ) -> Followed:
     """Queue the unplayed games of ``store``'s tournament and follow them until every one
     is recorded, a game fails, or ``stop`` is set. ``local_workers``: games this process
-    plays at once itself (None: ``settings.concurrency`` when no worker is alive, else 0)."""
+    plays at once itself; None: ``settings.concurrency`` as soon as no worker is alive
+    (at the start, or later, when the last one has gone), else none."""
     stop = stop or asyncio.Event()
     app = make_app(url)
     register_task(app, GameWorker(url, settings, runner_for))  # (the task must be known to defer it)
@@ -492,17 +495,19 @@ async def play_queued(
         await clear_failed(app, store.name)
         await requeue_stalled(app, settings.stalled_s)
         queued = await enqueue_pending(app, store)
-        if local_workers is None:
-            local_workers = 0 if await live_workers(app, settings.stalled_s) else settings.concurrency
         log.info("games_queued", tournament=store.name, queued=queued, local_workers=local_workers)
         service: WorkerService | None = None
         serving: asyncio.Task[None] | None = None
-        if local_workers:
-            from dataclasses import replace
 
-            service = WorkerService(url, replace(settings, concurrency=local_workers), runner_for)
+        async def start_local(n: int) -> None:
+            nonlocal service, serving
+            log.info("local_workers_started", tournament=store.name, concurrency=n)
+            service = WorkerService(url, dataclasses.replace(settings, concurrency=n), runner_for)
             serving = asyncio.create_task(service.run())
-        last_check = time.monotonic()
+
+        if local_workers:
+            await start_local(local_workers)
+        last_check = -math.inf
         failed: list[tuple[str, str]] = []
         try:
             while True:
@@ -517,6 +522,8 @@ async def play_queued(
                 if time.monotonic() - last_check >= settings.heartbeat_s:
                     last_check = time.monotonic()
                     with contextlib.suppress(psycopg.Error, pq_exceptions.ConnectorException):
+                        if local_workers is None and service is None and not await live_workers(app, settings.stalled_s):
+                            await start_local(settings.concurrency)
                         await requeue_stalled(app, settings.stalled_s)
                         failed = await failed_games(app, store.name)
                         if failed:

@@ -63,7 +63,7 @@ class PostgresServer:
         if not self.data.exists():
             self._run(self.bin / "initdb", "-D", self.data, "-A", "trust", "-U", "postgres", "--no-sync",
                       "-E", "UTF8", "--locale", "C")
-        options = (f"-k {self.root} -h 127.0.0.1 -p {self.port} -c fsync=off -c synchronous_commit=off "
+        options = (f"-k {self.root} -h 127.0.0.1 -p {self.port} -c fsync=off "
                    "-c full_page_writes=off -c max_connections=200")
         self._run(self.bin / "pg_ctl", "-D", self.data, "-l", self.log, "-o", options, "-w", "-t", "60", "start")
 
