@@ -296,16 +296,15 @@ class GameWorker:
 
     async def play(self, tournament: str, game_id: str) -> str:
         bound = log.bind(tournament=tournament, game=game_id, worker=self.settings.name)
-        if await self._store_call(tournament, "is_recorded", game_id):
-            bound.info("game_already_recorded")
-            return "already recorded"
-        slot: GameSlot | None = await self._store_call(tournament, "game", game_id)
+        slot, done, tokens = await self._store_call(tournament, "game_to_play", game_id)
         if slot is None:
             bound.warning("game_not_scheduled")
             return "not scheduled"
+        if done:
+            bound.info("game_already_recorded")
+            return "already recorded"
         config, run_game = await self._runner(tournament)
         self._check_bots(config, slot)
-        tokens = await self._store_call(tournament, "bot_tokens")
         spec = spec_for(config, slot, tokens, self.work_dir / tournament / "replays")
         began = time.monotonic()
         record = await run_game(spec)

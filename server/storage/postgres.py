@@ -471,6 +471,26 @@ class PostgresStore:
             " WHERE tournament = %s AND game_id = %s", (self.name, game_id)).fetchone())
         return None if row is None else GameSlot(row[0], row[1], row[2], row[3], row[4], row[5], tuple(json.loads(row[6])))
 
+    def game_to_play(self, game_id: str) -> tuple[GameSlot | None, bool, dict[str, str]]:
+        """What a worker needs to play a game, in one round trip: its slot (None: not in
+        the schedule), whether it is recorded already, and the bots' tokens."""
+        def op(conn: psycopg.Connection[Any]) -> tuple[Any, Any, Any]:
+            with conn.transaction():
+                game = conn.execute(
+                    "SELECT g.game_id, g.ordinal, g.table_no, g.deal, g.rotation, g.seed, g.seats,"
+                    " EXISTS (SELECT 1 FROM craits_results r WHERE r.tournament = g.tournament"
+                    " AND r.game_id = g.game_id) FROM craits_games g WHERE g.tournament = %s AND g.game_id = %s",
+                    (self.name, game_id)).fetchone()
+                tokens = conn.execute("SELECT name, token FROM craits_bots WHERE tournament = %s",
+                                      (self.name,)).fetchall()
+                return game, None, tokens
+
+        row, _, tokens = self._retrying("reading a game", op)
+        if row is None:
+            return None, False, {}
+        slot = GameSlot(row[0], row[1], row[2], row[3], row[4], row[5], tuple(json.loads(row[6])))
+        return slot, bool(row[7]), {r[0]: r[1] for r in tokens}
+
     def is_recorded(self, game_id: str) -> bool:
         return self._recorded_digest(game_id) is not None
 
