@@ -357,7 +357,7 @@ class RefusedRetry(pq_retry.BaseRetryStrategy):
                            ) -> pq_retry.RetryDecision | None:
         if not isinstance(exception, GameRefused):
             return None
-        return pq_retry.RetryDecision(retry_in={"seconds": REFUSED_RETRY_S + random.uniform(0.0, 2.0)})
+        return pq_retry.RetryDecision(retry_in={"milliseconds": int(1000 * (REFUSED_RETRY_S + random.uniform(0.0, 2.0)))})
 
 
 def register_task(app: procrastinate.App, game_worker: GameWorker) -> None:
@@ -508,9 +508,11 @@ async def play_queued(
             await start_local(local_workers)
         last_check = -math.inf
         failed: list[tuple[str, str]] = []
+        wait_s, seen = 0.02, -1  # (a short wait after progress, longer while nothing moves)
         try:
             while True:
                 recorded, scheduled = await asyncio.to_thread(store.counts)
+                wait_s, seen = (0.02, recorded) if recorded != seen else (min(wait_s * 2, poll_s), seen)
                 if on_progress is not None:
                     on_progress(recorded, scheduled)
                 if recorded >= scheduled or stop.is_set():
@@ -528,7 +530,7 @@ async def play_queued(
                         if failed:
                             break
                 with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(stop.wait(), poll_s)
+                    await asyncio.wait_for(stop.wait(), wait_s)
         finally:
             if service is not None and serving is not None:
                 service.stop()

@@ -30,7 +30,7 @@ import json
 import random
 import secrets
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,7 @@ from tournaments.runner import (
     LADDER_SCHEDULE,
     LOG_NAME,
     RunnerFactory,
+    RunSummary,
     TournamentError,
     TournamentRunner,
     clear_output,
@@ -261,10 +262,13 @@ async def run_ladder(
     concurrency: int | None = None,
     on_round: Callable[[LadderRound, Standings], None] | None = None,
     handle_signals: bool = True,
+    play_pending: Callable[[asyncio.Event], Awaitable[RunSummary]] | None = None,
 ) -> LadderSummary:
     """Play the unplayed games, then new rounds until ``rounds`` new ones are played (None:
     until SIGINT or SIGTERM, which stop the round in flight, its games unrecorded). After each
-    round the standings are written to the output folder and ``on_round`` is called."""
+    round the standings are written to the output folder and ``on_round`` is called.
+    ``play_pending(stop)``: plays the stored games that are not recorded instead of
+    ``runner`` (the queue of a PostgreSQL store, for workers on other machines)."""
     stop = asyncio.Event()
     current: list[TournamentRunner] = []
 
@@ -287,11 +291,15 @@ async def run_ladder(
                             break
                         new = next_round(config, store, standings)
                         log.info("ladder_round", round=new.number, seats=list(new.seats))
-                    game_runner = TournamentRunner(
-                        config, store, run_game, out_dir, concurrency=concurrency, progress=False, handle_signals=False
-                    )
-                    current[:] = [game_runner]
-                    summary = await game_runner.run()
+                    if play_pending is not None:
+                        summary = await play_pending(stop)
+                    else:
+                        game_runner = TournamentRunner(
+                            config, store, run_game, out_dir, concurrency=concurrency, progress=False,
+                            handle_signals=False,
+                        )
+                        current[:] = [game_runner]
+                        summary = await game_runner.run()
                     recorded += summary.played
                     if not summary.complete:
                         break

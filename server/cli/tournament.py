@@ -25,7 +25,7 @@ import os
 import sqlite3
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -309,7 +309,7 @@ def cmd_ladder_run(args: argparse.Namespace) -> int:
 
 def _play_ladder(
     args: argparse.Namespace, config: TournamentConfig, store: TournamentStore, out_dir: Path,
-    factory: RunnerFactory, again: str,
+    factory: RunnerFactory, again: str, play_pending: Callable[[asyncio.Event], Awaitable[RunSummary]] | None = None,
 ) -> int:
     dropped = drop_departed(config, store)
     if dropped:
@@ -324,7 +324,7 @@ def _play_ladder(
     try:
         summary = asyncio.run(run_ladder(
             config, store, out_dir, factory, rounds=args.rounds, concurrency=args.concurrency,
-            on_round=_print_round,
+            on_round=_print_round, play_pending=play_pending,
         ))
     except TournamentError as err:
         _report(ladder_standings(config, store), store, out_dir, f"Craits ladder {config.name}")

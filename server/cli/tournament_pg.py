@@ -14,7 +14,8 @@ import argparse
 import asyncio
 import contextlib
 import sys
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 from server.cli.tournament import (
@@ -27,6 +28,7 @@ from server.cli.tournament import (
 )
 from server.errors import UserError
 from server.logging import configure_logging
+from server.spec import GameRecord, GameSpec
 from server.storage.postgres import PostgresStore, redact
 from server.storage.store import StoreError
 from tournaments.config import TournamentConfig, load_config
@@ -40,7 +42,15 @@ from tournaments.distributed import (
 )
 from tournaments.ladder import ladder_standings, open_ladder
 from tournaments.pages import game_links
-from tournaments.runner import Progress, RunnerFactory, TournamentError, install_stop_handlers, load_standings
+from tournaments.runner import (
+    Progress,
+    RunGame,
+    RunnerFactory,
+    RunSummary,
+    TournamentError,
+    install_stop_handlers,
+    load_standings,
+)
 
 
 @contextlib.contextmanager
@@ -108,11 +118,7 @@ def _play_and_report(
     args: argparse.Namespace, config: TournamentConfig, store: PostgresStore, out_dir: Path, url: str
 ) -> int:
     configure_logging(out_dir, name="worker", console=False)  # (the queue's and local workers' events)
-    concurrency = args.concurrency or config.concurrency
-    if args.stalled_after <= 0:
-        raise UserError("--stalled-after must be positive")
-    settings = WorkerSettings(concurrency=concurrency, work_dir=out_dir / "worker", stalled_s=args.stalled_after,
-                              heartbeat_s=min(5.0, args.stalled_after / 4))
+    settings = _settings(args, config, out_dir)
     done, total = store.counts()
     progress = Progress(total, done, enabled=False if args.no_progress else None)
 
@@ -159,8 +165,11 @@ def cmd_standings(args: argparse.Namespace, url: str, *, ladder: bool = False) -
 
 
 def cmd_ladder_run(args: argparse.Namespace, config: TournamentConfig, url: str) -> int:
+    """Rounds are stored and their games queued: workers anywhere play them (this command
+    too, when none is running), and may come and go while the ladder runs."""
     out_dir = config.output_dir(args.out)
-    factory = choose_runner(args.runner, config)
+    if args.local_workers != 0:
+        choose_runner(args.runner, config)  # (refuse a bot that cannot run here before anything is stored)
     text = Path(args.file).read_text(encoding="utf-8")
     again = f"craits ladder run {args.file} --store URL"
     with _locked(out_dir), _errors():
@@ -172,8 +181,36 @@ def cmd_ladder_run(args: argparse.Namespace, config: TournamentConfig, url: str)
         except BaseException:
             store.close()
             raise
+        configure_logging(out_dir, name="worker", console=False)
+        settings = _settings(args, config, out_dir)
+
+        async def play_pending(stop: asyncio.Event) -> RunSummary:
+            started = time.monotonic()
+            before, _ = store.counts()
+            followed = await play_queued(url, store, local_workers=args.local_workers, settings=settings,
+                                         runner_for=runner_for(args.runner), stop=stop)
+            if followed.failed:
+                raise TournamentError(f"{len(followed.failed)} game(s) failed on a worker "
+                                      f"({', '.join(g for g, _ in followed.failed[:5])}); the worker's log says why")
+            return RunSummary(followed.recorded - before, followed.recorded, followed.scheduled, followed.stopped,
+                              time.monotonic() - started)
+
         with store:
-            return _play_ladder(args, config, store, out_dir, factory, again)
+            return _play_ladder(args, config, store, out_dir, _no_runner, again, play_pending)
 
 
-__all__ = ["cmd_ladder_run", "cmd_resume", "cmd_run", "cmd_standings"]
+@contextlib.asynccontextmanager
+async def _no_runner(config: TournamentConfig, out_dir: Path) -> AsyncIterator[RunGame]:
+    """The ladder's own runner, unused: its games go through the queue."""
+
+    async def refuse(spec: GameSpec) -> GameRecord:
+        raise TournamentError("a ladder on a PostgreSQL store plays through the queue")
+
+    yield refuse
+
+
+def _settings(args: argparse.Namespace, config: TournamentConfig, out_dir: Path) -> WorkerSettings:
+    if args.stalled_after <= 0:
+        raise UserError("--stalled-after must be positive")
+    return WorkerSettings(concurrency=args.concurrency or config.concurrency, work_dir=out_dir / "worker",
+                          stalled_s=args.stalled_after, heartbeat_s=min(5.0, args.stalled_after / 4))

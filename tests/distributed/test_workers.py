@@ -256,3 +256,20 @@ def test_a_worker_without_a_bots_files_refuses_its_games_and_leaves_them_to_othe
     procs.worker("equipped", url, concurrency=2)
     assert finished(coord, procs, "coordinator") == 0, procs.output("coordinator")
     assert {w for _, w in recorded(url, "slowcup")} == {"equipped"}
+
+
+def test_a_ladder_keeps_running_while_workers_come_and_go(tmp_path: Path, url: str, procs: Procs) -> None:
+    file = tmp_path / "ladder.toml"
+    file.write_text(builtin_tournament("comego", 8, 1, {"r1": "random", "r2": "random", "f": "first", "g": "greedy"}))
+    procs.worker("early", url)
+    wait_for("the worker", lambda: live_workers(url) == 1)
+    ladder = procs.craits("ladder", "ladder", "run", str(file), "--store", url, "--rounds", "12", "--out",
+                          str(tmp_path / "out"), "--local-workers", "0", "--stalled-after", "3")
+    wait_for("some rounds", lambda: len(recorded(url, "comego")) >= 3)
+    procs.started[0].send_signal(signal.SIGTERM)
+    assert finished(procs.started[0], procs, "early", 30) == 0
+    procs.worker("late", url)
+    assert finished(ladder, procs, "ladder") == 0, procs.output("ladder")
+    games = recorded(url, "comego")
+    assert len(games) == 12 * 3 and {w for _, w in games} == {"early", "late"}
+    assert "round 12:" in procs.output("ladder")
