@@ -67,7 +67,7 @@ from tournaments.schedule import schedule_digest, schedule_for
 
 TASK = "craits.play_game"
 QUEUE = "craits"
-REFUSED_RETRY_S = 3.0
+REFUSED_RETRY_S = 1.0
 """A refused game waits this long (and a random bit) before this or any worker takes it again."""
 
 log = get_logger(component="worker")
