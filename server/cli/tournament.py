@@ -162,8 +162,11 @@ def _store_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def store_url(args: argparse.Namespace, config: TournamentConfig | None = None) -> str | None:
-    """--store, else $CRAITS_STORE, else the file's ``store``: a PostgreSQL URL, or None for SQLite."""
+def store_url(args: argparse.Namespace, config: TournamentConfig | None = None, target: str | None = None) -> str | None:
+    """--store, else $CRAITS_STORE, else the file's ``store``: a PostgreSQL URL, or None for SQLite
+    (also for a ``target`` folder holding a SQLite tournament, unless --store says otherwise)."""
+    if target is not None and getattr(args, "store", None) is None and (Path(target) / Store.FILENAME).is_file():
+        return None
     url = getattr(args, "store", None) or os.environ.get(STORE_ENV) or (config.store if config else None)
     if url and not url.startswith(STORE_URL_PREFIXES):
         raise UserError(f"--store/{STORE_ENV}: {url!r} is not a PostgreSQL URL (postgresql://user@host:port/db)")
@@ -222,7 +225,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    if url := store_url(args, _file_config(args.target)):
+    if url := store_url(args, _file_config(args.target), args.target):
         from server.cli import tournament_pg
 
         return tournament_pg.cmd_resume(args, url)
@@ -247,7 +250,7 @@ def _resume(args: argparse.Namespace, out_dir: Path) -> int:
 
 
 def cmd_standings(args: argparse.Namespace) -> int:
-    if url := store_url(args, _file_config(args.target)):
+    if url := store_url(args, _file_config(args.target), args.target):
         from server.cli import tournament_pg
 
         return tournament_pg.cmd_standings(args, url)
@@ -345,7 +348,7 @@ def _print_round(played: LadderRound, standings: Standings) -> None:
 
 
 def cmd_ladder_standings(args: argparse.Namespace) -> int:
-    if url := store_url(args, _file_config(args.target)):
+    if url := store_url(args, _file_config(args.target), args.target):
         from server.cli import tournament_pg
 
         return tournament_pg.cmd_standings(args, url, ladder=True)

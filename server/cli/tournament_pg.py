@@ -94,6 +94,8 @@ def _name_and_out(target: str, out: str | None) -> tuple[str, Path | None]:
     if path.is_file():
         config = load_config(path)
         return config.name, config.output_dir(out)
+    if path.is_dir():
+        raise UserError(f"{target} is a folder: with a PostgreSQL store, give the tournament's file or its name")
     return target, Path(out) if out else None
 
 
@@ -140,6 +142,8 @@ def _play_and_report(
         return followed.recorded, followed.scheduled, followed.failed, followed.stopped
 
     recorded, scheduled, failed, _ = asyncio.run(follow())
+    if recorded == scheduled:
+        store.mark_finished()
     written = _report(load_standings(config, store), store, out_dir, f"Craits tournament {config.name}")
     again = f"craits tournament resume {config.name} --store URL"
     if failed:

@@ -116,3 +116,19 @@ def recorded(url: str, tournament: str) -> int:
     with psycopg.connect(url) as conn:
         row = conn.execute("SELECT count(*) FROM craits_results WHERE tournament = %s", (tournament,)).fetchone()
     return int(row[0]) if row else 0
+
+
+def test_crait_store_in_the_environment_picks_postgresql_but_not_for_a_sqlite_folder(
+    tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    file = write_file(tmp_path, "envcup", deals=1)
+    assert run_cli(capsys, "tournament", "run", str(file), "--out", str(tmp_path / "lite"))[0] == 0
+    monkeypatch.setenv("CRAITS_STORE", pg_url)
+    code, lite_out, _ = run_cli(capsys, "tournament", "standings", str(tmp_path / "lite"))
+    assert code == 0 and "envcup" in lite_out  # the folder's own SQLite database
+    assert run_cli(capsys, "tournament", "run", str(file), "--out", str(tmp_path / "pg"), "--no-progress")[0] == 0
+    assert recorded(pg_url, "envcup") == 12
+    code, _, err = run_cli(capsys, "tournament", "run", str(file), "--out", str(tmp_path / "pg"))
+    assert code == 2 and "already holds tournament 'envcup', finished" in err and "--overwrite" in err
+    code, _, err = run_cli(capsys, "tournament", "resume", str(tmp_path / "pg"))
+    assert code == 2 and "give the tournament's file or its name" in err

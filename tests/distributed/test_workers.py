@@ -169,15 +169,16 @@ def same_standings(out: Path, reference: dict[str, bytes]) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def test_three_workers_split_the_games_and_the_standings_are_sqlites(
-    tmp_path: Path, url: str, procs: Procs, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("n", [2, 3])
+def test_workers_split_the_games_and_the_standings_are_sqlites(
+    n: int, tmp_path: Path, url: str, procs: Procs, capsys: pytest.CaptureFixture[str]
 ) -> None:
     file = tmp_path / "split.toml"
     file.write_text(builtin_tournament("split", 3, 2, {"r1": "random", "r2": "random", "f": "first", "g": "greedy"}))
     assert run_cli(capsys, "tournament", "run", str(file), "--out", str(tmp_path / "lite"))[0] == 0
     assert run_cli(capsys, "store", "migrate", url)[0] == 0  # (already at the layout: says so)
-    workers = [procs.worker(f"w{i}", url) for i in range(3)]
-    wait_for("three live workers", lambda: live_workers(url) == 3)
+    workers = [procs.worker(f"w{i}", url) for i in range(n)]
+    wait_for(f"{n} live workers", lambda: live_workers(url) == n)
     coord = coordinator(procs, file, url, tmp_path / "pg")
     assert finished(coord, procs, "coordinator") == 0, procs.output("coordinator")
     same_standings(tmp_path / "pg", {n: (tmp_path / "lite" / n).read_bytes() for n in ("standings.json", "standings.csv")})
