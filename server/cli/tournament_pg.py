@@ -74,7 +74,15 @@ def runner_for(runner: str) -> Callable[[TournamentConfig], RunnerFactory]:
     return choose
 
 
+def _check_bots(config: TournamentConfig) -> None:
+    if config.remote_bots:
+        names = ", ".join(b.name for b in config.remote_bots)
+        raise UserError(f"{names}: bots that connect on their own cannot follow their games from worker to worker; "
+                        "give them a command, or play this file without a PostgreSQL store")
+
+
 def cmd_run(args: argparse.Namespace, config: TournamentConfig, url: str) -> int:
+    _check_bots(config)
     out_dir = config.output_dir(args.out)
     text = Path(args.file).read_text(encoding="utf-8")
     if args.local_workers != 0:
@@ -171,6 +179,7 @@ def cmd_standings(args: argparse.Namespace, url: str, *, ladder: bool = False) -
 def cmd_ladder_run(args: argparse.Namespace, config: TournamentConfig, url: str) -> int:
     """Rounds are stored and their games queued: workers anywhere play them (this command
     too, when none is running), and may come and go while the ladder runs."""
+    _check_bots(config)
     out_dir = config.output_dir(args.out)
     if args.local_workers != 0:
         choose_runner(args.runner, config)  # (refuse a bot that cannot run here before anything is stored)
