@@ -55,12 +55,12 @@ from server.storage.replay import REPLAY_SUFFIX
 from server.storage.store import GameSlot, StoreError
 from server.transport.launcher import command_problem
 from tournaments.config import TournamentConfig, parse_config
+from tournaments.ladder import bot_rows
 from tournaments.runner import (
     LADDER_SCHEDULE,
     RunGame,
     RunnerFactory,
     TournamentError,
-    bot_rows,
     settings_of,
 )
 from tournaments.schedule import schedule_digest, schedule_for

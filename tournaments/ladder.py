@@ -162,7 +162,7 @@ def open_ladder(
             store.create_tournament(
                 name=config.name, source_text=source_text, source_path=source_path,
                 schedule_digest=LADDER_SCHEDULE, settings={**settings_of(config), "kind": KIND},
-                bots=_bot_rows(config, {}), games=(),
+                bots=bot_rows(config, {}), games=(),
             )
             return store
         if row.schedule_digest != LADDER_SCHEDULE:
@@ -181,14 +181,14 @@ def open_ladder(
                 f"for {_settings_text(wanted, changed)}. Ratings compare results of one game: give a new ladder "
                 f"another --out, or start this one again with --overwrite"
             )
-        store.set_bots(_bot_rows(config, store.bot_tokens()), source_text, source_path)
+        store.set_bots(bot_rows(config, store.bot_tokens()), source_text, source_path)
         return store
     except BaseException:
         store.close()
         raise
 
 
-def _bot_rows(config: TournamentConfig, tokens: Mapping[str, str]) -> list[tuple[str, str, str]]:
+def bot_rows(config: TournamentConfig, tokens: Mapping[str, str]) -> list[tuple[str, str, str]]:
     """(name, kind, token): the file's token, else the one stored, else a new one."""
     rows = []
     for bot in config.bots:

@@ -39,7 +39,7 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -144,7 +144,10 @@ def start_tournament(
         clear_output(out_dir)
     schedule = schedule_for(config)
     store = Store.in_dir(out_dir)
-    bots = bot_rows(config, {})
+    bots = []
+    for bot in config.bots:
+        token = bot.token or ("builtin" if bot.builtin else secrets.token_urlsafe(18))
+        bots.append((bot.name, bot.kind, token))
     store.create_tournament(
         name=config.name,
         source_text=source_text,
@@ -155,15 +158,6 @@ def start_tournament(
         games=(GameSlot(g.game_id, g.ordinal, g.table, g.deal, g.rotation, g.seed, g.seats) for g in schedule),
     )
     return store
-
-
-def bot_rows(config: TournamentConfig, tokens: Mapping[str, str]) -> list[tuple[str, str, str]]:
-    """(name, kind, token) of the file's bots: the file's token, else the one stored, else a new one."""
-    rows = []
-    for bot in config.bots:
-        token = bot.token or ("builtin" if bot.builtin else tokens.get(bot.name) or secrets.token_urlsafe(18))
-        rows.append((bot.name, bot.kind, token))
-    return rows
 
 
 def clear_output(out_dir: Path) -> None:
