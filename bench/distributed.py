@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
             server.cleanup()
     overhead_ms = 1000 * (1 / rates[1] - 1 / sqlite_rate)
     game_ms = 1000 / sqlite_rate
-    print(f"coordination per game: {overhead_ms:.1f} ms on {game_ms:.1f} ms of game time "
+    print(f"coordination per game: {overhead_ms:.1f} ms more than SQLite's {game_ms:.1f} ms a game "
           f"({100 * overhead_ms / game_ms:.1f}%); 2 workers / 1: {rates[2] / rates[1]:.2f}x, "
           f"3 / 1: {rates[3] / rates[1]:.2f}x (each worker needs a free core to add its own)")
     print(f"workers_speedup_2_vs_1={rates[2] / rates[1]:.2f} pg_overhead_ms_per_game={overhead_ms:.1f}")
