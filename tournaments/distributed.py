@@ -36,7 +36,7 @@ import socket
 import tempfile
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -272,27 +272,29 @@ class GameWorker:
 
         return await asyncio.to_thread(call)
 
-    async def _runner(self, tournament: str) -> tuple[TournamentConfig, RunGame]:
+    async def _runner(self, tournament: str, seats: tuple[str, ...]) -> tuple[TournamentConfig, RunGame]:
+        """The tournament's file as stored, and the runner this worker keeps open for it. The
+        file is read again when a game seats a bot it does not know (a ladder's new bot)."""
         lock = self._opening.setdefault(tournament, asyncio.Lock())
         async with lock:
-            if tournament not in self._runners:
-                row = await self._store_call(tournament, "tournament")
-                if row is None:
-                    raise GameRefused(f"tournament {tournament!r} is not in {redact(self.url)}")
-                base_dir = self.settings.files_dir or Path(row.source_path).parent
-                try:
-                    config = parse_config(row.source_text, source=row.source_path, base_dir=base_dir)
-                except UserError as err:  # (a bot's cwd missing here)
-                    raise GameRefused(str(err)) from None
+            known = self._runners.get(tournament)
+            if known is not None and set(seats) <= set(known[0].bot_names):
+                return known
+            row = await self._store_call(tournament, "tournament")
+            if row is None:
+                raise GameRefused(f"tournament {tournament!r} is not in {redact(self.url)}")
+            base_dir = self.settings.files_dir or Path(row.source_path).parent
+            try:
+                config = parse_config(row.source_text, source=row.source_path, base_dir=base_dir)
+            except UserError as err:  # (a bot's cwd missing here)
+                raise GameRefused(str(err)) from None
+            if known is not None:  # (a runner plays any bot its games' specs name)
+                self._runners[tournament] = (config, known[1])
+            else:
                 factory = self.runner_for(config)
-                out = self.work_dir / tournament
-                run_game = await self._exits.enter_async_context(factory(config, out))
+                run_game = await self._exits.enter_async_context(factory(config, self.work_dir / tournament))
                 self._runners[tournament] = (config, run_game)
             return self._runners[tournament]
-
-    @staticmethod
-    def _check_bots(config: TournamentConfig, slot: GameSlot) -> None:
-        _check_bots_of(config, slot)
 
     async def play(self, tournament: str, game_id: str) -> str:
         bound = log.bind(tournament=tournament, game=game_id, worker=self.settings.name)
@@ -303,8 +305,8 @@ class GameWorker:
         if done:
             bound.info("game_already_recorded")
             return "already recorded"
-        config, run_game = await self._runner(tournament)
-        self._check_bots(config, slot)
+        config, run_game = await self._runner(tournament, slot.seats)
+        check_bots(config, slot)
         spec = spec_for(config, slot, tokens, self.work_dir / tournament / "replays")
         began = time.monotonic()
         record = await run_game(spec)
@@ -324,7 +326,8 @@ class GameWorker:
         return "recorded"
 
 
-def _check_bots_of(config: TournamentConfig, slot: GameSlot) -> None:
+def check_bots(config: TournamentConfig, slot: GameSlot) -> None:
+    """Refuse a game whose bots' programs or scripts are not on this machine."""
     bots = {b.name: b for b in config.bots}
     for name in slot.seats:
         bot = bots.get(name)
@@ -404,7 +407,7 @@ class WorkerService:
         if self._current is not None:
             self._current.stop()  # type: ignore[no-untyped-call]
 
-    async def run(self, *, until_idle: Callable[[], Awaitable[bool]] | None = None) -> None:
+    async def run(self) -> None:
         delay = 0.5
         bound = log.bind(worker=self.settings.name, store=redact(self.url))
         try:

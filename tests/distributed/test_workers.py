@@ -274,3 +274,10 @@ def test_a_ladder_keeps_running_while_workers_come_and_go(tmp_path: Path, url: s
     games = recorded(url, "comego")
     assert len(games) == 12 * 3 and {w for _, w in games} == {"early", "late"}
     assert "round 12:" in procs.output("ladder")
+    bots = {"r1": "random", "r2": "random", "f": "first", "g": "greedy", "newcomer": "first"}
+    file.write_text(builtin_tournament("comego", 8, 1, bots))  # a bot joins: the worker reads the file again
+    again = procs.craits("again", "ladder", "run", str(file), "--store", url, "--rounds", "1", "--out",
+                         str(tmp_path / "out"), "--local-workers", "0", "--stalled-after", "3")
+    assert finished(again, procs, "again") == 0, procs.output("again")
+    newest = query(url, "SELECT seats FROM craits_games WHERE tournament = 'comego' ORDER BY ordinal DESC LIMIT 1")
+    assert "newcomer" in json.loads(newest[0][0]) and len(recorded(url, "comego")) == 13 * 3
