@@ -474,7 +474,10 @@ def _report(standings: Standings, store: TournamentStore, out_dir: Path, title: 
               f"the results are safe in {store.path} (the standings command prints them once fixed)",
               file=sys.stderr)
         return False
-    print(f"\nstandings: {json_path} {csv_path}; database: {store.path}; log: {out_dir / 'tournament.log'}"
+    log = out_dir / "tournament.log"
+    if isinstance(store, PostgresStore) and not log.exists():
+        log = out_dir / "worker.jsonl"  # (the queue's events; the workers keep their own logs)
+    print(f"\nstandings: {json_path} {csv_path}; database: {store.path}; log: {log}"
           f"\nreplays: {out_dir / 'replays'}; watch them in a browser: {index}",
           file=sys.stderr)
     return True

@@ -48,6 +48,7 @@ from tournaments.runner import (
     RunnerFactory,
     RunSummary,
     TournamentError,
+    clear_output,
     install_stop_handlers,
     load_standings,
 )
@@ -89,6 +90,8 @@ def cmd_run(args: argparse.Namespace, config: TournamentConfig, url: str) -> int
         choose_runner(args.runner, config)  # (refuse a bot that cannot run here before anything is stored)
     with _locked(out_dir), _errors():
         store = start_tournament_pg(config, text, str(Path(args.file).resolve()), url, overwrite=args.overwrite)
+        if args.overwrite:
+            clear_output(out_dir)  # (an earlier run's replays and log in the folder)
         with store:
             _, total = store.counts()
             print(f"{config.name}: {total} games, {len(config.bots)} bots, tables of {config.table_size}; "
