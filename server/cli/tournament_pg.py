@@ -191,8 +191,10 @@ def cmd_ladder_run(args: argparse.Namespace, config: TournamentConfig, url: str)
     with _locked(out_dir), _errors():
         store = PostgresStore(url, config.name)
         try:
-            if args.overwrite and store.tournament() is not None:
-                forget(store)
+            if args.overwrite:
+                if store.tournament() is not None:
+                    forget(store)
+                clear_output(out_dir)
             open_ladder(config, text, str(Path(args.file).resolve()), out_dir, store=store)
         except BaseException:
             store.close()
