@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import logging
 import math
 import os
 import random
@@ -88,6 +89,16 @@ class WorkerSettings:
     files_dir: Path | None = None
     """Where the tournament files' relative paths (bot commands, cwd) are resolved on this
     machine (default: the folder the file was in when the tournament was started)."""
+
+
+def adopt_queue_logs() -> None:
+    """procrastinate's and psycopg's warnings and errors (a lost connection, say) go where
+    craits' own events go (``server.logging``), not to standard error as bare tracebacks."""
+    for name in ("procrastinate", "psycopg"):
+        other = logging.getLogger(name)
+        other.handlers[:] = logging.getLogger("craits").handlers
+        other.setLevel(logging.WARNING)
+        other.propagate = False
 
 
 def queueing_lock(tournament: str, game_id: str) -> str:

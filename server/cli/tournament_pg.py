@@ -35,6 +35,7 @@ from tournaments.config import TournamentConfig, load_config
 from tournaments.distributed import (
     GameRefused,
     WorkerSettings,
+    adopt_queue_logs,
     forget,
     open_tournament_pg,
     play_queued,
@@ -131,6 +132,7 @@ def _play_and_report(
     args: argparse.Namespace, config: TournamentConfig, store: PostgresStore, out_dir: Path, url: str
 ) -> int:
     configure_logging(out_dir, name="worker", console=False)  # (the queue's and local workers' events)
+    adopt_queue_logs()
     settings = _settings(args, config, out_dir)
     done, total = store.counts()
     progress = Progress(total, done, enabled=False if args.no_progress else None)
@@ -200,6 +202,7 @@ def cmd_ladder_run(args: argparse.Namespace, config: TournamentConfig, url: str)
             store.close()
             raise
         configure_logging(out_dir, name="worker", console=False)
+        adopt_queue_logs()
         settings = _settings(args, config, out_dir)
 
         async def play_pending(stop: asyncio.Event) -> RunSummary:

@@ -27,7 +27,7 @@ from server.errors import UserError
 from server.logging import configure_logging
 from server.storage.postgres import PostgresStore, migrate, redact, tournaments_in
 from server.storage.store import StoreError
-from tournaments.distributed import WorkerService, WorkerSettings
+from tournaments.distributed import WorkerService, WorkerSettings, adopt_queue_logs
 from tournaments.runner import install_stop_handlers
 
 
@@ -73,6 +73,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     if args.heartbeat <= 0 or args.stalled_after <= 2 * args.heartbeat:
         raise UserError("--stalled-after must be more than twice --heartbeat, both positive")
     configure_logging(args.log_dir, name="worker")
+    adopt_queue_logs()
     try:
         PostgresStore(url, "-").close()  # (an empty database is set up, an old one refused, before any game)
     except StoreError as err:

@@ -239,6 +239,8 @@ def test_a_restarted_database_is_waited_for_and_nothing_is_half_written(
     pg_server.start()
     assert finished(coord, procs, "coordinator") == 0, procs.output("coordinator")
     assert worker.poll() is None, procs.output("steady")  # paused, never crashed
+    said = procs.output("steady")  # (warnings are events, not tracebacks)
+    assert "Traceback" not in said, said
     assert sorted(g for g, _ in recorded(url, "slowcup")) == ["d0001-t00001-r1", "d0001-t00001-r2"]
     same_standings(tmp_path / "out", slow_reference)
     events = [e["event"] for e in procs.log_events("steady")]
