@@ -421,6 +421,16 @@ class WorkerService:
     async def run(self) -> None:
         delay = 0.5
         bound = log.bind(worker=self.settings.name, store=redact(self.url))
+        loop = asyncio.get_running_loop()
+        previous = loop.get_exception_handler()
+
+        def unretrieved(_: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+            # A job whose end could not be written (the database went away) fails in a task
+            # procrastinate does not await: the job stays "doing" and comes back as stalled.
+            error = context.get("exception") or context.get("message")
+            bound.warning("background_task_failed", error=" ".join(str(error).split()) or repr(error))
+
+        loop.set_exception_handler(unretrieved)
         try:
             while not self._stop.is_set():
                 app = make_app(self.url, pool_size=self.settings.concurrency + 3)
@@ -454,6 +464,7 @@ class WorkerService:
         finally:
             bound.info("worker_stopped", played=self.game_worker.played, duplicates=self.game_worker.duplicates)
             await self.game_worker.aclose()
+            loop.set_exception_handler(previous)
 
 
 # ------------------------------------------------------------------ the coordinator
