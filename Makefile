@@ -28,7 +28,7 @@ proto: $(STAMP)  ## regenerate the Python protocol code from proto/ (the one cod
 demo: setup proto  ## run the demo tournament of the bundled bots (SQLite, replays and logs under logs/)
 	$(VENV)/bin/craits demo
 
-test-deps:  ## install what the browser and sandbox tests need (Debian's chromium and bubblewrap; needs root)
+test-deps:  ## install what the tests need from Debian (chromium, bubblewrap, postgresql; needs root)
 	@bash scripts/test-deps.sh
 
 test: setup proto test-deps  ## run the whole test suite

@@ -60,11 +60,12 @@ DUPLICATE_MODES = ("tournament", "table")
 SCHEDULES = ("round-robin", "balanced")
 """round-robin: every combination of bots is a table; balanced: ``games_per_bot`` games for
 each bot, every pair meeting about equally often (``tournaments.schedule``)."""
+STORE_URL_PREFIXES = ("postgresql://", "postgres://")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,39}$")
 
 TOP_KEYS = (
     "name", "table_size", "preset", "schedule", "deals", "games", "games_per_bot", "seed", "concurrency",
-    "duplicate", "output", "address", "sandbox", "flags", "clocks", "limits", "bots",
+    "duplicate", "output", "address", "store", "sandbox", "flags", "clocks", "limits", "bots",
     "restart", "restart_after_games", "restart_above_mb",  # launched bots kept between games
 )
 RESTART_MODES = ("keep", "game")
@@ -141,6 +142,9 @@ class TournamentConfig:
     """Why launched bots cannot run sandboxed (FILE:LINE: KEY: ... each: a script outside its
     bot's folder, a folder other users cannot read); refused before a sandboxed run, moot
     with sandbox = "none" (so a file that sets it, or --no-sandbox, still runs and reopens)."""
+    store: str | None = None
+    """A PostgreSQL URL (``postgresql://...``) to keep the results in, and queue the games
+    for workers; None: SQLite in the output folder."""
     source: str = ""
     """Where the file came from (for messages)."""
 
@@ -326,6 +330,9 @@ class _Validator:
         address = self.text(data, "address", ())
         if address is not None and (problem := address_problem(address)):
             raise self.fail(("address",), problem)
+        store = self.text(data, "store", ())
+        if store is not None and not store.startswith(STORE_URL_PREFIXES):
+            raise self.fail(("store",), f"must be a PostgreSQL URL (postgresql://user@host:port/database), got {store!r}")
         clocks = self.clocks()
         limits = self.limits()
         sandbox = self.text(data, "sandbox", (), "bwrap")
@@ -353,7 +360,7 @@ class _Validator:
             name=name, bots=bots, table_size=table_size, game=game, deals=deals, seed=seed,
             clocks=clocks, concurrency=concurrency, duplicate=duplicate, output=output, address=address,
             schedule=schedule, games_per_bot=games_per_bot, source=self.source, restart=self.restart(),
-            sandbox=sandbox, limits=limits, unsandboxable=unsandboxable,
+            sandbox=sandbox, limits=limits, unsandboxable=unsandboxable, store=store,
         )
 
     def games_per_bot(self, n_bots: int, table_size: int, seed: int) -> int:

@@ -30,17 +30,18 @@ import json
 import random
 import secrets
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from server.storage.store import GameSlot, Store
+from server.storage.store import GameSlot, Store, TournamentStore
 from tournaments.config import TournamentConfig, parse_config
 from tournaments.runner import (
     LADDER_SCHEDULE,
     LOG_NAME,
     RunnerFactory,
+    RunSummary,
     TournamentError,
     TournamentRunner,
     clear_output,
@@ -146,19 +147,22 @@ def history(games: Sequence[GameSlot]) -> tuple[Counter[str], Counter[frozenset[
 
 
 def open_ladder(
-    config: TournamentConfig, source_text: str, source_path: str, out_dir: Path, *, overwrite: bool = False
-) -> Store:
-    """The ladder in ``out_dir`` (created if there is none), its bots updated from ``config``."""
-    if overwrite:
-        clear_output(out_dir)
-    store = Store.in_dir(out_dir)
+    config: TournamentConfig, source_text: str, source_path: str, out_dir: Path, *, overwrite: bool = False,
+    store: TournamentStore | None = None,
+) -> TournamentStore:
+    """The ladder in ``out_dir`` (created if there is none), its bots updated from ``config``;
+    ``store``: the ladder in that store instead (PostgreSQL), where ``overwrite`` is the caller's."""
+    if store is None:
+        if overwrite:
+            clear_output(out_dir)
+        store = Store.in_dir(out_dir)
     try:
         row = store.tournament()
         if row is None:
             store.create_tournament(
                 name=config.name, source_text=source_text, source_path=source_path,
                 schedule_digest=LADDER_SCHEDULE, settings={**settings_of(config), "kind": KIND},
-                bots=_bot_rows(config, {}), games=(),
+                bots=bot_rows(config, {}), games=(),
             )
             return store
         if row.schedule_digest != LADDER_SCHEDULE:
@@ -177,14 +181,14 @@ def open_ladder(
                 f"for {_settings_text(wanted, changed)}. Ratings compare results of one game: give a new ladder "
                 f"another --out, or start this one again with --overwrite"
             )
-        store.set_bots(_bot_rows(config, store.bot_tokens()), source_text, source_path)
+        store.set_bots(bot_rows(config, store.bot_tokens()), source_text, source_path)
         return store
     except BaseException:
         store.close()
         raise
 
 
-def _bot_rows(config: TournamentConfig, tokens: Mapping[str, str]) -> list[tuple[str, str, str]]:
+def bot_rows(config: TournamentConfig, tokens: Mapping[str, str]) -> list[tuple[str, str, str]]:
     """(name, kind, token): the file's token, else the one stored, else a new one."""
     rows = []
     for bot in config.bots:
@@ -208,7 +212,7 @@ def _settings_text(settings: Mapping[str, Any], keys: Sequence[str]) -> str:
     return ", ".join(f"{key} = {json.dumps(settings.get(key))}" for key in keys)
 
 
-def ladder_standings(config: TournamentConfig, store: Store) -> Standings:
+def ladder_standings(config: TournamentConfig, store: TournamentStore) -> Standings:
     """Every bot the ladder has known, ordered by rating."""
     _, scheduled = store.counts()
     return compute_standings(
@@ -222,7 +226,7 @@ def ladder_standings(config: TournamentConfig, store: Store) -> Standings:
     )
 
 
-def next_round(config: TournamentConfig, store: Store, standings: Standings) -> LadderRound:
+def next_round(config: TournamentConfig, store: TournamentStore, standings: Standings) -> LadderRound:
     """Pick the next table from the stored schedule and ratings, and store its games."""
     games = store.games()
     played, met, number = history(games)
@@ -236,7 +240,7 @@ def next_round(config: TournamentConfig, store: Store, standings: Standings) -> 
     return new
 
 
-def drop_departed(config: TournamentConfig, store: Store) -> list[str]:
+def drop_departed(config: TournamentConfig, store: TournamentStore) -> list[str]:
     """Unplayed games that seat a bot no longer in the file are dropped; returns their ids."""
     present = set(config.bot_names)
     gone = [g.game_id for g in store.pending_games() if not present.issuperset(g.seats)]
@@ -250,7 +254,7 @@ def drop_departed(config: TournamentConfig, store: Store) -> list[str]:
 
 async def run_ladder(
     config: TournamentConfig,
-    store: Store,
+    store: TournamentStore,
     out_dir: Path,
     runner: RunnerFactory,
     *,
@@ -258,10 +262,13 @@ async def run_ladder(
     concurrency: int | None = None,
     on_round: Callable[[LadderRound, Standings], None] | None = None,
     handle_signals: bool = True,
+    play_pending: Callable[[asyncio.Event], Awaitable[RunSummary]] | None = None,
 ) -> LadderSummary:
     """Play the unplayed games, then new rounds until ``rounds`` new ones are played (None:
     until SIGINT or SIGTERM, which stop the round in flight, its games unrecorded). After each
-    round the standings are written to the output folder and ``on_round`` is called."""
+    round the standings are written to the output folder and ``on_round`` is called.
+    ``play_pending(stop)``: plays the stored games that are not recorded instead of
+    ``runner`` (the queue of a PostgreSQL store, for workers on other machines)."""
     stop = asyncio.Event()
     current: list[TournamentRunner] = []
 
@@ -284,11 +291,15 @@ async def run_ladder(
                             break
                         new = next_round(config, store, standings)
                         log.info("ladder_round", round=new.number, seats=list(new.seats))
-                    game_runner = TournamentRunner(
-                        config, store, run_game, out_dir, concurrency=concurrency, progress=False, handle_signals=False
-                    )
-                    current[:] = [game_runner]
-                    summary = await game_runner.run()
+                    if play_pending is not None:
+                        summary = await play_pending(stop)
+                    else:
+                        game_runner = TournamentRunner(
+                            config, store, run_game, out_dir, concurrency=concurrency, progress=False,
+                            handle_signals=False,
+                        )
+                        current[:] = [game_runner]
+                        summary = await game_runner.run()
                     recorded += summary.played
                     if not summary.complete:
                         break

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from server.storage.replay import ReplayError, read_replay
-from server.storage.store import Store
+from server.storage.store import TournamentStore
 from server.viewer.pages import (
     IndexEntry,
     current_page_entry,
@@ -26,7 +26,7 @@ REPLAY_DIR = "replays"
 """Where a tournament folder keeps its replays (tournaments.runner writes them there)."""
 
 
-def game_links(store: Store, out_dir: Path) -> list[dict[str, Any]]:
+def game_links(store: TournamentStore, out_dir: Path) -> list[dict[str, Any]]:
     """Every recorded game in schedule order with its replay and viewer paths (relative to ``out_dir``)."""
     games = []
     for result in store.results():
@@ -63,7 +63,7 @@ def _find_replay(stored: str | None, out_dir: Path) -> Path | None:
     return None
 
 
-def write_viewer_pages(store: Store, out_dir: Path, title: str) -> Path:
+def write_viewer_pages(store: TournamentStore, out_dir: Path, title: str) -> Path:
     """Write ``viewer/<game>.html`` for each game with a replay and ``viewer/index.html``.
 
     A page is kept only if it ends with the mark of its replay's last record: a page cut off

@@ -49,7 +49,7 @@ import structlog
 
 from server.spec import GameRecord, GameSpec
 from server.storage.replay import REPLAY_SUFFIX
-from server.storage.store import GameSlot, Store, StoreError
+from server.storage.store import GameSlot, Store, StoreError, TournamentStore
 from tournaments.config import TournamentConfig, parse_config
 from tournaments.local import LocalRunner
 from tournaments.schedule import schedule_digest, schedule_for
@@ -204,7 +204,7 @@ def open_tournament(out_dir: Path, *, readonly: bool = False) -> tuple[Tournamen
     return config, store
 
 
-def load_standings(config: TournamentConfig, store: Store) -> Standings:
+def load_standings(config: TournamentConfig, store: TournamentStore) -> Standings:
     _, scheduled = store.counts()
     return compute_standings(
         store.results(),
@@ -332,7 +332,7 @@ class TournamentRunner:
     def __init__(
         self,
         config: TournamentConfig,
-        store: Store,
+        store: TournamentStore,
         run_game: RunGame,
         out_dir: Path,
         *,
@@ -494,7 +494,7 @@ def event_log(path: Path) -> Any:
 
 async def play(
     config: TournamentConfig,
-    store: Store,
+    store: TournamentStore,
     out_dir: Path,
     runner: RunnerFactory,
     *,

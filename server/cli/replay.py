@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -115,3 +116,39 @@ def register_cli(subparsers: Any) -> None:
     )
     page.add_argument("--title", default="Craits games", help="title of the index page")
     page.set_defaults(func=_cmd_html)
+
+    export = actions.add_parser(
+        "export", help="write a PostgreSQL-stored tournament's replays as files (the database copy is the original)"
+    )
+    export.add_argument("tournament", metavar="NAME|FILE", help="the tournament's (or ladder's) name, or its file")
+    export.add_argument("--store", metavar="URL", help="the PostgreSQL database (default: $CRAITS_STORE, else the file's)")
+    export.add_argument("-o", "--output", required=True, metavar="DIR", help="the folder to write <game>.jsonl into")
+    export.set_defaults(func=_cmd_export)
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    """``craits replay export NAME --store URL -o DIR``."""
+    import os
+
+    from server.storage.postgres import PostgresStore, is_store_url
+    from server.storage.store import StoreError
+
+    name, url = args.tournament, args.store or os.environ.get("CRAITS_STORE")
+    if Path(name).is_file():  # a tournament file: its name, and its store unless one is given
+        from tournaments.config import load_config  # (a lazy import: the CLI sits above tournaments)
+
+        config = load_config(name)
+        name, url = config.name, url or config.store
+    if not url or not is_store_url(url):
+        raise UserError("replay export reads a PostgreSQL store: give --store postgresql://... (or set CRAITS_STORE)")
+    try:
+        with PostgresStore(url, name, readonly=True) as store:
+            if store.tournament() is None:
+                raise UserError(f"{store.path}: no such tournament or ladder")
+            written, total = store.export_replays(Path(args.output)), store.counts()[0]
+    except StoreError as err:
+        raise UserError(str(err)) from None
+    except OSError as err:
+        raise UserError(f"cannot write in {args.output}: {err.strerror or err}") from None
+    print(f"{name}: {written} replay(s) written to {args.output} ({total} games recorded)", file=sys.stderr)
+    return 0

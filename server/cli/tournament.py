@@ -22,23 +22,25 @@ import contextlib
 import dataclasses
 import itertools
 import json
+import os
 import sqlite3
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from server.errors import UserError
 from server.game.policies import POLICY_NAMES
 from server.logging import configure_logging
-from server.storage.store import Store, StoreError
+from server.storage.postgres import PostgresStore
+from server.storage.store import Store, StoreError, TournamentStore
 from server.transport.commands import bot_command_help
 from server.transport.launcher import command_problem
 from server.transport.sandbox import UNSANDBOXED, SandboxError
 from server.transport.sandbox import check as check_sandbox
 from server.web.serve import add_web_options, run_watched, web_options
-from tournaments.config import TournamentConfig, address_problem, load_config
+from tournaments.config import STORE_URL_PREFIXES, TournamentConfig, address_problem, load_config
 from tournaments.grpc_runner import tournament_runner
 from tournaments.ladder import (
     LadderRound,
@@ -48,7 +50,7 @@ from tournaments.ladder import (
     reopen_ladder,
     run_ladder,
 )
-from tournaments.pages import game_links, write_viewer_pages
+from tournaments.pages import REPLAY_DIR, game_links, write_viewer_pages
 from tournaments.runner import (
     RunnerFactory,
     RunSummary,
@@ -74,6 +76,7 @@ RUNNERS = ("auto", "local", "grpc")
 LARGE_PLAN = 20_000
 """``tournament run`` plays a schedule of more games than this only with --yes: at a few
 games a second it takes hours (30 bots in a round robin at tables of four: 109,620 games)."""
+STORE_ENV = "CRAITS_STORE"
 
 
 def register_cli(subparsers: Any) -> None:
@@ -108,6 +111,7 @@ def register_cli(subparsers: Any) -> None:
     standings.add_argument("target", help="the tournament's output folder, or its TOML file")
     standings.add_argument("--csv", metavar="FILE", help="also write the standings as CSV")
     standings.add_argument("--json", metavar="FILE", help="also write the standings (with head to head) as JSON")
+    _store_option(standings)
     standings.set_defaults(func=cmd_standings)
 
     plan = sub.add_parser("plan", help="check a tournament file and show its schedule without playing",
@@ -138,6 +142,7 @@ def register_cli(subparsers: Any) -> None:
     ladder_standings_cmd.add_argument("target", help="the ladder's output folder, or its TOML file")
     ladder_standings_cmd.add_argument("--csv", metavar="FILE", help="also write the standings as CSV")
     ladder_standings_cmd.add_argument("--json", metavar="FILE", help="also write the standings as JSON")
+    _store_option(ladder_standings_cmd)
     ladder_standings_cmd.set_defaults(func=cmd_ladder_standings)
 
 
@@ -160,6 +165,37 @@ def _runner_options(parser: argparse.ArgumentParser, *, progress: bool = True) -
     if progress:
         parser.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
     add_web_options(parser)
+    _store_option(parser)
+    parser.add_argument(
+        "--local-workers", type=_non_negative, metavar="N",
+        help="with --store: games this command plays itself at once (default: --concurrency when no "
+        "`craits worker` is running, else 0)",
+    )
+    parser.add_argument(
+        "--stalled-after", type=float, default=30.0, metavar="S",
+        help="with --store: a worker silent this long is dead, its games go to another (default 30; keep it "
+        "well above the workers' --heartbeat, 5 s by default)",
+    )
+
+
+def _store_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--store", metavar="URL",
+        help="a PostgreSQL database (postgresql://user@host:port/db) for the results, whose games "
+        "`craits worker`s on any machine play (default: $CRAITS_STORE, else the file's store, else "
+        "SQLite in the output folder)",
+    )
+
+
+def store_url(args: argparse.Namespace, config: TournamentConfig | None = None, target: str | None = None) -> str | None:
+    """--store, else $CRAITS_STORE, else the file's ``store``: a PostgreSQL URL, or None for SQLite
+    (also for a ``target`` folder holding a SQLite tournament, unless --store says otherwise)."""
+    if target is not None and getattr(args, "store", None) is None and (Path(target) / Store.FILENAME).is_file():
+        return None
+    url = getattr(args, "store", None) or os.environ.get(STORE_ENV) or (config.store if config else None)
+    if url and not url.startswith(STORE_URL_PREFIXES):
+        raise UserError(f"--store/{STORE_ENV}: {url!r} is not a PostgreSQL URL (postgresql://user@host:port/db)")
+    return url or None
 
 
 def _positive(text: str) -> int:
@@ -197,9 +233,13 @@ def _with_address(config: TournamentConfig, args: argparse.Namespace) -> Tournam
 def cmd_run(args: argparse.Namespace) -> int:
     web_options(args)  # --web and --reveal-after checked before anything is created
     config = _with_address(load_config(args.file), args)
+    _refuse_a_large_plan(config, args)
+    if url := store_url(args, config):
+        from server.cli import tournament_pg
+
+        return tournament_pg.cmd_run(args, config, url)
     out_dir = config.output_dir(args.out)
     factory = choose_runner(args.runner, config)
-    _refuse_a_large_plan(config, args)
     text = Path(args.file).read_text(encoding="utf-8")
     with _locked(out_dir), _database_errors(out_dir):
         try:
@@ -241,6 +281,10 @@ def _refuse_a_large_plan(config: TournamentConfig, args: argparse.Namespace) -> 
 
 def cmd_resume(args: argparse.Namespace) -> int:
     web_options(args)
+    if url := store_url(args, _file_config(args.target), args.target):
+        from server.cli import tournament_pg
+
+        return tournament_pg.cmd_resume(args, url)
     out_dir = _target_dir(args.target, getattr(args, "out", None), check_file=True)
     with _locked(out_dir), _database_errors(out_dir):
         return _resume(args, out_dir)
@@ -262,6 +306,10 @@ def _resume(args: argparse.Namespace, out_dir: Path) -> int:
 
 
 def cmd_standings(args: argparse.Namespace) -> int:
+    if url := store_url(args, _file_config(args.target), args.target):
+        from server.cli import tournament_pg
+
+        return tournament_pg.cmd_standings(args, url)
     out_dir = _target_dir(args.target, None, check_file=False)
     with _database_errors(out_dir):
         config, store = _open(out_dir, readonly=True)
@@ -311,6 +359,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def cmd_ladder_run(args: argparse.Namespace) -> int:
     web_options(args)
     config = _with_address(load_config(args.file), args)
+    if url := store_url(args, config):
+        from server.cli import tournament_pg
+
+        return tournament_pg.cmd_ladder_run(args, config, url)
     out_dir = config.output_dir(args.out)
     factory = choose_runner(args.runner, config)
     text = Path(args.file).read_text(encoding="utf-8")
@@ -321,34 +373,41 @@ def cmd_ladder_run(args: argparse.Namespace) -> int:
         except TournamentError as err:
             raise UserError(str(err)) from None
         with store:
-            dropped = drop_departed(config, store)
-            if dropped:
-                print(f"{config.name}: {len(dropped)} unplayed game(s) of bots no longer in {args.file} dropped",
-                      file=sys.stderr)
-            done, _ = store.counts()
-            until = "until Ctrl-C or SIGTERM" if args.rounds is None else f"{args.rounds} new round(s)"
-            if config.schedule == "balanced":
-                print(f'{config.name}: a ladder picks its tables round by round; the file\'s schedule = "balanced" '
-                      f"and games_per_bot are not used", file=sys.stderr)
-            print(f"{config.name}: ladder of {len(config.bots)} bots, tables of {config.table_size}, {done} games "
-                  f"recorded so far; playing {until}; output in {out_dir}", file=sys.stderr)
-            if factory is not local_runner:
-                _quiet_referee_logs(out_dir)
-            try:
-                summary = asyncio.run(run_watched(args, out_dir, f"Craits ladder {config.name}", lambda: run_ladder(
-                    config, store, out_dir, factory, rounds=args.rounds, concurrency=args.concurrency,
-                    on_round=_print_round,
-                )))
-            except TournamentError as err:
-                _report(ladder_standings(config, store), store, out_dir, f"Craits ladder {config.name}")
-                print(f"craits: error: {err}\n{store.counts()[0]} games are recorded; after fixing it, "
-                      f"continue with: {again}", file=sys.stderr)
-                return 1
-            written = _report(ladder_standings(config, store), store, out_dir, f"Craits ladder {config.name}")
-            if summary.stopped:
-                print(f"stopped after {summary.rounds} new round(s) ({summary.games} games recorded by this run); "
-                      f"continue with: {again}", file=sys.stderr)
-            return 0 if written else 1
+            return _play_ladder(args, config, store, out_dir, factory, again)
+
+
+def _play_ladder(
+    args: argparse.Namespace, config: TournamentConfig, store: TournamentStore, out_dir: Path,
+    factory: RunnerFactory, again: str, play_pending: Callable[[asyncio.Event], Awaitable[RunSummary]] | None = None,
+) -> int:
+    dropped = drop_departed(config, store)
+    if dropped:
+        print(f"{config.name}: {len(dropped)} unplayed game(s) of bots no longer in {args.file} dropped",
+              file=sys.stderr)
+    done, _ = store.counts()
+    until = "until Ctrl-C or SIGTERM" if args.rounds is None else f"{args.rounds} new round(s)"
+    if config.schedule == "balanced":
+        print(f'{config.name}: a ladder picks its tables round by round; the file\'s schedule = "balanced" '
+              f"and games_per_bot are not used", file=sys.stderr)
+    print(f"{config.name}: ladder of {len(config.bots)} bots, tables of {config.table_size}, {done} games "
+          f"recorded so far; playing {until}; output in {out_dir}", file=sys.stderr)
+    if factory is not local_runner:
+        _quiet_referee_logs(out_dir)
+    try:
+        summary = asyncio.run(run_watched(args, out_dir, f"Craits ladder {config.name}", lambda: run_ladder(
+            config, store, out_dir, factory, rounds=args.rounds, concurrency=args.concurrency,
+            on_round=_print_round, play_pending=play_pending,
+        )))
+    except TournamentError as err:
+        _report(ladder_standings(config, store), store, out_dir, f"Craits ladder {config.name}")
+        print(f"craits: error: {err}\n{store.counts()[0]} games are recorded; after fixing it, "
+              f"continue with: {again}", file=sys.stderr)
+        return 1
+    written = _report(ladder_standings(config, store), store, out_dir, f"Craits ladder {config.name}")
+    if summary.stopped:
+        print(f"stopped after {summary.rounds} new round(s) ({summary.games} games recorded by this run); "
+              f"continue with: {again}", file=sys.stderr)
+    return 0 if written else 1
 
 
 def _print_round(played: LadderRound, standings: Standings) -> None:
@@ -358,6 +417,10 @@ def _print_round(played: LadderRound, standings: Standings) -> None:
 
 
 def cmd_ladder_standings(args: argparse.Namespace) -> int:
+    if url := store_url(args, _file_config(args.target), args.target):
+        from server.cli import tournament_pg
+
+        return tournament_pg.cmd_standings(args, url, ladder=True)
     out_dir = _target_dir(args.target, None, check_file=False)
     with _database_errors(out_dir):
         try:
@@ -371,6 +434,12 @@ def cmd_ladder_standings(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------ helpers
+
+
+def _file_config(target: str) -> TournamentConfig | None:
+    """The configuration of a tournament file given as a command's target (None for a folder or a name)."""
+    path = Path(target)
+    return load_config(path) if path.is_file() else None
 
 
 def _target_dir(target: str, out: str | None, *, check_file: bool) -> Path:
@@ -432,7 +501,7 @@ def _write(path: str, text: str) -> None:
 
 
 def _play_and_report(
-    config: TournamentConfig, store: Store, out_dir: Path, factory: RunnerFactory, args: argparse.Namespace
+    config: TournamentConfig, store: TournamentStore, out_dir: Path, factory: RunnerFactory, args: argparse.Namespace
 ) -> int:
     if factory is not local_runner:
         _quiet_referee_logs(out_dir)
@@ -460,11 +529,13 @@ def _play_and_report(
     return 0 if written else 1
 
 
-def _report(standings: Standings, store: Store, out_dir: Path, title: str) -> bool:
+def _report(standings: Standings, store: TournamentStore, out_dir: Path, title: str) -> bool:
     """Print the standings, write their files and the replay viewer's pages; False when
     the files could not be written (the results are in the database all the same)."""
     print(standings.format_table())
     try:
+        if isinstance(store, PostgresStore):  # its replays are in the database: the pages need the files
+            store.export_replays(out_dir / REPLAY_DIR)
         json_path, csv_path = write_standings(standings, out_dir, game_links(store, out_dir))
         index = write_viewer_pages(store, out_dir, title=title)
     except OSError as err:  # a full disk, say
@@ -472,7 +543,10 @@ def _report(standings: Standings, store: Store, out_dir: Path, title: str) -> bo
               f"the results are safe in {store.path} (the standings command prints them once fixed)",
               file=sys.stderr)
         return False
-    print(f"\nstandings: {json_path} {csv_path}; database: {store.path}; log: {out_dir / 'tournament.log'}"
+    log = out_dir / "tournament.log"
+    if isinstance(store, PostgresStore) and not log.exists():
+        log = out_dir / "worker.jsonl"  # (the queue's events; the workers keep their own logs)
+    print(f"\nstandings: {json_path} {csv_path}; database: {store.path}; log: {log}"
           f"\nreplays: {out_dir / 'replays'}; watch them in a browser: {index}",
           file=sys.stderr)
     return True

@@ -1,0 +1,183 @@
+"""Workers on PostgreSQL: games per second with 1, 2 and 3 worker processes, against the
+one-process SQLite runner, and what the queue and the database cost per game.
+
+One tournament (four bots at a table of four, full Craits games, every deal in all four
+seat rotations) is played from scratch:
+
+* ``sqlite``: in this process on SQLite (``TournamentRunner``), the file's concurrency;
+* ``workers=K`` for K in 1, 2, 3: the same file on PostgreSQL, its games queued
+  (procrastinate) and played by K ``craits worker`` processes at the same concurrency
+  each, started and alive before the clock starts; the clock stops when the last game is
+  recorded.
+
+Runners (``--runner``): ``grpc`` (default when the Python kit is installed), the referee
+with the kit's bots launched as processes, the real thing; ``local``, builtin bots in
+threads of their process (one core's worth of games per worker; a game lasts tens of ms,
+the worst case for the coordination's share).
+
+The coordination cost per game is ``1/rate(workers=1) - 1/rate(sqlite)``: the same games
+at the same concurrency each way, the difference being the queue (a job taken and
+finished), the database round trips and storing the replay; it is also given as a share
+of a game's time. K workers can reach K times one only with K free cores (the bench says
+how many the machine has; other load on it shows in the figures). The PostgreSQL server
+is started by the bench in a temporary folder (as the tests do: Debian's ``postgresql``),
+or ``--store URL`` names an empty database.
+
+    python bench/distributed.py           # grpc: 6 deals = 24 games per leg; local: 160
+    python bench/distributed.py --quick   # grpc: 8 games per leg; local: 40
+
+The last line is machine-readable: ``workers_speedup_2_vs_1=X pg_overhead_ms_per_game=Y``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # allow `python bench/distributed.py` as well as `-m`
+    sys.path.insert(0, str(ROOT))
+
+import psycopg  # noqa: E402
+
+from bench.tournament import KIT_BOTS, LOCAL_BOTS, grpc_available  # noqa: E402
+from server.logging import configure_logging  # noqa: E402
+from server.storage.postgres import migrate  # noqa: E402
+from tests.distributed.postgres_server import PostgresServer, find_pg_bin  # noqa: E402
+from tournaments.config import parse_config  # noqa: E402
+from tournaments.distributed import WorkerSettings, play_queued, start_tournament_pg  # noqa: E402
+from tournaments.grpc_runner import tournament_runner  # noqa: E402
+from tournaments.runner import TournamentRunner, local_runner, start_tournament  # noqa: E402
+
+
+def tournament_text(name: str, deals: int, concurrency: int, runner: str) -> str:
+    bots = KIT_BOTS if runner == "grpc" else LOCAL_BOTS
+    return (f'name = "{name}"\ntable_size = 4\npreset = "craits"\ndeals = {deals}\nseed = 4242\n'
+            f"concurrency = {concurrency}\n{bots}")
+
+
+async def sqlite_run(deals: int, concurrency: int, runner: str) -> tuple[int, float]:
+    text = tournament_text("bench-sqlite", deals, concurrency, runner)
+    config = parse_config(text, source="bench", base_dir=ROOT)
+    with tempfile.TemporaryDirectory(prefix="craits-bench-") as tmp:
+        out = Path(tmp)
+        store = start_tournament(config, text, str(out / "bench.toml"), out)
+        factory = tournament_runner if runner == "grpc" else local_runner
+        async with factory(config, out) as run_game:
+            started = time.perf_counter()
+            summary = await TournamentRunner(config, store, run_game, out, progress=False,
+                                             handle_signals=False).run()
+            elapsed = time.perf_counter() - started
+        store.close()
+    if not summary.complete:
+        raise SystemExit("bench: the SQLite run did not finish")
+    return summary.played, elapsed
+
+
+def live_workers(url: str) -> int:
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute("SELECT count(*) FROM procrastinate_workers"
+                           " WHERE last_heartbeat > now() - interval '5 seconds'").fetchone()
+    return int(row[0]) if row else 0
+
+
+async def workers_run(
+    url: str, k: int, deals: int, concurrency: int, runner: str, log_dir: Path
+) -> tuple[int, float]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("CRAITS_STORE", None)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "server.cli", "worker", "--store", url, "--concurrency", str(concurrency),
+             "--runner", runner, "--name", f"bench-w{i}", "--log-dir", str(log_dir / f"w{k}-{i}")],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        for i in range(k)
+    ]
+    try:
+        deadline = time.monotonic() + 60
+        while live_workers(url) < k:
+            if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
+                raise SystemExit("bench: the workers did not start")
+            await asyncio.sleep(0.1)
+        name = f"bench-k{k}"
+        text = tournament_text(name, deals, concurrency, runner)
+        config = parse_config(text, source="bench", base_dir=ROOT)
+        store = start_tournament_pg(config, text, str(ROOT / "bench.toml"), url, overwrite=True)
+        with store:
+            started = time.perf_counter()
+            followed = await play_queued(url, store, local_workers=0, settings=WorkerSettings(concurrency=concurrency),
+                                         runner_for=lambda c: local_runner, poll_s=0.1)  # (unused: no local workers)
+            elapsed = time.perf_counter() - started
+        if followed.recorded != followed.scheduled:
+            raise SystemExit(f"bench: {k} worker(s) did not finish: {followed}")
+        return followed.recorded, elapsed
+    finally:
+        for proc in procs:
+            proc.send_signal(signal.SIGTERM)
+        for proc in procs:
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer games")
+    parser.add_argument("--deals", type=int,
+                        help="deals (each in 4 rotations); default grpc 6, local 40; --quick grpc 2, local 10")
+    parser.add_argument("--runner", choices=("auto", "grpc", "local"), default="auto",
+                        help="grpc: the referee and the Python kit's bots as processes (auto, when the kit is "
+                        "installed); local: builtin bots in threads (a game is tens of ms: the worst case for "
+                        "the coordination's share)")
+    parser.add_argument("--concurrency", type=int, default=2, help="games at once in each process (default 2)")
+    parser.add_argument("--store", metavar="URL", help="an empty PostgreSQL database (default: start a server)")
+    args = parser.parse_args(argv)
+    runner = args.runner if args.runner != "auto" else ("grpc" if grpc_available() else "local")
+    deals = args.deals or {("grpc", True): 2, ("grpc", False): 6, ("local", True): 10, ("local", False): 40}[
+        (runner, args.quick)]
+    configure_logging(None, console=False)
+    server = None
+    url = args.store
+    if url is None:
+        bin_dir = find_pg_bin()
+        if bin_dir is None:
+            raise SystemExit("bench: PostgreSQL is not installed (apt-get install postgresql), or give --store URL")
+        server = PostgresServer(bin_dir)
+        server.start()
+        url = server.new_database()
+    try:
+        migrate(url)
+        print(f"distributed bench: 4 bots ({runner} runner), tables of 4, {deals} deals x 4 rotations = "
+              f"{deals * 4} games per leg, concurrency {args.concurrency} in every process, {os.cpu_count()} cpus")
+        games, elapsed = asyncio.run(sqlite_run(deals, args.concurrency, runner))
+        sqlite_rate = games / elapsed
+        print(f"sqlite, one process: {games} games in {elapsed:.2f} s = {sqlite_rate:.1f} games/s")
+        rates = {}
+        with tempfile.TemporaryDirectory(prefix="craits-bench-logs-") as logs:
+            for k in (1, 2, 3):
+                games, elapsed = asyncio.run(workers_run(url, k, deals, args.concurrency, runner, Path(logs)))
+                rates[k] = games / elapsed
+                print(f"postgresql, {k} worker(s): {games} games in {elapsed:.2f} s = {rates[k]:.1f} games/s "
+                      f"({rates[k] / sqlite_rate:.2f}x sqlite)")
+    finally:
+        if server is not None:
+            server.cleanup()
+    overhead_ms = 1000 * (1 / rates[1] - 1 / sqlite_rate)
+    game_ms = 1000 / sqlite_rate
+    print(f"coordination per game: {overhead_ms:.1f} ms more than SQLite's {game_ms:.1f} ms a game "
+          f"({100 * overhead_ms / game_ms:.1f}%); 2 workers / 1: {rates[2] / rates[1]:.2f}x, "
+          f"3 / 1: {rates[3] / rates[1]:.2f}x (each worker needs a free core to add its own)")
+    print(f"workers_speedup_2_vs_1={rates[2] / rates[1]:.2f} pg_overhead_ms_per_game={overhead_ms:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,237 @@
+"""`craits tournament|ladder ... --store postgresql://...`: the same commands on a PostgreSQL store.
+
+A tournament in PostgreSQL is named by its file's ``name`` (one database holds many):
+``run FILE`` stores the schedule and queues its games, which ``craits worker``s on any
+machine play (this command plays them itself, ``--local-workers``, when no worker is
+running); it follows the progress and writes the standings, the replays (exported from
+the database) and the viewer pages into the output folder, as a SQLite run does.
+``resume`` and ``standings`` take the file or the tournament's name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+
+from server.cli.tournament import (
+    _locked,
+    _play_ladder,
+    _report,
+    _show_standings,
+    _with_address,
+    choose_runner,
+)
+from server.errors import UserError
+from server.logging import configure_logging
+from server.spec import GameRecord, GameSpec
+from server.storage.postgres import PostgresStore, redact
+from server.storage.store import StoreError
+from tournaments.config import TournamentConfig, load_config
+from tournaments.distributed import (
+    GameRefused,
+    WorkerSettings,
+    adopt_queue_logs,
+    forget,
+    open_tournament_pg,
+    play_queued,
+    start_tournament_pg,
+)
+from tournaments.ladder import ladder_standings, open_ladder
+from tournaments.pages import game_links
+from tournaments.runner import (
+    Progress,
+    RunGame,
+    RunnerFactory,
+    RunSummary,
+    TournamentError,
+    clear_output,
+    install_stop_handlers,
+    load_standings,
+)
+
+
+@contextlib.contextmanager
+def _errors() -> Iterator[None]:
+    try:
+        yield
+    except (TournamentError, StoreError) as err:
+        raise UserError(str(err)) from None
+
+
+def runner_for(runner: str) -> Callable[[TournamentConfig], RunnerFactory]:
+    """What a worker plays a tournament's games with: a bot whose program is missing on this
+    machine makes it refuse the game (``GameRefused``), which leaves it to other workers."""
+
+    def choose(config: TournamentConfig) -> RunnerFactory:
+        try:
+            return choose_runner(runner, config)
+        except UserError as err:
+            raise GameRefused(str(err)) from None
+
+    return choose
+
+
+def _check_bots(config: TournamentConfig) -> None:
+    if config.remote_bots:
+        names = ", ".join(b.name for b in config.remote_bots)
+        raise UserError(f"{names}: bots that connect on their own cannot follow their games from worker to worker; "
+                        "give them a command, or play this file without a PostgreSQL store")
+
+
+def cmd_run(args: argparse.Namespace, config: TournamentConfig, url: str) -> int:
+    _check_bots(config)
+    out_dir = config.output_dir(args.out)
+    text = Path(args.file).read_text(encoding="utf-8")
+    if args.local_workers != 0:
+        choose_runner(args.runner, config)  # (refuse a bot that cannot run here before anything is stored)
+    with _locked(out_dir), _errors():
+        store = start_tournament_pg(config, text, str(Path(args.file).resolve()), url, overwrite=args.overwrite)
+        if args.overwrite:
+            clear_output(out_dir)  # (an earlier run's replays and log in the folder)
+        with store:
+            _, total = store.counts()
+            print(f"{config.name}: {total} games, {len(config.bots)} bots, tables of {config.table_size}; "
+                  f"results in {redact(url)}; output in {out_dir}", file=sys.stderr)
+            return _play_and_report(args, config, store, out_dir, url)
+
+
+def _name_and_out(target: str, out: str | None) -> tuple[str, Path | None]:
+    """A command's target: a tournament file (its name and output folder) or a stored name."""
+    path = Path(target)
+    if path.is_file():
+        config = load_config(path)
+        return config.name, config.output_dir(out)
+    if path.is_dir():
+        raise UserError(f"{target} is a folder: with a PostgreSQL store, give the tournament's file or its name")
+    return target, Path(out) if out else None
+
+
+def cmd_resume(args: argparse.Namespace, url: str) -> int:
+    name, out = _name_and_out(args.target, getattr(args, "out", None))
+    with _errors():
+        config, store = open_tournament_pg(url, name)
+    config = _with_address(config, args)
+    out_dir = out or config.output_dir()
+    with store, _locked(out_dir), _errors():
+        if args.retry_aborted:
+            print(f"{config.name}: {store.forget_aborted()} aborted game(s) will be played again", file=sys.stderr)
+        done, total = store.counts()
+        if done == total:
+            print(f"{config.name}: all {total} games are already recorded", file=sys.stderr)
+        else:
+            print(f"{config.name}: resuming, {done}/{total} games recorded; output in {out_dir}", file=sys.stderr)
+        return _play_and_report(args, config, store, out_dir, url)
+
+
+def _play_and_report(
+    args: argparse.Namespace, config: TournamentConfig, store: PostgresStore, out_dir: Path, url: str
+) -> int:
+    configure_logging(out_dir, name="worker", console=False)  # (the queue's and local workers' events)
+    adopt_queue_logs()
+    settings = _settings(args, config, out_dir)
+    done, total = store.counts()
+    progress = Progress(total, done, enabled=False if args.no_progress else None)
+
+    def on_progress(recorded: int, scheduled: int) -> None:
+        if recorded > progress.done:
+            progress.advance(recorded - progress.done)
+
+    async def follow() -> tuple[int, int, list[tuple[str, str]], bool]:
+        stop = asyncio.Event()
+        restore = install_stop_handlers(stop.set)
+        try:
+            followed = await play_queued(
+                url, store, local_workers=args.local_workers, settings=settings,
+                runner_for=runner_for(args.runner), on_progress=on_progress, stop=stop,
+            )
+        finally:
+            restore()
+            progress.close()
+        return followed.recorded, followed.scheduled, followed.failed, followed.stopped
+
+    recorded, scheduled, failed, _ = asyncio.run(follow())
+    if recorded == scheduled:
+        store.mark_finished()
+    written = _report(load_standings(config, store), store, out_dir, f"Craits tournament {config.name}")
+    again = f"craits tournament resume {config.name} --store URL"
+    if failed:
+        games = ", ".join(game for game, _ in failed[:5])
+        print(f"craits: error: {len(failed)} game(s) failed on a worker ({games}); the worker's log says why\n"
+              f"{recorded}/{scheduled} games are recorded; after fixing it, continue with: {again}", file=sys.stderr)
+        return 1
+    if recorded < scheduled:
+        print(f"stopped after {recorded}/{scheduled} games (queued games stay queued for the workers); "
+              f"continue with: {again}", file=sys.stderr)
+        return 130
+    return 0 if written else 1
+
+
+def cmd_standings(args: argparse.Namespace, url: str, *, ladder: bool = False) -> int:
+    name, out = _name_and_out(args.target, None)
+    with _errors():
+        config, store = open_tournament_pg(url, name, ladder=ladder, readonly=True)
+        with store:
+            standings = ladder_standings(config, store) if ladder else load_standings(config, store)
+            games = game_links(store, out or config.output_dir())
+    return _show_standings(standings, games, args)
+
+
+def cmd_ladder_run(args: argparse.Namespace, config: TournamentConfig, url: str) -> int:
+    """Rounds are stored and their games queued: workers anywhere play them (this command
+    too, when none is running), and may come and go while the ladder runs."""
+    _check_bots(config)
+    out_dir = config.output_dir(args.out)
+    if args.local_workers != 0:
+        choose_runner(args.runner, config)  # (refuse a bot that cannot run here before anything is stored)
+    text = Path(args.file).read_text(encoding="utf-8")
+    again = f"craits ladder run {args.file} --store URL"
+    with _locked(out_dir), _errors():
+        store = PostgresStore(url, config.name)
+        try:
+            if args.overwrite:
+                if store.tournament() is not None:
+                    forget(store)
+                clear_output(out_dir)
+            open_ladder(config, text, str(Path(args.file).resolve()), out_dir, store=store)
+        except BaseException:
+            store.close()
+            raise
+        configure_logging(out_dir, name="worker", console=False)
+        adopt_queue_logs()
+        settings = _settings(args, config, out_dir)
+
+        async def play_pending(stop: asyncio.Event) -> RunSummary:
+            started = time.monotonic()
+            before, _ = store.counts()
+            followed = await play_queued(url, store, local_workers=args.local_workers, settings=settings,
+                                         runner_for=runner_for(args.runner), stop=stop)
+            if followed.failed:
+                raise TournamentError(f"{len(followed.failed)} game(s) failed on a worker "
+                                      f"({', '.join(g for g, _ in followed.failed[:5])}); the worker's log says why")
+            return RunSummary(followed.recorded - before, followed.recorded, followed.scheduled, followed.stopped,
+                              time.monotonic() - started)
+
+        with store:
+            return _play_ladder(args, config, store, out_dir, _no_runner, again, play_pending)
+
+
+@contextlib.asynccontextmanager
+async def _no_runner(config: TournamentConfig, out_dir: Path) -> AsyncIterator[RunGame]:
+    """The ladder's own runner, unused: its games go through the queue."""
+
+    async def refuse(spec: GameSpec) -> GameRecord:
+        raise TournamentError("a ladder on a PostgreSQL store plays through the queue")
+
+    yield refuse
+
+
+def _settings(args: argparse.Namespace, config: TournamentConfig, out_dir: Path) -> WorkerSettings:
+    if args.stalled_after <= 0:
+        raise UserError("--stalled-after must be positive")
+    return WorkerSettings(concurrency=args.concurrency or config.concurrency, work_dir=out_dir / "worker",
+                          stalled_s=args.stalled_after, heartbeat_s=min(5.0, args.stalled_after / 4))

@@ -1,0 +1,120 @@
+"""`craits worker --store URL` and `craits store migrate|list URL`: workers on any machine.
+
+    craits worker --store URL [--concurrency N] [--runner auto|local|grpc] [--name NAME]
+    craits store migrate URL
+    craits store list URL
+
+A worker takes games from the queue in the PostgreSQL store (procrastinate), launches
+their bots here (the tournament file's paths resolved on this machine), plays them
+through its own referee and records each with its replay in one transaction. SIGTERM or
+Ctrl-C: it takes no new game and stops once the games in hand are recorded; a second
+signal stops it at once (its games are then played again by another worker). See
+``tournaments.distributed`` for what happens when a worker dies or the database goes away.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from server.cli.tournament import RUNNERS, STORE_ENV, _positive, store_url
+from server.cli.tournament_pg import runner_for
+from server.errors import UserError
+from server.logging import configure_logging
+from server.storage.postgres import PostgresStore, migrate, redact, tournaments_in
+from server.storage.store import StoreError
+from tournaments.distributed import WorkerService, WorkerSettings, adopt_queue_logs
+from tournaments.runner import install_stop_handlers
+
+
+def register_cli(subparsers: Any) -> None:
+    worker = subparsers.add_parser(
+        "worker",
+        help="play the queued games of tournaments and ladders kept in PostgreSQL (one per machine)",
+        description="Take games from the queue in a PostgreSQL store, play them here with their bots, and "
+        "record each result with its replay. Run one on every machine that should play; stop with SIGTERM "
+        "or Ctrl-C (the games in hand are finished first).",
+    )
+    worker.add_argument("--store", metavar="URL", help=f"the PostgreSQL database (default: ${STORE_ENV})")
+    worker.add_argument("--concurrency", type=_positive, default=os.cpu_count() or 1,
+                        help="games at once (default: the machine's cores)")
+    worker.add_argument("--runner", choices=RUNNERS, default="auto",
+                        help="local: in-process builtin bots only; grpc: the referee; auto (default): local when "
+                        "every bot of a tournament is builtin, else grpc")
+    worker.add_argument("--name", help="this worker's name in the logs (default: host:pid)")
+    worker.add_argument("--files", metavar="DIR",
+                        help="where the tournament files' relative bot paths are found on this machine "
+                        "(default: the folder the file was in where the tournament was started)")
+    worker.add_argument("--heartbeat", type=float, default=5.0, metavar="S",
+                        help="seconds between the heartbeats that say this worker is alive (default 5)")
+    worker.add_argument("--stalled-after", type=float, default=30.0, metavar="S",
+                        help="a worker silent this long is dead: its games go to another (default 30)")
+    worker.add_argument("--log-dir", default="logs", help="where worker.jsonl goes (default logs/)")
+    worker.set_defaults(func=cmd_worker)
+
+    store = subparsers.add_parser("store", help="set up, migrate and list a PostgreSQL store")
+    actions = store.add_subparsers(dest="store_command", metavar="ACTION", required=True)
+    mig = actions.add_parser("migrate", help="create or migrate the craits tables (and the queue's) in a database")
+    mig.add_argument("url", metavar="URL", help="postgresql://user@host:port/database")
+    mig.set_defaults(func=cmd_migrate)
+    listing = actions.add_parser("list", help="the tournaments and ladders a database holds")
+    listing.add_argument("url", metavar="URL")
+    listing.set_defaults(func=cmd_list)
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    url = store_url(args)
+    if url is None:
+        raise UserError(f"a worker needs the PostgreSQL store: give --store postgresql://... (or set {STORE_ENV})")
+    if args.heartbeat <= 0 or args.stalled_after <= 2 * args.heartbeat:
+        raise UserError("--stalled-after must be more than twice --heartbeat, both positive")
+    configure_logging(args.log_dir, name="worker")
+    adopt_queue_logs()
+    try:
+        PostgresStore(url, "-").close()  # (an empty database is set up, an old one refused, before any game)
+    except StoreError as err:
+        raise UserError(str(err)) from None
+    settings = WorkerSettings(
+        concurrency=args.concurrency, heartbeat_s=args.heartbeat, stalled_s=args.stalled_after,
+        files_dir=Path(args.files).resolve() if args.files else None,
+        **({"name": args.name} if args.name else {}),
+    )
+    service = WorkerService(url, settings, runner_for(args.runner))
+    print(f"craits worker {settings.name}: playing the games queued in {redact(url)}, {settings.concurrency} at "
+          f"once; stop with Ctrl-C or SIGTERM", file=sys.stderr, flush=True)
+
+    async def serve() -> None:
+        restore = install_stop_handlers(service.stop)
+        try:
+            await service.run()
+        finally:
+            restore()
+
+    asyncio.run(serve())
+    print(f"craits worker {settings.name}: stopped; {service.game_worker.played} game(s) recorded", file=sys.stderr)
+    return 0
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    try:
+        before, after = migrate(args.url)
+    except StoreError as err:
+        raise UserError(str(err)) from None
+    if before == after:
+        print(f"{redact(args.url)}: already at layout version {after}", file=sys.stderr)
+    else:
+        print(f"{redact(args.url)}: layout version {before or 'none'} -> {after}", file=sys.stderr)
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    try:
+        for name, kind in tournaments_in(args.url):
+            print(f"{name}\t{kind}")
+    except StoreError as err:
+        raise UserError(str(err)) from None
+    return 0

@@ -1,0 +1,572 @@
+"""PostgreSQL storage of tournaments and ladders: the SQLite store's interface, many hosts.
+
+``PostgresStore(url, name)`` holds the tournament (or ladder) ``name`` in the database
+at ``url`` (``postgresql://user@host:port/db``); one database holds any number of
+them, and the queue of games (procrastinate, ``tournaments.distributed``) lives in
+the same database, so an organizer runs one service.
+
+It offers what ``server.storage.store.Store`` offers, with the same meaning, so the
+runner, the ladder, the standings and the pages cannot tell them apart. What differs:
+
+* **the replay is in the database.** ``record_game`` reads the replay the game just
+  wrote and stores it with the result, its seats and its hands in ONE transaction:
+  the database copy is the authoritative one; ``export_replays`` (``craits replay
+  export``) writes the files, and the viewer pages are built from those.
+* **a game is recorded once.** Two workers may finish the same game (one was thought
+  dead and its game given to another): the first result is kept, a later one is
+  refused (``record_game`` raises ``StoreError``; ``record_game_once`` says False).
+* **the connection may drop** (a restarted server, a network cut): every operation is
+  one transaction, retried on a new connection with backoff for ``retry_s`` seconds
+  before it gives up with a ``StoreError``; an operation never half-happens.
+* **the layout is versioned**: ``server/storage/migrations/NNNN_*.sql``, applied in
+  order and recorded in ``craits_schema``. An empty database is set up at first use;
+  a database at an older version is refused with the command that migrates it
+  (``craits store migrate URL``), a newer one with "upgrade craits".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+
+from server.logging import get_logger
+from server.spec import GameRecord
+from server.storage.store import COUNTERS, GameSlot, HandRow, SeatRow, StoredResult, StoreError, TournamentRow
+
+URL_SCHEMES = ("postgresql", "postgres")
+MIGRATIONS_PACKAGE = "server.storage.migrations"
+_MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+_LOCK_KEY = 0x43524149  # pg_advisory_xact_lock key while migrating ("CRAI")
+T = TypeVar("T")
+log = get_logger(component="store")
+
+
+def is_store_url(text: str | None) -> bool:
+    return bool(text) and urlsplit(str(text)).scheme in URL_SCHEMES
+
+
+def redact(url: str) -> str:
+    """The URL without its password, for messages and logs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)
+    user = (parts.username or "") + ":***"
+    return urlunsplit(parts._replace(netloc=f"{user}@{netloc[-1]}"))
+
+
+def migrations() -> list[tuple[int, str, str]]:
+    """(version, file name, SQL) of every migration shipped with this craits, in order."""
+    out = []
+    for entry in resources.files(MIGRATIONS_PACKAGE).iterdir():
+        match = _MIGRATION_NAME.match(entry.name)
+        if match:
+            out.append((int(match.group(1)), entry.name, entry.read_text(encoding="utf-8")))
+    out.sort()
+    if [v for v, _, _ in out] != list(range(1, len(out) + 1)):
+        raise RuntimeError(f"{MIGRATIONS_PACKAGE}: migrations must be numbered 0001, 0002, ... without gaps")
+    return out
+
+
+SCHEMA_VERSION = len(migrations())
+
+
+def connect(url: str, *, timeout_s: float = 10.0) -> psycopg.Connection[Any]:
+    try:
+        return psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(timeout_s)))
+    except psycopg.Error as err:
+        raise StoreError(f"{redact(url)}: cannot connect: {_one_line(err)}") from None
+
+
+def schema_version(conn: psycopg.Connection[Any]) -> int | None:
+    """The database's layout version; None for a database without craits tables."""
+    exists = conn.execute("SELECT to_regclass('craits_schema') IS NOT NULL").fetchone()
+    if not exists or not exists[0]:
+        return None
+    row = conn.execute("SELECT max(version) FROM craits_schema").fetchone()
+    return int(row[0]) if row and row[0] is not None else 0
+
+
+def migrate(url: str, *, only_if_empty: bool = False) -> tuple[int, int]:
+    """Bring the database to this craits' layout (and the queue's tables); returns
+    (version before, version after). ``only_if_empty``: set up a new database, but
+    leave an existing older one alone (``check_schema`` then refuses it)."""
+    try:
+        return _migrate(url, only_if_empty)
+    except psycopg.Error as err:
+        raise StoreError(f"{redact(url)}: cannot set up or migrate the database: {_one_line(err)}") from None
+
+
+def _migrate(url: str, only_if_empty: bool) -> tuple[int, int]:
+    with connect(url) as conn, conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+        before = schema_version(conn)
+        if before is not None and only_if_empty:
+            return before, before
+        if before is None:
+            conn.execute(
+                "CREATE TABLE craits_schema (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+                " applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+            )
+        current = before or 0
+        if current > SCHEMA_VERSION:
+            raise StoreError(_newer(url, current))
+        for version, name, sql in migrations():
+            if version > current:
+                conn.execute(sql.encode())  # (bytes: no %-placeholders in a migration)
+                conn.execute("INSERT INTO craits_schema (version, name) VALUES (%s, %s)", (version, name))
+        _ensure_queue_schema(conn)
+        return before or 0, SCHEMA_VERSION
+
+
+def _ensure_queue_schema(conn: psycopg.Connection[Any]) -> None:
+    """procrastinate's tables, in the same database, created with the craits ones."""
+    row = conn.execute("SELECT to_regclass('procrastinate_jobs') IS NOT NULL").fetchone()
+    if row and row[0]:
+        return
+    from procrastinate.schema import SchemaManager
+
+    conn.execute(SchemaManager.get_schema().encode())
+
+
+def _newer(url: str, version: int) -> str:
+    return (f"{redact(url)}: the database's layout is version {version}, newer than this craits knows "
+            f"({SCHEMA_VERSION}); upgrade craits")
+
+
+def check_schema(url: str, conn: psycopg.Connection[Any]) -> None:
+    version = schema_version(conn)
+    if version == SCHEMA_VERSION:
+        return
+    if version is None:
+        raise StoreError(f"{redact(url)}: no craits tables in this database; create them with: craits store migrate {redact(url)}")
+    if version > SCHEMA_VERSION:
+        raise StoreError(_newer(url, version))
+    raise StoreError(
+        f"{redact(url)}: the database's layout is version {version}, this craits uses version {SCHEMA_VERSION}; "
+        f"migrate it (back it up first) with: craits store migrate {redact(url)}"
+    )
+
+
+def _one_line(err: BaseException) -> str:
+    return " ".join(str(err).split()) or type(err).__name__
+
+
+class PostgresStore:
+    """A tournament or ladder ``name`` in a PostgreSQL database. Use from one thread."""
+
+    FILENAME = "tournament.db"  # (the SQLite store's; a PostgreSQL run writes none)
+    kind = "postgresql"
+
+    def __init__(self, url: str, name: str, *, readonly: bool = False, retry_s: float = 60.0,
+                 create: bool = True) -> None:
+        self.url = url
+        self.name = name
+        self.path = f"{redact(url)} (tournament {name})"
+        self.readonly = readonly
+        self.retry_s = retry_s
+        if create and not readonly:
+            migrate(url, only_if_empty=True)
+        self._conn: psycopg.Connection[Any] | None = connect(url)
+        try:
+            check_schema(url, self._conn)
+        except BaseException:
+            self.close()
+            raise
+
+    # ---------------------------------------------------------- connection
+
+    def close(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(psycopg.Error):
+                self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> PostgresStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _retrying(self, what: str, op: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """Run ``op`` (one transaction) on the connection; on a lost connection, reconnect
+        with backoff and run it again, for up to ``retry_s`` seconds."""
+        deadline = time.monotonic() + self.retry_s
+        delay = 0.2
+        while True:
+            try:
+                if self._conn is None or self._conn.closed or self._conn.broken:
+                    self.close()
+                    self._conn = psycopg.connect(self.url, autocommit=True, connect_timeout=5)
+                return op(self._conn)
+            except psycopg.OperationalError as err:
+                self.close()
+                if time.monotonic() + delay > deadline:
+                    raise StoreError(f"{self.path}: {what}: the database is unreachable: {_one_line(err)}") from None
+                log.warning("store_retry", what=what, error=_one_line(err), retry_in_s=round(delay, 2))
+                time.sleep(delay)
+                delay = min(delay * 2, 5.0)
+            except psycopg.Error as err:
+                raise StoreError(f"{self.path}: {what}: {_one_line(err)}") from None
+
+    @contextlib.contextmanager
+    def _tx(self, conn: psycopg.Connection[Any]) -> Iterator[psycopg.Connection[Any]]:
+        with conn.transaction():
+            yield conn
+
+    # --------------------------------------------------------------- writing
+
+    def create_tournament(
+        self,
+        *,
+        name: str,
+        source_text: str,
+        source_path: str,
+        schedule_digest: str,
+        settings: dict[str, Any],
+        bots: Sequence[tuple[str, str, str]],
+        games: Iterable[GameSlot],
+    ) -> None:
+        if name != self.name:
+            raise StoreError(f"{self.path}: cannot store tournament {name!r} here")
+        games = list(games)
+
+        def op(conn: psycopg.Connection[Any]) -> None:
+            with conn.transaction():
+                if conn.execute("SELECT 1 FROM craits_tournaments WHERE name = %s", (name,)).fetchone():
+                    raise StoreError(f"{self.path}: already holds tournament {name!r}")
+                conn.execute(
+                    "INSERT INTO craits_tournaments (name, source_text, source_path, schedule_digest, settings,"
+                    " created_at) VALUES (%s, %s, %s, %s, %s, %s)",
+                    (name, source_text, source_path, schedule_digest, json.dumps(settings, sort_keys=True), time.time()),
+                )
+                with conn.cursor() as cur:
+                    cur.executemany(
+                        "INSERT INTO craits_bots (tournament, name, position, kind, token) VALUES (%s, %s, %s, %s, %s)",
+                        [(name, b[0], i, b[1], b[2]) for i, b in enumerate(bots)],
+                    )
+                    self._insert_games(cur, games)
+
+        self._retrying("storing the tournament", op)
+
+    def _insert_games(self, cur: psycopg.Cursor[Any], games: Sequence[GameSlot]) -> None:
+        if not games:
+            return
+        with cur.copy(
+            "COPY craits_games (tournament, game_id, ordinal, table_no, deal, rotation, seed, seats) FROM STDIN"
+        ) as copy:
+            for g in games:
+                copy.write_row((self.name, g.game_id, g.ordinal, g.table, g.deal, g.rotation, g.seed, json.dumps(g.seats)))
+
+    def record_game(self, record: GameRecord) -> None:
+        """Write one finished (or aborted) game in ONE transaction: the result, every seat,
+        every hand and its replay (read from ``record.replay_path``), or nothing at all.
+        A game already recorded raises ``StoreError``."""
+        if not self.record_game_once(record):
+            raise StoreError(f"game {record.game_id} is already recorded")
+
+    def record_game_once(self, record: GameRecord, *, worker: str = "") -> bool:
+        """As ``record_game``; False (and nothing written) when the game is already recorded."""
+        replay = self._read_replay(record)
+        stored_path = None if record.replay_path is None else f"replays/{Path(record.replay_path).name}"
+        outcome: list[bool] = []
+
+        def op(conn: psycopg.Connection[Any]) -> bool:
+            with conn.transaction():
+                row = conn.execute(
+                    "SELECT seats FROM craits_games WHERE tournament = %s AND game_id = %s FOR SHARE",
+                    (self.name, record.game_id),
+                ).fetchone()
+                if row is None:
+                    raise StoreError(f"game {record.game_id!r} is not in the schedule")
+                seats = json.loads(row[0])
+                if len(record.seats) != len(seats) or any(r.bot != b for r, b in zip(record.seats, seats, strict=False)):
+                    raise StoreError(
+                        f"game {record.game_id}: the record's seats {[r.bot for r in record.seats]} "
+                        f"are not the schedule's {seats}")
+                result = record.result
+                if not record.aborted and len(result.totals) != len(seats):
+                    raise StoreError(f"game {record.game_id}: {len(result.totals)} totals for {len(seats)} seats")
+                inserted = conn.execute(
+                    "INSERT INTO craits_results (tournament, game_id, recorded_at, digest, replay_path, lower_wins,"
+                    " team_placings, aborted, worker) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+                    " ON CONFLICT (tournament, game_id) DO NOTHING RETURNING game_id",
+                    (
+                        self.name, record.game_id, time.time(), record.digest, stored_path, bool(result.lower_wins),
+                        None if result.team_placings is None else json.dumps(list(result.team_placings)),
+                        record.aborted, worker,
+                    ),
+                ).fetchone()
+                if inserted is None:
+                    return False
+                with conn.cursor() as cur:
+                    cur.executemany(
+                        "INSERT INTO craits_seats (tournament, game_id, seat, bot, total, \"placing\", status, decisions,"
+                        " timeouts, strikes, illegal, malformed, disconnects, default_actions, think_s, transport_s)"
+                        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                        [
+                            (
+                                self.name, record.game_id, seat, report.bot,
+                                result.totals[seat] if seat < len(result.totals) else 0,
+                                result.placings[seat] if seat < len(result.placings) else 0,
+                                str(report.status), *(getattr(report, c) for c in COUNTERS),
+                                report.think_s, report.transport_s,
+                            )
+                            for seat, report in enumerate(record.seats)
+                        ],
+                    )
+                    if result.hands:
+                        cur.executemany(
+                            "INSERT INTO craits_hands (tournament, game_id, number, dealer, reason, scores, pressures)"
+                            " VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                            [
+                                (self.name, record.game_id, h.number, h.dealer, h.reason,
+                                 json.dumps(list(h.scores)), json.dumps(list(h.pressures)))
+                                for h in result.hands
+                            ],
+                        )
+                if replay is not None:
+                    conn.execute(
+                        "INSERT INTO craits_replays (tournament, game_id, body) VALUES (%s, %s, %s)",
+                        (self.name, record.game_id, replay),
+                    )
+                return True
+
+        def attempt(conn: psycopg.Connection[Any]) -> bool:
+            # A commit whose answer was lost to a dropped connection is retried: then the
+            # game is found recorded, with this very digest, which counts as this call's.
+            done = op(conn)
+            outcome.append(done)
+            return done
+
+        done = self._retrying(f"recording game {record.game_id}", attempt)
+        if not done and len(outcome) > 1 and self._recorded_digest(record.game_id) == record.digest:
+            return True
+        return done
+
+    def _recorded_digest(self, game_id: str) -> str | None:
+        row = self._retrying("reading a result", lambda c: c.execute(
+            "SELECT digest FROM craits_results WHERE tournament = %s AND game_id = %s", (self.name, game_id)
+        ).fetchone())
+        return None if row is None else str(row[0])
+
+    @staticmethod
+    def _read_replay(record: GameRecord) -> bytes | None:
+        if record.replay_path is None:
+            return None
+        try:
+            return Path(record.replay_path).read_bytes()
+        except FileNotFoundError:
+            return None  # an aborted game may have none
+        except OSError as err:
+            raise StoreError(f"game {record.game_id}: cannot read its replay {record.replay_path}: {err}") from None
+
+    def add_games(self, games: Iterable[GameSlot]) -> None:
+        games = list(games)
+
+        def op(conn: psycopg.Connection[Any]) -> None:
+            with conn.transaction(), conn.cursor() as cur:
+                self._insert_games(cur, games)
+
+        self._retrying("adding games", op)
+
+    def drop_pending(self, game_ids: Iterable[str]) -> None:
+        ids = list(game_ids)
+        self._retrying("dropping games", lambda c: c.execute(
+            "DELETE FROM craits_games g WHERE tournament = %s AND game_id = ANY(%s) AND NOT EXISTS"
+            " (SELECT 1 FROM craits_results r WHERE r.tournament = g.tournament AND r.game_id = g.game_id)",
+            (self.name, ids),
+        ))
+
+    def set_bots(self, bots: Sequence[tuple[str, str, str]], source_text: str, source_path: str) -> None:
+        def op(conn: psycopg.Connection[Any]) -> None:
+            with conn.transaction():
+                row = conn.execute(
+                    "SELECT coalesce(max(position) + 1, 0) FROM craits_bots WHERE tournament = %s", (self.name,)
+                ).fetchone()
+                start = row[0] if row else 0
+                with conn.cursor() as cur:
+                    cur.executemany(
+                        "INSERT INTO craits_bots (tournament, name, position, kind, token) VALUES (%s, %s, %s, %s, %s)"
+                        " ON CONFLICT (tournament, name) DO UPDATE SET kind = excluded.kind, token = excluded.token",
+                        [(self.name, b[0], start + i, b[1], b[2]) for i, b in enumerate(bots)],
+                    )
+                conn.execute(
+                    "UPDATE craits_tournaments SET source_text = %s, source_path = %s WHERE name = %s",
+                    (source_text, source_path, self.name),
+                )
+
+        self._retrying("storing the bots", op)
+
+    def bot_names(self) -> list[str]:
+        rows = self._retrying("reading the bots", lambda c: c.execute(
+            "SELECT name FROM craits_bots WHERE tournament = %s ORDER BY position", (self.name,)).fetchall())
+        return [r[0] for r in rows]
+
+    def forget_aborted(self) -> int:
+        def op(conn: psycopg.Connection[Any]) -> int:
+            with conn.transaction():
+                rows = conn.execute(
+                    "DELETE FROM craits_results WHERE tournament = %s AND aborted != '' RETURNING game_id", (self.name,)
+                ).fetchall()
+                if rows:
+                    conn.execute("UPDATE craits_tournaments SET finished_at = NULL WHERE name = %s", (self.name,))
+                return len(rows)
+
+        return self._retrying("forgetting the aborted games", op)
+
+    def mark_finished(self) -> None:
+        self._retrying("marking the end", lambda c: c.execute(
+            "UPDATE craits_tournaments SET finished_at = %s WHERE name = %s AND finished_at IS NULL",
+            (time.time(), self.name),
+        ))
+
+    def delete_tournament(self) -> None:
+        """Everything stored of this tournament (``--overwrite``), in one transaction."""
+        self._retrying("deleting the tournament", lambda c: c.execute(
+            "DELETE FROM craits_tournaments WHERE name = %s", (self.name,)))
+
+    # --------------------------------------------------------------- reading
+
+    def tournament(self) -> TournamentRow | None:
+        row = self._retrying("reading the tournament", lambda c: c.execute(
+            "SELECT name, source_text, source_path, schedule_digest, settings, created_at, finished_at"
+            " FROM craits_tournaments WHERE name = %s", (self.name,)).fetchone())
+        if row is None:
+            return None
+        try:
+            settings = json.loads(row[4])
+        except (TypeError, ValueError) as err:
+            raise StoreError(f"{self.path}: the tournament's settings are damaged ({err})") from None
+        return TournamentRow(row[0], row[1], row[2], row[3], settings, row[5], row[6])
+
+    def bot_tokens(self) -> dict[str, str]:
+        rows = self._retrying("reading the bots", lambda c: c.execute(
+            "SELECT name, token FROM craits_bots WHERE tournament = %s", (self.name,)).fetchall())
+        return {r[0]: r[1] for r in rows}
+
+    def games(self, pending_only: bool = False) -> list[GameSlot]:
+        where = (" AND NOT EXISTS (SELECT 1 FROM craits_results r WHERE r.tournament = g.tournament"
+                 " AND r.game_id = g.game_id)") if pending_only else ""
+        rows = self._retrying("reading the schedule", lambda c: c.execute(
+            "SELECT game_id, ordinal, table_no, deal, rotation, seed, seats FROM craits_games g"
+            f" WHERE tournament = %s{where} ORDER BY ordinal", (self.name,)).fetchall())
+        return [GameSlot(r[0], r[1], r[2], r[3], r[4], r[5], tuple(json.loads(r[6]))) for r in rows]
+
+    def pending_games(self) -> list[GameSlot]:
+        return self.games(pending_only=True)
+
+    def game(self, game_id: str) -> GameSlot | None:
+        row = self._retrying("reading a game", lambda c: c.execute(
+            "SELECT game_id, ordinal, table_no, deal, rotation, seed, seats FROM craits_games"
+            " WHERE tournament = %s AND game_id = %s", (self.name, game_id)).fetchone())
+        return None if row is None else GameSlot(row[0], row[1], row[2], row[3], row[4], row[5], tuple(json.loads(row[6])))
+
+    def game_to_play(self, game_id: str) -> tuple[GameSlot | None, bool, dict[str, str]]:
+        """What a worker needs to play a game, in one round trip: its slot (None: not in
+        the schedule), whether it is recorded already, and the bots' tokens."""
+        def op(conn: psycopg.Connection[Any]) -> tuple[Any, Any, Any]:
+            with conn.transaction():
+                game = conn.execute(
+                    "SELECT g.game_id, g.ordinal, g.table_no, g.deal, g.rotation, g.seed, g.seats,"
+                    " EXISTS (SELECT 1 FROM craits_results r WHERE r.tournament = g.tournament"
+                    " AND r.game_id = g.game_id) FROM craits_games g WHERE g.tournament = %s AND g.game_id = %s",
+                    (self.name, game_id)).fetchone()
+                tokens = conn.execute("SELECT name, token FROM craits_bots WHERE tournament = %s",
+                                      (self.name,)).fetchall()
+                return game, None, tokens
+
+        row, _, tokens = self._retrying("reading a game", op)
+        if row is None:
+            return None, False, {}
+        slot = GameSlot(row[0], row[1], row[2], row[3], row[4], row[5], tuple(json.loads(row[6])))
+        return slot, bool(row[7]), {r[0]: r[1] for r in tokens}
+
+    def is_recorded(self, game_id: str) -> bool:
+        return self._recorded_digest(game_id) is not None
+
+    def counts(self) -> tuple[int, int]:
+        row = self._retrying("counting the games", lambda c: c.execute(
+            "SELECT (SELECT count(*) FROM craits_results WHERE tournament = %s),"
+            " (SELECT count(*) FROM craits_games WHERE tournament = %s)", (self.name, self.name)).fetchone())
+        assert row is not None
+        return int(row[0]), int(row[1])
+
+    def results(self) -> list[StoredResult]:
+        def op(conn: psycopg.Connection[Any]) -> tuple[list[Any], list[Any]]:
+            with conn.transaction():  # (one snapshot for both reads)
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                seat_rows = conn.execute(
+                    f"SELECT game_id, seat, bot, total, \"placing\", status, {', '.join(COUNTERS)}, think_s, transport_s"
+                    " FROM craits_seats WHERE tournament = %s ORDER BY game_id, seat", (self.name,)).fetchall()
+                result_rows = conn.execute(
+                    "SELECT r.game_id, g.ordinal, r.lower_wins, r.team_placings, r.aborted, r.digest, r.replay_path"
+                    " FROM craits_results r JOIN craits_games g USING (tournament, game_id)"
+                    " WHERE r.tournament = %s ORDER BY g.ordinal", (self.name,)).fetchall()
+                return seat_rows, result_rows
+
+        seat_rows, result_rows = self._retrying("reading the results", op)
+        seats: dict[str, list[SeatRow]] = {}
+        for r in seat_rows:
+            counters = dict(zip(COUNTERS, r[6 : 6 + len(COUNTERS)], strict=True))
+            seats.setdefault(r[0], []).append(SeatRow(r[1], r[2], int(r[3]), r[4], r[5], counters, r[-2], r[-1]))
+        out = []
+        for r in result_rows:
+            if r[0] not in seats:
+                raise StoreError(f"{self.path}: game {r[0]} is recorded without its seats: the database is damaged")
+            out.append(StoredResult(
+                game_id=r[0], ordinal=r[1], seats=tuple(seats[r[0]]), lower_wins=bool(r[2]),
+                team_placings=None if r[3] is None else tuple(json.loads(r[3])),
+                aborted=r[4], digest=r[5], replay_path=r[6],
+            ))
+        return out
+
+    def hands(self, game_id: str) -> list[HandRow]:
+        rows = self._retrying("reading the hands", lambda c: c.execute(
+            "SELECT number, dealer, reason, scores, pressures FROM craits_hands"
+            " WHERE tournament = %s AND game_id = %s ORDER BY number", (self.name, game_id)).fetchall())
+        return [HandRow(r[0], r[1], r[2], tuple(json.loads(r[3])), tuple(json.loads(r[4]))) for r in rows]
+
+    def replay(self, game_id: str) -> bytes | None:
+        row = self._retrying("reading a replay", lambda c: c.execute(
+            "SELECT body FROM craits_replays WHERE tournament = %s AND game_id = %s", (self.name, game_id)).fetchone())
+        return None if row is None else bytes(row[0])
+
+    def export_replays(self, directory: Path) -> int:
+        """Write every stored replay as ``directory/<game>.jsonl`` (each atomically), leaving a
+        file that already holds the same bytes; returns how many were written."""
+        directory.mkdir(parents=True, exist_ok=True)
+        ids = self._retrying("listing the replays", lambda c: c.execute(
+            "SELECT game_id FROM craits_replays WHERE tournament = %s ORDER BY game_id", (self.name,)).fetchall())
+        written = 0
+        for (game_id,) in ids:
+            body = self.replay(game_id)
+            path = directory / f"{game_id}.jsonl"
+            if body is None or (path.is_file() and path.read_bytes() == body):
+                continue
+            tmp = path.with_suffix(".jsonl.tmp")
+            try:
+                tmp.write_bytes(body)
+                tmp.replace(path)
+            except OSError:
+                tmp.unlink(missing_ok=True)
+                raise
+            written += 1
+        return written
+
+
+def tournaments_in(url: str) -> list[tuple[str, str]]:
+    """(name, "tournament"|"ladder") of everything the database holds."""
+    with connect(url) as conn:
+        check_schema(url, conn)
+        rows = conn.execute("SELECT name, schedule_digest FROM craits_tournaments ORDER BY name").fetchall()
+    return [(r[0], "ladder" if r[1] == "ladder" else "tournament") for r in rows]

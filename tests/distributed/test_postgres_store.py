@@ -1,0 +1,167 @@
+"""The PostgreSQL store against a real server: the SQLite store's contract, plus
+migrations, one-transaction games with their replays, and exactly-once recording."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from server.engine import make_config
+from server.spec import BotSpec, GameRecord, GameSpec
+from server.storage.postgres import SCHEMA_VERSION, PostgresStore, migrate, migrations, schema_version
+from server.storage.replay import verify_replay
+from server.storage.store import GameSlot, StoreError
+from tests.distributed.postgres_server import PostgresServer
+from tournaments.local import play_local
+
+
+def test_server_answers(pg_url: str) -> None:
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_new_database_is_set_up_at_first_use(pg_url: str) -> None:
+    with PostgresStore(pg_url, "t1") as store:
+        assert store.tournament() is None
+        assert store.counts() == (0, 0)
+    with psycopg.connect(pg_url) as conn:
+        assert schema_version(conn) == SCHEMA_VERSION
+        assert conn.execute("SELECT to_regclass('procrastinate_jobs') IS NOT NULL").fetchone() == (True,)
+
+
+CONFIG = make_config("craits", 3, short_game=True)
+SLOTS = [
+    GameSlot("g1", 0, 0, 0, 0, 11, ("a", "b", "c")),
+    GameSlot("g2", 1, 0, 0, 1, 11, ("b", "c", "a")),
+    GameSlot("g3", 2, 0, 0, 2, 11, ("c", "a", "b")),
+]
+
+
+def new_store(url: str, name: str = "t") -> PostgresStore:
+    store = PostgresStore(url, name)
+    store.create_tournament(
+        name=name, source_text="name = 't'", source_path="t.toml", schedule_digest="x", settings={"k": 1},
+        bots=[("a", "builtin", "builtin"), ("b", "builtin", "builtin"), ("c", "builtin", "builtin")],
+        games=SLOTS,
+    )
+    return store
+
+
+def play(slot: GameSlot, replay_dir: Path | None = None) -> GameRecord:
+    seats = tuple(BotSpec(name, "builtin", builtin="random") for name in slot.seats)
+    path = None if replay_dir is None else replay_dir / f"{slot.game_id}.jsonl"
+    return play_local(GameSpec(slot.game_id, CONFIG, slot.seed, seats, replay_path=path))
+
+
+def test_a_recorded_game_reads_back_whole_with_its_replay(pg_url: str, tmp_path: Path) -> None:
+    with new_store(pg_url) as store:
+        assert store.games() == SLOTS and store.pending_games() == SLOTS and store.counts() == (0, 3)
+        record = play(SLOTS[0], tmp_path)
+        huge = 3169126500570573503741758014029  # pressures double: totals pass 64 bits
+        record = dataclasses.replace(record, result=dataclasses.replace(record.result, totals=(huge, 1, 2)))
+        store.record_game(record)
+        (result,) = store.results()
+        assert result.bots == ("a", "b", "c") and result.totals == (huge, 1, 2)
+        assert result.placings == record.result.placings and result.digest == record.digest
+        assert result.replay_path == "replays/g1.jsonl"
+        assert [h.scores for h in store.hands("g1")] == [h.scores for h in record.result.hands]
+        assert store.replay("g1") == (tmp_path / "g1.jsonl").read_bytes()
+        assert [g.game_id for g in store.pending_games()] == ["g2", "g3"] and store.counts() == (1, 3)
+        out = tmp_path / "export"
+        assert store.export_replays(out) == 1 and store.export_replays(out) == 0  # (an equal file is kept)
+        assert verify_replay(out / "g1.jsonl").digest == record.digest
+
+
+def test_a_game_is_recorded_once_a_late_duplicate_is_dropped(pg_url: str) -> None:
+    with new_store(pg_url) as store:
+        first = play(SLOTS[0])
+        assert store.record_game_once(first, worker="w1")
+        late = dataclasses.replace(first, digest="another")
+        assert not store.record_game_once(late, worker="w2")
+        with pytest.raises(StoreError, match="already recorded"):
+            store.record_game(late)
+        assert [r.digest for r in store.results()] == [first.digest]
+        with pytest.raises(StoreError, match="not in the schedule"):
+            store.record_game(dataclasses.replace(first, game_id="nope"))
+        with pytest.raises(StoreError, match="not the schedule's"):
+            store.record_game(dataclasses.replace(play(SLOTS[1]), game_id="g3"))
+
+
+class Exploding(tuple):  # type: ignore[type-arg]
+    """Hand scores that fail while the transaction is half-written."""
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        raise RuntimeError("disk on fire")
+
+
+def test_a_failure_half_way_through_leaves_no_trace(pg_url: str, tmp_path: Path) -> None:
+    with new_store(pg_url) as store:
+        record = play(SLOTS[0], tmp_path)
+        hands = list(record.result.hands)
+        hands[-1] = dataclasses.replace(hands[-1], scores=Exploding(hands[-1].scores))
+        broken = dataclasses.replace(record, result=dataclasses.replace(record.result, hands=tuple(hands)))
+        with pytest.raises(RuntimeError, match="disk on fire"):
+            store.record_game(broken)
+        assert store.results() == [] and store.hands("g1") == [] and store.replay("g1") is None
+        store.record_game(record)
+        assert store.counts() == (1, 3)
+
+
+def test_one_database_holds_many_tournaments_apart(pg_url: str) -> None:
+    with new_store(pg_url, "one") as one, new_store(pg_url, "two") as two:
+        one.record_game(play(SLOTS[0]))
+        assert one.counts() == (1, 3) and two.counts() == (0, 3)
+        assert two.results() == []
+        with pytest.raises(StoreError, match="already holds"):
+            two.create_tournament(name="two", source_text="", source_path="", schedule_digest="", settings={},
+                                  bots=[], games=[])
+        assert two.forget_aborted() == 0
+        aborted = dataclasses.replace(play(SLOTS[1]), aborted="every bot gone")
+        two.record_game(aborted)
+        assert two.forget_aborted() == 1 and two.counts() == (0, 3)
+
+
+def test_an_older_layout_is_refused_with_the_command_that_migrates_it(pg_url: str) -> None:
+    PostgresStore(pg_url, "t").close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # as if a later migration were missing
+        conn.execute("INSERT INTO craits_schema (version, name) VALUES (%s, 'future')", (SCHEMA_VERSION + 1,))
+    with pytest.raises(StoreError, match=r"newer than this craits knows.*upgrade craits"):
+        PostgresStore(pg_url, "t")
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("DELETE FROM craits_schema")
+        conn.execute("INSERT INTO craits_schema (version, name) VALUES (0, 'before 0001')")
+    with pytest.raises(StoreError, match=r"version 0, this craits uses version \d+; migrate it .* craits store migrate"):
+        PostgresStore(pg_url, "t")
+
+
+def test_migrations_are_numbered_and_applied_in_order(pg_url: str) -> None:
+    names = [name for _, name, _ in migrations()]
+    assert names == sorted(names) and names[0].startswith("0001_")
+    assert migrate(pg_url) == (0, SCHEMA_VERSION)
+    assert migrate(pg_url) == (SCHEMA_VERSION, SCHEMA_VERSION)  # (idempotent)
+    with psycopg.connect(pg_url) as conn:
+        assert [r[0] for r in conn.execute("SELECT name FROM craits_schema ORDER BY version")] == names
+
+
+def test_an_unreachable_database_is_one_clear_error() -> None:
+    with pytest.raises(StoreError, match="cannot connect"):
+        PostgresStore("postgresql://nobody@127.0.0.1:1/none", "t")
+
+
+def test_a_lost_connection_is_retried_and_the_game_recorded_once(
+    pg_url: str, pg_server: PostgresServer, tmp_path: Path
+) -> None:
+    with new_store(pg_url) as store:
+        store.counts()
+        pg_server.stop("immediate")
+        restarted = threading.Timer(1.5, pg_server.start)
+        restarted.start()
+        try:
+            store.record_game(play(SLOTS[0], tmp_path))  # waits for the server, then records
+        finally:
+            restarted.join()
+        assert store.counts() == (1, 3) and store.replay("g1") is not None

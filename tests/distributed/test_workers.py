@@ -1,0 +1,289 @@
+"""`craits worker` processes on a real PostgreSQL server: they split a tournament's games
+and the standings are those of the same file on SQLite; a worker killed mid-game loses
+nothing, SIGTERM finishes the games in hand, a restarted database is waited for, and a
+worker without a bot's files leaves its games to the others."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from server.storage.postgres import migrate
+from tests.cli import run_cli
+from tests.distributed.postgres_server import PostgresServer
+from tests.tournaments.configs import builtin_tournament
+
+ROOT = Path(__file__).resolve().parents[2]
+SLOW_BOT = Path(__file__).resolve().parent / "bots" / "slow_bot.py"
+HEARTBEAT = ("--heartbeat", "0.5", "--stalled-after", "3")
+
+SLOW_FILE = """name = "slowcup"
+table_size = 2
+deals = 1
+seed = 5
+concurrency = 2
+
+[flags]
+short_game = true
+
+[[bots]]
+name = "slow-a"
+command = ["python", "slow_bot.py", "0.002"]
+
+[[bots]]
+name = "slow-b"
+command = ["python", "slow_bot.py", "0.002"]
+"""
+"""Two games of about five seconds each (two deterministic bots that think 2 ms a move)."""
+
+
+class Procs:
+    """The craits processes a test starts, each in its own session; all killed at the end."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.tmp_path = tmp_path
+        self.started: list[subprocess.Popen[bytes]] = []
+
+    def craits(self, name: str, *argv: str, cwd: Path | None = None) -> subprocess.Popen[bytes]:
+        log = (self.tmp_path / f"{name}.out").open("wb")
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
+        env.pop("CRAITS_STORE", None)
+        proc = subprocess.Popen([sys.executable, "-m", "server.cli", *argv], cwd=cwd or self.tmp_path, env=env,
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.started.append(proc)
+        return proc
+
+    def worker(self, name: str, url: str, *extra: str, concurrency: int = 1) -> subprocess.Popen[bytes]:
+        return self.craits(name, "worker", "--store", url, "--concurrency", str(concurrency), "--name", name,
+                           "--log-dir", str(self.tmp_path / name), *HEARTBEAT, *extra)
+
+    def output(self, name: str) -> str:
+        return (self.tmp_path / f"{name}.out").read_text(errors="replace")
+
+    def log_events(self, name: str) -> list[dict[str, Any]]:
+        path = self.tmp_path / name / "worker.jsonl"
+        if not path.exists():
+            return []
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+    def close(self) -> None:
+        for proc in self.started:
+            if proc.poll() is None:
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+@pytest.fixture
+def url(pg_url: str) -> str:
+    """A fresh database with the craits tables and the queue's."""
+    migrate(pg_url)
+    return pg_url
+
+
+@pytest.fixture
+def procs(tmp_path: Path) -> Iterator[Procs]:
+    p = Procs(tmp_path)
+    try:
+        yield p
+    finally:
+        p.close()
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout: float = 60.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def query(url: str, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        return conn.execute(sql, params).fetchall()  # type: ignore[arg-type]
+
+
+def live_workers(url: str) -> int:
+    rows = query(url, "SELECT count(*) FROM procrastinate_workers WHERE last_heartbeat > now() - interval '3 seconds'")
+    return int(rows[0][0])
+
+
+def doing(url: str) -> list[str]:
+    rows = query(url, "SELECT args->>'game_id' FROM procrastinate_jobs WHERE status = 'doing' ORDER BY 1")
+    return [r[0] for r in rows]
+
+
+def recorded(url: str, tournament: str) -> list[tuple[str, str]]:
+    """(game, worker) of every recorded game."""
+    return [(r[0], r[1]) for r in query(
+        url, "SELECT game_id, worker FROM craits_results WHERE tournament = %s ORDER BY game_id", tournament)]
+
+
+def coordinator(procs: Procs, file: Path, url: str, out: Path, *extra: str) -> subprocess.Popen[bytes]:
+    return procs.craits("coordinator", "tournament", "run", str(file), "--store", url, "--out", str(out),
+                        "--no-progress", "--local-workers", "0", "--stalled-after", "3", *extra)
+
+
+def finished(proc: subprocess.Popen[bytes], procs: Procs, name: str, timeout: float = 120.0) -> int:
+    try:
+        return proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"{name} did not finish:\n{procs.output(name)[-3000:]}") from None
+
+
+@pytest.fixture(scope="module")
+def slow_reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    """The slow tournament played in one process on SQLite: its standings files."""
+    folder = tmp_path_factory.mktemp("slow-reference")
+    file = slow_file(folder)
+    subprocess.run([sys.executable, "-m", "server.cli", "tournament", "run", str(file), "--out", str(folder / "out"),
+                    "--no-progress"], cwd=folder, check=True, capture_output=True,
+                   env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return {name: (folder / "out" / name).read_bytes() for name in ("standings.json", "standings.csv")}
+
+
+def slow_file(folder: Path) -> Path:
+    folder.chmod(0o755)  # (pytest makes it 0700; a sandboxed bot's folder must be readable by every user)
+    shutil.copy(SLOW_BOT, folder / "slow_bot.py")
+    path = folder / "slowcup.toml"
+    path.write_text(SLOW_FILE, encoding="utf-8")
+    return path
+
+
+def same_standings(out: Path, reference: dict[str, bytes]) -> None:
+    for name, data in reference.items():
+        assert (out / name).read_bytes() == data, name
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_workers_split_the_games_and_the_standings_are_sqlites(
+    n: int, tmp_path: Path, url: str, procs: Procs, capsys: pytest.CaptureFixture[str]
+) -> None:
+    file = tmp_path / "split.toml"
+    file.write_text(builtin_tournament("split", 3, 2, {"r1": "random", "r2": "random", "f": "first", "g": "greedy"}))
+    assert run_cli(capsys, "tournament", "run", str(file), "--out", str(tmp_path / "lite"))[0] == 0
+    assert run_cli(capsys, "store", "migrate", url)[0] == 0  # (already at the layout: says so)
+    workers = [procs.worker(f"w{i}", url) for i in range(n)]
+    wait_for(f"{n} live workers", lambda: live_workers(url) == n)
+    coord = coordinator(procs, file, url, tmp_path / "pg")
+    assert finished(coord, procs, "coordinator") == 0, procs.output("coordinator")
+    same_standings(tmp_path / "pg", {n: (tmp_path / "lite" / n).read_bytes() for n in ("standings.json", "standings.csv")})
+    games = recorded(url, "split")
+    assert len(games) == 24 and len({g for g, _ in games}) == 24
+    assert len({w for _, w in games}) >= 2, games  # the games were shared out
+    for worker in workers:
+        worker.send_signal(signal.SIGTERM)
+    for i, worker in enumerate(workers):
+        assert finished(worker, procs, f"w{i}", 30) == 0
+
+
+def test_a_worker_killed_mid_game_loses_nothing_another_plays_it_again(
+    tmp_path: Path, url: str, procs: Procs, slow_reference: dict[str, bytes]
+) -> None:
+    file = slow_file(tmp_path)
+    victim = procs.worker("victim", url, concurrency=2)
+    wait_for("the worker", lambda: live_workers(url) == 1)
+    coord = coordinator(procs, file, url, tmp_path / "out")
+    taken = wait_for("both games in play", lambda: len(doing(url)) == 2 and doing(url))
+    time.sleep(1.0)  # the bots are playing
+    assert recorded(url, "slowcup") == []
+    os.kill(victim.pid, signal.SIGKILL)
+    victim.wait()
+    procs.worker("heir", url, concurrency=2)
+    assert finished(coord, procs, "coordinator") == 0, procs.output("coordinator")
+    assert recorded(url, "slowcup") == [(game, "heir") for game in taken]  # once each, by the heir
+    same_standings(tmp_path / "out", slow_reference)  # played again from the same seeds
+    coordinator_log = (tmp_path / "out" / "worker.jsonl").read_text().splitlines()
+    events = procs.log_events("heir") + [json.loads(line) for line in coordinator_log if line.strip()]
+    requeued = {e["game"] for e in events if e["event"] == "stalled_game_requeued"}  # (by the heir or the coordinator)
+    assert requeued == set(taken)
+
+
+def test_sigterm_lets_a_worker_finish_its_games_first(tmp_path: Path, url: str, procs: Procs) -> None:
+    file = slow_file(tmp_path)
+    worker = procs.worker("polite", url, concurrency=2)
+    wait_for("the worker", lambda: live_workers(url) == 1)
+    coord = coordinator(procs, file, url, tmp_path / "out")
+    taken = wait_for("both games in play", lambda: len(doing(url)) == 2 and doing(url))
+    worker.send_signal(signal.SIGTERM)
+    assert finished(worker, procs, "polite", 60) == 0, procs.output("polite")
+    assert recorded(url, "slowcup") == [(game, "polite") for game in taken]
+    assert finished(coord, procs, "coordinator") == 0
+
+
+def test_a_restarted_database_is_waited_for_and_nothing_is_half_written(
+    tmp_path: Path, url: str, pg_server: PostgresServer, procs: Procs, slow_reference: dict[str, bytes]
+) -> None:
+    file = slow_file(tmp_path)
+    worker = procs.worker("steady", url, concurrency=2)
+    wait_for("the worker", lambda: live_workers(url) == 1)
+    coord = coordinator(procs, file, url, tmp_path / "out")
+    wait_for("both games in play", lambda: len(doing(url)) == 2)
+    time.sleep(0.5)
+    pg_server.stop("immediate")  # as if the server died
+    time.sleep(3.0)
+    pg_server.start()
+    assert finished(coord, procs, "coordinator") == 0, procs.output("coordinator")
+    assert worker.poll() is None, procs.output("steady")  # paused, never crashed
+    said = procs.output("steady")  # (warnings are events, not tracebacks)
+    assert "Traceback" not in said, said
+    assert sorted(g for g, _ in recorded(url, "slowcup")) == ["d0001-t00001-r1", "d0001-t00001-r2"]
+    same_standings(tmp_path / "out", slow_reference)
+    events = [e["event"] for e in procs.log_events("steady")]
+    assert "database_lost" in events or "store_retry" in events, events
+
+
+def test_a_worker_without_a_bots_files_refuses_its_games_and_leaves_them_to_others(
+    tmp_path: Path, url: str, procs: Procs
+) -> None:
+    file = slow_file(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()  # a machine where the bots' files are not
+    procs.worker("bare", url, "--files", str(elsewhere), concurrency=2)
+    wait_for("the worker", lambda: live_workers(url) == 1)
+    coord = coordinator(procs, file, url, tmp_path / "out")
+    refusals = wait_for("a refusal", lambda: [e for e in procs.log_events("bare") if e["event"] == "game_refused"])
+    assert "slow_bot.py" in refusals[0]["reason"] and "cannot run" in refusals[0]["reason"], refusals[0]
+    assert recorded(url, "slowcup") == []
+    procs.worker("equipped", url, concurrency=2)
+    assert finished(coord, procs, "coordinator") == 0, procs.output("coordinator")
+    assert {w for _, w in recorded(url, "slowcup")} == {"equipped"}
+
+
+def test_a_ladder_keeps_running_while_workers_come_and_go(tmp_path: Path, url: str, procs: Procs) -> None:
+    file = tmp_path / "ladder.toml"
+    file.write_text(builtin_tournament("comego", 8, 1, {"r1": "random", "r2": "random", "f": "first", "g": "greedy"}))
+    procs.worker("early", url)
+    wait_for("the worker", lambda: live_workers(url) == 1)
+    ladder = procs.craits("ladder", "ladder", "run", str(file), "--store", url, "--rounds", "12", "--out",
+                          str(tmp_path / "out"), "--local-workers", "0", "--stalled-after", "3")
+    wait_for("some rounds", lambda: len(recorded(url, "comego")) >= 3)
+    procs.started[0].send_signal(signal.SIGTERM)
+    assert finished(procs.started[0], procs, "early", 30) == 0
+    procs.worker("late", url)
+    assert finished(ladder, procs, "ladder") == 0, procs.output("ladder")
+    games = recorded(url, "comego")
+    assert len(games) == 12 * 3 and {w for _, w in games} == {"early", "late"}
+    assert "round 12:" in procs.output("ladder")
+    bots = {"r1": "random", "r2": "random", "f": "first", "g": "greedy", "newcomer": "first"}
+    file.write_text(builtin_tournament("comego", 8, 1, bots))  # a bot joins: the worker reads the file again
+    again = procs.craits("again", "ladder", "run", str(file), "--store", url, "--rounds", "1", "--out",
+                         str(tmp_path / "out"), "--local-workers", "0", "--stalled-after", "3")
+    assert finished(again, procs, "again") == 0, procs.output("again")
+    newest = query(url, "SELECT seats FROM craits_games WHERE tournament = 'comego' ORDER BY ordinal DESC LIMIT 1")
+    assert "newcomer" in json.loads(newest[0][0]) and len(recorded(url, "comego")) == 13 * 3

@@ -1,0 +1,564 @@
+"""Games played by workers on many machines, through a queue in the PostgreSQL store.
+
+A tournament (or a ladder) on a PostgreSQL store is a schedule in the database, and
+each of its unplayed games is a job of procrastinate's queue in the same database
+(task ``craits.play_game``, arguments ``tournament`` and ``game_id``). Whoever runs
+``craits worker --store URL`` takes jobs, plays each game through its own referee and
+records it; ``craits tournament run FILE --store URL`` stores the schedule, queues the
+games, follows the progress and writes the standings (with its own local workers when
+no other is running).
+
+* **A worker plays with its own files**: the tournament file is read from the database
+  and its bot commands are resolved on the worker, relative to the file's stored path.
+  A worker lacking a bot's files (or program) refuses that game: it logs why and puts
+  the job back for the others, after ``REFUSED_RETRY_S``.
+* **Exactly once**: a game is recorded in one transaction with its replay, and only
+  once (``PostgresStore.record_game_once``): a late duplicate is dropped and logged.
+* **Killed workers**: a worker sends a heartbeat every ``heartbeat_s``; the jobs of a
+  worker silent for ``stalled_s`` go back to the queue (every worker and the
+  coordinator look for them), and another worker plays the game again from its seed.
+* **SIGTERM** (or Ctrl-C): the worker takes no new game and finishes the ones it has.
+* **A lost database**: the worker's recording waits and retries with backoff (the game's
+  result is kept in memory); the worker itself reconnects with backoff; nothing is half
+  written, and a job left "doing" by a broken connection comes back as a stalled job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import math
+import os
+import random
+import shutil
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import procrastinate
+import psycopg
+from procrastinate import exceptions as pq_exceptions
+from procrastinate import retry as pq_retry
+from procrastinate import worker as pq_worker
+
+from server.errors import UserError
+from server.logging import get_logger
+from server.spec import GameSpec
+from server.storage.postgres import PostgresStore, redact
+from server.storage.replay import REPLAY_SUFFIX
+from server.storage.store import GameSlot, StoreError
+from server.transport.launcher import command_problem
+from tournaments.config import TournamentConfig, parse_config
+from tournaments.ladder import bot_rows
+from tournaments.runner import (
+    LADDER_SCHEDULE,
+    RunGame,
+    RunnerFactory,
+    TournamentError,
+    settings_of,
+)
+from tournaments.schedule import schedule_digest, schedule_for
+
+TASK = "craits.play_game"
+QUEUE = "craits"
+REFUSED_RETRY_S = 1.0
+"""A refused game waits this long (and a random bit) before this or any worker takes it again."""
+
+log = get_logger(component="worker")
+
+
+class GameRefused(Exception):
+    """This worker cannot play the game (a bot's files are missing here)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSettings:
+    concurrency: int = 2
+    heartbeat_s: float = 5.0
+    stalled_s: float = 30.0
+    name: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}")
+    work_dir: Path | None = None
+    """Where games write their replays before they are stored (default: a temporary folder)."""
+    files_dir: Path | None = None
+    """Where the tournament files' relative paths (bot commands, cwd) are resolved on this
+    machine (default: the folder the file was in when the tournament was started)."""
+
+
+def adopt_queue_logs() -> None:
+    """procrastinate's and psycopg's warnings and errors (a lost connection, say) go where
+    craits' own events go (``server.logging``), not to standard error as bare tracebacks."""
+    for name in ("procrastinate", "psycopg"):
+        other = logging.getLogger(name)
+        other.handlers[:] = logging.getLogger("craits").handlers
+        other.setLevel(logging.WARNING)
+        other.propagate = False
+
+
+def queueing_lock(tournament: str, game_id: str) -> str:
+    return f"craits/{tournament}/{game_id}"
+
+
+def make_app(url: str, *, pool_size: int = 4) -> procrastinate.App:
+    connector = procrastinate.PsycopgConnector(
+        conninfo=url, min_size=1, max_size=pool_size, kwargs={"connect_timeout": 5},
+    )
+    return procrastinate.App(connector=connector)
+
+
+# ------------------------------------------------------------------ tournaments in the store
+
+
+def start_tournament_pg(
+    config: TournamentConfig, source_text: str, source_path: str, url: str, *, overwrite: bool = False
+) -> PostgresStore:
+    """Store the tournament and its whole schedule in the database at ``url``."""
+    store = PostgresStore(url, config.name)
+    try:
+        row = store.tournament()
+        if row is not None and not overwrite:
+            done, total = store.counts()
+            what = "ladder" if row.schedule_digest == LADDER_SCHEDULE else "tournament"
+            state = "finished" if row.finished_at else f"started ({done}/{total} games recorded)"
+            raise TournamentError(
+                f"{redact(url)} already holds {what} {config.name!r}, {state}; continue it with "
+                f"`craits tournament resume FILE --store URL`, or start again with --overwrite"
+            )
+        if row is not None:
+            forget(store)
+        schedule = schedule_for(config)
+        store.create_tournament(
+            name=config.name, source_text=source_text, source_path=source_path,
+            schedule_digest=schedule_digest(schedule), settings=settings_of(config), bots=bot_rows(config, {}),
+            games=(GameSlot(g.game_id, g.ordinal, g.table, g.deal, g.rotation, g.seed, g.seats) for g in schedule),
+        )
+        return store
+    except BaseException:
+        store.close()
+        raise
+
+
+def forget(store: PostgresStore) -> None:
+    """Delete a tournament, its results and its queued games (``--overwrite``)."""
+    store.delete_tournament()
+    with psycopg.connect(store.url, autocommit=True) as conn:
+        conn.execute(
+            "DELETE FROM procrastinate_jobs WHERE task_name = %s AND args->>'tournament' = %s AND status != 'doing'",
+            (TASK, store.name),
+        )
+
+
+def open_tournament_pg(url: str, name: str, *, ladder: bool = False, readonly: bool = False,
+                       ) -> tuple[TournamentConfig, PostgresStore]:
+    """A tournament (or ladder) of the database, its configuration re-read from the stored file text."""
+    store = PostgresStore(url, name, readonly=readonly)
+    try:
+        row = store.tournament()
+        if row is None:
+            raise TournamentError(f"{redact(url)} holds no tournament or ladder named {name!r}")
+        is_ladder = row.schedule_digest == LADDER_SCHEDULE
+        if is_ladder != ladder:
+            raise TournamentError(
+                f"{name!r} in {redact(url)} is a {'ladder' if is_ladder else 'tournament'}: use "
+                f"`craits {'ladder' if is_ladder else 'tournament'} ...` with it")
+        config = parse_config(row.source_text, source=row.source_path, base_dir=Path(row.source_path).resolve().parent)
+        if not ladder and schedule_digest(schedule_for(config)) != row.schedule_digest:
+            raise TournamentError(f"{store.path}: the stored schedule does not match its tournament file; "
+                                  "the database is damaged")
+        return config, store
+    except BaseException:
+        store.close()
+        raise
+
+
+# ------------------------------------------------------------------ the coordinator's side
+
+
+async def enqueue_pending(app: procrastinate.App, store: PostgresStore) -> int:
+    """Queue every unplayed game that has no job waiting or running; returns how many."""
+    queued = await _queued_games(app, store.name)
+    pending = [g for g in await asyncio.to_thread(store.pending_games) if g.game_id not in queued]
+    if not pending:
+        return 0
+    jobs = [
+        procrastinate.jobs.Job(
+            id=None, queue=QUEUE, lock=None, queueing_lock=queueing_lock(store.name, g.game_id),
+            task_name=TASK, priority=0, task_kwargs={"tournament": store.name, "game_id": g.game_id},
+        )
+        for g in pending
+    ]
+    try:
+        await app.job_manager.batch_defer_jobs_async(jobs)
+    except pq_exceptions.AlreadyEnqueued:
+        n = 0  # (a race with another coordinator: one by one, skipping those already queued)
+        for job in jobs:
+            with contextlib.suppress(pq_exceptions.AlreadyEnqueued):
+                await app.job_manager.defer_job_async(job)
+                n += 1
+        return n
+    return len(jobs)
+
+
+async def _queued_games(app: procrastinate.App, tournament: str) -> set[str]:
+    rows = await app.connector.execute_query_all_async(
+        "SELECT args->>'game_id' AS game_id FROM procrastinate_jobs WHERE task_name = %(task)s"
+        " AND status IN ('todo', 'doing') AND args->>'tournament' = %(tournament)s",
+        task=TASK, tournament=tournament,
+    )
+    return {r["game_id"] for r in rows}
+
+
+async def live_workers(app: procrastinate.App, within_s: float) -> int:
+    row = await app.connector.execute_query_one_async(
+        "SELECT count(*) AS n FROM procrastinate_workers WHERE last_heartbeat > now() - make_interval(secs => %(s)s)",
+        s=within_s,
+    )
+    return int(row["n"])
+
+
+async def requeue_stalled(app: procrastinate.App, stalled_s: float) -> int:
+    """Put the games of workers silent for ``stalled_s`` back in the queue."""
+    stalled = await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=stalled_s, task_name=TASK)
+    n = 0
+    for job in stalled:
+        with contextlib.suppress(psycopg.Error, pq_exceptions.ConnectorException):
+            await app.job_manager.retry_job(job)
+            n += 1
+            log.warning("stalled_game_requeued", job=job.id, game=job.task_kwargs.get("game_id"),
+                        tournament=job.task_kwargs.get("tournament"), worker=job.worker_id)
+    return n
+
+
+async def watch_stalled(app: procrastinate.App, stalled_s: float, every_s: float) -> None:
+    while True:
+        await asyncio.sleep(every_s)
+        try:
+            await requeue_stalled(app, stalled_s)
+        except (psycopg.Error, pq_exceptions.ConnectorException, OSError) as err:
+            log.warning("stalled_check_failed", error=str(err))
+
+
+# ------------------------------------------------------------------ the worker's side
+
+
+class GameWorker:
+    """Plays the jobs a procrastinate worker hands it: one referee per tournament."""
+
+    def __init__(self, url: str, settings: WorkerSettings, runner_for: Callable[[TournamentConfig], RunnerFactory]) -> None:
+        self.url = url
+        self.settings = settings
+        self.runner_for = runner_for
+        self._own_dir = settings.work_dir is None
+        self.work_dir = settings.work_dir or Path(tempfile.mkdtemp(prefix="craits-worker-"))
+        self._stores: dict[str, tuple[PostgresStore, threading.Lock]] = {}
+        self._runners: dict[str, tuple[TournamentConfig, RunGame]] = {}
+        self._opening: dict[str, asyncio.Lock] = {}
+        self._exits = contextlib.AsyncExitStack()
+        self.played = 0
+        self.duplicates = 0
+
+    async def aclose(self) -> None:
+        await self._exits.aclose()
+        for store, _ in self._stores.values():
+            store.close()
+        self._stores.clear()
+        if self._own_dir:
+            shutil.rmtree(self.work_dir, ignore_errors=True)
+
+    async def _store_call(self, tournament: str, method: str, *args: Any, **kwargs: Any) -> Any:
+        if tournament not in self._stores:
+            store = await asyncio.to_thread(PostgresStore, self.url, tournament, retry_s=24 * 3600.0, create=False)
+            self._stores.setdefault(tournament, (store, threading.Lock()))
+        store, lock = self._stores[tournament]
+
+        def call() -> Any:
+            with lock:
+                return getattr(store, method)(*args, **kwargs)
+
+        return await asyncio.to_thread(call)
+
+    async def _runner(self, tournament: str, seats: tuple[str, ...]) -> tuple[TournamentConfig, RunGame]:
+        """The tournament's file as stored, and the runner this worker keeps open for it. The
+        file is read again when a game seats a bot it does not know (a ladder's new bot)."""
+        lock = self._opening.setdefault(tournament, asyncio.Lock())
+        async with lock:
+            known = self._runners.get(tournament)
+            if known is not None and set(seats) <= set(known[0].bot_names):
+                return known
+            row = await self._store_call(tournament, "tournament")
+            if row is None:
+                raise GameRefused(f"tournament {tournament!r} is not in {redact(self.url)}")
+            base_dir = self.settings.files_dir or Path(row.source_path).parent
+            try:
+                config = parse_config(row.source_text, source=row.source_path, base_dir=base_dir)
+            except UserError as err:  # (a bot's cwd missing here)
+                raise GameRefused(str(err)) from None
+            if known is not None:  # (a runner plays any bot its games' specs name)
+                self._runners[tournament] = (config, known[1])
+            else:
+                factory = self.runner_for(config)
+                run_game = await self._exits.enter_async_context(factory(config, self.work_dir / tournament))
+                self._runners[tournament] = (config, run_game)
+            return self._runners[tournament]
+
+    async def play(self, tournament: str, game_id: str) -> str:
+        bound = log.bind(tournament=tournament, game=game_id, worker=self.settings.name)
+        slot, done, tokens = await self._store_call(tournament, "game_to_play", game_id)
+        if slot is None:
+            bound.warning("game_not_scheduled")
+            return "not scheduled"
+        if done:
+            bound.info("game_already_recorded")
+            return "already recorded"
+        config, run_game = await self._runner(tournament, slot.seats)
+        check_bots(config, slot)
+        spec = spec_for(config, slot, tokens, self.work_dir / tournament / "replays")
+        began = time.monotonic()
+        record = await run_game(spec)
+        if record.game_id != slot.game_id:
+            raise StoreError(f"the runner returned game {record.game_id!r} for {slot.game_id!r}")
+        recorded = await self._store_call(tournament, "record_game_once", record, worker=self.settings.name)
+        if spec.replay_path is not None:
+            with contextlib.suppress(OSError):
+                Path(spec.replay_path).unlink()
+        if not recorded:
+            self.duplicates += 1
+            bound.warning("duplicate_result_dropped", digest=record.digest)
+            return "duplicate dropped"
+        self.played += 1
+        bound.info("game_recorded", seats=list(slot.seats), totals=[str(t) for t in record.result.totals],
+                   aborted=record.aborted or None, duration_s=round(time.monotonic() - began, 4))
+        return "recorded"
+
+
+def check_bots(config: TournamentConfig, slot: GameSlot) -> None:
+    """Refuse a game whose bots' programs or scripts are not on this machine."""
+    bots = {b.name: b for b in config.bots}
+    for name in slot.seats:
+        bot = bots.get(name)
+        if bot is not None and bot.command is not None and (problem := command_problem(bot.command, bot.cwd)):
+            raise GameRefused(f"bot {name!r}: cannot run {' '.join(bot.command)!r} on this machine: {problem}")
+
+
+def spec_for(config: TournamentConfig, slot: GameSlot, tokens: dict[str, str], replay_dir: Path) -> GameSpec:
+    bots = {b.name: b for b in config.bots}
+    missing = [name for name in slot.seats if name not in bots]
+    if missing:
+        raise GameRefused(f"game {slot.game_id}: bot(s) {', '.join(missing)} are no longer in the tournament file")
+    return GameSpec(
+        game_id=slot.game_id,
+        config=config.game,
+        seed=slot.seed,
+        seats=tuple(bots[name].spec(tokens[name]) for name in slot.seats),
+        clocks=config.clocks,
+        replay_path=replay_dir / f"{slot.game_id}{REPLAY_SUFFIX}",
+        tournament=config.name,
+    )
+
+
+class RefusedRetry(pq_retry.BaseRetryStrategy):
+    """A refused game goes back to the queue for ``REFUSED_RETRY_S`` plus up to two seconds,
+    at random: the refusing worker polls in step with its refusal, so without the jitter it
+    would always be the first to take the game again; other failures are not retried."""
+
+    def get_retry_decision(self, *, exception: BaseException, job: procrastinate.jobs.Job,
+                           ) -> pq_retry.RetryDecision | None:
+        if not isinstance(exception, GameRefused):
+            return None
+        return pq_retry.RetryDecision(retry_in={"milliseconds": int(1000 * (REFUSED_RETRY_S + random.uniform(0.0, 2.0)))})
+
+
+def register_task(app: procrastinate.App, game_worker: GameWorker) -> None:
+    @app.task(
+        name=TASK, queue=QUEUE,
+        retry=RefusedRetry(),
+    )
+    async def play_game(tournament: str, game_id: str) -> str:
+        try:
+            return await game_worker.play(tournament, game_id)
+        except GameRefused as err:
+            log.error("game_refused", tournament=tournament, game=game_id, worker=game_worker.settings.name,
+                      reason=str(err), retry_in_s=REFUSED_RETRY_S)
+            raise
+
+
+def procrastinate_worker(app: procrastinate.App, settings: WorkerSettings) -> pq_worker.Worker:
+    return pq_worker.Worker(
+        app, queues=[QUEUE], name=settings.name, concurrency=settings.concurrency,
+        install_signal_handlers=False, update_heartbeat_interval=settings.heartbeat_s,
+        stalled_worker_timeout=settings.stalled_s, fetch_job_polling_interval=1.0,
+        abort_job_polling_interval=max(1.0, settings.heartbeat_s), shutdown_graceful_timeout=None,
+        delete_jobs="successful",
+    )
+
+
+class WorkerService:
+    """``craits worker``: a procrastinate worker that survives the database going away.
+
+    ``stop()`` (SIGTERM, Ctrl-C) takes no new game and returns once the games in hand
+    are recorded. A lost connection stops the inner worker (its games are finished and
+    recorded when the database is back); it is started again with backoff."""
+
+    def __init__(self, url: str, settings: WorkerSettings,
+                 runner_for: Callable[[TournamentConfig], RunnerFactory]) -> None:
+        self.url = url
+        self.settings = settings
+        self.game_worker = GameWorker(url, settings, runner_for)
+        self._stop = asyncio.Event()
+        self._current: pq_worker.Worker | None = None
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._current is not None:
+            self._current.stop()  # type: ignore[no-untyped-call]
+
+    async def run(self) -> None:
+        delay = 0.5
+        bound = log.bind(worker=self.settings.name, store=redact(self.url))
+        loop = asyncio.get_running_loop()
+        previous = loop.get_exception_handler()
+
+        def unretrieved(_: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+            # A job whose end could not be written (the database went away) fails in a task
+            # procrastinate does not await: the job stays "doing" and comes back as stalled.
+            error = context.get("exception") or context.get("message")
+            bound.warning("background_task_failed", error=" ".join(str(error).split()) or repr(error))
+
+        loop.set_exception_handler(unretrieved)
+        try:
+            while not self._stop.is_set():
+                app = make_app(self.url, pool_size=self.settings.concurrency + 3)
+                register_task(app, self.game_worker)
+                try:
+                    async with app.open_async():
+                        worker = procrastinate_worker(app, self.settings)
+                        self._current = worker
+                        watcher = asyncio.create_task(
+                            watch_stalled(app, self.settings.stalled_s, self.settings.heartbeat_s))
+                        try:
+                            if self._stop.is_set():
+                                return
+                            bound.info("worker_started", concurrency=self.settings.concurrency)
+                            await worker.run()  # type: ignore[no-untyped-call]
+                            if self._stop.is_set():
+                                return
+                        finally:
+                            self._current = None
+                            watcher.cancel()
+                            with contextlib.suppress(asyncio.CancelledError):
+                                await watcher
+                        delay = 0.5
+                except (psycopg.Error, pq_exceptions.ConnectorException, OSError) as err:
+                    if self._stop.is_set():
+                        return
+                    bound.warning("database_lost", error=" ".join(str(err).split()), retry_in_s=delay)
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._stop.wait(), delay)
+                delay = min(delay * 2, 10.0)
+        finally:
+            bound.info("worker_stopped", played=self.game_worker.played, duplicates=self.game_worker.duplicates)
+            await self.game_worker.aclose()
+            loop.set_exception_handler(previous)
+
+
+# ------------------------------------------------------------------ the coordinator
+
+
+async def failed_games(app: procrastinate.App, tournament: str) -> list[tuple[str, str]]:
+    """(game, worker) of this tournament's jobs that failed (the worker's log says why)."""
+    rows = await app.connector.execute_query_all_async(
+        "SELECT args->>'game_id' AS game_id, coalesce(w.id::text, '?') AS worker FROM procrastinate_jobs j"
+        " LEFT JOIN procrastinate_workers w ON w.id = j.worker_id WHERE task_name = %(task)s"
+        " AND status = 'failed' AND args->>'tournament' = %(tournament)s",
+        task=TASK, tournament=tournament,
+    )
+    return [(r["game_id"], r["worker"]) for r in rows]
+
+
+async def clear_failed(app: procrastinate.App, tournament: str) -> None:
+    await app.connector.execute_query_async(
+        "DELETE FROM procrastinate_jobs WHERE task_name = %(task)s AND status IN ('failed', 'cancelled', 'aborted')"
+        " AND args->>'tournament' = %(tournament)s",
+        task=TASK, tournament=tournament,
+    )
+
+
+@dataclass
+class Followed:
+    recorded: int
+    scheduled: int
+    failed: list[tuple[str, str]]
+    stopped: bool
+
+
+async def play_queued(
+    url: str,
+    store: PostgresStore,
+    *,
+    local_workers: int | None,
+    settings: WorkerSettings,
+    runner_for: Callable[[TournamentConfig], RunnerFactory],
+    on_progress: Callable[[int, int], None] | None = None,
+    stop: asyncio.Event | None = None,
+    poll_s: float = 0.25,
+) -> Followed:
+    """Queue the unplayed games of ``store``'s tournament and follow them until every one
+    is recorded, a game fails, or ``stop`` is set. ``local_workers``: games this process
+    plays at once itself; None: ``settings.concurrency`` as soon as no worker is alive
+    (at the start, or later, when the last one has gone), else none."""
+    stop = stop or asyncio.Event()
+    app = make_app(url)
+    register_task(app, GameWorker(url, settings, runner_for))  # (the task must be known to defer it)
+    async with app.open_async():
+        await clear_failed(app, store.name)
+        await requeue_stalled(app, settings.stalled_s)
+        queued = await enqueue_pending(app, store)
+        log.info("games_queued", tournament=store.name, queued=queued, local_workers=local_workers)
+        service: WorkerService | None = None
+        serving: asyncio.Task[None] | None = None
+
+        async def start_local(n: int) -> None:
+            nonlocal service, serving
+            log.info("local_workers_started", tournament=store.name, concurrency=n)
+            service = WorkerService(url, dataclasses.replace(settings, concurrency=n), runner_for)
+            serving = asyncio.create_task(service.run())
+
+        if local_workers:
+            await start_local(local_workers)
+        last_check = -math.inf
+        failed: list[tuple[str, str]] = []
+        wait_s, seen = 0.02, -1  # (a short wait after progress, longer while nothing moves)
+        try:
+            while True:
+                recorded, scheduled = await asyncio.to_thread(store.counts)
+                wait_s, seen = (0.02, recorded) if recorded != seen else (min(wait_s * 2, poll_s), seen)
+                if on_progress is not None:
+                    on_progress(recorded, scheduled)
+                if recorded >= scheduled or stop.is_set():
+                    break
+                if serving is not None and serving.done():
+                    serving.result()  # (a local worker that crashed says why)
+                    raise StoreError("the local worker stopped")
+                if time.monotonic() - last_check >= settings.heartbeat_s:
+                    last_check = time.monotonic()
+                    with contextlib.suppress(psycopg.Error, pq_exceptions.ConnectorException):
+                        if local_workers is None and service is None and not await live_workers(app, settings.stalled_s):
+                            await start_local(settings.concurrency)
+                        await requeue_stalled(app, settings.stalled_s)
+                        failed = await failed_games(app, store.name)
+                        if failed:
+                            break
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(stop.wait(), wait_s)
+        finally:
+            if service is not None and serving is not None:
+                service.stop()
+                await serving
+        recorded, scheduled = await asyncio.to_thread(store.counts)
+        return Followed(recorded, scheduled, failed, stop.is_set() and recorded < scheduled)
