@@ -5,16 +5,18 @@ both alike), through the real referee (``server.transport.service.Arena``) and l
 
 * **launch**: the time from :meth:`LaunchedBot.start` to the exit of a bot that does
   nothing (``python -c pass``): the cost of bwrap, the uid switch, limits and the cgroup.
-* **games/s**: short Craits games of three seats, each a Python kit bot
-  (``craits_bot.examples.random_bot``) launched for the game, two games at once, as a
-  tournament plays them when it starts its bots for every game.
+* **games/s**: Craits games of three seats, each a Python kit bot
+  (``craits_bot.examples.random_bot``), two games at once: short games with the bots
+  launched for every game (a tournament with ``restart = "game"``), and full games with the
+  bots kept between games as a tournament keeps them by default (``server.transport.pool``).
 
     python bench/sandbox.py            # 5 rounds: 20 launches and 6 games per mode per round
     python bench/sandbox.py --quick    # 2 rounds: 8 launches and 4 games; about a minute
 
 The last line is machine-readable:
-``games_ratio_bwrap_vs_none=X launch_ms_none=A launch_ms_bwrap=B games_per_s_none=C games_per_s_bwrap=D``
-(X is bwrap's games per second over none's: 0.9 is 10% fewer games).
+``kept_games_ratio_bwrap_vs_none=K games_ratio_bwrap_vs_none=X launch_ms_none=A launch_ms_bwrap=B
+games_per_s_none=C games_per_s_bwrap=D`` (K and X are bwrap's games per second over none's, with
+bots kept and launched per game: 0.9 is 10% fewer games).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from server.logging import configure_logging  # noqa: E402
 from server.spec import BotSpec, Clocks, GameSpec  # noqa: E402
 from server.transport import sandbox  # noqa: E402
 from server.transport.launcher import LaunchedBot  # noqa: E402
+from server.transport.pool import RestartPolicy  # noqa: E402
 from server.transport.service import Arena, ArenaOptions  # noqa: E402
 
 MODES = ("none", "bwrap")
@@ -56,10 +59,11 @@ async def launches(arena: Arena, n: int, folder: str) -> list[float]:
     return times
 
 
-async def games(arena: Arena, n: int, first: int, concurrency: int = 2) -> float:
-    """Seconds to play ``n`` short games of three launched kit bots, ``concurrency`` at once."""
+async def games(arena: Arena, n: int, first: int, concurrency: int = 2, short: bool = True) -> float:
+    """Seconds to play ``n`` games of three launched kit bots, ``concurrency`` at once (short
+    games, where a launch weighs most; full ones for kept bots, where the play is all there is)."""
     seats = tuple(BotSpec(f"random-{i}", "", command=BOT) for i in range(3))
-    config = make_config("craits", 3, short_game=True)
+    config = make_config("craits", 3, short_game=short)
     queue = list(range(first, first + n))
 
     async def worker() -> None:
@@ -81,29 +85,40 @@ async def main(rounds: int, n_launch: int, n_games: int) -> int:
         return 1
     launch: dict[str, list[float]] = {m: [] for m in MODES}
     played: dict[str, list[float]] = {m: [] for m in MODES}
+    kept: dict[str, list[float]] = {m: [] for m in MODES}
     with tempfile.TemporaryDirectory() as folder:
         Path(folder).chmod(0o755)
         arenas = {m: await Arena.start("127.0.0.1:0", ArenaOptions(sandbox=m)) for m in MODES}
+        keeping = {m: await Arena.start("127.0.0.1:0", ArenaOptions(sandbox=m)) for m in MODES}
+        for arena in keeping.values():
+            arena.keep_bots(RestartPolicy())
         try:
+            for mode in MODES:  # the kept bots' first launch is not what is measured
+                await games(keeping[mode], 2, first=10_000, short=False)
             for r in range(rounds):
                 for mode in MODES if r % 2 == 0 else reversed(MODES):
                     launch[mode] += await launches(arenas[mode], n_launch, folder)
                     played[mode].append(n_games / await games(arenas[mode], n_games, first=r * n_games))
+                    kept[mode].append(n_games / await games(keeping[mode], n_games, first=r * n_games, short=False))
                 print(f"round {r + 1}/{rounds}: " + "  ".join(
-                    f"{m}: launch {statistics.median(launch[m]) * 1000:.0f} ms, {played[m][-1]:.2f} games/s"
-                    for m in MODES), flush=True)
+                    f"{m}: launch {statistics.median(launch[m]) * 1000:.0f} ms, {played[m][-1]:.2f} games/s, "
+                    f"kept {kept[m][-1]:.2f} games/s" for m in MODES), flush=True)
         finally:
-            for arena in arenas.values():
+            for arena in (*arenas.values(), *keeping.values()):
                 await arena.shutdown(0)
     launch_ms = {m: statistics.median(launch[m]) * 1000 for m in MODES}
     per_s = {m: statistics.median(played[m]) for m in MODES}
-    print(f"\n{'mode':<7}{'launch (median)':>17}{'games/s (median)':>18}")
+    kept_s = {m: statistics.median(kept[m]) for m in MODES}
+    print(f"\n{'mode':<7}{'launch (median)':>17}{'games/s (median)':>18}{'kept bots':>11}")
     for m in MODES:
-        print(f"{m:<7}{launch_ms[m]:>14.1f} ms{per_s[m]:>18.2f}")
+        print(f"{m:<7}{launch_ms[m]:>14.1f} ms{per_s[m]:>18.2f}{kept_s[m]:>11.2f}")
     ratio = per_s["bwrap"] / per_s["none"]
+    kept_ratio = kept_s["bwrap"] / kept_s["none"]
     print(f"\nthe sandbox adds {launch_ms['bwrap'] - launch_ms['none']:.1f} ms per launch; "
-          f"games/s with it: {ratio:.2f} x without (bots launched for every game)")
-    print(f"games_ratio_bwrap_vs_none={ratio:.3f} launch_ms_none={launch_ms['none']:.1f} "
+          f"games/s with it: {kept_ratio:.2f} x without with bots kept between games, "
+          f"{ratio:.2f} x with bots launched for every game")
+    print(f"kept_games_ratio_bwrap_vs_none={kept_ratio:.3f} "
+          f"games_ratio_bwrap_vs_none={ratio:.3f} launch_ms_none={launch_ms['none']:.1f} "
           f"launch_ms_bwrap={launch_ms['bwrap']:.1f} games_per_s_none={per_s['none']:.3f} "
           f"games_per_s_bwrap={per_s['bwrap']:.3f}")
     return 0
