@@ -290,17 +290,22 @@ def cmd_resume(args: argparse.Namespace) -> int:
         return _resume(args, out_dir)
 
 
+def _announce_resume(config: TournamentConfig, store: TournamentStore, out_dir: Path, *, retry_aborted: bool) -> None:
+    """What a resume will do, on standard error (aborted games put back first, if asked)."""
+    if retry_aborted:
+        print(f"{config.name}: {store.forget_aborted()} aborted game(s) will be played again", file=sys.stderr)
+    done, total = store.counts()
+    if done == total:
+        print(f"{config.name}: all {total} games are already recorded", file=sys.stderr)
+    else:
+        print(f"{config.name}: resuming, {done}/{total} games recorded; output in {out_dir}", file=sys.stderr)
+
+
 def _resume(args: argparse.Namespace, out_dir: Path) -> int:
     config, store = _open(out_dir)
     config = _with_address(config, args)
     with store:
-        if args.retry_aborted:
-            print(f"{config.name}: {store.forget_aborted()} aborted game(s) will be played again", file=sys.stderr)
-        done, total = store.counts()
-        if done == total:
-            print(f"{config.name}: all {total} games are already recorded", file=sys.stderr)
-        else:
-            print(f"{config.name}: resuming, {done}/{total} games recorded; output in {out_dir}", file=sys.stderr)
+        _announce_resume(config, store, out_dir, retry_aborted=args.retry_aborted)
         factory = choose_runner(args.runner, config)
         return _play_and_report(config, store, out_dir, factory, args)
 

@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 from server.cli.tournament import (
+    _announce_resume,
     _locked,
     _play_ladder,
     _report,
@@ -118,13 +119,7 @@ def cmd_resume(args: argparse.Namespace, url: str) -> int:
     config = _with_address(config, args)
     out_dir = out or config.output_dir()
     with store, _locked(out_dir), _errors():
-        if args.retry_aborted:
-            print(f"{config.name}: {store.forget_aborted()} aborted game(s) will be played again", file=sys.stderr)
-        done, total = store.counts()
-        if done == total:
-            print(f"{config.name}: all {total} games are already recorded", file=sys.stderr)
-        else:
-            print(f"{config.name}: resuming, {done}/{total} games recorded; output in {out_dir}", file=sys.stderr)
+        _announce_resume(config, store, out_dir, retry_aborted=args.retry_aborted)
         return _play_and_report(args, config, store, out_dir, url)
 
 
