@@ -262,6 +262,8 @@ class GameWorker:
         self._exits = contextlib.AsyncExitStack()
         self.played = 0
         self.duplicates = 0
+        self.in_hand = 0
+        """Games being played now (a stopping worker waits for these, and only these)."""
 
     async def aclose(self) -> None:
         await self._exits.aclose()
@@ -308,6 +310,13 @@ class GameWorker:
             return self._runners[tournament]
 
     async def play(self, tournament: str, game_id: str) -> str:
+        self.in_hand += 1
+        try:
+            return await self._play(tournament, game_id)
+        finally:
+            self.in_hand -= 1
+
+    async def _play(self, tournament: str, game_id: str) -> str:
         bound = log.bind(tournament=tournament, game=game_id, worker=self.settings.name)
         slot, done, tokens = await self._store_call(tournament, "game_to_play", game_id)
         if slot is None:
@@ -398,6 +407,10 @@ def procrastinate_worker(app: procrastinate.App, settings: WorkerSettings) -> pq
     )
 
 
+STOP_GRACE_S = 10.0
+"""How long a stopped worker with no game in hand waits for the queue library to let it go."""
+
+
 class WorkerService:
     """``craits worker``: a procrastinate worker that survives the database going away.
 
@@ -417,6 +430,32 @@ class WorkerService:
         self._stop.set()
         if self._current is not None:
             self._current.stop()  # type: ignore[no-untyped-call]
+
+    async def run_until_stopped(self, grace_s: float = STOP_GRACE_S) -> bool:
+        """:meth:`run`, and once stopped with no game in hand, at most ``grace_s`` more seconds
+        for the queue's shutdown: past that the worker leaves anyway (its games are all
+        recorded, its heartbeat stops and the queue forgets it) and logs where the shutdown
+        was waiting. False when it had to leave that way."""
+        main = asyncio.create_task(self.run())
+        idle_since: float | None = None
+        while not main.done():
+            await asyncio.wait({main}, timeout=0.25)
+            if main.done() or not self._stop.is_set() or self.game_worker.in_hand:
+                idle_since = None
+                continue
+            idle_since = idle_since or time.monotonic()
+            if time.monotonic() - idle_since >= grace_s:
+                stacks = {
+                    task.get_name(): " <- ".join(
+                        f"{frame.f_code.co_name}:{frame.f_lineno}" for frame in task.get_stack(limit=8)
+                    )
+                    for task in asyncio.all_tasks() if task is not asyncio.current_task()
+                }
+                log.error("worker_stop_stuck", worker=self.settings.name, waited_s=grace_s, tasks=stacks,
+                          effect="the worker leaves without waiting for the queue's shutdown")
+                return False
+        main.result()
+        return True
 
     async def run(self) -> None:
         delay = 0.5

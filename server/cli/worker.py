@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import sys
 from pathlib import Path
@@ -87,15 +88,23 @@ def cmd_worker(args: argparse.Namespace) -> int:
     print(f"craits worker {settings.name}: playing the games queued in {redact(url)}, {settings.concurrency} at "
           f"once; stop with Ctrl-C or SIGTERM", file=sys.stderr, flush=True)
 
+    def stopped() -> None:
+        print(f"craits worker {settings.name}: stopped; {service.game_worker.played} game(s) recorded",
+              file=sys.stderr, flush=True)
+
     async def serve() -> None:
         restore = install_stop_handlers(service.stop)
         try:
-            await service.run()
+            clean = await service.run_until_stopped()
         finally:
             restore()
+        if not clean:  # the queue library's shutdown is stuck (logged): its tasks cannot be awaited
+            stopped()
+            logging.shutdown()
+            os._exit(0)
 
     asyncio.run(serve())
-    print(f"craits worker {settings.name}: stopped; {service.game_worker.played} game(s) recorded", file=sys.stderr)
+    stopped()
     return 0
 
 
