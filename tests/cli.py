@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import queue
+import re
+import time
+
 import pytest
 
 from server.cli import main
@@ -12,3 +16,19 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, s
     code = main(list(argv))
     captured = capsys.readouterr()
     return code, captured.out, captured.err
+
+
+def wait_for_line(lines: queue.Queue[str], pattern: re.Pattern[str] | str, timeout_s: float = 60) -> re.Match[str]:
+    """The first line a command prints (fed into ``lines`` by a reader thread) that matches
+    ``pattern``; AssertionError with every line seen when none does in time."""
+    deadline = time.monotonic() + timeout_s
+    seen = []
+    while time.monotonic() < deadline:
+        try:
+            line = lines.get(timeout=0.5)
+        except queue.Empty:
+            continue
+        seen.append(line)
+        if match := re.search(pattern, line):
+            return match
+    raise AssertionError(f"no line matching {pattern!r} in {seen}")

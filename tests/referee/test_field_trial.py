@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import grpc
@@ -25,6 +24,7 @@ from server.cli.play import flag_words, format_record
 from server.engine import make_config
 from server.spec import Clocks, GameSpec, SeatStatus
 from tests.bots.commands import EXAMPLE_BOTS, need_node
+from tests.cli import wait_for_line
 
 from .conftest import OPTIONS, Client, builtin, errors, remote, spec, with_arena
 from .test_protocol_doc import PATIENT, drain, flooded, game_lost, long_hello, not_reading, taken_over
@@ -63,20 +63,6 @@ def _craits(*args: str) -> tuple[subprocess.Popen[str], queue.Queue[str]]:
     return proc, lines
 
 
-def _wait_for(lines: queue.Queue[str], pattern: re.Pattern[str] | str, timeout_s: float = 60) -> re.Match[str]:
-    deadline = time.monotonic() + timeout_s
-    seen = []
-    while time.monotonic() < deadline:
-        try:
-            line = lines.get(timeout=0.5)
-        except queue.Empty:
-            continue
-        seen.append(line)
-        if match := re.search(pattern, line):
-            return match
-    raise AssertionError(f"no line matching {pattern!r} in {seen}")
-
-
 # --------------------------------------------------------------------------- 1. a clean end is OK
 
 
@@ -84,7 +70,7 @@ def test_1_a_remote_bot_that_follows_the_doc_ends_a_clean_craits_play_with_ok_an
     proc, lines = _craits("play", "remote:me:SECRET-1", "random", "--flag", "short_game=true",
                           "--log-dir", str(tmp_path))
     try:
-        target = _wait_for(lines, LISTENING).group(1)
+        target = wait_for_line(lines, LISTENING).group(1)
         seen, status = _doc_bot(target, "SECRET-1")
         assert proc.wait(timeout=60) == 0
     finally:
@@ -171,7 +157,7 @@ def test_5_serve_says_on_stderr_that_a_connected_bot_waits_for_a_game_and_the_do
         async def idle() -> tuple[re.Match[str], bool]:
             client = await Client(target, "SECRET-5").open()
             await client.next("welcome")
-            line = await asyncio.to_thread(_wait_for, lines, "me connected .* and waits for a game", 30)
+            line = await asyncio.to_thread(wait_for_line, lines, "me connected .* and waits for a game", 30)
             try:
                 await client.next(timeout=0.5)
             except TimeoutError:
@@ -332,7 +318,7 @@ def test_1_the_bundled_bots_connecting_on_their_own_exit_0_by_themselves_after_a
     proc, lines = _craits("play", "remote:me:SECRET-K", "random", "--flag", "short_game=true",
                           "--log-dir", str(tmp_path))
     try:
-        target = _wait_for(lines, LISTENING).group(1)
+        target = wait_for_line(lines, LISTENING).group(1)
         bot = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120,
                              env={**os.environ, "CRAITS_SERVER": target, "CRAITS_TOKEN": "SECRET-K"})
         assert proc.wait(timeout=60) == 0

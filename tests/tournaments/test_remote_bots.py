@@ -10,7 +10,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,7 +19,7 @@ import pytest
 from server.cli.tournament import choose_runner
 from server.storage.store import Store
 from tests.bots.commands import PY_RANDOM
-from tests.cli import run_cli
+from tests.cli import run_cli, wait_for_line
 from tournaments.config import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,17 +55,9 @@ def craits(*args: str) -> Iterator[tuple[subprocess.Popen[str], queue.Queue[str]
 
 
 def wait_for_address(lines: queue.Queue[str], timeout_s: float = 60) -> tuple[str, str]:
-    deadline = time.monotonic() + timeout_s
-    seen = []
-    while time.monotonic() < deadline:
-        try:
-            line = lines.get(timeout=0.5)
-        except queue.Empty:
-            continue
-        seen.append(line)
-        if match := LISTENING.search(line):
-            return match.group(1), match.group(2)
-    raise AssertionError(f"the referee never said where it listens: {seen}")
+    """Where the referee says it listens, and which bots connect there."""
+    match = wait_for_line(lines, LISTENING, timeout_s)
+    return match.group(1), match.group(2)
 
 
 @contextmanager
