@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import importlib
 import json
 import os
@@ -101,11 +102,71 @@ def factory_for(runner: str, concurrency: int, one_referee: bool = False) -> Fac
     return lambda config, out: local_runner(config, out, workers=workers)
 
 
-def cpu_seconds() -> float:
-    """CPU of this process and of its children that have exited (bots, referee workers)."""
+def rusage_seconds() -> float:
+    """CPU of this process and of its children that have exited and been waited for."""
     own = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+class CpuMeter:
+    """CPU seconds of this process and of everything it starts.
+
+    Where this process may make a (v1) ``cpuacct`` cgroup, it moves into one of its own and
+    reads the kernel's count for it: every descendant counts, the bots a sandbox runs in
+    groups nested inside it included. ``getrusage`` alone misses those: a sandboxed bot is
+    ended by killing its sandbox, so nobody waits for it and its CPU is never reported to
+    this process. Elsewhere the meter falls back to ``getrusage`` and says what it misses.
+    """
+
+    def __init__(self) -> None:
+        self.group: Path | None = None
+        self._home: Path | None = None
+        try:
+            with open("/proc/self/cgroup") as lines:
+                for line in lines:
+                    _, names, where = line.rstrip("\n").split(":", 2)
+                    if "cpuacct" in names.split(","):
+                        home = Path("/sys/fs/cgroup/cpuacct", where.lstrip("/"))
+                        group = home / f"craits-bench-{os.getpid()}"
+                        group.mkdir()
+                        (group / "cgroup.procs").write_text(str(os.getpid()))
+                        self.group, self._home = group, home
+                        break
+        except (OSError, ValueError):
+            self.group = None
+
+    @property
+    def source(self) -> str:
+        if self.group is not None:
+            return "the kernel's cpuacct count for this process and all it started"
+        return "getrusage of this process and its waited-for children (a sandboxed bot's CPU is missed)"
+
+    def seconds(self) -> float:
+        if self.group is not None:
+            return int((self.group / "cpuacct.usage").read_text()) / 1e9
+        return rusage_seconds()
+
+    def close(self) -> None:
+        """Move back to the cgroup this process came from and remove its own (a bot still
+        leaving keeps it a moment; after 5 s it is left, and said)."""
+        if self.group is None or self._home is None:
+            return
+        for _ in range(250):
+            with contextlib.suppress(OSError):  # this process, and helpers that outlive a run
+                for pid in (self.group / "cgroup.procs").read_text().split():  # (multiprocessing's tracker)
+                    with contextlib.suppress(OSError):
+                        (self._home / "cgroup.procs").write_text(pid)
+            try:
+                self.group.rmdir()
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                time.sleep(0.02)
+        else:
+            print(f"note: {self.group} is left behind (still busy)", file=sys.stderr)
+        self.group = None
 
 
 class Decisions:
@@ -116,7 +177,6 @@ class Decisions:
         self._original: Any = None
 
     def __enter__(self) -> Decisions:
-        from server.game.seats import framed
         from server.protocol import wire
 
         original = self._original = wire.GameEncoder.decision_request
@@ -124,7 +184,7 @@ class Decisions:
 
         def counted(*args: Any, **kwargs: Any) -> Any:
             message = original(*args, **kwargs)
-            sizes.append(len(framed("decision", message)))
+            sizes.append(len(message))  # (+3 for the RefereeMessage's tag and length: the echo adds them)
             return message
 
         wire.GameEncoder.decision_request = counted  # type: ignore[method-assign]
@@ -137,11 +197,11 @@ class Decisions:
 
 
 async def timed_run(
-    config: TournamentConfig, text: str, out: Path, factory: Factory, concurrency: int
+    config: TournamentConfig, text: str, out: Path, factory: Factory, concurrency: int, meter: CpuMeter
 ) -> tuple[int, float, float, float]:
     """Games played, seconds playing, CPU seconds in all, CPU seconds of this process playing."""
     store = start_tournament(config, text, str(out / "bench.toml"), out)
-    cpu_before = cpu_seconds()
+    cpu_before = meter.seconds()
     async with factory(config, out) as run_game:
         if isinstance(run_game, LocalRunner):
             run_game.warm_up()
@@ -150,7 +210,7 @@ async def timed_run(
             config, store, run_game, out, concurrency=concurrency, progress=False, handle_signals=False
         ).run()
         elapsed, own = time.perf_counter() - started, time.process_time() - own
-    cpu = cpu_seconds() - cpu_before
+    cpu = meter.seconds() - cpu_before
     store.close()
     if not summary.complete:
         raise SystemExit(f"bench: the tournament at concurrency {concurrency} did not finish")
@@ -164,7 +224,7 @@ async def echo_cpu(sizes: list[int]) -> float:
     echo = EchoServer()
     await echo.start(20)
     try:
-        payloads = [b"x" * size for size in sizes]
+        payloads = [b"x" * (size + 3) for size in sizes]
         await echo.run(payloads[:200])  # warm-up
         _, _, cpu = await echo.run(payloads)
     finally:
@@ -219,21 +279,26 @@ def main(argv: list[str] | None = None) -> int:
         print("note: builtin bots in threads share one core (GIL): expect a ratio near 1")
     rates, cpu_per_game = {}, {}
     referee_cpu, sizes = 0.0, []
-    for concurrency in (1, 2):
-        counting = Decisions() if runner == "grpc" and concurrency == 1 else nullcontext()
-        with tempfile.TemporaryDirectory(prefix="craits-bench-") as tmp, counting:
-            games, elapsed, cpu, own = asyncio.run(
-                timed_run(config, text, Path(tmp), factory_for(runner, concurrency, before), concurrency)
+    meter = CpuMeter()
+    print(f"CPU counted by {meter.source}")
+    try:
+        for concurrency in (1, 2):
+            counting = Decisions() if runner == "grpc" and concurrency == 1 else nullcontext()
+            with tempfile.TemporaryDirectory(prefix="craits-bench-") as tmp, counting:
+                games, elapsed, cpu, own = asyncio.run(
+                    timed_run(config, text, Path(tmp), factory_for(runner, concurrency, before), concurrency, meter)
+                )
+            if isinstance(counting, Decisions):
+                sizes = counting.sizes
+                referee_cpu = own / max(1, len(sizes))
+            rates[concurrency] = games / elapsed
+            cpu_per_game[concurrency] = cpu / games
+            print(
+                f"concurrency {concurrency}: {games} games in {elapsed:.2f} s = {rates[concurrency]:.2f} games/s, "
+                f"{cpu_per_game[concurrency]:.3f} CPU s per game (referee, workers and bots, start-up included)"
             )
-        if isinstance(counting, Decisions):
-            sizes = counting.sizes
-            referee_cpu = own / max(1, len(sizes))
-        rates[concurrency] = games / elapsed
-        cpu_per_game[concurrency] = cpu / games
-        print(
-            f"concurrency {concurrency}: {games} games in {elapsed:.2f} s = {rates[concurrency]:.2f} games/s, "
-            f"{cpu_per_game[concurrency]:.3f} CPU s per game (referee, workers and bots, start-up included)"
-        )
+    finally:
+        meter.close()
     if sizes:
         echo = asyncio.run(echo_cpu(sizes[:3000]))
         print(

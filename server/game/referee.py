@@ -120,6 +120,8 @@ class GameReferee:
         """Why the game was stopped short (an abort or a cancellation), once it is over."""
         """The GameEnd, framed, once the game is over."""
         self._unrecorded: tuple[Any, ...] | None = None
+        self._record_failed: Exception | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         """The decision last applied, until the replay has it (see :meth:`_record`)."""
         for seat in self.seats:
             seat.game = self
@@ -320,6 +322,8 @@ class GameReferee:
                     await asyncio.sleep(0)
             else:
                 action, status, think, transport, note = await self._ask(seat, legal)
+                if self._record_failed is not None:
+                    raise self._record_failed
             self._record()
             state.apply(action)
             if replay is not None:
@@ -345,6 +349,17 @@ class GameReferee:
         if pending is not None:
             self._unrecorded = None
             self._replay.decision(*pending)
+
+    def _record_soon(self) -> None:
+        """:meth:`_record`, called back in the loop's next round, right after the stream's
+        writer (woken when the request was queued, so called back first). A failure is kept
+        for the game task to raise: it is a bug of ours, and ends the game as one."""
+        if self.over or self._record_failed is not None:
+            return
+        try:
+            self._record()
+        except Exception as err:
+            self._record_failed = err
 
     def _hands_ended(self, hands_done: int) -> int:
         state = self.state
@@ -405,10 +420,11 @@ class GameReferee:
         notes: list[str] = []
         resend_from = history_from
         try:
-            if self._unrecorded is not None:
-                await asyncio.sleep(0)  # the stream's writer puts the request on the wire first
-                self._record()
-                now = _perf()
+            if self._unrecorded is not None:  # after the stream's writer has put the request on the wire
+                loop = self._loop
+                if loop is None:
+                    loop = self._loop = asyncio.get_running_loop()
+                loop.call_soon(self._record_soon)
             while True:
                 if self.abort_reason:
                     raise _Aborted

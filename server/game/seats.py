@@ -68,11 +68,13 @@ class Outbox:
     An asyncio.Queue does the same with more bookkeeping (unfinished-task counts, a
     list of getters); this sits on the path of every DecisionRequest."""
 
-    __slots__ = ("_items", "_waiter")
+    __slots__ = ("_items", "_loop", "_waiter")
 
     def __init__(self) -> None:
         self._items: collections.deque[Any] = collections.deque()
         self._waiter: asyncio.Future[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        """The writer's loop, kept: asking asyncio for it costs a system call (getpid) each time."""
 
     def __len__(self) -> int:
         return len(self._items)
@@ -88,7 +90,10 @@ class Outbox:
 
     async def get(self) -> Any:
         while not self._items:
-            waiter = self._waiter = asyncio.get_running_loop().create_future()
+            loop = self._loop
+            if loop is None:
+                loop = self._loop = asyncio.get_running_loop()
+            waiter = self._waiter = loop.create_future()
             try:
                 await waiter
             finally:
@@ -272,13 +277,15 @@ class Mailbox:
     timer rarely moves: when it fires early it re-arms itself for the current deadline.
     That saves scheduling and cancelling a timer on every decision (the hot path)."""
 
-    __slots__ = ("_deadline", "_items", "_timer", "_waiter")
+    __slots__ = ("_deadline", "_items", "_loop", "_timer", "_waiter")
 
     def __init__(self) -> None:
         self._items: collections.deque[Arrival | Wake] = collections.deque()
         self._waiter: asyncio.Future[None] | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._deadline = 0.0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        """The game's loop, kept (see :class:`Outbox`)."""
 
     def put(self, item: Arrival | Wake) -> None:
         self._items.append(item)
@@ -304,7 +311,9 @@ class Mailbox:
             return self._items.popleft()
         if timeout <= 0:
             return None
-        loop = asyncio.get_running_loop()
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
         deadline = self._deadline = loop.time() + timeout
         if self._timer is None or self._timer.when() > deadline:
             self._arm(loop, deadline)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 import traceback
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,41 +21,89 @@ from craits.v1 import referee_pb2 as pb
 log = logging.getLogger("craits_bot")
 
 
-@dataclass(frozen=True)
 class Request:
-    """One decision to make. ``legal_actions`` is never empty and sorted by id."""
+    """One decision to make. ``legal_actions`` is never empty and sorted by id.
 
-    observation: pb.Observation
-    """What the bot may see: its hand, the top card, counts, every seat's hand size,
-    totals, and the hand's whole history so far (the kit keeps it complete)."""
-    legal_actions: list[pb.LegalAction]
-    game_id: str
-    decision_id: int
-    deadline_ms: int
-    """Time for this decision before the time bank is used."""
-    time_bank_ms: int
-    strikes: int
-    repeated: bool
-    """True when the referee sends the request again (after a reconnect or a refused answer)."""
-    game: pb.GameStart | None = None
-    """The game's GameStart (seat, players, preset, flags, clocks), if it was received."""
+    ``observation`` holds the hand's whole history, though the referee sends only the
+    events since its previous request: the kit joins the two when a bot first reads
+    ``observation`` (a bot that never looks at it, or looks only at the current message's
+    fields, pays nothing for a long hand)."""
+
+    __slots__ = (
+        "_earlier",
+        "_observation",
+        "deadline_ms",
+        "decision_id",
+        "game",
+        "game_id",
+        "legal_actions",
+        "repeated",
+        "strikes",
+        "time_bank_ms",
+    )
+
+    def __init__(
+        self,
+        observation: pb.Observation,
+        legal_actions: list[pb.LegalAction],
+        game_id: str,
+        decision_id: int,
+        deadline_ms: int,
+        time_bank_ms: int,
+        strikes: int,
+        repeated: bool,
+        game: pb.GameStart | None = None,
+        earlier: Sequence[pb.Event] = (),
+    ) -> None:
+        self._observation = observation
+        self._earlier = earlier
+        """The hand's events before ``observation.history_start``, kept by the kit."""
+        self.legal_actions = legal_actions
+        self.game_id = game_id
+        self.decision_id = decision_id
+        self.deadline_ms = deadline_ms
+        """Time for this decision before the time bank is used."""
+        self.time_bank_ms = time_bank_ms
+        self.strikes = strikes
+        self.repeated = repeated
+        """True when the referee sends the request again (after a reconnect or a refused answer)."""
+        self.game = game
+        """The game's GameStart (seat, players, preset, flags, clocks), if it was received."""
+
+    @property
+    def observation(self) -> pb.Observation:
+        """What the bot may see: its hand, the top card, counts, every seat's hand size,
+        totals, and the hand's whole history so far (the kit keeps it complete)."""
+        if self._earlier:
+            sent = self._observation
+            whole = pb.Observation()
+            whole.CopyFrom(sent)
+            del whole.history[:]
+            whole.history.extend(self._earlier)
+            whole.history.extend(sent.history)
+            whole.history_start = 0
+            self._observation, self._earlier = whole, ()
+        return self._observation
 
     @property
     def hand(self) -> list[pb.Card]:
         """The bot's cards (empty when the dealer names a suit blind)."""
-        return list(self.observation.hand)
+        return list(self._observation.hand)
 
     @property
     def kind(self) -> int:
         """The pb.DecisionKind asked for (PLAY, ANSWER_COUNT, PLAY_AGAIN, NAME_SUIT, ...)."""
-        return self.observation.decision
+        return self._observation.decision
 
     @property
     def seat(self) -> int:
-        return self.observation.seat
+        return self._observation.seat
 
     @classmethod
-    def from_message(cls, msg: pb.DecisionRequest, game: pb.GameStart | None = None) -> Request:
+    def from_message(
+        cls, msg: pb.DecisionRequest, game: pb.GameStart | None = None, earlier: Sequence[pb.Event] = ()
+    ) -> Request:
+        """The Request for ``msg``; ``earlier``: the hand's events before its ``history_start``."""
         return cls(
             observation=msg.observation,
             legal_actions=list(msg.legal_actions),
@@ -65,7 +114,12 @@ class Request:
             strikes=msg.strikes,
             repeated=msg.repeated_request,
             game=game,
+            earlier=earlier,
         )
+
+    def __repr__(self) -> str:
+        return (f"Request(game_id={self.game_id!r}, decision_id={self.decision_id}, kind={self.kind}, "
+                f"legal_actions={len(self.legal_actions)})")
 
 
 Choice = int | pb.LegalAction
@@ -144,8 +198,8 @@ def _where(err: BaseException) -> str:
 class _Game:
     start: pb.GameStart | None = None
     hand_number: int = 0
-    seen: pb.Observation = field(default_factory=pb.Observation)
-    """Its ``history`` holds the hand's events received so far (copied in C by protobuf)."""
+    events: list[pb.Event] = field(default_factory=list)
+    """The hand's events received so far (the messages' own, not copies)."""
 
 
 class Dispatcher:
@@ -178,7 +232,7 @@ class Dispatcher:
         elif which == "hand_start":
             game = self.games.setdefault(msg.hand_start.game_id, _Game())
             game.hand_number = msg.hand_start.hand_number
-            del game.seen.history[:]
+            game.events = []
             self._hook("on_hand_start", msg.hand_start)
         elif which == "hand_end":
             self._hook("on_hand_end", msg.hand_end)
@@ -191,30 +245,27 @@ class Dispatcher:
         return None
 
     def request_for(self, msg: pb.DecisionRequest) -> Request:
-        """The Request for ``msg``, its observation's history made whole for the hand.
+        """The Request for ``msg``, its observation's history made whole for the hand when read.
 
         The referee sends only the events since its previous request to this seat
         (from index ``history_start``); the kit keeps the rest.
         """
         game = self.games.setdefault(msg.game_id, _Game())
         obs = msg.observation
-        history = game.seen.history
         if obs.hand_number != game.hand_number:
             game.hand_number = obs.hand_number
-            del history[:]
+            game.events = []
+        events = game.events
         start = obs.history_start
-        if start > len(history):
+        if start > len(events):
             log.warning(
-                "game %s: history jumps from %d to %d events (missed messages?)", msg.game_id, len(history), start
+                "game %s: history jumps from %d to %d events (missed messages?)", msg.game_id, len(events), start
             )
-            start = len(history)
-        del history[start:]
-        history.extend(obs.history)
-        if obs.history_start:  # the message holds only the tail: give the bot the whole hand
-            del obs.history[:]
-            obs.history.extend(history)
-            obs.history_start = 0
-        return Request.from_message(msg, game.start)
+            start = len(events)
+        earlier = events[:start]
+        del events[start:]
+        events.extend(obs.history)
+        return Request.from_message(msg, game.start, earlier)
 
     def _decide(self, msg: pb.DecisionRequest) -> pb.BotMessage:
         received = time.perf_counter_ns()
