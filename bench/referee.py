@@ -363,6 +363,7 @@ async def run_bench(games: int, seed: int, reply_size: int) -> dict[str, Any]:
     echo_rts: list[float] = []
     echo_wall = echo_cpu = 0.0
     turns_rts: list[float] = []
+    turns_cpu = 0.0
     idle_rts: list[float] = []
     GameReferee._ask = timed_ask  # type: ignore[method-assign]
     GameReferee._send_request = stamped_send  # type: ignore[method-assign]
@@ -377,7 +378,9 @@ async def run_bench(games: int, seed: int, reply_size: int) -> dict[str, Any]:
             echo_rts += got
             echo_wall += wall
             echo_cpu += cpu
+            turns_started = time.process_time()
             turns_rts += await turns.run([rng.choice(requests) for _ in batch])
+            turns_cpu += time.process_time() - turns_started
             idle_rts += (await echo.run(batch, _pct(waits, 0.5)))[0]
     finally:
         GameReferee._ask = original_ask  # type: ignore[method-assign]
@@ -404,7 +407,7 @@ async def run_bench(games: int, seed: int, reply_size: int) -> dict[str, Any]:
         },
         "turns": {
             "round_trips": len(turns_rts), "p50_ms": _pct(turns_rts, 0.5) * 1000,
-            "p99_ms": _pct(turns_rts, 0.99) * 1000,
+            "p99_ms": _pct(turns_rts, 0.99) * 1000, "cpu_ms": turns_cpu / len(turns_rts) * 1000,
         },
         "idle": {
             "round_trips": len(idle_rts), "p50_ms": _pct(idle_rts, 0.5) * 1000,
@@ -621,7 +624,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'echo':26} {echo['round_trips']:>11} {echo['per_s']:>8.0f} {echo['p50_ms']:>8.3f} "
           f"{echo['p99_ms']:>8.3f} {echo['cpu_ms']:>17.3f}")
     print(f"{'4 bots in turn, no referee':26} {turns['round_trips']:>11} {'':>8} {turns['p50_ms']:>8.3f} "
-          f"{turns['p99_ms']:>8.3f}   (less bot time)")
+          f"{turns['p99_ms']:>8.3f} {turns['cpu_ms']:>17.3f}   (less bot time)")
     print(f"{'echo, client idle between':26} {idle['round_trips']:>11} {'':>8} {idle['p50_ms']:>8.3f} "
           f"{idle['p99_ms']:>8.3f}   (idle {idle['wait_ms']:.3f} ms before each: a bot's p50 wait for its turn)")
     print(f"bot time per decision (parse the request, choose, reply; reported as think_us): "
@@ -639,6 +642,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"for information: referee p50 (less bot time) / p50 of the same four bots answering recorded "
           f"requests in turn with no referee = {ref['net_p50_ms'] / turns['p50_ms']:.2f} (the referee's own share); "
           f"those bots alone are {turns['p50_ms'] / echo['p50_ms']:.2f}x the one-stream echo")
+    print(f"for information: server CPU per round trip, referee / the server handing recorded requests to the four "
+          f"bots in turn = {ref['cpu_ms'] / turns['cpu_ms']:.2f} (the referee's own share of the CPU); that server "
+          f"is {turns['cpu_ms'] / echo['cpu_ms']:.2f}x the one-stream echo's")
     print(f"for information: the one-stream echo whose client idles {idle['wait_ms']:.3f} ms before each round trip "
           f"(as long as a bot waits for its turn) is {idle['p50_ms'] / echo['p50_ms']:.2f}x the echo without the wait")
     print(f"p50_ratio_vs_echo={ratio:.3f} decisions_per_s={ref['per_s']:.0f}")
