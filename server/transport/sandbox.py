@@ -26,7 +26,10 @@ files (RLIMIT_NOFILE); the size of ``/tmp``; output (kept by the launcher). A bo
 (:meth:`Jail.verdict`: "killed: memory limit 512 MiB").
 
 Every sandbox dies with the referee (``--die-with-parent``), and everything in it dies with
-the bot (the bot is the PID namespace's only child of its init).
+the bot (the bot is the PID namespace's only child of its init). A referee that is killed
+cannot remove its bots' cgroups; the next one to sandbox a bot in the same place removes
+the empty ones whose referee is gone (:func:`sweep_left_groups`), so a ladder that runs for
+weeks through crashes and restarts does not pile them up.
 """
 
 from __future__ import annotations
@@ -351,13 +354,24 @@ def _own_cgroup(controller: str) -> Path | None:
     return None
 
 
+GROUP_PREFIX = "craits-bot-"
+"""A bot's cgroup is named ``craits-bot-<pid of the referee that made it>-<random>``."""
+UNOWNED_GROUP_AGE_S = 3600.0
+"""An empty bot group whose name gives no owner (an older referee's) is swept after this long."""
+
+_swept: set[Path] = set()
+
+
 def _make_group(controller: str, settings: Mapping[str, int]) -> Path | None:
     """A fresh cgroup of ``controller`` inside this process's own, with ``settings`` written
     (a setting whose file is missing is skipped: swap accounting may be off), or None."""
     root = _own_cgroup(controller)
     if root is None:
         return None
-    group = root / f"craits-bot-{secrets.token_hex(6)}"
+    if root not in _swept:
+        _swept.add(root)
+        sweep_left_groups(root)
+    group = root / f"{GROUP_PREFIX}{os.getpid()}-{secrets.token_hex(6)}"
     try:
         group.mkdir()
         for name, value in settings.items():
@@ -369,6 +383,46 @@ def _make_group(controller: str, settings: Mapping[str, int]) -> Path | None:
         log.warning("sandbox_no_cgroup", controller=controller, error=str(err), effect="an rlimit instead")
         return None
     return group
+
+
+def sweep_left_groups(root: Path) -> int:
+    """Remove the empty bot groups in ``root`` that a referee left behind (it was killed before
+    it could release them); return how many. A group whose referee still runs is kept, and so
+    is any group with a process in it: only empty folders of the dead go."""
+    removed = 0
+    now = time.time()
+    try:
+        groups = [entry for entry in root.iterdir() if entry.name.startswith(GROUP_PREFIX)]
+    except OSError:
+        return 0
+    for group in groups:
+        owner = group.name[len(GROUP_PREFIX):].split("-", 1)[0]
+        try:
+            if owner.isdigit() and "-" in group.name[len(GROUP_PREFIX):]:
+                if _alive(int(owner)):
+                    continue
+            elif now - group.stat().st_mtime < UNOWNED_GROUP_AGE_S:
+                continue
+            if (group / "cgroup.procs").read_text().split():
+                continue
+            group.rmdir()
+            removed += 1
+        except OSError:  # gone meanwhile, busy, or not ours to remove
+            continue
+    if removed:
+        log.info("sandbox_groups_swept", folder=str(root), removed=removed,
+                 why="left behind by referees that ended without releasing them")
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _empty_and_remove(group: Path) -> None:
