@@ -45,7 +45,7 @@ from server.errors import UserError
 from server.spec import BotSpec, Clocks
 from server.transport.commands import bot_command
 from server.transport.pool import DEFAULT_ABOVE_MB, RestartPolicy
-from server.transport.sandbox import SANDBOXES, SIZE_LIMITS, Limits, outside_problem, parse_size
+from server.transport.sandbox import LIMIT_NAMES, SANDBOXES, Limits, outside_problem, parse_limit
 from tournaments.schedule import ScheduleError, check_balanced, games_per_deal
 
 MIN_TABLE, MAX_TABLE = 2, 5
@@ -71,7 +71,6 @@ TOP_KEYS = (
 RESTART_MODES = ("keep", "game")
 BOT_KEYS = ("name", "command", "builtin", "token", "cwd", "allow_read")
 CLOCK_KEYS = tuple(f.name for f in fields(Clocks))
-LIMIT_KEYS = tuple(f.name for f in fields(Limits))
 
 
 class TournamentFileError(UserError):
@@ -453,18 +452,13 @@ class _Validator:
         table = self.data.get("limits", {})
         if not isinstance(table, dict):
             raise self.fail(("limits",), 'must be a table, e.g. [limits] memory = "512 MiB"')
-        self.check_keys(table, LIMIT_KEYS, ("limits",))
+        self.check_keys(table, LIMIT_NAMES, ("limits",))
         values: dict[str, int] = {}
         for key, value in table.items():
-            if key in SIZE_LIMITS:
-                try:
-                    values[key] = parse_size(value)
-                except ValueError as err:
-                    raise self.fail(("limits", key), str(err)) from None
-            elif not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise self.fail(("limits", key), f"must be a whole number of at least 1, got {value!r}")
-            else:
-                values[key] = value
+            try:
+                values[key] = parse_limit(key, value)
+            except ValueError as err:
+                raise self.fail(("limits", key), str(err)) from None
         return Limits(**values)
 
     def bots(self, table_size: int) -> tuple[BotEntry, ...]:

@@ -25,7 +25,7 @@ import signal
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
@@ -72,6 +72,8 @@ class CheckOptions:
     """Seeds the checker's own players in the other seats."""
     sandboxed: bool = True
     """Run the bot in the sandbox a referee's launched bot gets (server.transport.sandbox)."""
+    limits: sandboxes.Limits = field(default_factory=sandboxes.Limits)
+    """What the sandboxed bot may use (a tournament's ``[limits]``; CPU seconds count the whole check)."""
 
 
 # ---------------------------------------------------------------------------- the stream
@@ -282,8 +284,10 @@ class _Table:
 
 
 class _Checker:
-    def __init__(self, options: CheckOptions, servicer: _Servicer, bot: _BotProcess, token: str) -> None:
+    def __init__(self, options: CheckOptions, servicer: _Servicer, bot: _BotProcess, token: str,
+                 jail: sandboxes.Jail | None = None) -> None:
         self.options = options
+        self.jail = jail
         self.servicer = servicer
         self.bot = bot
         self.token = token
@@ -342,7 +346,12 @@ class _Checker:
         code = await self.bot.wait(2.0)
         if code is None:
             return "the bot closed its stream (its process is still running)"
-        return f"the bot closed its stream; its process exited with code {code}"
+        return f"the bot closed its stream; its process exited with code {code}{self._verdict(code)}"
+
+    def _verdict(self, code: int | None) -> str:
+        """" (killed: memory limit 128 MiB)" when a sandbox limit ended the bot, else ""."""
+        why = self.jail.verdict(code) if self.jail is not None else ""
+        return f" ({why})" if why else ""
 
     # ------------------------------------------------------------------ connect and hello
 
@@ -358,7 +367,8 @@ class _Checker:
         if stream_task not in done:
             stream_task.cancel()
             if exit_task in done:
-                check.fail(f"the bot exited with code {self.bot.exit_code} before connecting to CRAITS_SERVER")
+                code = self.bot.exit_code
+                check.fail(f"the bot exited with code {code} before connecting to CRAITS_SERVER{self._verdict(code)}")
             else:
                 check.fail(f"the bot did not connect to CRAITS_SERVER within {opts.connect_timeout_s:g} s")
             return False
@@ -795,7 +805,7 @@ async def _check(command: list[str], options: CheckOptions) -> Report:
         raise UserError(f"cannot run the bot in the sandbox: {problem}")
     if socket_path is not None:
         sandboxes.open_socket(socket_path)
-        box = sandboxes.Sandbox(socket_path)
+        box = sandboxes.Sandbox(socket_path, limits=options.limits)
         env = box.env(token, BOT_SEAT_NAME)
         jail = box.confine(command, cwd=None, watched=False)
         argv = jail.argv
@@ -811,7 +821,7 @@ async def _check(command: list[str], options: CheckOptions) -> Report:
     bot: _BotProcess | None = None
     try:
         bot = await _BotProcess.launch(argv, env)
-        checker = _Checker(options, servicer, bot, token)
+        checker = _Checker(options, servicer, bot, token, jail)
         await _run_checks(checker, checks)
         await _check_exit(checker, checks[-1], options)
         if servicer.extra_streams:

@@ -38,6 +38,13 @@ def register_cli(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=1, help="seed of the checker's own players (default 1)")
     p.add_argument("--json", type=Path, metavar="FILE", help="also write the report as JSON to FILE")
     p.add_argument("--no-sandbox", action="store_true", help="run the bot unsandboxed, as this user (trusted bots only)")
+    p.add_argument(
+        "--limit", action="append", default=[], metavar="KEY=VALUE",
+        help=("run the sandboxed bot within a limit of a tournament file's [limits], with the same names and "
+              "values: memory=256MiB, processes=32, cpu_s=30 (for the whole check), open_files, tmp, output; "
+              "repeat for several (default: a tournament's defaults, "
+              f"{sandboxes.size_text(sandboxes.Limits().memory)} of memory and {sandboxes.Limits().cpu_s} CPU s)"),
+    )
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND ...",
                    help="how to start the bot, after --")
     p.set_defaults(func=_run)
@@ -52,8 +59,21 @@ def _run(args: argparse.Namespace) -> int:
     except sandboxes.SandboxError as err:
         raise UserError(str(err)) from None
     if sandbox == "none":
+        if args.limit:
+            raise UserError("--limit applies to the sandbox; drop --no-sandbox to check the bot within limits")
         print(sandboxes.UNSANDBOXED, file=sys.stderr)
-    options = CheckOptions(args.timeout, args.connect_timeout, args.exit_timeout, args.seed, sandbox == "bwrap")
+    values: dict[str, int] = {}
+    for item in args.limit:
+        key, equals, value = (part.strip() for part in item.partition("="))
+        if not equals or not key or not value:
+            raise UserError(f"--limit takes KEY=VALUE, e.g. --limit memory=256MiB; got {item!r}")
+        try:
+            values[key] = sandboxes.parse_limit(key, value)
+        except ValueError as err:
+            raise UserError(f"--limit {key}: {err}" if key in sandboxes.LIMIT_NAMES else f"--limit: {err}") from None
+    limits = sandboxes.Limits(**values)
+    options = CheckOptions(args.timeout, args.connect_timeout, args.exit_timeout, args.seed, sandbox == "bwrap",
+                           limits)
     report = check_bot(args.command, options)
     print(report.render())
     if args.json:

@@ -47,7 +47,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from server.logging import get_logger
@@ -101,6 +101,24 @@ class Limits:
 
 SIZE_LIMITS = ("memory", "tmp", "output")
 """The limits that are sizes ("512 MiB"); the others are whole numbers."""
+
+
+LIMIT_NAMES = tuple(f.name for f in fields(Limits))
+
+
+def parse_limit(key: str, value: object) -> int:
+    """One limit as a tournament file's ``[limits]`` or ``check-bot --limit`` writes it: a size
+    ("512 MiB", "64M", bytes) for memory, tmp and output, a whole number of at least 1 for the
+    rest. ValueError saying what is expected (the caller names where)."""
+    if key not in LIMIT_NAMES:
+        raise ValueError(f"unknown limit {key!r}; the limits are {', '.join(LIMIT_NAMES)}")
+    if key in SIZE_LIMITS:
+        return parse_size(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"must be a whole number of at least 1, got {value!r}")
+    return value
 
 
 def size_text(n: int) -> str:

@@ -71,3 +71,38 @@ def test_a_bad_timeout_is_a_one_line_user_error() -> None:
     result = craits("check-bot", "--timeout", "0", "--", sys.executable, "-c", "pass")
     assert result.returncode == 2
     assert result.stderr.strip() == "craits: error: --timeout must be a positive number of seconds"
+
+
+def test_a_bot_checked_within_a_tournaments_memory_limit_is_told_the_limit_ended_it(tmp_path: Path) -> None:
+    """--limit takes a tournament file's [limits]: a bot that holds 300 MB fails within 128 MiB, and
+    the report says the limit ended it (within the default 512 MiB the same bot passes)."""
+    tmp_path.chmod(0o755)  # (a sandboxed bot reads only what every user may read)
+    shutil.copy(BOTS / "_botlib.py", tmp_path)
+    hungry = tmp_path / "hungry_bot.py"
+    hungry.write_text(
+        "import sys\n"
+        "held = bytearray(300 * 2**20)  # every page touched\n"
+        "from _botlib import announcing, run\n"
+        "sys.exit(run(announcing))\n"
+    )
+    small = craits("check-bot", "--limit", "memory=128MiB", "--", sys.executable, str(hungry))
+    assert small.returncode == 1, small.stdout + small.stderr
+    assert "before connecting to CRAITS_SERVER (killed: memory limit 128 MiB)" in small.stdout, small.stdout
+    roomy = craits("check-bot", "--", sys.executable, str(hungry))
+    assert roomy.returncode == 0, roomy.stdout + roomy.stderr
+
+
+def test_a_bad_limit_is_a_one_line_user_error() -> None:
+    bot = (sys.executable, str(BOTS / "good_bot.py"))
+    for given, said in (
+        ("memory=lots", '--limit memory: must be a size like "512 MiB" or a number of bytes, got \'lots\''),
+        ("cpu_s=0", "--limit cpu_s: must be a whole number of at least 1, got 0"),
+        ("speed=9", "--limit: unknown limit 'speed'; the limits are memory, processes, cpu_s, open_files, tmp, output"),
+        ("memory", "--limit takes KEY=VALUE, e.g. --limit memory=256MiB; got 'memory'"),
+    ):
+        result = craits("check-bot", "--limit", given, "--", *bot)
+        assert (result.returncode, result.stderr.strip()) == (2, f"craits: error: {said}"), given
+    unsandboxed = craits("check-bot", "--no-sandbox", "--limit", "memory=1GiB", "--", *bot)
+    assert unsandboxed.returncode == 2
+    assert unsandboxed.stderr.strip().endswith(
+        "--limit applies to the sandbox; drop --no-sandbox to check the bot within limits")
