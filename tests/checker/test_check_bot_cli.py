@@ -17,6 +17,15 @@ def craits(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def good_bot_that_first(tmp_path: Path, name: str, first: str) -> Path:
+    """A bot script in ``tmp_path`` that runs the line ``first``, then plays well."""
+    tmp_path.chmod(0o755)  # (a sandboxed bot reads only what every user may read)
+    shutil.copy(BOTS / "_botlib.py", tmp_path)
+    script = tmp_path / name
+    script.write_text(f"import sys\n{first}\nfrom _botlib import announcing, run\nsys.exit(run(announcing))\n")
+    return script
+
+
 def test_a_passing_bot_exits_0_and_writes_the_json_report(tmp_path: Path) -> None:
     out = tmp_path / "report.json"
     result = craits("check-bot", "--json", str(out), "--", sys.executable, str(BOTS / "good_bot.py"))
@@ -37,15 +46,7 @@ def test_a_failing_bot_exits_1_and_prints_what_it_sent_and_what_was_expected() -
 
 def test_a_bot_that_prints_a_huge_line_is_still_checked(tmp_path: Path) -> None:
     """The checker keeps the tail of a bot's output; one line past the reader's limit is skipped."""
-    tmp_path.chmod(0o755)  # (a sandboxed bot reads only what every user may read)
-    shutil.copy(BOTS / "_botlib.py", tmp_path)
-    chatty = tmp_path / "chatty_bot.py"
-    chatty.write_text(
-        "import sys\n"
-        "print('x' * 200_000, flush=True)\n"
-        "from _botlib import announcing, run\n"
-        "sys.exit(run(announcing))\n"
-    )
+    chatty = good_bot_that_first(tmp_path, "chatty_bot.py", "print('x' * 200_000, flush=True)")
     result = craits("check-bot", "--", sys.executable, str(chatty))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Traceback" not in result.stderr and "0 failed" in result.stdout.splitlines()[-1]
@@ -76,15 +77,7 @@ def test_a_bad_timeout_is_a_one_line_user_error() -> None:
 def test_a_bot_checked_within_a_tournaments_memory_limit_is_told_the_limit_ended_it(tmp_path: Path) -> None:
     """--limit takes a tournament file's [limits]: a bot that holds 300 MB fails within 128 MiB, and
     the report says the limit ended it (within the default 512 MiB the same bot passes)."""
-    tmp_path.chmod(0o755)  # (a sandboxed bot reads only what every user may read)
-    shutil.copy(BOTS / "_botlib.py", tmp_path)
-    hungry = tmp_path / "hungry_bot.py"
-    hungry.write_text(
-        "import sys\n"
-        "held = bytearray(300 * 2**20)  # every page touched\n"
-        "from _botlib import announcing, run\n"
-        "sys.exit(run(announcing))\n"
-    )
+    hungry = good_bot_that_first(tmp_path, "hungry_bot.py", "held = bytearray(300 * 2**20)  # every page touched")
     small = craits("check-bot", "--limit", "memory=128MiB", "--", sys.executable, str(hungry))
     assert small.returncode == 1, small.stdout + small.stderr
     assert "before connecting to CRAITS_SERVER (killed: memory limit 128 MiB)" in small.stdout, small.stdout
