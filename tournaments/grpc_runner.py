@@ -30,7 +30,8 @@ async def tournament_runner(
 
     Starts an :class:`~server.transport.service.Arena` on ``address`` (default: the file's, see
     ``TournamentConfig.listen_address``), accepts the remote bots' tokens for the whole
-    tournament, yields ``arena.run_game``, and shuts the server down on the way out (the
+    tournament, yields the game runner (with ``online_bots()``: the remote bots connected now,
+    for a ladder's matchmaking), and shuts the server down on the way out (the
     runner has finished or cancelled its games by then). With remote bots it says on
     standard error where they connect: they cannot be told otherwise.
 
@@ -62,7 +63,7 @@ async def tournament_runner(
     setup = WorkerSetup(options, restart, str(logs.parent) if logs else None, logs.stem if logs else "referee")
     pool = RefereeWorkers(arena, setup, workers)
     try:
-        yield pool.run_game
+        yield pool
     finally:
         try:
             await pool.close()

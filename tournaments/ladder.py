@@ -10,6 +10,12 @@ time, so it can run for days, take in a bot added to its file, and rank everyone
   ones whose ratings are closest to its own (less than a rating point apart counts as equally
   close), then the ones it has met least, then the round's seeded draw. Every bot plays about
   as often as every other, and mostly against bots of its strength;
+* **who may play**: launched and builtin bots always; a bot that connects on its own only
+  while its stream is open (:func:`seatable_bots`), so a student's bot that is away sits
+  out instead of costing its table a connect timeout and losing games to the default
+  policy; back, it has played least and plays next. Too few online to fill a table, the
+  ladder waits and says so. (With workers on a PostgreSQL store the coordinator cannot see
+  who is connected to them, and seats every bot.)
 * **ratings** are the tournament's standings (OpenSkill Plackett-Luce), ordered by rating
   ordinal, written to ``standings.json``/``.csv`` after every round;
 * **nothing is lost**: a round's games are stored before they are played and every game is
@@ -25,12 +31,14 @@ as the ratings compare results of one game.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import random
 import secrets
+import sys
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -226,12 +234,16 @@ def ladder_standings(config: TournamentConfig, store: TournamentStore) -> Standi
     )
 
 
-def next_round(config: TournamentConfig, store: TournamentStore, standings: Standings) -> LadderRound:
-    """Pick the next table from the stored schedule and ratings, and store its games."""
+def next_round(
+    config: TournamentConfig, store: TournamentStore, standings: Standings, available: Collection[str] | None = None
+) -> LadderRound:
+    """Pick the next table from the stored schedule and ratings (among the ``available`` bots:
+    None for all), and store its games."""
     games = store.games()
     played, met, number = history(games)
+    bots = config.bot_names if available is None else tuple(b for b in config.bot_names if b in available)
     seats = pick_table(
-        config.bot_names, config.table_size,
+        bots, config.table_size,
         rounds_played=played, ordinals={row.bot: row.rating_ordinal for row in standings.rows}, met=met,
         seed=config.seed, round_no=number,
     )
@@ -284,12 +296,16 @@ async def run_ladder(
             log = log.bind(ladder=config.name)
             async with runner(config, out_dir) as run_game:
                 standings = ladder_standings(config, store)
+                online = getattr(run_game, "online_bots", None) if play_pending is None else None
                 while not stop.is_set():
                     new: LadderRound | None = None
                     if not store.pending_games():
                         if rounds is not None and played_rounds >= rounds:
                             break
-                        new = next_round(config, store, standings)
+                        available = await seatable_bots(config, online, stop, log)
+                        if available is None:
+                            break
+                        new = next_round(config, store, standings, available)
                         log.info("ladder_round", round=new.number, seats=list(new.seats))
                     if play_pending is not None:
                         summary = await play_pending(stop)
@@ -312,6 +328,39 @@ async def run_ladder(
     finally:
         restore()
     return LadderSummary(played_rounds, recorded, stop.is_set())
+
+
+WAIT_POLL_S = 0.5
+"""How often a ladder short of online bots looks again."""
+
+
+async def seatable_bots(
+    config: TournamentConfig, online: Callable[[], set[str]] | None, stop: asyncio.Event, log: Any
+) -> set[str] | None:
+    """The bots a new round may seat: every launched and builtin bot, and the remote bots
+    connected now (one that is away would cost its table a wait and then play by the default
+    policy). Waits, saying so once, while too few are online to fill a table; None if
+    stopped meanwhile. ``online``: the runner's connected bots (None: take every bot)."""
+    remote = {bot.name for bot in config.remote_bots}
+    if online is None or not remote:
+        return set(config.bot_names)
+    said = False
+    while True:
+        away = remote - online()
+        available = set(config.bot_names) - away
+        if len(available) >= config.table_size:
+            if said:
+                log.info("ladder_resumed", online=sorted(available & remote))
+            return available
+        if not said:
+            said = True
+            log.info("ladder_waiting", away=sorted(away), needed=config.table_size, available=len(available))
+            print(f"ladder: waiting for remote bots to connect: {len(available)} of the {config.table_size} "
+                  f"needed for a table can play (away: {', '.join(sorted(away))})", file=sys.stderr, flush=True)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), WAIT_POLL_S)
+        if stop.is_set():
+            return None
 
 
 def reopen_ladder(out_dir: Path) -> tuple[TournamentConfig, Store]:

@@ -318,6 +318,10 @@ class Arena:
         o = self.options
         return TokenBucket(o.flood_burst, o.flood_rate, o.flood_per_request)
 
+    def connected_bots(self) -> set[str]:
+        """The names of the bots whose stream is open now (remote bots online, launched bots running)."""
+        return {entry.name for entry in self.tokens.values() if entry.session is not None}
+
     def register_token(self, token: str, name: str) -> None:
         """Accept ``token`` from now on, even between games (a remote bot that waits for its games)."""
         entry = self.tokens.get(token)

@@ -191,6 +191,13 @@ class RefereeWorkers:
         self._starting: asyncio.Task[_Worker] | None = None
         self._context = multiprocessing.get_context("spawn")
 
+    async def __call__(self, spec: GameSpec) -> GameRecord:
+        return await self.run_game(spec)
+
+    def online_bots(self) -> set[str]:
+        """The bots connected on their own to the tournament's referee now (where they connect)."""
+        return self.local.connected_bots()
+
     async def run_game(self, spec: GameSpec) -> GameRecord:
         worker = await self._choose(spec)
         if worker is None:

@@ -3,6 +3,7 @@ it listens, and they play every one of their games; a bad or busy address is a c
 
 from __future__ import annotations
 
+import asyncio
 import os
 import queue
 import re
@@ -20,7 +21,8 @@ from server.cli.tournament import choose_runner
 from server.storage.store import Store
 from tests.bots.commands import PY_RANDOM
 from tests.cli import run_cli, wait_for_line
-from tournaments.config import load_config
+from tournaments.config import load_config, parse_config
+from tournaments.ladder import seatable_bots
 
 ROOT = Path(__file__).resolve().parents[2]
 LISTENING = re.compile(r"referee listening on (127\.0\.0\.1:\d+) \(this machine only\); (.+) connect there")
@@ -144,3 +146,79 @@ def test_every_bundled_tournament_file_passes_the_checks_made_before_any_game(ex
     each builtin exists in the runner that will play it (the classroom example's house bot
     once named a builtin only the in-process runner has)."""
     choose_runner("auto", load_config(ROOT / example))
+
+
+def test_a_ladder_waits_for_remote_bots_it_needs_and_says_so(tmp_path: Path) -> None:
+    """alice and bob are needed to fill a table of three beside the house bot: the ladder says
+    it waits for them, and plays once they are online."""
+    out = tmp_path / "out"
+    with craits("ladder", "run", str(remote_file(tmp_path)), "--out", str(out), "--rounds", "1") as (proc, lines):
+        address, _ = wait_for_address(lines)
+        waiting = wait_for_line(lines, re.compile(r"ladder: waiting for remote bots to connect: (.+)"), 60)
+        assert waiting.group(1) == "1 of the 3 needed for a table can play (away: alice, bob)"
+        with remote_bots(address, ["alice", "bob"]):
+            proc.wait(timeout=120)
+    assert proc.returncode == 0, "".join(lines.queue)
+    with Store(out / Store.FILENAME) as store:
+        results = store.results()
+    assert {seat.bot for result in results for seat in result.seats} == {"alice", "bob", "house"}
+    assert all(seat.status == "ok" for result in results for seat in result.seats)
+
+
+def test_a_ladder_seats_a_remote_bot_only_while_it_is_connected(tmp_path: Path) -> None:
+    """Offline, alice sits out: no table waits for her, none plays her seat by the default policy
+    (before, she was seated in one of the first two rounds: four bots, tables of three)."""
+    path = tmp_path / "ladder.toml"
+    path.write_text(
+        'name = "online"\ntable_size = 3\nseed = 5\naddress = "127.0.0.1:0"\n[flags]\nshort_game = true\n'
+        "[clocks]\nconnect_timeout_s = 60.0\n"
+        f'[[bots]]\nname = "alice"\ntoken = "{TOKENS["alice"]}"\n'
+        + "".join(f'[[bots]]\nname = "house-{n}"\nbuiltin = "random"\n' for n in range(3))
+    )
+    out = tmp_path / "out"
+    with craits("ladder", "run", str(path), "--out", str(out), "--rounds", "2") as (proc, lines):
+        wait_for_address(lines)
+        proc.wait(timeout=50)  # (less than alice's connect timeout: nobody waited for her)
+    assert proc.returncode == 0, "".join(lines.queue)
+    with Store(out / Store.FILENAME) as store:
+        results = store.results()
+    assert len(results) == 6
+    assert {seat.bot for result in results for seat in result.seats} == {"house-0", "house-1", "house-2"}
+    assert all(seat.status == "ok" for result in results for seat in result.seats)
+
+
+def test_the_seatable_bots_are_the_launched_ones_and_the_remote_ones_online() -> None:
+    text = (
+        'name = "online"\ntable_size = 3\nseed = 5\n'
+        + "".join(f'[[bots]]\nname = "{name}"\ntoken = "{token}"\n' for name, token in TOKENS.items())
+        + '[[bots]]\nname = "house"\nbuiltin = "random"\n[[bots]]\nname = "house-2"\nbuiltin = "random"\n'
+    )
+    config = parse_config(text, source="test", base_dir=ROOT)
+    online: set[str] = set()
+    said: list[tuple[str, dict[str, object]]] = []
+
+    class Log:
+        def info(self, event: str, **fields: object) -> None:
+            said.append((event, fields))
+
+    async def pick(stop: asyncio.Event) -> set[str] | None:
+        return await seatable_bots(config, lambda: set(online), stop, Log())
+
+    async def scenario() -> None:
+        online.add("alice")  # alice and the two house bots fill a table: bob, away, sits out
+        assert await pick(asyncio.Event()) == {"alice", "house", "house-2"}
+        online.clear()  # two house bots cannot fill a table of three: wait until someone comes
+        waiting = asyncio.create_task(pick(asyncio.Event()))
+        await asyncio.sleep(0.2)
+        assert not waiting.done() and said[-1][0] == "ladder_waiting"
+        online.add("bob")
+        assert await asyncio.wait_for(waiting, 5) == {"bob", "house", "house-2"}
+        assert said[-1] == ("ladder_resumed", {"online": ["bob"]})
+        online.clear()
+        stop = asyncio.Event()
+        stopped = asyncio.create_task(pick(stop))
+        await asyncio.sleep(0.2)
+        stop.set()
+        assert await asyncio.wait_for(stopped, 5) is None
+
+    asyncio.run(scenario())
