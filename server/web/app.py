@@ -7,9 +7,10 @@ every ``poll_s`` on a thread of its own. Server-sent events carry every change:
 ``/api/stream`` the board's (standings, progress, live games, recent games), and
 ``/api/games/{id}/events`` one game's records.
 
-A reader never slows a game: the game appends to a list, readers follow it with a cursor,
-write at most every ``tick_s`` (everything new at once), and a reader whose write has not
-gone out after ``stall_s`` (it does not read) is disconnected.
+A reader never slows a game: the game only appends its records to a list. One tick of the
+server, every ``tick_s``, sends each stream's readers everything new (each record encoded
+once, the same bytes written once to each reader) and the board's readers whatever changed;
+a reader that leaves more than ``max_buffer`` unread (it does not read) is disconnected.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import json
 import math
 import re
 import socket
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +36,7 @@ from aiohttp import web
 from server.errors import UserError
 from server.logging import get_logger
 from server.web.board import Board
-from server.web.fanout import MAX_BUFFER, Reader, open_stream
+from server.web.fanout import MAX_BUFFER, Reader, finish, open_stream
 from server.web.live import END, GameStream, LiveHub, public_records, strip_full
 
 log = get_logger()
@@ -48,8 +50,6 @@ CSP = (
 )
 SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 RECENT_GAMES = 30
-LIVE_EVERY_S = 0.25
-"""The live list is published at most this often."""
 LIVE_PROGRESS_S = 1.0
 """... and this often while games are being played (their decisions and hands move on)."""
 BOT_GAMES = 200
@@ -62,7 +62,8 @@ class WebOptions:
     reveal_after: float | None = None
     """Seconds after which a live game's every card may be shown (None: never while it plays)."""
     tick_s: float = 0.25
-    """Each stream writes at most this often (everything new at once)."""
+    """Each stream writes at most this often (everything new at once): a person watching sees
+    no difference, and a spectator costs one write per tick instead of one per record."""
     max_buffer: int = MAX_BUFFER
     """Bytes a reader may leave unread before it is dropped."""
     heartbeat_s: float = 15.0
@@ -120,8 +121,9 @@ class WebServer:
         self._runner: web.AppRunner | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="craits-web-board")
-        self._live_pending = False
-        self._live_sent = 0.0
+        self._live_dirty = True
+        self._streams: set[GameStream] = set()
+        """The game streams being read, which the tick pumps."""
         self.spectators = 0
         self.dropped = 0
         self.app = self._make_app()
@@ -169,7 +171,7 @@ class WebServer:
         shown = f"[{host}]" if ":" in host else host
         self.url = f"http://{shown}:{bound}/"
         self.hub.on_change.append(self._live_changed)
-        self._tasks.append(asyncio.create_task(self._live_progress()))
+        self._tasks.append(asyncio.create_task(self._tick()))
         if self.board is not None:
             with contextlib.suppress(Exception):  # the first refresh reports its own trouble below
                 await self._board_call(self.board.refresh)
@@ -181,9 +183,8 @@ class WebServer:
         with contextlib.suppress(ValueError):
             self.hub.on_change.remove(self._live_changed)
         self.hub.feed.close()  # every open stream ends (its response is finished) before the server goes
-        for game in self.hub.games.values():
-            for stream in game.streams.values():
-                stream.fanout.close()
+        for stream in self._streams:
+            stream.fanout.close()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -219,33 +220,29 @@ class WebServer:
                 self.hub.publish("progress", progress)
             await asyncio.sleep(self.options.poll_s)
 
-    async def _live_progress(self) -> None:
-        """While games are played, the live list (their hands and decisions) goes out every second."""
+    async def _tick(self) -> None:
+        """Every ``tick_s``: each game stream's readers get what is new, the live list is
+        published if a game started or ended (and every second while games are played), and
+        the board's readers get what changed, each in one write."""
+        loop = asyncio.get_running_loop()
+        live_sent = loop.time()
         while True:
-            await asyncio.sleep(LIVE_PROGRESS_S)
-            if self.hub.live():
-                self._live_changed()
+            await asyncio.sleep(self.options.tick_s)
+            now = time.monotonic()
+            for stream in list(self._streams):
+                if not stream.pump(now):
+                    self._streams.discard(stream)
+            if self._live_dirty or (loop.time() - live_sent >= LIVE_PROGRESS_S and self.hub.live()):
+                self._live_dirty = False
+                live_sent = loop.time()
+                self.hub.publish("live", self._live_games())
+                if self.board is None:  # no store to poll: the games this process finished
+                    self.hub.publish("games", self._recent_games())
+            self.hub.flush_feed()
 
     def _live_changed(self) -> None:
-        """A game started or ended: publish the live list at once, then at most every quarter
-        second (a ladder of fast games starts many)."""
-        if self._live_pending:
-            return
-        loop = asyncio.get_running_loop()
-        wait = self._live_sent + LIVE_EVERY_S - loop.time()
-        self._live_pending = True
-
-        def send() -> None:
-            self._live_pending = False
-            self._live_sent = loop.time()
-            self.hub.publish("live", self._live_games())
-            if self.board is None:  # no store to poll: the games this process finished
-                self.hub.publish("games", self._recent_games())
-
-        if wait <= 0:
-            send()
-        else:
-            loop.call_later(wait, send)
+        """A game started or ended: the next tick publishes the live list."""
+        self._live_dirty = True
 
     # ------------------------------------------------------------------ data
 
@@ -447,8 +444,13 @@ class WebServer:
             hub.publish("live", self._live_games())
         async with self._stream(request) as (response, reader):
             if reader is not None:
-                hub.follow_feed(reader)
-                await reader.done
+                while True:  # (a write waits only when the reader's buffer is full)
+                    serial = hub.serial
+                    await response.write(hub.feed_so_far())
+                    if hub.serial == serial:
+                        break
+                hub.feed.add(reader)
+                await finish(response, reader)
         return response
 
     async def api_game_events(self, request: web.Request) -> web.StreamResponse:
@@ -477,14 +479,14 @@ class WebServer:
         stream = live.streams.get((full, compact))
         if stream is None:
             stream = live.streams[(full, compact)] = GameStream(
-                live, full, self.options.reveal_after if full else None, tick_s=self.options.tick_s,
-                heartbeat_s=self.options.heartbeat_s, max_buffer=self.options.max_buffer,
-                on_drop=self._reader_dropped, compact=compact,
+                live, full, self.options.reveal_after if full else None, heartbeat_s=self.options.heartbeat_s,
+                max_buffer=self.options.max_buffer, on_drop=self._reader_dropped, compact=compact,
             )
         async with self._stream(request) as (response, reader):
             if reader is not None:
-                stream.join(reader, start)
-                await reader.done
+                await stream.join(response, reader, start)
+                self._streams.add(stream)
+                await finish(response, reader)
         return response
 
 

@@ -1,8 +1,10 @@
-"""One write per message for all the readers of a stream: the web server's fan-out.
+"""One write per tick for all the readers of a stream: the web server's fan-out.
 
 A :class:`Fanout` holds the connections (transports) reading one stream. :meth:`Fanout.send`
-frames a message once and hands the same bytes to every transport: no task per reader, no
-copy per reader, no wait. A reader's queue is its transport's write buffer; one that holds
+frames what is new once and hands the same bytes to every transport: no task per reader, no
+copy per reader, no wait. A reader's headers go out with its first bytes, and its last bytes
+with the end of the response, each in one write (:func:`open_stream`, :func:`finish`): on
+loopback or a LAN, what a spectator costs is mostly the number of writes. A reader's queue is its transport's write buffer; one that holds
 more than ``max_buffer`` bytes (the reader does not read) is disconnected at once, so a
 spectator that never reads costs a bounded amount of memory and never slows the game.
 """
@@ -10,6 +12,7 @@ spectator that never reads costs a bounded amount of memory and never slows the 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 from aiohttp import web
@@ -21,17 +24,26 @@ MAX_BUFFER = 1 << 20
 class Reader:
     """One connection following a stream; ``done`` resolves when it leaves or is dropped."""
 
-    __slots__ = ("chunked", "done", "transport")
+    __slots__ = ("chunked", "done", "last", "transport")
 
     def __init__(self, transport: asyncio.Transport, chunked: bool) -> None:
         self.transport = transport
         self.chunked = chunked
         self.done: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self.last = b""
+        """What ends the response when ``done`` is "end" (written by :func:`finish`)."""
+
+
+class _EventStream(web.StreamResponse):
+    """A response whose headers wait for its first bytes (one write, not two)."""
+
+    _send_headers_immediately = False
 
 
 async def open_stream(request: web.Request, headers: dict[str, str]) -> tuple[web.StreamResponse, Reader | None]:
-    """Send the headers of an event stream; the reader then gets bytes through a :class:`Fanout`."""
-    response = web.StreamResponse(headers=headers)
+    """Start an event stream (its headers leave with the first bytes written through the
+    response); the reader then gets bytes through a :class:`Fanout`."""
+    response = _EventStream(headers=headers)
     chunked = request.version >= (1, 1)
     if chunked:
         response.enable_chunked_encoding()
@@ -40,6 +52,15 @@ async def open_stream(request: web.Request, headers: dict[str, str]) -> tuple[we
     if transport is None or transport.is_closing():
         return response, None
     return response, Reader(transport, chunked)
+
+
+async def finish(response: web.StreamResponse, reader: Reader) -> None:
+    """End the response once the reader is done: with its last bytes in the same write when
+    the stream ended; nothing more when it left or was dropped."""
+    why = await reader.done
+    if why == "end":
+        with contextlib.suppress(ConnectionError):
+            await response.write_eof(reader.last)
 
 
 def _frame(data: bytes) -> bytes:
@@ -59,11 +80,12 @@ class Fanout:
     def __len__(self) -> int:
         return len(self.readers)
 
-    def add(self, reader: Reader, first: bytes = b"") -> None:
-        """Start ``reader`` off with ``first`` (what it has to catch up on), then every message."""
-        if first and not self.write(reader, first, _frame(first)):
-            return
-        self.readers.add(reader)
+    def add(self, reader: Reader) -> None:
+        """``reader`` gets every message from now on."""
+        if not reader.transport.is_closing():
+            self.readers.add(reader)
+        else:
+            self.remove(reader, "gone")
 
     def send(self, data: bytes) -> None:
         """One message to every reader, framed once."""
@@ -74,6 +96,13 @@ class Fanout:
             self.write(reader, data, framed)
 
     def write(self, reader: Reader, data: bytes, framed: bytes) -> bool:
+        if not self._keeps(reader):
+            return False
+        reader.transport.write(framed if reader.chunked else data)
+        return True
+
+    def _keeps(self, reader: Reader) -> bool:
+        """False (and the reader removed) when it has gone, or left too much unread (dropped)."""
         transport = reader.transport
         if transport.is_closing():
             self.remove(reader, "gone")
@@ -85,7 +114,6 @@ class Fanout:
                 self._on_drop()
             self.remove(reader, "dropped: not reading")
             return False
-        transport.write(framed if reader.chunked else data)
         return True
 
     def remove(self, reader: Reader, why: str) -> None:
@@ -94,7 +122,8 @@ class Fanout:
             reader.done.set_result(why)
 
     def close(self, last: bytes = b"") -> None:
-        """Send ``last`` and let every reader go (its response then ends)."""
-        self.send(last)
+        """Let every reader go: each response ends with ``last`` (:func:`finish`)."""
         for reader in list(self.readers):
-            self.remove(reader, "end")
+            if self._keeps(reader):
+                reader.last = last
+                self.remove(reader, "end")

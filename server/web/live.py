@@ -4,8 +4,9 @@ The hook is the replay writer (it sees every decision of every game, whichever r
 it): while a :class:`LiveHub` is installed (:meth:`LiveHub.installed`, a context variable, so
 only the games started inside it are seen) each new :class:`ReplayWriter` gets a
 :class:`LiveGame` as its tap. The tap only appends a tuple to a list (from the game's thread
-or task) and wakes the readers at most once per batch; nothing is encoded until a spectator
-asks for it, and then once for all of them (one fan-out per record, not per spectator).
+or task) and nothing more: the web server's one tick (``tick_s``) looks for what is new in every
+watched game, encodes each record once for all of its readers and writes everything new to each
+reader in one piece (one fan-out per event and per tick, not per spectator per decision).
 
 Two views of a record:
 
@@ -16,8 +17,8 @@ Two views of a record:
 * **full**: the replay record as written (less the seed and the hashes), only once it is
   ``reveal_after`` seconds old.
 
-A reader holds a cursor into the game's list, never a copy: a slow reader costs no memory,
-and one whose writes stall longer than ``stall_s`` is disconnected (see ``server.web.app``).
+Readers share the stream's bytes, never a copy each: one that leaves more than ``max_buffer``
+unread is disconnected (see ``server.web.fanout``).
 """
 
 from __future__ import annotations
@@ -182,8 +183,6 @@ class LiveGame:
         """The readers of each view (full or not, compact or not), made by the web server."""
         self._state = writer.state
         self._hands_seen = 0
-        self._changed = asyncio.Event()
-        self._wake_pending = False
         now = time.monotonic()
         self.items.append(_Item(now, "header", dict(writer.header)))
         self.items.append(_Item(now, "start", list(writer.start_events)))
@@ -200,7 +199,6 @@ class LiveGame:
         self.decisions = fields[0]
         self.hand = fields[1]
         self.items.append(_Item(time.monotonic(), "decision", (fields, raw_events, ended)))
-        self._notify()
 
     def finish(self, result: JsonDict) -> None:
         self.items.append(_Item(time.monotonic(), "result", result))
@@ -215,17 +213,6 @@ class LiveGame:
             self.aborted = "the game was stopped before its end"
             self.items.append(_Item(time.monotonic(), "abort", {"type": "abort", "aborted": self.aborted}))
             self.hub._call(self.hub._ended, self)
-
-    def _notify(self) -> None:
-        if self.hub._in_loop():
-            self._changed.set()
-        elif not self._wake_pending:
-            self._wake_pending = True
-            self.hub._call(self._wake)
-
-    def _wake(self) -> None:
-        self._wake_pending = False
-        self._changed.set()
 
     # ---- for readers (the loop)
 
@@ -298,19 +285,6 @@ class LiveGame:
                 record = self._record(item)
                 out.append(strip_full(record) if full else _public(record))
         return out
-
-    async def changed(self, seen: int, timeout: float) -> None:
-        """Return once there are more than ``seen`` items, the game is over, or ``timeout``."""
-        while len(self.items) <= seen and not self.over:
-            event = self._changed
-            if event.is_set():
-                self._changed = event = asyncio.Event()
-                if len(self.items) > seen or self.over:
-                    return
-            try:
-                await asyncio.wait_for(event.wait(), timeout)
-            except TimeoutError:
-                return
 
     def summary(self) -> JsonDict:
         return {
@@ -391,10 +365,12 @@ class LiveHub:
         self.finished: deque[JsonDict] = deque(maxlen=FINISHED_KEPT)
         """The games this process finished last (a server without a store lists these)."""
         self.feed = Fanout()
-        """The board's readers: each message goes to all of them as it is published."""
+        """The board's readers: what changed goes to all of them once per tick (:meth:`flush_feed`)."""
         self.latest: dict[str, bytes] = {}
         """The last message of each kind, for a reader who joins."""
-        self._serial = 0
+        self.serial = 0
+        self._unsent: dict[str, None] = {}
+        """Kinds published since the last flush (only the latest of each goes out)."""
         self.on_change: list[Callable[[], None]] = []
         """Called (on the loop) when a game starts or ends."""
 
@@ -433,7 +409,6 @@ class LiveHub:
         self._changed()
 
     def _ended(self, game: LiveGame) -> None:
-        game._changed.set()
         result = game.result or {}
         self.finished.append({
             "game_id": game.game_id, "bots": game.bots, "totals": result.get("totals", []),
@@ -459,16 +434,24 @@ class LiveHub:
     # ---- the board's feed
 
     def publish(self, event: str, data: Any) -> None:
-        """Send the board's readers an ``event`` message (on the loop); a new reader starts
-        with the latest of each kind."""
-        self._serial += 1
+        """Make ``data`` the board's latest ``event`` (on the loop): encoded once, it goes to
+        every reader at the next :meth:`flush_feed`, unless a newer one replaces it first (each
+        kind is a state: the standings, the live list; a reader needs only the latest)."""
+        self.serial += 1
         text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
-        message = f"id: {self._serial}\nevent: {event}\ndata: {text}\n\n".encode()
-        self.latest[event] = message
-        self.feed.send(message)
+        self.latest[event] = f"id: {self.serial}\nevent: {event}\ndata: {text}\n\n".encode()
+        self._unsent[event] = None
 
-    def follow_feed(self, reader: Reader) -> None:
-        self.feed.add(reader, b"".join(self.latest.values()) or b": hello\n\n")
+    def flush_feed(self) -> None:
+        """Everything published since the last flush, in one write to each reader."""
+        if self._unsent:
+            data = b"".join([self.latest[event] for event in self._unsent])
+            self._unsent.clear()
+            self.feed.send(data)
+
+    def feed_so_far(self) -> bytes:
+        """What a reader who joins the board's feed starts with: the latest of each kind."""
+        return b"".join(self.latest.values()) or b": hello\n\n"
 
 
 # --------------------------------------------------------------------------- one game's stream
@@ -479,75 +462,73 @@ KEEP_ALIVE = b": keep-alive\n\n"
 
 
 class GameStream:
-    """One game's records in one view, sent to its readers by one task: everything new at
-    most every ``tick_s``, framed once for all (see ``server.web.fanout``)."""
+    """One game's records in one view, for all of its readers: the server's tick calls
+    :meth:`pump`, which writes everything that became visible since the last tick to every
+    reader at once, framed once (see ``server.web.fanout``)."""
 
-    def __init__(self, game: LiveGame, full: bool, delay: float | None, *, tick_s: float, heartbeat_s: float,
+    def __init__(self, game: LiveGame, full: bool, delay: float | None, *, heartbeat_s: float,
                  max_buffer: int = MAX_BUFFER, on_drop: Callable[[], None] | None = None,
                  compact: bool = False) -> None:
         self.game = game
         self.full = full
         self.compact = compact
         self.delay = delay
-        self.tick_s = tick_s
         self.heartbeat_s = heartbeat_s
         self.fanout = Fanout(max_buffer, on_drop=on_drop)
         self.cursor = 0
         """Items already sent to the readers."""
-        self._task: asyncio.Task[None] | None = None
+        self.ended = False
+        """The last record and ``END`` are sent: a reader who joins now gets the whole game at once."""
+        self._sent_at = time.monotonic()
         self._history: tuple[int, bytes] = (0, b"")
         """Everything sent so far (up to the cursor it was made at), for readers who join."""
 
-    def join(self, reader: Reader, start: int) -> None:
-        """Add a reader that has the items before ``start`` (it catches up, then follows)."""
-        start = max(0, min(start, self.cursor))
-        if start == 0:  # most readers start at the beginning, many at once: one join for them all
-            if self._history[0] != self.cursor:
-                self._history = (self.cursor, self._catch_up(0))
-            first = self._history[1]
-        else:
-            first = self._catch_up(start)
-        if first and self.compact:
-            first += b"id: %d\n\n" % (self.cursor - 1)
-        self.fanout.add(reader, first)
-        if self._task is None:
-            self._task = asyncio.create_task(self._run())
+    async def join(self, response: Any, reader: Reader, start: int) -> None:
+        """Send ``reader`` the items from ``start`` that the others have had (with the response's
+        headers, in one write), then add it to the readers."""
+        sent = max(0, min(start, self.cursor))
+        while True:
+            end = self.cursor
+            if sent == 0 and end:  # most readers start at the beginning, many at once: one catch-up for all
+                if self._history[0] != end:
+                    self._history = (end, self._catch_up(0, end))
+                first = self._history[1]
+            else:
+                first = self._catch_up(sent, end)
+            if first and self.compact:
+                first += b"id: %d\n\n" % (end - 1)
+            if self.ended:
+                reader.last = first + END
+                reader.done.set_result("end")
+                return
+            await response.write(first)  # (waits only when the reader's buffer is full)
+            sent = end
+            if self.cursor == sent:  # (nothing was pumped meanwhile)
+                self.fanout.add(reader)
+                return
 
-    def _catch_up(self, start: int) -> bytes:
-        return b"".join([self.game.encoded(i, self.full, self.compact) for i in range(start, self.cursor)])
+    def _catch_up(self, start: int, end: int) -> bytes:
+        return b"".join([self.game.encoded(i, self.full, self.compact) for i in range(start, end)])
 
-    def pump(self) -> None:
-        """Send what became visible since the last time."""
-        end = self.game.visible(self.delay)
+    def pump(self, now: float) -> bool:
+        """Send the readers what became visible since the last time, and ``END`` after the last
+        record; False once the stream is over (its readers have gone or got everything)."""
+        game = self.game
+        end = game.visible(self.delay)
+        data = b""
         if end > self.cursor:
-            data = b"".join([self.game.encoded(i, self.full, self.compact) for i in range(self.cursor, end)])
+            data = self._catch_up(self.cursor, end)
             if self.compact:  # the id of the batch's last record (the browser resumes after it)
                 data += b"id: %d\n\n" % (end - 1)
             self.cursor = end
+        if game.over and self.cursor >= len(game.items):
+            self.ended = True
+            self.fanout.close(data + END)
+            return False
+        if data:
             self.fanout.send(data)
-
-    async def _run(self) -> None:
-        game = self.game
-        try:
-            while self.fanout.readers:
-                before = self.cursor
-                self.pump()
-                if game.over and self.cursor >= len(game.items):
-                    self.fanout.close(END)
-                    break
-                if self.cursor == before:
-                    if self.delay is None:
-                        await game.changed(self.cursor, self.heartbeat_s)
-                    else:
-                        await asyncio.sleep(min(self.heartbeat_s, self._next_reveal()))
-                    if len(game.items) == before and not game.over:
-                        self.fanout.send(KEEP_ALIVE)
-                await asyncio.sleep(self.tick_s)
-        finally:
-            self._task = None
-
-    def _next_reveal(self) -> float:
-        items = self.game.items
-        if self.cursor < len(items) and self.delay is not None:
-            return max(0.01, items[self.cursor].at + self.delay - time.monotonic())
-        return self.tick_s
+            self._sent_at = now
+        elif now - self._sent_at >= self.heartbeat_s:
+            self.fanout.send(KEEP_ALIVE)
+            self._sent_at = now
+        return bool(self.fanout.readers)
