@@ -50,7 +50,7 @@ import psycopg  # noqa: E402
 from bench.tournament import KIT_BOTS, LOCAL_BOTS, grpc_available  # noqa: E402
 from server.logging import configure_logging  # noqa: E402
 from server.storage.postgres import migrate  # noqa: E402
-from tests.distributed.postgres_server import PostgresServer, find_pg_bin  # noqa: E402
+from tests.postgres_server import PostgresServer, find_pg_bin  # noqa: E402
 from tournaments.config import parse_config  # noqa: E402
 from tournaments.distributed import WorkerSettings, play_queued, start_tournament_pg  # noqa: E402
 from tournaments.grpc_runner import tournament_runner  # noqa: E402

@@ -32,6 +32,7 @@ from server.logging import configure_logging
 from server.spec import GameRecord, GameSpec
 from server.storage.postgres import PostgresStore, redact
 from server.storage.store import StoreError
+from server.web.serve import run_watched, store_source
 from tournaments.config import TournamentConfig, load_config
 from tournaments.distributed import (
     GameRefused,
@@ -149,7 +150,8 @@ def _play_and_report(
             progress.close()
         return followed.recorded, followed.scheduled, followed.failed, followed.stopped
 
-    recorded, scheduled, failed, _ = asyncio.run(follow())
+    title = f"Craits tournament {config.name}"
+    recorded, scheduled, failed, _ = asyncio.run(run_watched(args, lambda: store_source(store, out_dir), title, follow))
     if recorded == scheduled:
         store.mark_finished()
     written = _report(load_standings(config, store), store, out_dir, f"Craits tournament {config.name}")

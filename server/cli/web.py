@@ -1,4 +1,10 @@
-"""``craits web DIR``: a tournament's or a ladder's board in the browser, read-only."""
+"""``craits web TARGET``: a tournament's or a ladder's board in the browser, read-only.
+
+TARGET is what the tournament commands take: an output folder (its SQLite store), a
+tournament file, or, with a PostgreSQL store (``--store URL``, ``$CRAITS_STORE`` or the
+file's ``store``), the tournament's or ladder's name. A ``postgresql://`` URL alone serves
+the one tournament its database holds.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +13,13 @@ import asyncio
 import signal
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
+from server.cli.tournament import STORE_ENV, _file_config, store_url
 from server.errors import UserError
 from server.web.app import WebOptions
-from server.web.board import folder_source
-from server.web.serve import serve_folder, web_address
+from server.web.board import BoardSource, folder_source, postgres_source
+from server.web.serve import serve_board, web_address
 
 
 def register_cli(subparsers: Any) -> None:
@@ -20,13 +28,22 @@ def register_cli(subparsers: Any) -> None:
         "web",
         help="serve a tournament's or a ladder's board, games and replays to browsers (read-only)",
         description=(
-            "Serve the standings, progress, bots and recorded games of a tournament's or a ladder's output "
-            "folder, finished or still running in another process (its store is read again as it changes), "
-            "until Ctrl-C or SIGTERM. Live games are shown by the process that plays them: "
-            "--web on `craits tournament run|resume`, `craits ladder run` and `craits serve`. See docs/web.md."
+            "Serve the standings, progress, bots and recorded games of a tournament or a ladder, finished or "
+            "still running in other processes (its store is read again as it changes), until Ctrl-C or "
+            "SIGTERM: from its output folder (SQLite) or from a PostgreSQL store, as workers record its games. "
+            "Live games are shown by the process that plays them: --web on `craits tournament run|resume`, "
+            "`craits ladder run` and `craits serve`. See docs/web.md."
         ),
     )
-    parser.add_argument("folder", help="the output folder (the one holding tournament.db)")
+    parser.add_argument(
+        "target", metavar="TARGET",
+        help="an output folder (the one holding tournament.db), a tournament file, a tournament's or ladder's "
+        "name in the --store, or a postgresql:// URL whose database holds one tournament",
+    )
+    parser.add_argument(
+        "--store", metavar="URL",
+        help=f"the PostgreSQL database holding the tournament (default: ${STORE_ENV}, else the file's store)",
+    )
     parser.add_argument(
         "--address", default=("127.0.0.1", 8080), type=web_address, metavar="HOST:PORT",
         help="where to listen (default 127.0.0.1:8080; 0.0.0.0:8080 opens it to other machines)",
@@ -35,13 +52,51 @@ def register_cli(subparsers: Any) -> None:
 
 
 def _cmd_web(args: argparse.Namespace) -> int:
-    out_dir = Path(args.folder)
-    if not out_dir.is_dir():
-        raise UserError(f"{args.folder}: no such folder")
-    folder_source(out_dir)  # one line now if it holds no tournament
+    source = board_source(args)  # one line now if there is no tournament to show
     host, port = args.address
-    asyncio.run(serve_folder(out_dir, WebOptions(host=host, port=port), _until_stopped))
+    asyncio.run(serve_board(source, WebOptions(host=host, port=port), _until_stopped))
     return 0
+
+
+def board_source(args: argparse.Namespace) -> BoardSource:
+    """Where ``craits web``'s TARGET (and ``--store``) says the tournament is."""
+    target: str = args.target
+    scheme = urlsplit(target).scheme if "://" in target else ""
+    if scheme:
+        if args.store is not None:
+            raise UserError(f"{target}: give either a URL or --store, not both")
+        args.store = target
+        url = store_url(args)  # (a URL that is not PostgreSQL's is refused here)
+        assert url is not None
+        return postgres_source(url, _only_tournament(url))
+    path = Path(target)
+    config = _file_config(target)
+    url = store_url(args, config, target)
+    if url is not None:
+        return postgres_source(url, config.name if config is not None else target)
+    if config is not None:
+        return folder_source(config.output_dir())
+    if not path.is_dir():
+        raise UserError(f"{target}: no such folder or tournament file (a tournament's name needs --store URL "
+                        f"or ${STORE_ENV})")
+    return folder_source(path)
+
+
+def _only_tournament(url: str) -> str:
+    from server.storage.postgres import redact, tournaments_in
+    from server.storage.store import StoreError
+
+    try:
+        held = tournaments_in(url)
+    except StoreError as err:
+        raise UserError(str(err)) from None
+    if not held:
+        raise UserError(f"{redact(url)} holds no tournament or ladder")
+    if len(held) > 1:
+        names = ", ".join(name for name, _ in held)
+        raise UserError(f"{redact(url)} holds {len(held)} tournaments and ladders ({names}): name one, "
+                        f"e.g. craits web {held[0][0]} --store URL")
+    return held[0][0]
 
 
 async def _until_stopped() -> None:

@@ -541,14 +541,18 @@ class PostgresStore:
             "SELECT body FROM craits_replays WHERE tournament = %s AND game_id = %s", (self.name, game_id)).fetchone())
         return None if row is None else bytes(row[0])
 
+    def replay_ids(self) -> list[str]:
+        """The games whose replay is stored (an aborted game may have none)."""
+        rows = self._retrying("listing the replays", lambda c: c.execute(
+            "SELECT game_id FROM craits_replays WHERE tournament = %s ORDER BY game_id", (self.name,)).fetchall())
+        return [r[0] for r in rows]
+
     def export_replays(self, directory: Path) -> int:
         """Write every stored replay as ``directory/<game>.jsonl`` (each atomically), leaving a
         file that already holds the same bytes; returns how many were written."""
         directory.mkdir(parents=True, exist_ok=True)
-        ids = self._retrying("listing the replays", lambda c: c.execute(
-            "SELECT game_id FROM craits_replays WHERE tournament = %s ORDER BY game_id", (self.name,)).fetchall())
         written = 0
-        for (game_id,) in ids:
+        for game_id in self.replay_ids():
             body = self.replay(game_id)
             path = directory / f"{game_id}.jsonl"
             if body is None or (path.is_file() and path.read_bytes() == body):

@@ -304,7 +304,10 @@ class WebServer:
             "standings": self._standings(), "progress": self._progress(),
             "live": self._live_games(), "games": self._recent_games(),
         }
-        body = _fill(_asset("board.html"), {"DATA": _embed(data)})
+        note = self.board.source.note if self.board is not None else ""
+        body = _fill(_asset("board.html"), {
+            "DATA": _embed(data), "NOTE": f'<p id="live-note" class="legend">{html.escape(note)}</p>' if note else "",
+        })
         return self._page(self.title, body, script=_asset("board.js"))
 
     async def page_games(self, request: web.Request) -> web.Response:
@@ -360,7 +363,7 @@ class WebServer:
     async def _replay_records(self, game: dict[str, Any]) -> list[dict[str, Any]]:
         from server.storage.replay import load_records
 
-        records = await self._board_call(load_records, game["replay"])
+        records = await self._board_call(lambda: load_records(self._replay_file(game)))
         if self._full_allowed(game):
             return [strip_full(r) for r in records]
         return public_records(records)
@@ -412,7 +415,12 @@ class WebServer:
             raise web.HTTPNotFound(text=f"no recorded replay of game {game_id!r} here")
         if not self._full_allowed(game):
             return _json({"error": f"game {game_id}: its deal is still to be played at another table"}, status=403)
-        return web.FileResponse(game["replay"], headers={"Content-Type": "application/x-ndjson"})
+        path = await self._board_call(self._replay_file, game)
+        return web.FileResponse(path, headers={"Content-Type": "application/x-ndjson"})
+
+    def _replay_file(self, game: dict[str, Any]) -> str:
+        """A recorded game's replay as a file (on the board's thread): the store's is copied out."""
+        return self.board.replay_file(game) if self.board is not None else str(game["replay"])
 
     async def api_bot(self, request: web.Request) -> web.Response:
         name = request.match_info["bot"]

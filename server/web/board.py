@@ -1,14 +1,18 @@
 """What the pages show of a tournament or a ladder, read from its store.
 
 A :class:`Board` reads through the store interface only (``results()``, ``games()``,
-``counts()``, ``tournament()``), so it works with any store. It is refreshed on one thread of
-its own (SQLite connections stay on the thread that opened them, and the referee's event loop
-never waits for a query): :meth:`Board.refresh` opens its store on first use, looks at the
-counts, and rebuilds the snapshot only when a game was recorded or scheduled.
+``counts()``, ``tournament()``), so it works with the SQLite store of an output folder
+(:func:`folder_source`) and with a PostgreSQL store (:func:`postgres_source`, where the
+replays are in the database too). It is refreshed on one thread of its own (SQLite
+connections stay on the thread that opened them, and the referee's event loop never waits for
+a query): :meth:`Board.refresh` opens its store on first use, looks at the counts, and
+rebuilds the snapshot only when a game was recorded or scheduled.
 """
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -40,6 +44,10 @@ class BoardSource:
     standings: Callable[[Any], Standings]
     bots: Callable[[Any], Sequence[str]]
     partnerships: bool = False
+    replays_in_store: bool = False
+    """The replays are read from the store (PostgreSQL), not from the output folder."""
+    note: str = ""
+    """Said on the board under the live games (where the others are played)."""
 
 
 @dataclass(slots=True)
@@ -80,12 +88,17 @@ class Board:
         self._samples: deque[tuple[float, int]] = deque()
         self._bots: list[str] = []
         self._ratings: dict[str, list[JsonDict]] | None = None
+        self._copies: dict[str, str] = {}
+        self._copies_dir: str | None = None
         self.version = 0
 
     def close(self) -> None:
         if self._store is not None:
             self._store.close()
             self._store = None
+        if self._copies_dir is not None:
+            shutil.rmtree(self._copies_dir, ignore_errors=True)
+            self._copies_dir = None
 
     def refresh(self) -> bool:
         """Read the store again if it changed; True when the snapshot is new (its progress
@@ -129,6 +142,7 @@ class Board:
         standings = self.source.standings(_AsRead(store, results))  # the same games as the ratings
         slots = {g.game_id: g for g in store.games()}
         recorded = {r.game_id for r in results}
+        in_store = set(store.replay_ids()) if self.source.replays_in_store else set()
         games = []
         for r in results:
             slot = slots.get(r.game_id)
@@ -142,7 +156,8 @@ class Board:
                 "faults": [_faults(s) for s in r.seats],
                 "aborted": r.aborted,
                 "seed": None if slot is None else slot.seed,
-                "replay": self._replay(r.replay_path),
+                "replay": ("store" if r.game_id in in_store else None) if self.source.replays_in_store
+                else self._replay(r.replay_path),
             })
         document = standings.to_dict()
         self.snapshot = Snapshot(
@@ -171,6 +186,24 @@ class Board:
         return None
 
     # ---- questions the pages ask
+
+    def replay_file(self, game: JsonDict) -> str:
+        """The path of a recorded game's replay (one with ``game["replay"]``; on the board's
+        thread): the folder's file, or a copy of the store's (a recorded replay never changes)."""
+        if not self.source.replays_in_store:
+            return str(game["replay"])
+        game_id = game["game_id"]
+        path = self._copies.get(game_id)
+        if path is None:
+            body = self._store.replay(game_id)
+            if body is None:
+                raise StoreError(f"game {game_id}: its replay is not in the store")
+            if self._copies_dir is None:
+                self._copies_dir = tempfile.mkdtemp(prefix="craits-web-replays-")
+            path = str(Path(self._copies_dir) / f"{len(self._copies)}.jsonl")
+            Path(path).write_bytes(body)
+            self._copies[game_id] = path
+        return path
 
     def ratings(self) -> dict[str, list[JsonDict]]:
         """Each bot's rating after each of its games (computed on the first ask after a change;
@@ -264,8 +297,65 @@ def folder_source(out_dir: Path) -> BoardSource:
         names: Sequence[str] = store.bot_names() if ladder else opened["config"].bot_names
         return names
 
-    partnerships = bool(row.settings.get("game", {}).get("preset") == "crates-partners")
     return BoardSource(
         name=row.name, kind="ladder" if ladder else "tournament", out_dir=out_dir, open_store=open_store,
-        standings=standings, bots=bots, partnerships=partnerships,
+        standings=standings, bots=bots, partnerships=_partnerships(row),
     )
+
+
+def _partnerships(row: Any) -> bool:
+    return bool(row.settings.get("game", {}).get("preset") == "crates-partners")
+
+
+LIVE_HERE = (
+    "Games played by craits workers on other machines show here once they are recorded: their moves are "
+    "shown live only by the process that plays them. The games this process plays itself are live here."
+)
+LIVE_ELSEWHERE = (
+    "This board reads the PostgreSQL store: each game shows here once it is recorded. Its moves are shown "
+    "live only by the process that plays it (craits tournament run ... --web, for the games it plays itself)."
+)
+
+
+def postgres_source(url: str, name: str, *, playing_here: bool = False) -> BoardSource:
+    """The tournament or ladder ``name`` of the PostgreSQL database at ``url``, read-only (a
+    :class:`UserError` now, in one line, when the database cannot be reached or holds no
+    such tournament). ``playing_here``: this process plays some of its games (its local
+    workers), whose moves it shows live."""
+    from server.storage.postgres import PostgresStore, redact
+    from tournaments.distributed import open_tournament_pg
+    from tournaments.ladder import ladder_standings
+    from tournaments.runner import LADDER_SCHEDULE, TournamentError, load_standings
+
+    try:
+        with PostgresStore(url, name, readonly=True, retry_s=0) as store:
+            row = store.tournament()
+    except StoreError as err:
+        raise UserError(str(err)) from None
+    if row is None:
+        raise UserError(f"{redact(url)} holds no tournament or ladder named {name!r}")
+    ladder = row.schedule_digest == LADDER_SCHEDULE
+    opened: dict[str, Any] = {}
+
+    def open_store() -> Any:
+        try:
+            config, store = open_tournament_pg(url, name, ladder=ladder, readonly=True)
+        except (TournamentError, StoreError) as err:
+            raise UserError(str(err)) from None
+        store.retry_s = 5.0  # (the board tries again at its next refresh: a page never waits a minute)
+        opened["config"] = config
+        return store
+
+    def standings(store: Any) -> Standings:
+        return (ladder_standings if ladder else load_standings)(opened["config"], store)
+
+    def bots(store: Any) -> Sequence[str]:
+        names: Sequence[str] = store.bot_names() if ladder else opened["config"].bot_names
+        return names
+
+    note = LIVE_HERE if playing_here else LIVE_ELSEWHERE
+    return BoardSource(
+        name=row.name, kind="ladder" if ladder else "tournament", out_dir=None, open_store=open_store,
+        standings=standings, bots=bots, partnerships=_partnerships(row), replays_in_store=True, note=note,
+    )
+

@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from server.errors import UserError
 from server.web.app import WebOptions, WebServer, parse_address
-from server.web.board import Board, folder_source
+from server.web.board import Board, BoardSource, folder_source, postgres_source
 from server.web.live import LiveHub
 
 T = TypeVar("T")
@@ -87,18 +87,28 @@ def web_options(args: argparse.Namespace) -> WebOptions | None:
     return WebOptions(host=host, port=port, reveal_after=reveal)
 
 
+def store_source(store: object, out_dir: Path) -> BoardSource:
+    """The board of the tournament or ladder this process plays in ``store``: its PostgreSQL
+    database (this process's own games are live), else its output folder's SQLite store."""
+    from server.storage.postgres import PostgresStore
+
+    if isinstance(store, PostgresStore):
+        return postgres_source(store.url, store.name, playing_here=True)
+    return folder_source(out_dir)
+
+
 @asynccontextmanager
 async def watching(
-    options: WebOptions | None, *, out_dir: Path | None = None, title: str = "Craits Arena"
+    options: WebOptions | None, *, source: Callable[[], BoardSource] | None = None, title: str = "Craits Arena"
 ) -> AsyncIterator[WebServer | None]:
     """Serve the web pages while the block runs (nothing when ``options`` is None): the games
-    started inside the block are live, and ``out_dir``'s store (a tournament's or a ladder's
-    folder) gives the board. A busy port is a :class:`UserError` before anything is played."""
+    started inside the block are live, and ``source()`` (a tournament's or a ladder's store)
+    gives the board. A busy port is a :class:`UserError` before anything is played."""
     if options is None:
         yield None
         return
     hub = LiveHub()
-    board = None if out_dir is None else Board(folder_source(out_dir))
+    board = None if source is None else Board(source())
     server = WebServer(hub, board, options, title=title)
     url = await server.start()
     print(f"web: the board and the live games at {url}", file=sys.stderr, flush=True)
@@ -110,16 +120,15 @@ async def watching(
 
 
 async def run_watched(
-    args: argparse.Namespace, out_dir: Path | None, title: str, run: Callable[[], Awaitable[T]]
+    args: argparse.Namespace, source: Callable[[], BoardSource] | None, title: str, run: Callable[[], Awaitable[T]]
 ) -> T:
     """``await run()`` with the web pages served beside it when ``--web`` asks for them."""
-    async with watching(web_options(args), out_dir=out_dir, title=title):
+    async with watching(web_options(args), source=source, title=title):
         return await run()
 
 
-async def serve_folder(out_dir: Path, options: WebOptions, stop: Callable[[], Awaitable[object]]) -> None:
-    """``craits web DIR``: the folder's board, read-only, until ``stop()`` returns."""
-    source = folder_source(out_dir)
-    async with watching(options, out_dir=out_dir, title=f"Craits {source.kind} {source.name}"):
+async def serve_board(source: BoardSource, options: WebOptions, stop: Callable[[], Awaitable[object]]) -> None:
+    """``craits web``: a store's board, read-only, until ``stop()`` returns."""
+    async with watching(options, source=lambda: source, title=f"Craits {source.kind} {source.name}"):
         with contextlib.suppress(KeyboardInterrupt):
             await stop()

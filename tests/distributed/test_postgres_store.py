@@ -15,7 +15,7 @@ from server.spec import BotSpec, GameRecord, GameSpec
 from server.storage.postgres import SCHEMA_VERSION, PostgresStore, migrate, migrations, schema_version
 from server.storage.replay import verify_replay
 from server.storage.store import GameSlot, StoreError
-from tests.distributed.postgres_server import PostgresServer
+from tests.postgres_server import PostgresServer
 from tournaments.local import play_local
 
 

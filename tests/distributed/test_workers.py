@@ -21,7 +21,7 @@ import pytest
 
 from server.storage.postgres import migrate
 from tests.cli import run_cli
-from tests.distributed.postgres_server import PostgresServer
+from tests.postgres_server import PostgresServer
 from tests.tournaments.configs import builtin_tournament
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -229,3 +229,40 @@ def test_the_bot_page_games_page_and_a_404(finished: Running, page: Any) -> None
     _shot(page, "not-found")
     assert live.status("/bots/nobody") == 404
     assert live.status("/api/games/no-such-game/events") == 404
+
+
+# --------------------------------------------------------------------------- on PostgreSQL
+
+
+@pytest.fixture(scope="module")
+def live_pg(tmp_path_factory: pytest.TempPathFactory, pg_server: Any) -> Iterator[Running]:
+    """Six games of three slow bots queued in PostgreSQL and played by the coordinator's own
+    worker (one game at a time), served with --web."""
+    folder = tmp_path_factory.mktemp("pgwebcup")
+    config = tournament_file(folder, deals=2, delay=0.012, name="pgwebcup")
+    running = start_craits(
+        ["tournament", "run", str(config), "--store", pg_server.new_database(), "--local-workers", "1",
+         "--out", str(folder / "out"), "--web", "127.0.0.1:0", "--no-progress"],
+        folder,
+    )
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def test_the_leaderboard_on_postgresql_changes_while_its_workers_play(page: Any, live_pg: Running) -> None:
+    page.goto(live_pg.url)
+    _until(page, "document.querySelector('#standings tbody tr') !== null")
+    before = int(page.get_attribute("#standings", "data-recorded") or 0)
+    assert before < 6, "the tournament is still playing"
+    assert "shown live only by the process that plays them" in page.inner_text("#live-note")
+    page.evaluate("() => { window.notReloaded = true; }")
+    _until(page, "document.querySelector('#live tbody a') !== null", 90)  # this process's own game, live
+    _until(page, f"Number(document.querySelector('#standings').dataset.recorded) > {before}", 90)
+    assert page.evaluate("() => window.notReloaded === true"), "the page changed without a reload"
+    assert "/ 6 games" in page.inner_text("#progress-text")
+    assert page.get_attribute("#conn", "class") == "conn on"
+    standings = live_pg.get("/api/standings")
+    assert standings["tournament"] == "pgwebcup" and len(standings["standings"]) == 3
+    _shot(page, "board-postgresql")

@@ -1,4 +1,5 @@
-"""A real PostgreSQL server for the store and worker tests, one per test session.
+"""A real PostgreSQL server for the tests of the store, the workers and the web board on
+PostgreSQL (tests/distributed, tests/web), one per test session.
 
 ``pg_server`` starts Debian's PostgreSQL (``initdb`` + ``pg_ctl``, as the ``postgres``
 user when the tests run as root) in a temporary folder, on 127.0.0.1 at a free port;
@@ -14,7 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.distributed.postgres_server import PostgresServer, find_pg_bin
+from tests.postgres_server import PostgresServer, find_pg_bin
 
 
 @pytest.fixture(scope="session")
