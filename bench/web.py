@@ -17,7 +17,8 @@ one game at a time, recording each replay as a tournament does. Rounds of games 
 
 A game is timed from its first decision to its last (the bots' start-up excluded);
 decisions/s is the total of the round's decisions over the total of those times. Rounds
-alternate so a noisy neighbour hurts both alike. The whole run is bounded by ``--seconds``.
+(of one game by default) alternate so a noisy neighbour hurts both alike. The whole run is
+bounded by ``--seconds``.
 
     python bench/web.py            # ~2 minutes
     python bench/web.py --quick    # under a minute
@@ -301,8 +302,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds (under a minute)")
     parser.add_argument("--spectators", type=int, default=200)
-    parser.add_argument("--rounds", type=int, help="pairs of rounds (default 4, 2 with --quick)")
-    parser.add_argument("--games", type=int, default=3, help="games per round (default 3)")
+    parser.add_argument("--rounds", type=int, help="pairs of rounds (default 12, 6 with --quick)")
+    parser.add_argument("--games", type=int, default=1, help="games per round (default 1)")
     parser.add_argument("--seconds", type=float, help="stop starting games after this long (default 150, 50 quick)")
     parser.add_argument("--players", type=int, default=6, help="seats per game (default 6: long games)")
     parser.add_argument("--seed", type=int, default=1)
@@ -315,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     from server.logging import configure_logging
 
     configure_logging(None, console=False)
-    rounds = args.rounds or (2 if args.quick else 4)
+    rounds = args.rounds or (6 if args.quick else 12)
     seconds = args.seconds or (50.0 if args.quick else 150.0)
     print(f"web bench: {args.players}-player craits, {args.players} bot processes, one game at a time, replays recorded; "
           f"{rounds} pairs of rounds of {args.games} games, alone and watched by {args.spectators} spectators "

@@ -122,6 +122,7 @@ class WebServer:
         self._tasks: list[asyncio.Task[Any]] = []
         self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="craits-web-board")
         self._live_dirty = True
+        self._live_stale = False
         self._streams: set[GameStream] = set()
         """The game streams being read, which the tick pumps."""
         self.spectators = 0
@@ -232,17 +233,23 @@ class WebServer:
             for stream in list(self._streams):
                 if not stream.pump(now):
                     self._streams.discard(stream)
-            if self._live_dirty or (loop.time() - live_sent >= LIVE_PROGRESS_S and self.hub.live()):
-                self._live_dirty = False
+            due = loop.time() - live_sent >= LIVE_PROGRESS_S
+            if self._live_dirty or (due and (self._live_stale or self.hub.live())):
+                self._live_dirty = self._live_stale = False
                 live_sent = loop.time()
                 self.hub.publish("live", self._live_games())
                 if self.board is None:  # no store to poll: the games this process finished
                     self.hub.publish("games", self._recent_games())
             self.hub.flush_feed()
 
-    def _live_changed(self) -> None:
-        """A game started or ended: the next tick publishes the live list."""
-        self._live_dirty = True
+    def _live_changed(self, started: bool) -> None:
+        """A game started: the next tick publishes the live list (spectators find it there).
+        A game ended: the list goes out within a second, with the next game's start if one
+        comes first (its own page has already been told)."""
+        if started:
+            self._live_dirty = True
+        else:
+            self._live_stale = True
 
     # ------------------------------------------------------------------ data
 

@@ -31,7 +31,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from server.engine import event_view
@@ -156,8 +156,8 @@ class _Item:
     """time.monotonic() when the game produced it."""
     kind: str
     payload: Any
-    cache: list[bytes | None] = field(default_factory=lambda: [None, None, None, None])
-    """Encoded once per view: public, full, public compact, full compact."""
+    cache: list[bytes | None] | None = None
+    """Encoded once per view, when first read: public, full, public compact, full compact."""
 
 
 class LiveGame:
@@ -221,14 +221,17 @@ class LiveGame:
         (``compact``: a decision as an array, event ``d``, see docs/web.md)."""
         item = self.items[index]
         slot = int(full) + 2 * int(compact)
-        cached = item.cache[slot]
+        cache = item.cache
+        if cache is None:
+            cache = item.cache = [None, None, None, None]
+        cached = cache[slot]
         if cached is not None:
             return cached
         if item.kind == "decision":
             out = _decision_sse(index, item.payload, full, compact)
         else:
             out = self._encode(index, item, full)
-        item.cache[slot] = out
+        cache[slot] = out
         return out
 
     def _encode(self, index: int, item: _Item, full: bool) -> bytes:
@@ -371,8 +374,8 @@ class LiveHub:
         self.serial = 0
         self._unsent: dict[str, None] = {}
         """Kinds published since the last flush (only the latest of each goes out)."""
-        self.on_change: list[Callable[[], None]] = []
-        """Called (on the loop) when a game starts or ends."""
+        self.on_change: list[Callable[[bool], None]] = []
+        """Called (on the loop) when a game starts (True) or ends (False)."""
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[LiveHub]:
@@ -406,7 +409,7 @@ class LiveHub:
         if old is not None and not old.over:
             old.abort()
         self.games[game.game_id] = game
-        self._changed()
+        self._changed(True)
 
     def _ended(self, game: LiveGame) -> None:
         result = game.result or {}
@@ -415,18 +418,18 @@ class LiveHub:
             "placings": result.get("placings", []), "aborted": game.aborted,
             "replay": game.replay_path if game.result is not None else None, "seed": None,
         })
-        self._changed()
+        self._changed(False)
 
         def forget() -> None:
             if self.games.get(game.game_id) is game:
                 del self.games[game.game_id]
-                self._changed()
+                self._changed(False)
 
         self.loop.call_later(self.linger_s, forget)
 
-    def _changed(self) -> None:
+    def _changed(self, started: bool) -> None:
         for callback in list(self.on_change):
-            callback()
+            callback(started)
 
     def live(self) -> list[LiveGame]:
         return [g for g in self.games.values() if not g.over]
