@@ -9,8 +9,8 @@ one game at a time, recording each replay as a tournament does. Rounds of games 
   games published to it, and ``--spectators`` clients each follow the board's stream
   (``/api/stream``) and every live game's event stream (``/api/games/{id}/events?form=compact``)
   from its first record to its end, as a spectator's page does. The clients are one other
-  process on 127.0.0.1 at the lowest priority (nice 19), reading each stream straight into a
-  buffer: real spectators are browsers on other machines, not rivals of the referee and its
+  process on 127.0.0.1 at the lowest priority (nice 19), asking for the streams deflated as
+  browsers do: real spectators are browsers on other machines, not rivals of the referee and its
   bots for these cores; the server's side of every connection (the requests, the writes, the
   kernel's loopback) is in this process and measured. Every spectator must receive every
   record of every watched game (checked).
@@ -39,6 +39,7 @@ import secrets
 import sys
 import tempfile
 import time
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -48,78 +49,105 @@ if str(ROOT) not in sys.path:  # allow `python bench/web.py` as well as `python 
     sys.path.insert(0, str(ROOT))
 
 GOAL_DROP_PCT = 5.0
+PLAIN_ENV = "CRAITS_BENCH_PLAIN"
+"""Set for the spectators' process by ``--plain``."""
 
 
 # --------------------------------------------------------------------------- the spectators (another process)
 
 
-class _Counter(asyncio.BufferedProtocol):
-    """One spectator's event stream, read as a browser's network stack would (straight into a
-    buffer, no copy per chunk); it counts records as they pass (``data: [`` is a decision in the
-    compact form, ``event: record`` any other record) and notices the game's end."""
+class _Counter(asyncio.Protocol):
+    """One spectator's event stream, read as a browser's network stack would: it asks for the
+    stream deflated (every browser's EventSource does), takes the chunks apart, inflates them
+    and counts the records in each whole line (``data: [`` is a decision in the compact form,
+    ``event: record`` any other record) until the game's end."""
 
     MARKS = (b"event: record", b"data: [")
 
     def __init__(self, counts: dict[str, int], on_done: Callable[[_Counter], None]) -> None:
-        self.buffer = bytearray(1 << 16)
-        self.kept = 0
         self.counts = counts
         self.on_done = on_done
-        self.ended = False
-        self.headers = True
         self.transport: asyncio.Transport | None = None
-        self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._reset()
+
+    def _reset(self) -> None:
+        self.raw = b""
+        self.headers = True
+        self.left = 0
+        """Bytes left of the current chunk, with its closing CRLF."""
+        self.inflater = zlib.decompressobj()
+        self.deflated = False
+        self.line = b""
+        self.ended = False
 
     def get(self, path: str, host: str) -> None:
         assert self.transport is not None
-        self.ended = False
-        self.headers = True
-        self.kept = 0
-        self.transport.write(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nAccept: text/event-stream\r\n\r\n".encode())
+        self._reset()
+        accept = "" if os.environ.get(PLAIN_ENV) else "Accept-Encoding: gzip, deflate\r\n"
+        self.transport.write(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nAccept: text/event-stream\r\n"
+                             f"{accept}\r\n".encode())
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
 
-    def get_buffer(self, sizehint: int) -> memoryview:
-        return memoryview(self.buffer)[self.kept :]
-
-    def buffer_updated(self, nbytes: int) -> None:
-        end = self.kept + nbytes
-        buf = self.buffer
-        start = 0
+    def data_received(self, data: bytes) -> None:
+        raw = self.raw + data if self.raw else data
+        pos = 0
         if self.headers:
-            cut = buf.find(b"\r\n\r\n", 0, end)
+            cut = raw.find(b"\r\n\r\n")
             if cut < 0:
-                self.kept = end
+                self.raw = raw
                 return
-            if b" 200 " not in buf[: buf.find(b"\r\n")]:
+            head = raw[:cut].lower()
+            if b" 200 " not in head[: head.find(b"\r\n")]:
                 self.counts["failed"] += 1
                 assert self.transport is not None
                 self.transport.close()
                 return
             self.headers = False
-            start = cut + 4
-        lines = buf.rfind(b"\n", start, end) + 1  # (whole lines are counted; a cut one waits for the rest)
-        if lines <= start and end - start > len(buf) // 2:
-            lines = end
-        if not self.ended:
-            for mark in self.MARKS:
-                self.counts["records"] += buf.count(mark, start, lines)
-            if buf.find(b"event: end", start, lines) >= 0:
-                self.counts["games"] += 1
-                self.ended = True
-        if self.ended and buf.find(b"0\r\n\r\n", 0, end) >= 0:
-            self.kept = 0  # the response's last chunk: the connection is free for the next game
-            self.on_done(self)
-            return
-        rest = max(0, end - max(lines, start))
-        buf[:rest] = buf[end - rest : end]
-        self.kept = rest
+            self.deflated = b"content-encoding: deflate" in head
+            pos = cut + 4
+        while pos < len(raw):
+            if self.left == 0:
+                eol = raw.find(b"\r\n", pos)
+                if eol < 0:
+                    break
+                size = int(raw[pos:eol], 16)
+                if size == 0:  # the response's end: wait for its closing CRLF, then the connection is free
+                    if len(raw) < eol + 4:
+                        break
+                    if self.deflated:
+                        self._text(self.inflater.flush())
+                    self.raw = b""
+                    self.on_done(self)
+                    return
+                pos = eol + 2
+                self.left = size + 2
+                continue
+            take = min(self.left, len(raw) - pos)
+            payload = min(take, self.left - 2)
+            if payload > 0:
+                piece = raw[pos : pos + payload]
+                self._text(self.inflater.decompress(piece) if self.deflated else piece)
+            pos += take
+            self.left -= take
+        self.raw = raw[pos:]
 
-    def connection_lost(self, exc: Exception | None) -> None:
-        if not self.closed.done():
-            self.closed.set_result(None)
+    def _text(self, text: bytes) -> None:
+        whole = text.rfind(b"\n") + 1  # (a line cut in two is counted once it is whole)
+        if not whole:
+            self.line += text
+            return
+        lines = self.line + text[:whole] if self.line else text[:whole]
+        self.line = text[whole:]
+        if self.ended:
+            return
+        for mark in self.MARKS:
+            self.counts["records"] += lines.count(mark)
+        if b"event: end" in lines:
+            self.counts["games"] += 1
+            self.ended = True
 
 
 async def _spectator(host: str, port: int, counts: dict[str, int], stop: asyncio.Event) -> None:
@@ -307,6 +335,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, help="stop starting games after this long (default 150, 50 quick)")
     parser.add_argument("--players", type=int, default=6, help="seats per game (default 6: long games)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--plain", action="store_true",
+                        help="spectators that do not take their streams deflated (as curl without --compressed)")
     parser.add_argument("--spectators-for", nargs=2, metavar=("PORT", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.spectators_for is not None:
@@ -318,6 +348,8 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(None, console=False)
     rounds = args.rounds or (6 if args.quick else 12)
     seconds = args.seconds or (50.0 if args.quick else 150.0)
+    if args.plain:
+        os.environ[PLAIN_ENV] = "1"  # (the spectators' process inherits it)
     print(f"web bench: {args.players}-player craits, {args.players} bot processes, one game at a time, replays recorded; "
           f"{rounds} pairs of rounds of {args.games} games, alone and watched by {args.spectators} spectators "
           f"(SSE on 127.0.0.1); python {sys.version.split()[0]}, {os.cpu_count()} cpus", flush=True)

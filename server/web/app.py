@@ -36,7 +36,7 @@ from aiohttp import web
 from server.errors import UserError
 from server.logging import get_logger
 from server.web.board import Board
-from server.web.fanout import MAX_BUFFER, Reader, finish, open_stream
+from server.web.fanout import MAX_BUFFER, Reader, accepts_deflate, finish, open_stream
 from server.web.live import END, GameStream, LiveHub, public_records, strip_full
 
 log = get_logger()
@@ -185,7 +185,7 @@ class WebServer:
             self.hub.on_change.remove(self._live_changed)
         self.hub.feed.close()  # every open stream ends (its response is finished) before the server goes
         for stream in self._streams:
-            stream.fanout.close()
+            stream.close()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -443,8 +443,10 @@ class WebServer:
         log.info("web_reader_dropped", why="not reading")
 
     @contextlib.asynccontextmanager
-    async def _stream(self, request: web.Request) -> AsyncIterator[tuple[web.StreamResponse, Reader | None]]:
-        response, reader = await open_stream(request, SSE_HEADERS)
+    async def _stream(
+        self, request: web.Request, headers: dict[str, str] = SSE_HEADERS
+    ) -> AsyncIterator[tuple[web.StreamResponse, Reader | None]]:
+        response, reader = await open_stream(request, headers)
         self.spectators += 1
         try:
             yield response, reader
@@ -497,9 +499,11 @@ class WebServer:
                 live, full, self.options.reveal_after if full else None, heartbeat_s=self.options.heartbeat_s,
                 max_buffer=self.options.max_buffer, on_drop=self._reader_dropped, compact=compact,
             )
-        async with self._stream(request) as (response, reader):
+        deflated = accepts_deflate(request)
+        headers = {**SSE_HEADERS, "Content-Encoding": "deflate", "Vary": "Accept-Encoding"} if deflated else SSE_HEADERS
+        async with self._stream(request, headers) as (response, reader):
             if reader is not None:
-                await stream.join(response, reader, start)
+                await stream.join(response, reader, start, deflated)
                 self._streams.add(stream)
                 await finish(response, reader)
         return response

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import zlib
 from typing import Any
 
 from aiohttp import web
@@ -24,7 +25,7 @@ MAX_BUFFER = 1 << 20
 class Reader:
     """One connection following a stream; ``done`` resolves when it leaves or is dropped."""
 
-    __slots__ = ("chunked", "done", "last", "transport")
+    __slots__ = ("adler", "chunked", "done", "last", "transport")
 
     def __init__(self, transport: asyncio.Transport, chunked: bool) -> None:
         self.transport = transport
@@ -32,6 +33,8 @@ class Reader:
         self.done: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self.last = b""
         """What ends the response when ``done`` is "end" (written by :func:`finish`)."""
+        self.adler = 1
+        """The checksum of what this reader got so far, uncompressed (a deflated stream's trailer)."""
 
 
 class _EventStream(web.StreamResponse):
@@ -61,6 +64,50 @@ async def finish(response: web.StreamResponse, reader: Reader) -> None:
     if why == "end":
         with contextlib.suppress(ConnectionError):
             await response.write_eof(reader.last)
+
+
+def accepts_deflate(request: web.Request) -> bool:
+    """The client takes ``Content-Encoding: deflate`` (every browser's EventSource does)."""
+    for part in request.headers.get("Accept-Encoding", "").lower().split(","):
+        name, _, params = part.strip().partition(";")
+        if name == "deflate":
+            return params.replace(" ", "") not in ("q=0", "q=0.0", "q=0.00", "q=0.000")
+    return False
+
+
+class SharedDeflate:
+    """Bytes compressed once for all the readers of a stream, each reader's response a complete
+    zlib stream (``Content-Encoding: deflate``) however late it joined: every piece ends with a
+    full flush, which makes it independent of what came before; a reader's own part is two
+    bytes of header, and at the end the checksum of what it got (readers who joined together
+    share it). Records compress about six times: six times fewer bytes for the kernel to copy
+    to each spectator, on loopback as on a classroom's network."""
+
+    HEADER = b"\x78\x01"
+    """A zlib header (deflate, 32 KiB window, fastest level)."""
+    FINAL = b"\x03\x00"
+    """An empty last block: the deflate data ends here."""
+
+    def __init__(self) -> None:
+        self._z = zlib.compressobj(1, zlib.DEFLATED, -15)
+
+    def pack(self, data: bytes) -> bytes:
+        """``data`` as deflate blocks that any reader's stream may take next."""
+        return self._z.compress(data) + self._z.flush(zlib.Z_FULL_FLUSH)
+
+    @staticmethod
+    def follow(readers: set[Reader], data: bytes) -> None:
+        """The readers got ``data``: their checksums move on (once per distinct checksum)."""
+        moved: dict[int, int] = {}
+        for reader in readers:
+            adler = moved.get(reader.adler)
+            if adler is None:
+                adler = moved[reader.adler] = zlib.adler32(data, reader.adler)
+            reader.adler = adler
+
+    @classmethod
+    def ending(cls, reader: Reader) -> bytes:
+        return cls.FINAL + reader.adler.to_bytes(4, "big")
 
 
 def _frame(data: bytes) -> bytes:
@@ -121,9 +168,10 @@ class Fanout:
         if not reader.done.done():
             reader.done.set_result(why)
 
-    def close(self, last: bytes = b"") -> None:
-        """Let every reader go: each response ends with ``last`` (:func:`finish`)."""
+    def close(self, last: bytes = b"", ending: Any = None) -> None:
+        """Let every reader go: each response ends with ``last`` (:func:`finish`), and
+        ``ending(reader)`` when given."""
         for reader in list(self.readers):
             if self._keeps(reader):
-                reader.last = last
+                reader.last = last + ending(reader) if ending is not None else last
                 self.remove(reader, "end")

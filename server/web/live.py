@@ -29,6 +29,7 @@ import functools
 import json
 import threading
 import time
+import zlib
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ from typing import Any
 
 from server.engine import event_view
 from server.storage.replay.writer import REPLAY_TAP
-from server.web.fanout import MAX_BUFFER, Fanout, Reader
+from server.web.fanout import MAX_BUFFER, Fanout, Reader, SharedDeflate
 
 JsonDict = dict[str, Any]
 
@@ -467,7 +468,8 @@ KEEP_ALIVE = b": keep-alive\n\n"
 class GameStream:
     """One game's records in one view, for all of its readers: the server's tick calls
     :meth:`pump`, which writes everything that became visible since the last tick to every
-    reader at once, framed once (see ``server.web.fanout``)."""
+    reader at once, framed once and, for the readers who take it deflated (browsers do),
+    compressed once (see ``server.web.fanout``)."""
 
     def __init__(self, game: LiveGame, full: bool, delay: float | None, *, heartbeat_s: float,
                  max_buffer: int = MAX_BUFFER, on_drop: Callable[[], None] | None = None,
@@ -477,41 +479,58 @@ class GameStream:
         self.compact = compact
         self.delay = delay
         self.heartbeat_s = heartbeat_s
-        self.fanout = Fanout(max_buffer, on_drop=on_drop)
+        self.plain = Fanout(max_buffer, on_drop=on_drop)
+        self.deflated = Fanout(max_buffer, on_drop=on_drop)
+        self.deflate = SharedDeflate()
         self.cursor = 0
         """Items already sent to the readers."""
         self.ended = False
         """The last record and ``END`` are sent: a reader who joins now gets the whole game at once."""
         self._sent_at = time.monotonic()
-        self._history: tuple[int, bytes] = (0, b"")
-        """Everything sent so far (up to the cursor it was made at), for readers who join."""
+        self._history: tuple[int, bytes, bytes, int] = (0, b"", b"", 1)
+        """Everything sent so far (up to the cursor it was made at), for readers who join: as
+        is, deflated, and its checksum."""
 
-    async def join(self, response: Any, reader: Reader, start: int) -> None:
+    @property
+    def readers(self) -> int:
+        return len(self.plain) + len(self.deflated)
+
+    async def join(self, response: Any, reader: Reader, start: int, deflated: bool = False) -> None:
         """Send ``reader`` the items from ``start`` that the others have had (with the response's
-        headers, in one write), then add it to the readers."""
+        headers, in one write), then add it to the readers (``deflated``: it takes its stream
+        compressed, and the response says so)."""
         sent = max(0, min(start, self.cursor))
+        head = SharedDeflate.HEADER if deflated else b""
         while True:
             end = self.cursor
             if sent == 0 and end:  # most readers start at the beginning, many at once: one catch-up for all
                 if self._history[0] != end:
-                    self._history = (end, self._catch_up(0, end))
-                first = self._history[1]
+                    first = self._catch_up(0, end)
+                    self._history = (end, first, self.deflate.pack(first), zlib.adler32(first))
+                _, first, packed, adler = self._history
             else:
                 first = self._catch_up(sent, end)
-            if first and self.compact:
-                first += b"id: %d\n\n" % (end - 1)
+                packed, adler = (self.deflate.pack(first), zlib.adler32(first, reader.adler)) if deflated else (b"", 1)
             if self.ended:
-                reader.last = first + END
+                reader.last = zlib.compress(first + END, 1) if deflated else first + END
                 reader.done.set_result("end")
                 return
-            await response.write(first)  # (waits only when the reader's buffer is full)
+            if deflated:
+                reader.adler = adler
+                await response.write(head + packed)  # (waits only when the reader's buffer is full)
+            else:
+                await response.write(first)
+            head = b""
             sent = end
             if self.cursor == sent:  # (nothing was pumped meanwhile)
-                self.fanout.add(reader)
+                (self.deflated if deflated else self.plain).add(reader)
                 return
 
     def _catch_up(self, start: int, end: int) -> bytes:
-        return b"".join([self.game.encoded(i, self.full, self.compact) for i in range(start, end)])
+        data = b"".join([self.game.encoded(i, self.full, self.compact) for i in range(start, end)])
+        if data and self.compact:  # the id of the last record (the browser resumes after it)
+            data += b"id: %d\n\n" % (end - 1)
+        return data
 
     def pump(self, now: float) -> bool:
         """Send the readers what became visible since the last time, and ``END`` after the last
@@ -521,17 +540,31 @@ class GameStream:
         data = b""
         if end > self.cursor:
             data = self._catch_up(self.cursor, end)
-            if self.compact:  # the id of the batch's last record (the browser resumes after it)
-                data += b"id: %d\n\n" % (end - 1)
             self.cursor = end
         if game.over and self.cursor >= len(game.items):
             self.ended = True
-            self.fanout.close(data + END)
+            self.plain.close(data + END)
+            if self.deflated.readers:
+                packed = self.deflate.pack(data + END)
+                SharedDeflate.follow(self.deflated.readers, data + END)
+                self.deflated.close(packed, SharedDeflate.ending)
             return False
         if data:
-            self.fanout.send(data)
+            self._send(data)
             self._sent_at = now
         elif now - self._sent_at >= self.heartbeat_s:
-            self.fanout.send(KEEP_ALIVE)
+            self._send(KEEP_ALIVE)
             self._sent_at = now
-        return bool(self.fanout.readers)
+        return bool(self.readers)
+
+    def _send(self, data: bytes) -> None:
+        self.plain.send(data)
+        if self.deflated.readers:
+            self.deflated.send(self.deflate.pack(data))
+            SharedDeflate.follow(self.deflated.readers, data)
+
+    def close(self) -> None:
+        """End every reader's response now (the server stops)."""
+        self.plain.close()
+        if self.deflated.readers:
+            self.deflated.close(self.deflate.pack(b""), SharedDeflate.ending)

@@ -172,6 +172,11 @@ def test_a_live_game_advances_and_shows_no_hidden_card(live: Running, page: Any)
 
     # The game ends: the page says so; the replay holds the cards that were hidden.
     _until(page, "document.body.dataset.live === 'over'", 120)
+    sizes = page.evaluate(
+        "() => performance.getEntriesByType('resource').filter(e => e.name.includes('/events'))"
+        ".map(e => [e.encodedBodySize, e.decodedBodySize])"
+    )
+    assert sizes and all(decoded > 3 * encoded > 0 for encoded, decoded in sizes), f"the stream came deflated: {sizes}"
     recorded = live.wait_for("the game recorded", lambda: game_id in {g["game_id"] for g in live.get("/api/games")["recorded"]})
     assert recorded
     replay = next(live.out_dir.glob(f"replays/{game_id}.jsonl"))

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+import zlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -53,14 +54,15 @@ async def served(**options: Any) -> AsyncIterator[tuple[LiveHub, WebServer, int]
         await web.stop()
 
 
-async def _open(port: int, path: str, *, rcvbuf: int | None = None) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+async def _open(port: int, path: str, *, rcvbuf: int | None = None, headers: str = ""
+                ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     sock = socket.socket()
     if rcvbuf is not None:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
     sock.setblocking(False)
     await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", port))
     reader, writer = await asyncio.open_connection(sock=sock)
-    writer.write(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: x\r\n{headers}\r\n".encode())
     await writer.drain()
     return reader, writer
 
@@ -82,6 +84,24 @@ def _expand(a: list[Any]) -> dict[str, Any]:
     if len(a) > len(keys):
         record["hand_results"] = a[len(keys)]
     return record
+
+
+async def _inflated(reader: asyncio.StreamReader, timeout: float = 60.0) -> str:
+    """A whole deflated response: its chunks put together, inflated as a zlib stream (whose
+    checksum is checked at its end)."""
+    head = (await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout)).decode().lower()
+    assert "content-encoding: deflate" in head and "transfer-encoding: chunked" in head, head
+    body = b""
+    while True:
+        size = int((await asyncio.wait_for(reader.readline(), timeout)).strip(), 16)
+        chunk = await asyncio.wait_for(reader.readexactly(size + 2), timeout)
+        if size == 0:
+            break
+        body += chunk[:-2]
+    inflater = zlib.decompressobj()
+    text = inflater.decompress(body) + inflater.flush()
+    assert inflater.eof and not inflater.unused_data, "one complete zlib stream, its checksum right"
+    return text.decode()
 
 
 def _records(text: str) -> list[dict[str, Any]]:
@@ -156,6 +176,13 @@ async def _views(tmp_path: Path) -> None:
         public_reader, public_writer = await _open(port, "/api/games/g2/events")
         full_reader, full_writer = await _open(port, "/api/games/g2/events?view=full")
         compact_reader, compact_writer = await _open(port, "/api/games/g2/events?form=compact")
+        packed_reader, packed_writer = await _open(port, "/api/games/g2/events?form=compact",
+                                                   headers="Accept-Encoding: gzip, deflate, br\r\n")
+        packed_text = asyncio.create_task(_inflated(packed_reader))
+        await asyncio.sleep(0.3)  # a reader who joins mid-game, from its record 5
+        late_reader, late_writer = await _open(port, "/api/games/g2/events?from=5",
+                                               headers="Accept-Encoding: deflate\r\n")
+        late_text = asyncio.create_task(_inflated(late_reader))
         first_full = asyncio.create_task(full_reader.readuntil(b"event: record"))
         public_text = await _read_all(public_reader)
         compact_text = await _read_all(compact_reader)
@@ -175,8 +202,12 @@ async def _views(tmp_path: Path) -> None:
                    for line in compact_text.splitlines() if line.startswith(("data: [", 'data: {"'))]
         assert compact == public, "the compact form holds the same records"
         assert len(compact_text) < 0.6 * len(public_text)
-        compact_writer.close()
-        public_writer.close()
+        packed = [_expand(json.loads(line[6:])) if line.startswith("data: [") else json.loads(line[6:])
+                  for line in (await packed_text).splitlines() if line.startswith(("data: [", 'data: {"'))]
+        assert packed == public, "deflated, the same records"
+        assert _records(await late_text) == public[5:], "a late reader's own zlib stream, from its record"
+        for w in (compact_writer, public_writer, packed_writer, late_writer):
+            w.close()
         full_writer.close()
 
 
