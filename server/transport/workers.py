@@ -15,7 +15,10 @@ is where the bot was told to connect.
 
 A worker plays the game it is sent exactly as the tournament's referee would (the same
 code writes the same replay file), and sends back the :class:`GameRecord`; the tournament's
-runner records it in its store, so the store keeps one writer. Workers are started with
+runner records it in its store, so the store keeps one writer. When the tournament's process
+watches its games (a replay tap is set: ``--web``), a worker relays what its replay writer
+tells its tap, in batches every :data:`RELAY_S`, and the tournament's process hands it to its
+own tap as if the game were played there: every game in progress is live on the pages. Workers are started with
 ``spawn``, never ``fork``: a process with gRPC's threads must not fork. A worker ignores
 SIGINT (the tournament decides what Ctrl-C means and cancels the games), and ends when told
 to or when its pipe to the tournament closes; its bots end with it (parent-death signal).
@@ -33,10 +36,13 @@ import os
 import signal
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from server.logging import configure_logging, get_logger
 from server.spec import GameRecord, GameSpec
+from server.storage.replay.writer import REPLAY_TAP
 from server.transport.pool import RestartPolicy
 from server.transport.service import Arena, ArenaClosed, ArenaError, ArenaOptions
 
@@ -67,6 +73,80 @@ def default_workers() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         return max(1, os.cpu_count() or 1)
+
+
+# --------------------------------------------------------------------------- live games
+
+RELAY_S = 0.05
+"""How long a worker gathers its games' tap records before sending them in one message."""
+
+
+class _RelayOut:
+    """The worker's side of the relay: its games' tap records, sent to the tournament in batches."""
+
+    def __init__(self, send: Any) -> None:
+        self.send = send
+        self.items: list[tuple[str, str, Any]] = []
+        self._timer: asyncio.TimerHandle | None = None
+
+    def tap(self, writer: Any) -> _RelayTap:
+        """A replay writer's tap (``REPLAY_TAP``): says the game started, returns its relay."""
+        relayed = _RelayTap(self, writer)
+        self.add(("start", relayed.game_id, {"path": str(writer.path), "header": writer.header,
+                                             "start_events": list(writer.start_events)}))
+        return relayed
+
+    def add(self, item: tuple[str, str, Any]) -> None:
+        self.items.append(item)
+        if self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(RELAY_S, self.flush)
+
+    def flush(self) -> None:
+        """Send what is gathered now (before a game's record, so its end arrives first)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self.items:
+            items, self.items = self.items, []
+            try:
+                self.send(("live", items))
+            except Exception:  # (say, a record that cannot be pickled): the pages miss it, the game goes on
+                log.exception("live_relay_not_sent", records=len(items))
+
+
+class _RelayTap:
+    """One game's tap in a worker: what the tournament's tap needs, in picklable pieces."""
+
+    def __init__(self, out: _RelayOut, writer: Any) -> None:
+        self.out = out
+        self.game_id = str(writer.game_id or writer.path.stem)
+        self.state = writer.state
+        self.hands_seen = 0
+
+    def decision(self, fields: tuple[Any, ...], raw_events: list[Any]) -> None:
+        results = self.state.hand_results
+        ended = tuple(results[self.hands_seen:])
+        self.hands_seen = len(results)
+        self.out.add(("decision", self.game_id, (fields, list(raw_events), ended)))
+
+    def finish(self, record: Any) -> None:
+        self.out.add(("finish", self.game_id, record))
+
+    def abort(self) -> None:
+        self.out.add(("abort", self.game_id, None))
+
+
+class _RelayedWriter:
+    """What a tap reads of a replay writer, for a game a worker plays: the tournament's tap is
+    handed this, then the worker's records in order."""
+
+    def __init__(self, game_id: str, path: str, header: dict[str, Any], start_events: list[Any]) -> None:
+        self.game_id = game_id
+        self.path = Path(path)
+        self.header = header
+        self.start_events = start_events
+        self.state = SimpleNamespace(hand_results=[])
+        """Grows by the hands a relayed decision ended, before the tap is told of it."""
 
 
 # --------------------------------------------------------------------------- the worker's side
@@ -103,9 +183,16 @@ async def _serve(conn: Connection, setup: WorkerSetup, number: int) -> None:
             with contextlib.suppress(OSError, ValueError):
                 conn.send(message)
 
-        async def play(job: int, spec: GameSpec) -> None:
+        relay = _RelayOut(send)
+
+        async def play(job: int, spec: GameSpec, live: bool) -> None:
+            if live:  # (this task's context only: the other games keep theirs)
+                REPLAY_TAP.set(relay.tap)
             try:
-                record = await arena.run_game(spec)
+                try:
+                    record = await arena.run_game(spec)
+                finally:
+                    relay.flush()
             except asyncio.CancelledError:
                 send(("cancelled", job))
                 raise
@@ -133,7 +220,8 @@ async def _serve(conn: Connection, setup: WorkerSetup, number: int) -> None:
                 message = await inbox.get()
                 kind = message[0]
                 if kind == "game":
-                    games[message[1]] = asyncio.create_task(play(message[1], message[2]))
+                    live = len(message) > 3 and bool(message[3])
+                    games[message[1]] = asyncio.create_task(play(message[1], message[2], live))
                 elif kind == "cancel":
                     task = games.get(message[1])
                     if task is not None:
@@ -169,6 +257,10 @@ class _Worker:
         self.dead = False
         self.bots: set[str] = set()
         """The launched bots it has played (it keeps their processes)."""
+        self.live: dict[str, tuple[_RelayedWriter, Any]] = {}
+        """Its games in progress that the tournament watches: their stand-in writer and tap."""
+        self.tap: Any = None
+        """The tournament's replay tap when it watches this worker's games."""
 
     @property
     def load(self) -> int:
@@ -250,8 +342,11 @@ class RefereeWorkers:
         job = next(self._jobs)
         reply: asyncio.Future[tuple[Any, ...]] = asyncio.get_running_loop().create_future()
         worker.pending[job] = reply
+        tap = REPLAY_TAP.get()
+        if tap is not None:
+            worker.tap = tap
         try:
-            self._send(worker, ("game", job, spec))
+            self._send(worker, ("game", job, spec, tap is not None))
             message = await asyncio.shield(reply)
         except asyncio.CancelledError:
             # Cancelled by the tournament: the worker cancels the game (and stops its bots)
@@ -292,6 +387,8 @@ class RefereeWorkers:
                 elif kind == "closed":
                     if not worker.closed.done():
                         worker.closed.set_result(None)
+                elif kind == "live":
+                    self._relayed(worker, message[1])
                 else:
                     reply = worker.pending.get(message[1])
                     if reply is not None and not reply.done():
@@ -303,9 +400,38 @@ class RefereeWorkers:
             self._lost(worker, f"sent a message that cannot be read ({type(err).__name__}: {err})")
             worker.process.kill()
 
+    def _relayed(self, worker: _Worker, items: list[tuple[str, str, Any]]) -> None:
+        """Hand a worker's tap records to the tournament's tap, as its own games' writers do."""
+        for kind, game_id, payload in items:
+            try:
+                if kind == "start":
+                    if worker.tap is not None:
+                        writer = _RelayedWriter(game_id, **payload)
+                        worker.live[game_id] = (writer, worker.tap(writer))
+                    continue
+                entry = worker.live.get(game_id)
+                if entry is None:
+                    continue
+                writer, tap = entry
+                if kind == "decision":
+                    fields, raw_events, ended = payload
+                    writer.state.hand_results.extend(ended)
+                    tap.decision(fields, raw_events)
+                else:
+                    del worker.live[game_id]
+                    if kind == "finish":
+                        tap.finish(payload)
+                    else:
+                        tap.abort()
+            except Exception:  # a watcher's failure never stops a game: this game is not shown further
+                log.exception("live_relay_failed", worker=worker.number, game=game_id)
+                worker.live.pop(game_id, None)
+
     def _lost(self, worker: _Worker, why: str) -> None:
         if worker.dead:
             return
+        for game_id in list(worker.live):  # (what the pages showed of them ends here)
+            self._relayed(worker, [("abort", game_id, None)])
         worker.dead = True
         with contextlib.suppress(Exception):
             asyncio.get_running_loop().remove_reader(worker.conn.fileno())

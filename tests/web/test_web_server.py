@@ -301,3 +301,35 @@ def test_a_ladder_with_web_shows_its_ratings(tmp_path: Path) -> None:
         assert bot["ratings"] and len(bot["ratings"]) == bot["standing"]["games"]
     finally:
         assert running.stop() == 0
+
+
+def test_the_games_a_referee_worker_plays_are_live_too(tmp_path: Path) -> None:
+    """Two games at a time: one in the tournament's process, one in a referee worker process.
+    Both are listed live at once, and each one's stream, followed to its end, holds every
+    decision its replay holds (the worker relays what its replay writer tells its tap)."""
+    import urllib.request
+
+    config = tournament_file(tmp_path, deals=1, name="relaycup")
+    running = start_craits(["tournament", "run", str(config), "--out", str(tmp_path / "out"), "--web", "127.0.0.1:0",
+                            "--no-progress"], tmp_path)
+    try:
+        both = running.wait_for("two games live at once", lambda: (
+            live := running.get("/api/games")["live"]) and len(live) == 2 and live)
+        for game_id in [game["game_id"] for game in both]:
+            with urllib.request.urlopen(f"{running.url}api/games/{game_id}/events", timeout=120) as response:
+                text = response.read().decode()
+            assert "event: end" in text, text[-300:]
+            records = _records(text)
+            assert records[0]["type"] == "header" and records[0]["game_id"] == game_id
+            assert records[-1]["type"] == "result", records[-1]
+            replay = running.wait_for(f"{game_id}'s replay", lambda game_id=game_id: (
+                path := tmp_path / "out" / "replays" / f"{game_id}.jsonl").is_file() and path)
+            decisions = [r for r in load_records(replay) if r["type"] == "decision"]
+            streamed = [r for r in records if r["type"] == "decision"]
+            assert [(r["n"], r["seat"], r["action"]) for r in streamed] == [
+                (r["n"], r["seat"], r["action"]) for r in decisions]
+        assert running.process.wait(timeout=120) == 0, "".join(running.lines[-20:])
+    finally:
+        running.stop()
+    log = (tmp_path / "out" / "referee.jsonl").read_text()
+    assert '"event": "referee_worker_ready"' in log  # (one of the two was a worker's)
