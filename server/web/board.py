@@ -266,8 +266,8 @@ def _faults(seat: Any) -> JsonDict:
 def folder_source(out_dir: Path) -> BoardSource:
     """A tournament's or a ladder's output folder, read through a read-only store (a
     :class:`UserError` now when it holds neither)."""
-    from tournaments.ladder import ladder_standings, reopen_ladder
-    from tournaments.runner import LADDER_SCHEDULE, TournamentError, load_standings, open_tournament
+    from tournaments.ladder import reopen_ladder
+    from tournaments.runner import TournamentError, open_tournament
 
     db = out_dir / Store.FILENAME
     if not db.is_file():
@@ -279,15 +279,27 @@ def folder_source(out_dir: Path) -> BoardSource:
         raise UserError(f"{db}: {err}") from None
     if row is None:
         raise UserError(f"{db}: no tournament is stored yet")
+
+    def reopen(ladder: bool) -> tuple[Any, Any]:
+        try:
+            return reopen_ladder(out_dir) if ladder else open_tournament(out_dir, readonly=True)
+        except TournamentError as err:
+            raise UserError(str(err)) from None
+
+    return _stored_source(row, reopen, out_dir=out_dir)
+
+
+def _stored_source(row: Any, reopen: Callable[[bool], tuple[Any, Any]], **extra: Any) -> BoardSource:
+    """The board of the stored tournament or ladder ``row``: ``reopen(ladder)`` gives its
+    (config, store) each time the board reads it."""
+    from tournaments.ladder import ladder_standings
+    from tournaments.runner import LADDER_SCHEDULE, load_standings
+
     ladder = row.schedule_digest == LADDER_SCHEDULE
     opened: dict[str, Any] = {}
 
     def open_store() -> Any:
-        try:
-            config, store = reopen_ladder(out_dir) if ladder else open_tournament(out_dir, readonly=True)
-        except TournamentError as err:
-            raise UserError(str(err)) from None
-        opened["config"] = config
+        opened["config"], store = reopen(ladder)
         return store
 
     def standings(store: Any) -> Standings:
@@ -297,10 +309,8 @@ def folder_source(out_dir: Path) -> BoardSource:
         names: Sequence[str] = store.bot_names() if ladder else opened["config"].bot_names
         return names
 
-    return BoardSource(
-        name=row.name, kind="ladder" if ladder else "tournament", out_dir=out_dir, open_store=open_store,
-        standings=standings, bots=bots, partnerships=_partnerships(row),
-    )
+    return BoardSource(name=row.name, kind="ladder" if ladder else "tournament", open_store=open_store,
+                       standings=standings, bots=bots, partnerships=_partnerships(row), **extra)
 
 
 def _partnerships(row: Any) -> bool:
@@ -324,8 +334,7 @@ def postgres_source(url: str, name: str, *, playing_here: bool = False) -> Board
     workers), whose moves it shows live."""
     from server.storage.postgres import PostgresStore, redact
     from tournaments.distributed import open_tournament_pg
-    from tournaments.ladder import ladder_standings
-    from tournaments.runner import LADDER_SCHEDULE, TournamentError, load_standings
+    from tournaments.runner import TournamentError
 
     try:
         with PostgresStore(url, name, readonly=True, retry_s=0) as store:
@@ -334,28 +343,15 @@ def postgres_source(url: str, name: str, *, playing_here: bool = False) -> Board
         raise UserError(str(err)) from None
     if row is None:
         raise UserError(f"{redact(url)} holds no tournament or ladder named {name!r}")
-    ladder = row.schedule_digest == LADDER_SCHEDULE
-    opened: dict[str, Any] = {}
 
-    def open_store() -> Any:
+    def reopen(ladder: bool) -> tuple[Any, Any]:
         try:
             config, store = open_tournament_pg(url, name, ladder=ladder, readonly=True)
         except (TournamentError, StoreError) as err:
             raise UserError(str(err)) from None
         store.retry_s = 5.0  # (the board tries again at its next refresh: a page never waits a minute)
-        opened["config"] = config
-        return store
+        return config, store
 
-    def standings(store: Any) -> Standings:
-        return (ladder_standings if ladder else load_standings)(opened["config"], store)
-
-    def bots(store: Any) -> Sequence[str]:
-        names: Sequence[str] = store.bot_names() if ladder else opened["config"].bot_names
-        return names
-
-    note = LIVE_HERE if playing_here else LIVE_ELSEWHERE
-    return BoardSource(
-        name=row.name, kind="ladder" if ladder else "tournament", out_dir=None, open_store=open_store,
-        standings=standings, bots=bots, partnerships=_partnerships(row), replays_in_store=True, note=note,
-    )
+    return _stored_source(row, reopen, out_dir=None, replays_in_store=True,
+                          note=LIVE_HERE if playing_here else LIVE_ELSEWHERE)
 
