@@ -1,6 +1,6 @@
 """`craits worker --store URL` and `craits store migrate|list URL`: workers on any machine.
 
-    craits worker --store URL [--concurrency N] [--runner auto|local|grpc] [--name NAME]
+    craits worker --store URL [--concurrency N] [--runner auto|local|grpc] [--name NAME] [--web HOST:PORT]
     craits store migrate URL
     craits store list URL
 
@@ -8,8 +8,10 @@ A worker takes games from the queue in the PostgreSQL store (procrastinate), lau
 their bots here (the tournament file's paths resolved on this machine), plays them
 through its own referee and records each with its replay in one transaction. SIGTERM or
 Ctrl-C: it takes no new game and stops once the games in hand are recorded; a second
-signal stops it at once (its games are then played again by another worker). See
-``tournaments.distributed`` for what happens when a worker dies or the database goes away.
+signal stops it at once (its games are then played again by another worker). With
+``--web`` it serves the games it plays, live, to browsers (the board of a whole tournament
+is the coordinator's or ``craits web``'s). See ``tournaments.distributed`` for what happens
+when a worker dies or the database goes away.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from server.errors import UserError
 from server.logging import configure_logging
 from server.storage.postgres import PostgresStore, migrate, redact, tournaments_in
 from server.storage.store import StoreError
+from server.web.serve import add_web_options, watching, web_options
 from tournaments.distributed import WorkerService, WorkerSettings, adopt_queue_logs
 from tournaments.runner import install_stop_handlers
 
@@ -55,6 +58,7 @@ def register_cli(subparsers: Any) -> None:
     worker.add_argument("--stalled-after", type=float, default=30.0, metavar="S",
                         help="a worker silent this long is dead: its games go to another (default 30)")
     worker.add_argument("--log-dir", default="logs", help="where worker.jsonl goes (default logs/)")
+    add_web_options(worker)
     worker.set_defaults(func=cmd_worker)
 
     store = subparsers.add_parser("store", help="set up, migrate and list a PostgreSQL store")
@@ -73,6 +77,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         raise UserError(f"a worker needs the PostgreSQL store: give --store postgresql://... (or set {STORE_ENV})")
     if args.heartbeat <= 0 or args.stalled_after <= 2 * args.heartbeat:
         raise UserError("--stalled-after must be more than twice --heartbeat, both positive")
+    web = web_options(args)
     configure_logging(args.log_dir, name="worker")
     adopt_queue_logs()
     try:
@@ -95,7 +100,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
     async def serve() -> None:
         restore = install_stop_handlers(service.stop)
         try:
-            clean = await service.run_until_stopped()
+            async with watching(web, title=f"Craits worker {settings.name}"):  # (nothing without --web)
+                clean = await service.run_until_stopped()
         finally:
             restore()
         if not clean:  # the queue library's shutdown is stuck (logged): its tasks cannot be awaited

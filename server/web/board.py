@@ -319,11 +319,13 @@ def _partnerships(row: Any) -> bool:
 
 LIVE_HERE = (
     "Games played by craits workers on other machines show here once they are recorded: their moves are "
-    "shown live only by the process that plays them. The games this process plays itself are live here."
+    "shown live only by the process that plays them (craits worker --web). The games this process plays "
+    "itself are live here."
 )
 LIVE_ELSEWHERE = (
     "This board reads the PostgreSQL store: each game shows here once it is recorded. Its moves are shown "
-    "live only by the process that plays it (craits tournament run ... --web, for the games it plays itself)."
+    "live only by the process that plays it (craits tournament run ... --web for the games it plays itself, "
+    "craits worker --web for a worker's)."
 )
 
 

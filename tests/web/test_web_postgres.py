@@ -100,8 +100,8 @@ def _stream_events(url: str, into: list[tuple[str, Any]], stop: threading.Event)
 
 def test_the_board_on_postgresql_follows_the_workers_as_they_record_games(tmp_path: Path, pg_url: str) -> None:
     """The coordinator queues the games and plays none (``--local-workers 0``); a ``craits
-    worker`` plays them; the coordinator's ``--web`` and ``craits web NAME --store URL`` both
-    show the games as they are recorded."""
+    worker --web`` plays them, live on its own pages; the coordinator's ``--web`` and ``craits
+    web NAME --store URL`` both show the games as they are recorded."""
     file = tournament_file(tmp_path, deals=2, delay=0.004, name="followed")
     coordinator = start_craits(
         ["tournament", "run", str(file), "--store", pg_url, "--local-workers", "0", "--out", str(tmp_path / "out"),
@@ -118,10 +118,12 @@ def test_the_board_on_postgresql_follows_the_workers_as_they_record_games(tmp_pa
             assert (progress["done"], progress["total"], progress["finished"]) == (0, 6, False)
         assert LIVE_HERE in _page(coordinator, "/") and LIVE_ELSEWHERE in _page(viewer, "/")
         listener.start()
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "server.cli", "worker", "--store", pg_url, "--concurrency", "1", "--log-dir",
-             str(tmp_path / "logs")], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        worker = start_craits(  # (with --web: the games it plays are live on its own pages)
+            ["worker", "--store", pg_url, "--concurrency", "1", "--log-dir", str(tmp_path / "logs"),
+             "--web", "127.0.0.1:0"], tmp_path,
         )
+        playing = worker.wait_for("a game live on the worker's pages", lambda: worker.get("/api/games")["live"])
+        assert playing[0]["bots"] and playing[0]["game_id"].startswith("d0001-")
         seen = coordinator.wait_for("a game recorded, seen by the coordinator's board",
                                     lambda: coordinator.get("/api/progress")["done"])
         assert 0 < seen < 6, "the board showed the tournament while it was played"
@@ -138,11 +140,12 @@ def test_the_board_on_postgresql_follows_the_workers_as_they_record_games(tmp_pa
         assert recorded[0] < 6 and recorded == sorted(recorded), "the stream followed the games as they came"
         done = [d["done"] for k, d in events if k == "progress"]
         assert done[-1] == 6 and len(set(done)) > 1
+        assert len(worker.get("/api/games")["recorded"]) == 6, "the worker's pages list the games it finished"
     finally:
         stop.set()
         if worker is not None:
-            worker.terminate()
-            worker.wait(timeout=60)
+            worker.process.terminate()
+            worker.process.wait(timeout=60)
         coordinator.stop()
         assert viewer.stop() == 0
 
