@@ -325,7 +325,7 @@ LIVE_HERE = (
 LIVE_ELSEWHERE = (
     "This board reads the PostgreSQL store: each game shows here once it is recorded. Its moves are shown "
     "live only by the process that plays it (craits tournament run ... --web for the games it plays itself, "
-    "craits worker --web for a worker's)."
+    "craits worker --web for the games a worker plays)."
 )
 
 
