@@ -14,12 +14,9 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 BOT = Path(__file__).with_name("bots") / "slow_random_bot.py"
@@ -108,18 +105,3 @@ def start_craits(args: list[str], cwd: Path) -> Running:
         raise AssertionError("craits never said where its web pages are:\n" + "".join(lines)) from None
     out_dir = Path(args[args.index("--out") + 1]) if "--out" in args else cwd
     return Running(process, url, out_dir, lines)
-
-
-@pytest.fixture(scope="package")
-def live_tournament(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
-    """Six games of three slow bots through the referee, two at a time, watched with --web."""
-    folder = tmp_path_factory.mktemp("webcup")
-    config = tournament_file(folder)
-    running = start_craits(
-        ["tournament", "run", str(config), "--out", str(folder / "out"), "--web", "127.0.0.1:0", "--no-progress"],
-        folder,
-    )
-    try:
-        yield running
-    finally:
-        running.stop()
