@@ -54,6 +54,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # allow `python bench/referee.py` as well as `python -m bench.referee`
     sys.path.insert(0, str(ROOT))
 
+from bench import grpc_io  # noqa: E402  # (first: it chooses gRPC's I/O layer before grpc is imported)
+
 GOAL_RATIO = 1.5
 LEGS = ("  writer to bot", "  in the bot", "  bot to reader")
 """The wire and the bot, split (``--breakdown`` on Linux): the bot's time here is all of it."""
@@ -607,7 +609,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {step:15} {_pct(values, 0.5) * 1000:7.3f} {statistics.mean(values) * 1000:7.3f}")
         return 0
     print(f"referee bench: {games} games of 4-player craits (short_game), 4 bot processes, replays recorded, "
-          f"taking turns with a bare echo; python {sys.version.split()[0]}, {os.cpu_count()} cpus", flush=True)
+          f"taking turns with a bare echo; python {sys.version.split()[0]}, {os.cpu_count()} cpus; {grpc_io()}", flush=True)
     answer_size = pb.BotMessage(answer=pb.Answer(game_id="bench-0", decision_id=123456, action_id=318,
                                                  think_us=42)).ByteSize()
     result = asyncio.run(run_bench(games, args.seed, answer_size))

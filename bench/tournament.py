@@ -52,6 +52,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # allow `python bench/tournament.py` as well as `-m`
     sys.path.insert(0, str(ROOT))
 
+from bench import grpc_io  # noqa: E402  # (first: it chooses gRPC's I/O layer before grpc is imported)
 from tournaments.config import TournamentConfig, parse_config  # noqa: E402
 from tournaments.grpc_runner import tournament_runner  # noqa: E402
 from tournaments.local import LocalRunner  # noqa: E402
@@ -267,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(
         f"tournament bench: 4 bots, tables of 4, {deals} deals x 4 rotations = {deals * 4} games, "
-        f"runner {runner}, {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.1f}"
+        f"runner {runner}, {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.1f}; {grpc_io()}"
     )
     if before:
         print("before issue 13: a fresh process for every bot in every game, every game in one referee process")

@@ -48,6 +48,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # allow `python bench/web.py` as well as `python -m bench.web`
     sys.path.insert(0, str(ROOT))
 
+from bench import grpc_io  # noqa: E402  # (first: it chooses gRPC's I/O layer before grpc is imported)
+
 GOAL_DROP_PCT = 5.0
 PLAIN_ENV = "CRAITS_BENCH_PLAIN"
 """Set for the spectators' process by ``--plain``."""
@@ -352,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ[PLAIN_ENV] = "1"  # (the spectators' process inherits it)
     print(f"web bench: {args.players}-player craits, {args.players} bot processes, one game at a time, replays recorded; "
           f"{rounds} pairs of rounds of {args.games} games, alone and watched by {args.spectators} spectators "
-          f"(SSE on 127.0.0.1); python {sys.version.split()[0]}, {os.cpu_count()} cpus", flush=True)
+          f"(SSE on 127.0.0.1); python {sys.version.split()[0]}, {os.cpu_count()} cpus; {grpc_io()}", flush=True)
     result = asyncio.run(
         run_bench(rounds, args.games, args.spectators, args.players, args.seed, time.monotonic() + seconds)
     )

@@ -28,6 +28,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
+from craits import grpc_io
+
 from server.logging import get_logger
 from server.transport.sandbox import Jail, Limits, Sandbox, bot_folder, unreadable
 
@@ -119,6 +121,8 @@ class LaunchError(Exception):
 def bot_env(server: str, token: str, name: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment of a launched bot: ours, plus where to connect and who it is."""
     env = dict(os.environ)
+    if grpc_io.chosen:  # this process's choice of gRPC's I/O, not the user's: a bot makes its own
+        env.pop("GRPC_EXPERIMENTS", None)
     env.update(extra or {})
     env["CRAITS_SERVER"] = server
     env["CRAITS_TOKEN"] = token

@@ -16,6 +16,7 @@
 are what the messages a bot receives are made of.
 """
 
+import craits.grpc_io  # noqa: F401  # first: it chooses gRPC's I/O layer before grpc is imported
 from craits.v1 import referee_pb2 as pb
 
 from . import cards
