@@ -236,13 +236,21 @@ def workable_games_per_bot(n_bots: int, table_size: int, near: int, count: int) 
     return found
 
 
-def buildable_games_per_bot(n_bots: int, table_size: int, near: int, seed: int, count: int = 3) -> list[int]:
-    """Up to ``count`` games_per_bot from ``near`` on whose schedule builds (of the first
-    ``count + 3`` the arithmetic allows), for messages that propose numbers that work."""
-    return [
-        games for games in workable_games_per_bot(n_bots, table_size, near, count + 3)
-        if balanced_design(n_bots, table_size, games // table_size, seed) is not None
-    ][:count]
+def buildable_games_per_bot(n_bots: int, table_size: int, near: int, seed: int, count: int = 3,
+                            tries: int = 8) -> list[int]:
+    """Up to ``count`` games_per_bot whose schedule builds, nearest to ``near`` first (of the
+    ``tries`` nearest the arithmetic allows, below it as well as above: some fields build only
+    at a few numbers, e.g. 35 bots at tables of 7 at 49 and 98 games), in increasing order,
+    for messages that propose numbers that work."""
+    above = workable_games_per_bot(n_bots, table_size, near, tries)
+    below = [games for games in workable_games_per_bot(n_bots, table_size, 0, tries) if games < near]
+    works: list[int] = []
+    for games in sorted({*above, *below}, key=lambda g: (abs(g - near), g))[:tries]:
+        if balanced_design(n_bots, table_size, games // table_size, seed) is not None:
+            works.append(games)
+            if len(works) == count:
+                break
+    return sorted(works)
 
 
 def check_balanced(n_bots: int, table_size: int, games_per_bot: int, seed: int) -> None:

@@ -113,6 +113,13 @@ def test_balanced_within_one_for_many_fields(n: int, table_size: int, pick: int,
     assert_balanced(games, bots, table_size, games_per_bot)
 
 
+def test_a_refusal_names_a_number_that_builds_below_the_request_too() -> None:
+    """35 bots at tables of 7 build at 49 games each (and 98), not at the numbers just above 56."""
+    with pytest.raises(ScheduleError, match=r"games_per_bot = 49 works"):
+        make_balanced_schedule(names(35), 7, 56, seed=0)
+    assert_balanced(make_balanced_schedule(names(35), 7, 49, seed=0), names(35), 7, 49)
+
+
 def test_partners_take_turns() -> None:
     bots = names(12)
     games = make_balanced_schedule(bots, 4, 44, seed=3, partnerships=True)
