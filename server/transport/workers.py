@@ -36,12 +36,11 @@ import os
 import signal
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from server.logging import configure_logging, get_logger
 from server.spec import GameRecord, GameSpec
+from server.storage.replay.relay import RELAY_S, Relay, Replayer
 from server.storage.replay.writer import REPLAY_TAP
 from server.transport.pool import RestartPolicy
 from server.transport.service import Arena, ArenaClosed, ArenaError, ArenaOptions
@@ -73,80 +72,6 @@ def default_workers() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         return max(1, os.cpu_count() or 1)
-
-
-# --------------------------------------------------------------------------- live games
-
-RELAY_S = 0.05
-"""How long a worker gathers its games' tap records before sending them in one message."""
-
-
-class _RelayOut:
-    """The worker's side of the relay: its games' tap records, sent to the tournament in batches."""
-
-    def __init__(self, send: Any) -> None:
-        self.send = send
-        self.items: list[tuple[str, str, Any]] = []
-        self._timer: asyncio.TimerHandle | None = None
-
-    def tap(self, writer: Any) -> _RelayTap:
-        """A replay writer's tap (``REPLAY_TAP``): says the game started, returns its relay."""
-        relayed = _RelayTap(self, writer)
-        self.add(("start", relayed.game_id, {"path": str(writer.path), "header": writer.header,
-                                             "start_events": list(writer.start_events)}))
-        return relayed
-
-    def add(self, item: tuple[str, str, Any]) -> None:
-        self.items.append(item)
-        if self._timer is None:
-            self._timer = asyncio.get_running_loop().call_later(RELAY_S, self.flush)
-
-    def flush(self) -> None:
-        """Send what is gathered now (before a game's record, so its end arrives first)."""
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        if self.items:
-            items, self.items = self.items, []
-            try:
-                self.send(("live", items))
-            except Exception:  # (say, a record that cannot be pickled): the pages miss it, the game goes on
-                log.exception("live_relay_not_sent", records=len(items))
-
-
-class _RelayTap:
-    """One game's tap in a worker: what the tournament's tap needs, in picklable pieces."""
-
-    def __init__(self, out: _RelayOut, writer: Any) -> None:
-        self.out = out
-        self.game_id = str(writer.game_id or writer.path.stem)
-        self.state = writer.state
-        self.hands_seen = 0
-
-    def decision(self, fields: tuple[Any, ...], raw_events: list[Any]) -> None:
-        results = self.state.hand_results
-        ended = tuple(results[self.hands_seen:])
-        self.hands_seen = len(results)
-        self.out.add(("decision", self.game_id, (fields, list(raw_events), ended)))
-
-    def finish(self, record: Any) -> None:
-        self.out.add(("finish", self.game_id, record))
-
-    def abort(self) -> None:
-        self.out.add(("abort", self.game_id, None))
-
-
-class _RelayedWriter:
-    """What a tap reads of a replay writer, for a game a worker plays: the tournament's tap is
-    handed this, then the worker's records in order."""
-
-    def __init__(self, game_id: str, path: str, header: dict[str, Any], start_events: list[Any]) -> None:
-        self.game_id = game_id
-        self.path = Path(path)
-        self.header = header
-        self.start_events = start_events
-        self.state = SimpleNamespace(hand_results=[])
-        """Grows by the hands a relayed decision ended, before the tap is told of it."""
 
 
 # --------------------------------------------------------------------------- the worker's side
@@ -183,7 +108,16 @@ async def _serve(conn: Connection, setup: WorkerSetup, number: int) -> None:
             with contextlib.suppress(OSError, ValueError):
                 conn.send(message)
 
-        relay = _RelayOut(send)
+        relay = Relay(lambda: loop.call_later(RELAY_S, flush))  # (its games are played on this loop)
+
+        def flush() -> None:
+            """Send what is gathered now (also before a game's record, so its end arrives first)."""
+            items = relay.take()
+            if items:
+                try:
+                    send(("live", items))
+                except Exception:  # (say, a record that cannot be pickled): the pages miss it, the game goes on
+                    log.exception("live_relay_not_sent", records=len(items))
 
         async def play(job: int, spec: GameSpec, live: bool) -> None:
             if live:  # (this task's context only: the other games keep theirs)
@@ -192,7 +126,7 @@ async def _serve(conn: Connection, setup: WorkerSetup, number: int) -> None:
                 try:
                     record = await arena.run_game(spec)
                 finally:
-                    relay.flush()
+                    flush()
             except asyncio.CancelledError:
                 send(("cancelled", job))
                 raise
@@ -257,8 +191,8 @@ class _Worker:
         self.dead = False
         self.bots: set[str] = set()
         """The launched bots it has played (it keeps their processes)."""
-        self.live: dict[str, tuple[_RelayedWriter, Any]] = {}
-        """Its games in progress that the tournament watches: their stand-in writer and tap."""
+        self.relayed = Replayer(worker=number)
+        """Its games in progress that the tournament watches, handed to :attr:`tap`."""
         self.tap: Any = None
         """The tournament's replay tap when it watches this worker's games."""
 
@@ -388,7 +322,7 @@ class RefereeWorkers:
                     if not worker.closed.done():
                         worker.closed.set_result(None)
                 elif kind == "live":
-                    self._relayed(worker, message[1])
+                    worker.relayed.apply(message[1], worker.tap)
                 else:
                     reply = worker.pending.get(message[1])
                     if reply is not None and not reply.done():
@@ -400,38 +334,10 @@ class RefereeWorkers:
             self._lost(worker, f"sent a message that cannot be read ({type(err).__name__}: {err})")
             worker.process.kill()
 
-    def _relayed(self, worker: _Worker, items: list[tuple[str, str, Any]]) -> None:
-        """Hand a worker's tap records to the tournament's tap, as its own games' writers do."""
-        for kind, game_id, payload in items:
-            try:
-                if kind == "start":
-                    if worker.tap is not None:
-                        writer = _RelayedWriter(game_id, **payload)
-                        worker.live[game_id] = (writer, worker.tap(writer))
-                    continue
-                entry = worker.live.get(game_id)
-                if entry is None:
-                    continue
-                writer, tap = entry
-                if kind == "decision":
-                    fields, raw_events, ended = payload
-                    writer.state.hand_results.extend(ended)
-                    tap.decision(fields, raw_events)
-                else:
-                    del worker.live[game_id]
-                    if kind == "finish":
-                        tap.finish(payload)
-                    else:
-                        tap.abort()
-            except Exception:  # a watcher's failure never stops a game: this game is not shown further
-                log.exception("live_relay_failed", worker=worker.number, game=game_id)
-                worker.live.pop(game_id, None)
-
     def _lost(self, worker: _Worker, why: str) -> None:
         if worker.dead:
             return
-        for game_id in list(worker.live):  # (what the pages showed of them ends here)
-            self._relayed(worker, [("abort", game_id, None)])
+        worker.relayed.abort_all()  # (what the pages showed of them ends here)
         worker.dead = True
         with contextlib.suppress(Exception):
             asyncio.get_running_loop().remove_reader(worker.conn.fileno())
@@ -457,14 +363,15 @@ class RefereeWorkers:
             if not worker.dead:
                 with contextlib.suppress(asyncio.TimeoutError, WorkerError):
                     await asyncio.wait_for(asyncio.shield(worker.closed), CLOSE_TIMEOUT_S)
-            await _join(worker.process)
+            await join_process(worker.process)
             self._lost(worker, "closed")
             with contextlib.suppress(OSError):
                 worker.conn.close()
 
 
-async def _join(process: Any, timeout_s: float = CLOSE_TIMEOUT_S) -> None:
-    """Wait for a worker process to exit; kill it when it does not."""
+async def join_process(process: Any, timeout_s: float = CLOSE_TIMEOUT_S) -> None:
+    """Wait for a child process (a ``multiprocessing`` one) to exit, without holding up the
+    event loop; kill it when it does not within ``timeout_s``."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
     while process.is_alive() and loop.time() < deadline:
