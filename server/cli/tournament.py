@@ -39,7 +39,7 @@ from server.transport.commands import bot_command_help
 from server.transport.launcher import command_problem
 from server.transport.sandbox import UNSANDBOXED, SandboxError
 from server.transport.sandbox import check as check_sandbox
-from server.web.serve import add_web_options, run_watched, store_source, web_options
+from server.web.serve import add_web_options, board_place, run_watched, web_options
 from tournaments.config import STORE_URL_PREFIXES, TournamentConfig, address_problem, load_config
 from tournaments.grpc_runner import tournament_runner
 from tournaments.ladder import (
@@ -399,7 +399,7 @@ def _play_ladder(
     if factory is not local_runner:
         _quiet_referee_logs(out_dir)
     try:
-        summary = asyncio.run(run_watched(args, lambda: store_source(store, out_dir), f"Craits ladder {config.name}", lambda: run_ladder(
+        summary = asyncio.run(run_watched(args, board_place(store, out_dir), f"Craits ladder {config.name}", lambda: run_ladder(
             config, store, out_dir, factory, rounds=args.rounds, concurrency=args.concurrency,
             on_round=_print_round, play_pending=play_pending,
         )))
@@ -514,7 +514,7 @@ def _play_and_report(
     failure: TournamentError | None = None
     try:
         summary = asyncio.run(run_watched(
-            args, lambda: store_source(store, out_dir), f"Craits tournament {config.name}",
+            args, board_place(store, out_dir), f"Craits tournament {config.name}",
             lambda: play(config, store, out_dir, factory, concurrency=args.concurrency,
                          progress=False if args.no_progress else None),
         ))

@@ -32,7 +32,7 @@ from server.logging import configure_logging
 from server.spec import GameRecord, GameSpec
 from server.storage.postgres import PostgresStore, redact
 from server.storage.store import StoreError
-from server.web.serve import run_watched, store_source
+from server.web.serve import board_place, run_watched
 from tournaments.config import TournamentConfig, load_config
 from tournaments.distributed import (
     GameRefused,
@@ -151,7 +151,7 @@ def _play_and_report(
         return followed.recorded, followed.scheduled, followed.failed, followed.stopped
 
     title = f"Craits tournament {config.name}"
-    recorded, scheduled, failed, _ = asyncio.run(run_watched(args, lambda: store_source(store, out_dir), title, follow))
+    recorded, scheduled, failed, _ = asyncio.run(run_watched(args, board_place(store, out_dir), title, follow))
     if recorded == scheduled:
         store.mark_finished()
     written = _report(load_standings(config, store), store, out_dir, f"Craits tournament {config.name}")

@@ -126,6 +126,8 @@ class WebServer:
         self._streams: set[GameStream] = set()
         """The game streams being read, which the tick pumps."""
         self.spectators = 0
+        self.most_spectators = 0
+        """The most connections reading a stream at once so far."""
         self.dropped = 0
         self.app = self._make_app()
 
@@ -448,6 +450,7 @@ class WebServer:
     ) -> AsyncIterator[tuple[web.StreamResponse, Reader | None]]:
         response, reader = await open_stream(request, headers)
         self.spectators += 1
+        self.most_spectators = max(self.most_spectators, self.spectators)
         try:
             yield response, reader
         finally:

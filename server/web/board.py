@@ -289,6 +289,30 @@ def folder_source(out_dir: Path) -> BoardSource:
     return _stored_source(row, reopen, out_dir=out_dir)
 
 
+@dataclass(frozen=True, slots=True)
+class BoardPlace:
+    """Where a board reads its tournament or ladder, as plain values: a web process of its own
+    (``server.web.process``) is handed this and opens the store itself (a
+    :class:`BoardSource` holds functions, which do not cross to another process)."""
+
+    out_dir: Path | None = None
+    """The output folder (its SQLite store), when there is no ``url``."""
+    url: str = ""
+    """The PostgreSQL database."""
+    name: str = ""
+    """The tournament's or ladder's name in that database."""
+    playing_here: bool = False
+    """As :func:`postgres_source` says."""
+
+    def source(self) -> BoardSource:
+        """The source this place describes (a :class:`UserError` when it holds no tournament)."""
+        if self.url:
+            return postgres_source(self.url, self.name, playing_here=self.playing_here)
+        if self.out_dir is None:
+            raise UserError("a board needs an output folder or a PostgreSQL store")
+        return folder_source(self.out_dir)
+
+
 def _stored_source(row: Any, reopen: Callable[[bool], tuple[Any, Any]], **extra: Any) -> BoardSource:
     """The board of the stored tournament or ladder ``row``: ``reopen(ladder)`` gives its
     (config, store) each time the board reads it."""

@@ -1,4 +1,5 @@
-"""Running the web server beside a tournament, a ladder or the referee (``--web``)."""
+"""Running the web server beside a tournament, a ladder or the referee (``--web``), in a
+process of its own (``server.web.process``); and ``craits web``, which plays no game, in its."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ from pathlib import Path
 from typing import TypeVar
 
 from server.errors import UserError
+from server.logging import log_file
 from server.web.app import WebOptions, WebServer, parse_address
-from server.web.board import Board, BoardSource, folder_source, postgres_source
+from server.web.board import Board, BoardPlace, BoardSource
 from server.web.live import LiveHub
+from server.web.process import WebProcess, WebSetup
 
 T = TypeVar("T")
 
@@ -87,48 +90,54 @@ def web_options(args: argparse.Namespace) -> WebOptions | None:
     return WebOptions(host=host, port=port, reveal_after=reveal)
 
 
-def store_source(store: object, out_dir: Path) -> BoardSource:
+def board_place(store: object, out_dir: Path) -> BoardPlace:
     """The board of the tournament or ladder this process plays in ``store``: its PostgreSQL
     database (this process's own games are live), else its output folder's SQLite store."""
     from server.storage.postgres import PostgresStore
 
     if isinstance(store, PostgresStore):
-        return postgres_source(store.url, store.name, playing_here=True)
-    return folder_source(out_dir)
+        return BoardPlace(url=store.url, name=store.name, playing_here=True)
+    return BoardPlace(out_dir=out_dir)
 
 
 @asynccontextmanager
 async def watching(
-    options: WebOptions | None, *, source: Callable[[], BoardSource] | None = None, title: str = "Craits Arena"
-) -> AsyncIterator[WebServer | None]:
-    """Serve the web pages while the block runs (nothing when ``options`` is None): the games
-    started inside the block are live, and ``source()`` (a tournament's or a ladder's store)
-    gives the board. A busy port is a :class:`UserError` before anything is played."""
+    options: WebOptions | None, *, board: BoardPlace | None = None, title: str = "Craits Arena"
+) -> AsyncIterator[WebProcess | None]:
+    """Serve the web pages from a process of their own while the block runs (nothing when
+    ``options`` is None): the games started inside the block are live there, and ``board``
+    (a tournament's or a ladder's store) gives the standings. A busy port is a
+    :class:`UserError` before anything is played."""
     if options is None:
         yield None
         return
-    hub = LiveHub()
-    board = None if source is None else Board(source())
-    server = WebServer(hub, board, options, title=title)
-    url = await server.start()
+    logs = log_file()
+    web = WebProcess(WebSetup(options, board, title, log_dir=None if logs is None else str(logs.parent)))
+    url = await web.start()
     print(f"web: the board and the live games at {url}", file=sys.stderr, flush=True)
     try:
-        with hub.installed():
-            yield server
+        with web.installed():
+            yield web
     finally:
-        await server.stop()
+        await web.close()
 
 
 async def run_watched(
-    args: argparse.Namespace, source: Callable[[], BoardSource] | None, title: str, run: Callable[[], Awaitable[T]]
+    args: argparse.Namespace, board: BoardPlace | None, title: str, run: Callable[[], Awaitable[T]]
 ) -> T:
     """``await run()`` with the web pages served beside it when ``--web`` asks for them."""
-    async with watching(web_options(args), source=source, title=title):
+    async with watching(web_options(args), board=board, title=title):
         return await run()
 
 
 async def serve_board(source: BoardSource, options: WebOptions, stop: Callable[[], Awaitable[object]]) -> None:
-    """``craits web``: a store's board, read-only, until ``stop()`` returns."""
-    async with watching(options, source=lambda: source, title=f"Craits {source.kind} {source.name}"):
+    """``craits web``: a store's board, read-only, until ``stop()`` returns. In this process:
+    it plays no game, so there is no referee to keep the web server's work away from."""
+    server = WebServer(LiveHub(), Board(source), options, title=f"Craits {source.kind} {source.name}")
+    url = await server.start()
+    print(f"web: the board and the live games at {url}", file=sys.stderr, flush=True)
+    try:
         with contextlib.suppress(KeyboardInterrupt):
             await stop()
+    finally:
+        await server.stop()
