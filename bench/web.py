@@ -2,18 +2,20 @@
 
 The referee (an :class:`~server.transport.service.Arena` in this process) plays games of
 six-player Craits (long games: spectators move on less often) between bot processes (``bench/referee.py --bot``: a random legal action at once),
-one game at a time, recording each replay as a tournament does. Rounds of games take turns:
+one game at a time, recording each replay as a tournament does, with ``--web`` as the
+commands run it (``server.web.serve.watching``: the web server in a process of its own, at
+a lower priority, fed the games' records in batches). Rounds of games take turns:
 
-* **alone**: no web server is watching (the replay writer has no tap);
-* **watched**: the web server (``server.web``) runs on this process's event loop with the
-  games published to it, and ``--spectators`` clients each follow the board's stream
-  (``/api/stream``) and every live game's event stream (``/api/games/{id}/events?form=compact``)
-  from its first record to its end, as a spectator's page does. The clients are one other
-  process on 127.0.0.1 at the lowest priority (nice 19), asking for the streams deflated as
-  browsers do: real spectators are browsers on other machines, not rivals of the referee and its
-  bots for these cores; the server's side of every connection (the requests, the writes, the
-  kernel's loopback) is in this process and measured. Every spectator must receive every
-  record of every watched game (checked).
+* **alone**: the game is not relayed to the web process (its replay writer has no tap);
+* **watched**: the game is relayed to the web process, and ``--spectators`` clients each
+  follow the board's stream (``/api/stream``) and every live game's event stream
+  (``/api/games/{id}/events?form=compact``) from its first record to its end, as a
+  spectator's page does. The clients are one other process on 127.0.0.1 at the lowest
+  priority (nice 19), asking for the streams deflated as browsers do: real spectators are
+  browsers on other machines, not rivals of the referee and its bots for these cores. The
+  server's side of every connection (the requests, the writes, the kernel's loopback) is in
+  the web process: its CPU is measured too, per game, so the figures say where the cost went.
+  Every spectator must receive every record of every watched game (checked).
 
 A game is timed from its first decision to its last (the bots' start-up excluded);
 decisions/s is the total of the round's decisions over the total of those times. Rounds
@@ -25,8 +27,12 @@ bounded by ``--seconds``.
 
 The last line is machine-readable:
 ``decisions_per_s_alone=X decisions_per_s_watched=Y drop_pct=Z cpu_ratio_watched_vs_alone=C spectators=N
-records_received=R every_record=yes`` (``NO``, and exit status 1, when a spectator missed a record
-or a game: spectators are never dropped nor records skipped to make the referee faster).
+records_received=R every_record=yes web_cpu_ms_per_watched_game=W web_cpu_ms_per_alone_game=A
+cpu_ratio_both_watched_vs_alone=B``: C is this process's (the referee's) CPU per decision
+watched over alone; W and A the web process's CPU per game; B the two processes' CPU per
+decision together, watched over alone. ``every_record=NO`` (and exit status 1) when a
+spectator missed a record or a game: spectators are never dropped nor records skipped to
+make the referee faster.
 """
 
 from __future__ import annotations
@@ -202,20 +208,37 @@ async def _spectator(host: str, port: int, counts: dict[str, int], stop: asyncio
 
 
 async def _spectators_main(host: str, port: int, n: int) -> None:
-    """Run ``n`` spectators until stdin closes; then print what they received as JSON. At the
-    lowest priority: spectators are browsers on other machines, not rivals of the referee and
-    its bots for these cores (the server's side of every connection is measured all the same)."""
+    """Run ``n`` spectators; say ``connected`` once they all are. Then, told on stdin
+    ``expect G``, wait (a while at most) until G games are followed to their end in all, and
+    print what they received as JSON. At the lowest priority: spectators are browsers on
+    other machines, not rivals of the referee and its bots for these cores."""
     os.nice(19)
     counts = {"connected": 0, "records": 0, "games": 0, "failed": 0, "lost": 0}
     stop = asyncio.Event()
     tasks = [asyncio.create_task(_spectator(host, port, counts, stop)) for _ in range(n)]
     loop = asyncio.get_running_loop()
-    await loop.run_in_executor(None, sys.stdin.read)
+    for _ in range(300):
+        if counts["connected"] >= n:
+            break
+        await asyncio.sleep(0.1)
+    print(f"connected {counts['connected']}", flush=True)
+    line = await loop.run_in_executor(None, sys.stdin.readline)
+    expected = int(line.split()[1]) if line.startswith("expect ") else 0
+    for _ in range(300):  # (they read the last game to its end)
+        if counts["games"] >= expected:
+            break
+        await asyncio.sleep(0.1)
     stop.set()
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
     print(json.dumps(counts), flush=True)
+
+
+def _cpu_s(pid: int) -> float:
+    """A process's CPU time so far (user and system), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 # --------------------------------------------------------------------------- the referee
@@ -227,15 +250,12 @@ async def run_bench(
     from server.engine import make_config
     from server.game.referee import GameReferee
     from server.spec import BotSpec, Clocks, GameSpec
+    from server.storage.replay.writer import REPLAY_TAP
     from server.transport.service import Arena
-    from server.web.app import WebOptions, WebServer
-    from server.web.live import LiveHub
+    from server.web.app import WebOptions
+    from server.web.serve import watching
 
     arena = await Arena.start("127.0.0.1:0")
-    hub = LiveHub(linger_s=2.0)
-    web = WebServer(hub, None, WebOptions(port=0), title="bench")
-    url = await web.start()
-    port = int(url.rstrip("/").rsplit(":", 1)[1])
     config = make_config("craits", players)
     clocks = Clocks(decision_s=5.0, bank_s=30.0, connect_timeout_s=30.0)
     replays = tempfile.TemporaryDirectory(prefix="craits-bench-web-")
@@ -248,6 +268,10 @@ async def run_bench(
         )
         return GameSpec(f"bench-{n}", config, seed + n, bots, clocks, replay_path=Path(replays.name) / f"bench-{n}.jsonl")
 
+    async def alone(spec: GameSpec) -> None:
+        REPLAY_TAP.set(None)  # (in a task of its own: the game is not relayed, the next ones may be)
+        await arena.run_game(spec)
+
     played: list[tuple[int, float]] = []
     original_play = GameReferee._play
 
@@ -259,69 +283,66 @@ async def run_bench(
             played.append((self.state.decisions, time.perf_counter() - started))
 
     GameReferee._play = timed_play  # type: ignore[method-assign]
-    clients = await asyncio.create_subprocess_exec(
-        sys.executable, str(Path(__file__).resolve()), "--spectators-for", str(port), str(spectators),
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-    )
     totals = {"alone": [0, 0.0], "watched": [0, 0.0]}
     watched_records = watched_games = 0
     cpu = {"alone": 0.0, "watched": 0.0}
-    peak = 0
+    web_cpu = {"alone": 0.0, "watched": 0.0}
+    games = {"alone": 0, "watched": 0}
     n = 0
     try:
-        for _ in range(50):  # wait for the spectators to connect
-            if web.spectators >= spectators:
-                break
-            await asyncio.sleep(0.1)
-        for r in range(rounds * 2):
-            if time.monotonic() > deadline:
-                break
-            mode = "watched" if r % 2 else "alone"
-            for _ in range(games_per_round):
-                if time.monotonic() > deadline:
-                    break
-                played.clear()
-                cpu_before = time.process_time()
-                if mode == "watched":
-                    with hub.installed():
-                        task = asyncio.create_task(arena.run_game(make_spec(n)))
-                    while not task.done():
-                        peak = max(peak, web.spectators)
-                        await asyncio.wait({task}, timeout=0.05)
-                    await task
-                else:
-                    await arena.run_game(make_spec(n))
-                n += 1
-                cpu[mode] += time.process_time() - cpu_before
-                for decisions, seconds in played:
-                    totals[mode][0] += decisions
-                    totals[mode][1] += seconds
-                    if mode == "watched":  # its header, start, decisions and result
-                        watched_records += decisions + 3
-                        watched_games += 1
-            print(f"  round {r + 1}: {mode:7} {totals[mode][0] / max(totals[mode][1], 1e-9):8.0f} decisions/s so far",
-                  flush=True)
-        for _ in range(100):  # the spectators read the last game to its end
-            if web.spectators <= spectators:
-                break
-            await asyncio.sleep(0.1)
+        async with watching(WebOptions(port=0), title="bench") as web:
+            assert web is not None
+            port = int(web.url.rstrip("/").rsplit(":", 1)[1])
+            clients = await asyncio.create_subprocess_exec(
+                sys.executable, str(Path(__file__).resolve()), "--spectators-for", str(port), str(spectators),
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            )
+            assert clients.stdin is not None and clients.stdout is not None
+            await clients.stdout.readline()  # "connected N"
+            try:
+                for r in range(rounds * 2):
+                    if time.monotonic() > deadline:
+                        break
+                    mode = "watched" if r % 2 else "alone"
+                    for _ in range(games_per_round):
+                        if time.monotonic() > deadline:
+                            break
+                        played.clear()
+                        cpu_before, web_before = time.process_time(), _cpu_s(web.pid)
+                        await (arena.run_game(make_spec(n)) if mode == "watched"
+                               else asyncio.create_task(alone(make_spec(n))))
+                        n += 1
+                        cpu[mode] += time.process_time() - cpu_before
+                        web_cpu[mode] += _cpu_s(web.pid) - web_before
+                        games[mode] += 1
+                        for decisions, seconds in played:
+                            totals[mode][0] += decisions
+                            totals[mode][1] += seconds
+                            if mode == "watched":  # its header, start, decisions and result
+                                watched_records += decisions + 3
+                                watched_games += 1
+                    print(f"  round {r + 1}: {mode:7} {totals[mode][0] / max(totals[mode][1], 1e-9):8.0f} "
+                          f"decisions/s so far", flush=True)
+            finally:
+                clients.stdin.write(f"expect {watched_games * spectators}\n".encode())
+                out, _ = await clients.communicate()
     finally:
         GameReferee._play = original_play  # type: ignore[method-assign]
-        assert clients.stdin is not None
-        clients.stdin.close()
-        out, _ = await clients.communicate()
-        await web.stop()
         await arena.shutdown(grace_s=0)
         replays.cleanup()
     received = json.loads(out.decode().strip().splitlines()[-1]) if out.strip() else {}
+    made = {mode: max(totals[mode][0], 1) for mode in totals}
     return {
-        "cpu_us_alone": 1e6 * cpu["alone"] / max(totals["alone"][0], 1),
-        "cpu_us_watched": 1e6 * cpu["watched"] / max(totals["watched"][0], 1),
+        "cpu_us_alone": 1e6 * cpu["alone"] / made["alone"],
+        "cpu_us_watched": 1e6 * cpu["watched"] / made["watched"],
+        "web_cpu_us_alone": 1e6 * web_cpu["alone"] / made["alone"],
+        "web_cpu_us_watched": 1e6 * web_cpu["watched"] / made["watched"],
+        "web_cpu_ms_per_game": {mode: 1e3 * web_cpu[mode] / max(games[mode], 1) for mode in games},
         "alone": totals["alone"][0] / max(totals["alone"][1], 1e-9),
         "watched": totals["watched"][0] / max(totals["watched"][1], 1e-9),
         "games": n,
-        "peak_spectators": peak,
-        "dropped": web.dropped,
+        "peak_spectators": web.stats.get("most_spectators", 0),
+        "dropped": web.stats.get("dropped", 0),
         "expected_records": watched_records * spectators,
         "expected_games": watched_games * spectators,
         "received": received,
@@ -346,6 +367,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     from server.logging import configure_logging
+    from server.web.process import WEB_NICE
 
     configure_logging(None, console=False)
     rounds = args.rounds or (6 if args.quick else 12)
@@ -364,8 +386,15 @@ def main(argv: list[str] | None = None) -> int:
           f"{got.get('records', 0)} records received, {got.get('games', 0)} games followed to the end, "
           f"{result['dropped']} dropped by the server, {got.get('failed', 0)} refused")
     cpu_ratio = result["cpu_us_watched"] / result["cpu_us_alone"] if result["cpu_us_alone"] else float("nan")
-    print(f"this process's CPU per decision (the referee, and the web server when watched): "
-          f"alone {result['cpu_us_alone']:.0f} us, watched {result['cpu_us_watched']:.0f} us ({cpu_ratio:.3f}x)")
+    both_alone = result["cpu_us_alone"] + result["web_cpu_us_alone"]
+    both_ratio = (result["cpu_us_watched"] + result["web_cpu_us_watched"]) / both_alone if both_alone else float("nan")
+    per_game = result["web_cpu_ms_per_game"]
+    print(f"the referee's process, CPU per decision: alone {result['cpu_us_alone']:.0f} us, watched "
+          f"{result['cpu_us_watched']:.0f} us ({cpu_ratio:.3f}x)")
+    print(f"the web process (nice {WEB_NICE}), CPU per game: alone {per_game['alone']:.0f} ms (spectators "
+          f"connected, nothing relayed), watched {per_game['watched']:.0f} ms; both processes per decision: "
+          f"alone {both_alone:.0f} us, watched {result['cpu_us_watched'] + result['web_cpu_us_watched']:.0f} us "
+          f"({both_ratio:.3f}x)")
     verdict = "meets" if drop < GOAL_DROP_PCT else "misses"
     print(f"referee decisions/s: alone {result['alone']:.0f}, watched {result['watched']:.0f}: "
           f"{drop:+.1f}% ({verdict} the goal of < {GOAL_DROP_PCT:g}%)")
@@ -377,7 +406,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{result['expected_games']} games", file=sys.stderr)
     print(f"decisions_per_s_alone={result['alone']:.0f} decisions_per_s_watched={result['watched']:.0f} "
           f"drop_pct={drop:.2f} cpu_ratio_watched_vs_alone={cpu_ratio:.3f} spectators={got.get('connected', 0)} "
-          f"records_received={got.get('records', 0)} every_record={'yes' if complete else 'NO'}")
+          f"records_received={got.get('records', 0)} every_record={'yes' if complete else 'NO'} "
+          f"web_cpu_ms_per_watched_game={per_game['watched']:.0f} web_cpu_ms_per_alone_game={per_game['alone']:.0f} "
+          f"cpu_ratio_both_watched_vs_alone={both_ratio:.3f}")
     return 0 if complete else 1
 
 
