@@ -1,7 +1,8 @@
 """The web server: the board, the bots, the live games and their JSON API (docs/web.md).
 
-An aiohttp application on the referee's own event loop. Pages and API read two things:
-the :class:`~server.web.live.LiveHub` (games being played in this process) and, for a
+An aiohttp application on the event loop of the process it is made in: the web process of
+``--web`` (``server.web.process``), or ``craits web``'s. Pages and API read two things:
+the :class:`~server.web.live.LiveHub` (games being played, or relayed to it) and, for a
 tournament or a ladder, a :class:`~server.web.board.Board` (what its store holds), refreshed
 every ``poll_s`` on a thread of its own. Server-sent events carry every change:
 ``/api/stream`` the board's (standings, progress, live games, recent games), and

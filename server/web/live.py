@@ -7,6 +7,8 @@ only the games started inside it are seen) each new :class:`ReplayWriter` gets a
 or task) and nothing more: the web server's one tick (``tick_s``) looks for what is new in every
 watched game, encodes each record once for all of its readers and writes everything new to each
 reader in one piece (one fan-out per event and per tick, not per spectator per decision).
+In the web process of ``--web`` the writers are in the referee's process: their records are
+relayed (``server.storage.replay.relay``) and handed to :meth:`LiveHub.tap` as if played here.
 
 Two views of a record:
 

@@ -30,7 +30,8 @@ JsonDict = dict[str, Any]
 REPLAY_TAP: contextvars.ContextVar[Callable[[ReplayWriter], Any] | None] = contextvars.ContextVar(
     "craits_replay_tap", default=None
 )
-"""While set (``server.web`` sets it around the games it shows live), each new
+"""While set (``--web`` sets it around the games it shows live, a referee worker around the
+games of a tournament that does: ``server.storage.replay.relay``), each new
 :class:`ReplayWriter` calls it with itself; what it returns gets ``decision(fields,
 raw_events)`` after each decision, then ``finish(result_record)`` or ``abort()``, from
 whatever thread plays the game. A context variable, so only the games started inside the
