@@ -227,12 +227,14 @@ class WebProcess:
                     self._conn.send(("live", items))
                 if self._stopping:
                     self._conn.send(("stop",))
-                    return
             except (OSError, ValueError):  # the web process is gone: the loop's reader says so
                 self.relay.closed = True
                 return
             except Exception:  # (a record that cannot be pickled): the pages miss it, the games go on
                 log.exception("live_relay_not_sent", records=len(items))
+                continue
+            if self._stopping:
+                return
 
     # ---- the loop's side
 
@@ -256,7 +258,11 @@ class WebProcess:
                 self._lose("")
         except Exception as err:  # an unreadable message: the web process cannot be trusted any more
             self._process.kill()
-            self._lose(f"sent a message that cannot be read ({type(err).__name__}: {err})")
+            why = f"sent a message that cannot be read ({type(err).__name__}: {err})"
+            if not self._ready.done():
+                self._ready.set_result(("error", f"the web server {why}"))
+            else:
+                self._lose(why)
 
     def _lose(self, why: str) -> None:
         """The web process went away mid-run: nothing more is relayed, and it is said once
@@ -287,8 +293,12 @@ class WebProcess:
         if self._process is not None:
             await join_process(self._process, CLOSE_TIMEOUT_S)
         thread = self._thread
-        while thread is not None and thread.is_alive():  # (its write fails at once now that the process is gone)
-            await asyncio.sleep(0.01)
+        if thread is not None:  # (a write it is blocked in fails at once now that the process is gone)
+            self._wake.set()
+            for _ in range(500):
+                if not thread.is_alive():
+                    break
+                await asyncio.sleep(0.01)
         if self._report is not None:
             await self._report
         if self._conn is not None:
