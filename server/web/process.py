@@ -22,7 +22,9 @@ The games never wait for the web process:
 
 The child runs at a lower CPU priority (:data:`WEB_NICE`): when the cores are busy the kernel
 serves the referee and the bots first, whose clocks count, and the spectators' pages a
-moment later, which nobody can tell. It is started with ``spawn`` (a process with gRPC's
+moment later, which nobody can tell. Not lower still (nice 19, ``SCHED_IDLE``): on a machine
+the games keep busy the pages would hardly be served and would fall behind until games are
+cut off, and on ``bench/web.py`` neither made the referee faster. It is started with ``spawn`` (a process with gRPC's
 threads must not fork), ignores SIGINT (Ctrl-C reaches the whole process group: the referee
 decides what it means) and ends when told to or when its pipe to the referee closes.
 """
