@@ -4,7 +4,6 @@ game's order, whichever threads play; a game past the backlog ends as aborted.""
 from __future__ import annotations
 
 import pickle
-import random
 import threading
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from server.engine import new_game
 from server.storage.replay import ReplayWriter
 from server.storage.replay.relay import Relay, Replayer
 from server.storage.replay.writer import REPLAY_TAP
+from tests.recorded import play_recorded
 
 
 class _Watcher:
@@ -34,14 +34,7 @@ class _Watcher:
 
 def _play(path: Path, game_id: str, seed: int) -> tuple[int, int]:
     """A game by the random policy, recorded (so tapped); its decisions and hands."""
-    game = new_game("craits", 4, seed=seed)
-    rng = random.Random(seed)
-    with ReplayWriter(path, game, seats=["ann", "ben", "cat", "dan"], game_id=game_id) as writer:
-        while (decision := game.decision) is not None:
-            legal = game.legal_action_ids()
-            action = rng.choice(legal)
-            game.apply(action)
-            writer.decision(decision.seat, decision.kind, action, "ok")
+    game = play_recorded(path, game_id, seed=seed)
     return game.decisions, len(game.hand_results)
 
 

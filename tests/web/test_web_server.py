@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import random
 import socket
 import subprocess
 import sys
@@ -18,28 +17,18 @@ from typing import Any
 
 import pytest
 
-from server.engine import make_config, new_game
-from server.storage.replay import ReplayWriter, load_records, record_game
+from server.engine import make_config
+from server.storage.replay import load_records, record_game
 from server.web import app
 from server.web.app import WebOptions, WebServer
 from server.web.live import LiveHub, public_records
+from tests.recorded import play_recorded
 from tests.web.conftest import start_craits, tournament_file
 
 
 def _play(path: Path, game_id: str, pause_every: int = 0, pause_s: float = 0.0, seed: int = 3) -> int:
-    """A whole game of four-player Craits by the random policy, recorded (so tapped when a hub
-    is installed); with a pause every ``pause_every`` decisions, to last a while."""
-    game = new_game("craits", 4, seed=seed)
-    rng = random.Random(seed)
-    with ReplayWriter(path, game, seats=["ann", "ben", "cat", "dan"], game_id=game_id) as writer:
-        while (decision := game.decision) is not None:
-            legal = game.legal_action_ids()
-            action = rng.choice(legal)
-            game.apply(action)
-            writer.decision(decision.seat, decision.kind, action, "auto" if len(legal) == 1 else "ok")
-            if pause_every and game.decisions % pause_every == 0:
-                time.sleep(pause_s)
-    return game.decisions
+    """A whole game, recorded (so tapped when a hub is installed); its decisions."""
+    return play_recorded(path, game_id, seed=seed, pause_every=pause_every, pause_s=pause_s).decisions
 
 
 @contextlib.asynccontextmanager
