@@ -27,8 +27,14 @@ Runners (``--runner``):
     python bench/tournament.py --quick    # local: 60; grpc: 20; under a minute either way
     python bench/tournament.py --quick --before   # grpc as before issue 13, for comparison
 
-The last line is machine-readable: ``speedup_2_vs_1=X games_per_s=Y cpu_s_per_game=Z`` where
-Y is games per second and Z the CPU seconds per game, both at concurrency 2.
+Before the games it measures what the machine gives two busy processes: how much more work
+two CPU-bound Python processes do at once than one alone (``bench.machine_parallelism``: 2.0
+on two independent idle cores, less on two virtual cores of one physical core or beside a
+busy neighbour), so the speed-up reads against what this machine can give in the same run.
+
+The last line is machine-readable: ``speedup_2_vs_1=X games_per_s=Y cpu_s_per_game=Z
+machine_2_vs_1=M`` where Y is games per second and Z the CPU seconds per game, both at
+concurrency 2, and M what two busy processes get done here over one.
 """
 
 from __future__ import annotations
@@ -52,7 +58,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # allow `python bench/tournament.py` as well as `-m`
     sys.path.insert(0, str(ROOT))
 
-from bench import grpc_io  # noqa: E402  # (first: it chooses gRPC's I/O layer before grpc is imported)
+from bench import grpc_io, machine_parallelism  # noqa: E402  # (first: it chooses gRPC's I/O layer before grpc is imported)
 from tournaments.config import TournamentConfig, parse_config  # noqa: E402
 from tournaments.grpc_runner import tournament_runner  # noqa: E402
 from tournaments.local import LocalRunner  # noqa: E402
@@ -278,6 +284,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     elif runner == "local":
         print("note: builtin bots in threads share one core (GIL): expect a ratio near 1")
+    machine = machine_parallelism(rounds=1 if args.quick else 3)
+    print(f"this machine: two CPU-bound Python processes do {machine:.2f}x the work of one (2.00 on two independent idle cores)")
     rates, cpu_per_game = {}, {}
     referee_cpu, sizes = 0.0, []
     meter = CpuMeter()
@@ -308,7 +316,10 @@ def main(argv: list[str] | None = None) -> int:
             f"ratio {referee_cpu / echo:.2f}"
         )
     speedup = rates[2] / rates[1]
-    print(f"speedup_2_vs_1={speedup:.2f} games_per_s={rates[2]:.2f} cpu_s_per_game={cpu_per_game[2]:.3f}")
+    print(
+        f"speedup_2_vs_1={speedup:.2f} games_per_s={rates[2]:.2f} cpu_s_per_game={cpu_per_game[2]:.3f} "
+        f"machine_2_vs_1={machine:.2f}"
+    )
     return 0
 
 if __name__ == "__main__":
