@@ -81,6 +81,11 @@ class ArenaOptions:
     """A stream that says nothing for this long after opening is closed."""
     max_message_bytes: int = 64 * 1024
     """Larger messages from a bot are refused by gRPC itself (RESOURCE_EXHAUSTED)."""
+    max_streams_per_connection: int = 8
+    """Streams open at once on one connection (HTTP/2's MAX_CONCURRENT_STREAMS; gRPC sets no
+    limit of its own). A bot needs one; without a limit, a connection that opens streams
+    and never says Hello holds about 8 KB of the referee's memory and a task per stream,
+    as many as it likes. Further streams wait in the client until one ends."""
     flood_burst: float = 64.0
     flood_rate: float = 20.0
     """Messages per second a bot may send beyond its answers."""
@@ -212,6 +217,7 @@ class Arena:
         server = grpc.aio.server(
             options=[
                 ("grpc.max_receive_message_length", self.options.max_message_bytes),
+                ("grpc.max_concurrent_streams", self.options.max_streams_per_connection),
                 ("grpc.so_reuseport", 0),
                 ("grpc.keepalive_time_ms", 20_000),
                 ("grpc.keepalive_timeout_ms", 10_000),

@@ -416,6 +416,31 @@ def test_raw_junk_on_the_port_does_not_disturb_the_server() -> None:
     assert record.seats[0].status is SeatStatus.OK
 
 
+def test_streams_opened_without_hello_are_capped_per_connection_and_a_game_plays_on() -> None:
+    """A connection that opens stream after stream and never says Hello gets a few at once
+    (the rest wait in its own client): it cannot fill the referee's memory with them."""
+    limit = OPTIONS.max_streams_per_connection
+
+    async def body(arena):
+        async with grpc.aio.insecure_channel(arena.target) as channel:
+            play = channel.stream_stream("/craits.v1.Referee/Play")
+            calls = [play() for _ in range(5 * limit)]
+            for _ in range(200):  # until the referee holds its limit (or more, without one)
+                if len(arena.sessions) >= limit:
+                    break
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(0.5)  # time for any stream beyond the limit to arrive too
+            held = len(arena.sessions)
+            record = await arena.run_game(spec(bot("a", "random_bot.py"), builtin("random")))
+            for call in calls:
+                call.cancel()
+        return held, record
+
+    held, record = with_arena(body)
+    assert held == limit
+    assert record.seats[0].status is SeatStatus.OK and not record.aborted
+
+
 def test_fast_clocks_are_what_the_suite_uses() -> None:
     """Guard: the shared clocks stay short so the suite stays fast."""
     assert FAST.decision_s <= 0.2 and FAST.bank_s <= 0.5
