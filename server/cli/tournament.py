@@ -535,19 +535,21 @@ def _play_and_report(
 
 
 def _report(standings: Standings, store: TournamentStore, out_dir: Path, title: str) -> bool:
-    """Print the standings, write their files and the replay viewer's pages; False when
-    the files could not be written (the results are in the database all the same)."""
-    print(standings.format_table())
+    """Write the standings' files and the replay viewer's pages, then print the standings (the
+    files first: a reader of the output that goes away, ``| head``, does not cost them); False
+    when the files could not be written (the results are in the database all the same)."""
     try:
         if isinstance(store, PostgresStore):  # its replays are in the database: the pages need the files
             store.export_replays(out_dir / REPLAY_DIR)
         json_path, csv_path = write_standings(standings, out_dir, game_links(store, out_dir))
         index = write_viewer_pages(store, out_dir, title=title)
     except OSError as err:  # a full disk, say
+        print(standings.format_table())
         print(f"\ncraits: error: cannot write the standings files in {out_dir}: {err.strerror or err}; "
               f"the results are safe in {store.path} (the standings command prints them once fixed)",
               file=sys.stderr)
         return False
+    print(standings.format_table())
     log = out_dir / "tournament.log"
     if isinstance(store, PostgresStore) and not log.exists():
         log = out_dir / "worker.jsonl"  # (the queue's events; the workers keep their own logs)

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -217,3 +220,29 @@ def test_a_hand_edited_database_is_a_one_line_error(
     code, _, stderr = run(capsys, "standings", str(out))
     assert code == 2 and "Traceback" not in stderr
     assert stderr.strip().splitlines()[-1].startswith(f"craits: error: {out / 'tournament.db'}") and says in stderr
+
+
+def craits_into_a_closed_pipe(*args: str) -> subprocess.CompletedProcess[str]:
+    """``craits ARGS... | head`` when head has already gone: standard output is a pipe nobody reads."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        return subprocess.run([sys.executable, "-m", "server.cli", *args], cwd=ROOT, stdout=write,
+                              stderr=subprocess.PIPE, text=True, timeout=300, check=False)
+    finally:
+        os.close(write)
+
+
+def test_output_piped_into_a_reader_that_stops_costs_neither_a_traceback_nor_the_standings_files(
+    tmp_path: Path,
+) -> None:
+    """`craits tournament run FILE | head`: the results and their files are all there, and
+    neither run, standings nor plan shows a traceback when the reader goes away."""
+    out = tmp_path / "q"
+    ran = craits_into_a_closed_pipe("tournament", "run", str(QUICK), "--out", str(out), "--no-progress")
+    assert "Traceback" not in ran.stderr and "Exception" not in ran.stderr, ran.stderr
+    assert json.loads((out / "standings.json").read_text())["games_recorded"] == 36
+    assert (out / "standings.csv").is_file() and (out / "viewer" / "index.html").is_file()
+    for args in (("standings", str(out)), ("plan", str(QUICK))):
+        shown = craits_into_a_closed_pipe("tournament", *args)
+        assert shown.returncode == 141 and shown.stderr == "", (args, shown.stderr)
