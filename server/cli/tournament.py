@@ -58,6 +58,7 @@ from tournaments.runner import (
     folder_lock,
     load_standings,
     local_runner,
+    settings_of,
     open_tournament,
     play,
     start_tournament,
@@ -464,7 +465,24 @@ def _target_dir(target: str, out: str | None, *, check_file: bool) -> Path:
                 f"{target} no longer describes the tournament stored in {out_dir} (its schedule changed); "
                 f"resume the folder ({out_dir}) to finish it as it started, or run the file with --overwrite"
             )
+        if row is not None and row.source_text != path.read_text(encoding="utf-8"):
+            _refuse_changed_settings(target, out_dir, config, row.settings)
+            print(f"{target}: changed since the tournament in {out_dir} started; it is resumed as it started, "
+                  f"with the copy of the file stored then (to play the file as it is now: run it with "
+                  f"--overwrite)", file=sys.stderr)
     return out_dir
+
+
+def _refuse_changed_settings(target: str, out_dir: Path, config: TournamentConfig, stored: dict[str, Any]) -> None:
+    """A file whose game, clocks, deals or bots differ from those its folder's games were played
+    with is refused by resume (its schedule may be the same: short_game, say, changes no seat)."""
+    now = json.loads(json.dumps(settings_of(config)))
+    changed = [key for key, value in now.items() if key != "concurrency" and stored.get(key) != value]
+    if changed:
+        raise UserError(
+            f"{target} no longer describes the tournament stored in {out_dir} (its {', '.join(changed)} changed); "
+            f"resume the folder ({out_dir}) to finish it as it started, or run the file with --overwrite"
+        )
 
 
 @contextlib.contextmanager

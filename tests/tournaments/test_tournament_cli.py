@@ -77,6 +77,26 @@ def test_resume_refuses_a_changed_file(tmp_path: Path, capsys: pytest.CaptureFix
     assert code == 2 and "no longer describes the tournament" in stderr
 
 
+def test_resume_refuses_a_file_whose_rules_changed_and_says_when_it_plays_the_stored_copy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A change that moves no seat (the game's flags, the clocks) would be ignored by a resume,
+    which plays the tournament as it started: refused, naming what changed; any other change
+    (a comment, the concurrency) is said aloud, not silently dropped."""
+    config = tmp_path / "t.toml"
+    config.write_text(QUICK.read_text())
+    out = tmp_path / "q"
+    assert run(capsys, "run", str(config), "--out", str(out))[0] == 0
+    config.write_text(QUICK.read_text().replace("short_game = true", "short_game = false"))
+    code, _, stderr = run(capsys, "resume", str(config), "--out", str(out))
+    assert code == 2 and stderr.strip() == (
+        f"craits: error: {config} no longer describes the tournament stored in {out} (its game changed); "
+        f"resume the folder ({out}) to finish it as it started, or run the file with --overwrite")
+    config.write_text(QUICK.read_text().replace("concurrency = 2", "concurrency = 1  # slower"))
+    code, _, stderr = run(capsys, "resume", str(config), "--out", str(out))
+    assert code == 0 and f"{config}: changed since the tournament in {out} started; it is resumed as it started" in stderr
+
+
 def test_user_mistakes_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text(QUICK.read_text().replace("table_size = 3", "table_size = 9"))
