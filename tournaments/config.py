@@ -61,6 +61,7 @@ SCHEDULES = ("round-robin", "balanced")
 """round-robin: every combination of bots is a table; balanced: ``games_per_bot`` games for
 each bot, every pair meeting about equally often (``tournaments.schedule``)."""
 STORE_URL_PREFIXES = ("postgresql://", "postgres://")
+MIB = 2**20
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,39}$")
 
 TOP_KEYS = (
@@ -459,6 +460,11 @@ class _Validator:
                 values[key] = parse_limit(key, value)
             except ValueError as err:
                 raise self.fail(("limits", key), str(err)) from None
+            if key == "memory" and values[key] < MIB and not isinstance(value, str):
+                # ("memory = 512" meant MiB: every launched bot would be killed as it starts and lose
+                # every game, the tournament "complete")
+                raise self.fail(("limits", key), f"{value} is {value} bytes (a number without a unit counts bytes), "
+                                                 f'too little for any bot to start; write a size: "{value} MiB"')
         return Limits(**values)
 
     def bots(self, table_size: int) -> tuple[BotEntry, ...]:

@@ -189,3 +189,12 @@ def test_launched_bots_are_kept_between_games_unless_the_file_says_restart_game(
 )
 def test_a_bad_restart_key_names_its_line_and_what_would_do(line: str, message: str) -> None:
     assert error_of(line + "\n" + GOOD).startswith(message)
+
+
+def test_a_memory_limit_without_a_unit_too_small_for_any_bot_is_refused() -> None:
+    """memory = 512 counts bytes: every launched bot would die as it starts and lose every game."""
+    message = error_of(GOOD.replace("[flags]", "[limits]\nmemory = 512\n\n[flags]"))
+    assert message == 't.toml:7: limits.memory: 512 is 512 bytes (a number without a unit counts bytes), too little ' \
+                      'for any bot to start; write a size: "512 MiB"'
+    assert parse_config(GOOD.replace("[flags]", "[limits]\nmemory = 536870912\n\n[flags]"), base_dir=ROOT).limits.memory \
+        == 512 * 2**20
