@@ -574,7 +574,23 @@ def _report(standings: Standings, store: TournamentStore, out_dir: Path, title: 
     print(f"\nstandings: {json_path} {csv_path}; database: {store.path}; log: {log}"
           f"\nreplays: {out_dir / 'replays'}; watch them in a browser: {index}",
           file=sys.stderr)
+    _warn_absent_bots(standings, out_dir)
     return True
+
+
+def _warn_absent_bots(standings: Standings, out_dir: Path) -> None:
+    """Bots that lost games without playing them (a script that crashes at start shows in the
+    standings only as never_connected): one line each, and where their own output is."""
+    absent = [
+        f"{row.bot} " + " and ".join(f"{what.replace('_', ' ')} in {row.issues[what]}"
+                                     for what in ("never_connected", "disconnected") if row.issues.get(what))
+        + f" of its {row.games} games"
+        for row in standings.rows if row.issues.get("never_connected") or row.issues.get("disconnected")
+    ]
+    if absent:
+        bots = out_dir / "bots"
+        where = f"; what launched bots printed (a crash's traceback, say) is in {bots}" if bots.is_dir() else ""
+        print(f"craits: warning: {'; '.join(absent)} (the default policy played for them){where}", file=sys.stderr)
 
 
 def _quiet_referee_logs(out_dir: Path) -> None:

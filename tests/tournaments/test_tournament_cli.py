@@ -266,3 +266,22 @@ def test_output_piped_into_a_reader_that_stops_costs_neither_a_traceback_nor_the
     for args in (("standings", str(out)), ("plan", str(QUICK))):
         shown = craits_into_a_closed_pipe("tournament", *args)
         assert shown.returncode == 141 and shown.stderr == "", (args, shown.stderr)
+
+
+def test_a_bot_that_crashes_in_every_game_is_named_with_where_its_output_is(tmp_path: Path) -> None:
+    """A student's script that dies at start shows in the standings only as never_connected:
+    the run says so in words, and where the traceback is."""
+    (tmp_path / "dead").mkdir()
+    (tmp_path / "dead" / "bot.py").write_text("raise SystemExit('boom: no module named numpy')\n")
+    config = tmp_path / "class.toml"
+    config.write_text('name = "class"\ntable_size = 2\nsandbox = "none"\n\n[flags]\nshort_game = true\n\n'
+                      '[[bots]]\nname = "dead"\ncommand = ["python", "bot.py"]\ncwd = "dead"\n\n'
+                      '[[bots]]\nname = "house"\nbuiltin = "random"\n\n[[bots]]\nname = "first"\nbuiltin = "first"\n')
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "server.cli", "tournament", "run", str(config), "--out", str(out),
+                           "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert (f"craits: warning: dead never connected in 4 of its 4 games (the default policy played for them); "
+            f"what launched bots printed (a crash's traceback, say) is in {out / 'bots'}") in done.stderr
+    logs = list((out / "bots").glob("dead-*.log"))
+    assert len(logs) == 4 and all("boom: no module named numpy" in log.read_text() for log in logs)
