@@ -427,7 +427,7 @@ def cmd_ladder_standings(args: argparse.Namespace) -> int:
         from server.cli import tournament_pg
 
         return tournament_pg.cmd_standings(args, url, ladder=True)
-    out_dir = _target_dir(args.target, None, check_file=False)
+    out_dir = _target_dir(args.target, None, check_file=False, kind="ladder")
     with _database_errors(out_dir):
         try:
             config, store = reopen_ladder(out_dir)
@@ -448,7 +448,7 @@ def _file_config(target: str) -> TournamentConfig | None:
     return load_config(path) if path.is_file() else None
 
 
-def _target_dir(target: str, out: str | None, *, check_file: bool) -> Path:
+def _target_dir(target: str, out: str | None, *, check_file: bool, kind: str = "tournament") -> Path:
     """An output folder, or a tournament file whose output folder is meant."""
     path = Path(target)
     if path.is_dir():
@@ -457,7 +457,14 @@ def _target_dir(target: str, out: str | None, *, check_file: bool) -> Path:
         raise UserError(f"{target}: no such folder or tournament file")
     config = load_config(path)
     out_dir = config.output_dir(out)
-    if check_file and (out_dir / Store.FILENAME).is_file():
+    if not (out_dir / Store.FILENAME).is_file():  # (a folder that is not there is not created by looking)
+        where = "--out" if out else "the file's output" if config.output else "the default logs/<name>"
+        raise UserError(
+            f"{target}: no {kind} in its output folder {out_dir} ({where}, from the current folder: "
+            f"{out_dir.absolute()}); give the folder it was played into, or start it with "
+            f"`craits {kind} run {target}`"
+        )
+    if check_file:
         with Store(out_dir / Store.FILENAME) as store:
             row = store.tournament()
         if row is not None and row.schedule_digest != schedule_digest(schedule_for(config)):

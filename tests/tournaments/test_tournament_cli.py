@@ -97,6 +97,21 @@ def test_resume_refuses_a_file_whose_rules_changed_and_says_when_it_plays_the_st
     assert code == 0 and f"{config}: changed since the tournament in {out} started; it is resumed as it started" in stderr
 
 
+def test_a_file_whose_output_folder_is_not_here_is_explained_and_no_folder_is_made(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The output folder is relative to the current folder, not the file's: resume and standings
+    of a FILE run from elsewhere say where they looked, and leave nothing behind."""
+    monkeypatch.chdir(tmp_path)
+    for command in ("resume", "standings"):
+        code, _, stderr = run(capsys, command, str(QUICK))
+        assert code == 2 and stderr.strip() == (
+            f"craits: error: {QUICK}: no tournament in its output folder logs/local-quick (the default "
+            f"logs/<name>, from the current folder: {tmp_path / 'logs' / 'local-quick'}); give the folder it "
+            f"was played into, or start it with `craits tournament run {QUICK}`")
+    assert not (tmp_path / "logs").exists()
+
+
 def test_user_mistakes_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text(QUICK.read_text().replace("table_size = 3", "table_size = 9"))
