@@ -14,6 +14,7 @@ import pytest
 
 from server.cli.tournament import choose_runner
 from tests.cli import run_cli
+from tests.tournaments.configs import builtin_tournament
 from tournaments.config import load_config
 from tournaments.grpc_runner import tournament_runner
 
@@ -300,3 +301,22 @@ def test_a_bot_that_crashes_in_every_game_is_named_with_where_its_output_is(tmp_
             f"what launched bots printed (a crash's traceback, say) is in {out / 'bots'}") in done.stderr
     logs = list((out / "bots").glob("dead-*.log"))
     assert len(logs) == 4 and all("boom: no module named numpy" in log.read_text() for log in logs)
+
+
+def test_a_log_that_cannot_be_written_is_one_line_not_a_traceback_per_event(tmp_path: Path) -> None:
+    """A full disk under the referee's log (here /dev/full, which refuses every write): the games
+    are played and recorded, and the log's trouble is said in one line, not logging's traceback
+    for each of its events."""
+    config = tmp_path / "t.toml"
+    config.write_text(builtin_tournament("full", seed=3, deals=1, bots={"r": "random", "f": "first", "d": "default"}))
+    out = tmp_path / "q"
+    out.mkdir()
+    (out / "referee.jsonl").symlink_to("/dev/full")
+    done = subprocess.run([sys.executable, "-m", "server.cli", "tournament", "run", str(config), "--out", str(out),
+                           "--runner", "grpc", "--no-progress"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    said = [line for line in done.stderr.splitlines() if line.startswith("craits: cannot write the log")]
+    assert said and set(said) == {f"craits: cannot write the log {out / 'referee.jsonl'}: No space left on device; "
+                                  "its events are lost until there is room"}
+    assert json.loads((out / "standings.json").read_text())["games_recorded"] == 3
