@@ -44,6 +44,7 @@ from server.engine import ConfigError, GameConfig, make_config
 from server.errors import UserError
 from server.spec import BotSpec, Clocks
 from server.transport.commands import bot_command
+from server.transport.launcher import command_problem
 from server.transport.pool import DEFAULT_ABOVE_MB, RestartPolicy
 from server.transport.sandbox import LIMIT_NAMES, SANDBOXES, Limits, outside_problem, parse_limit
 from tournaments.schedule import ScheduleError, check_balanced, games_per_deal
@@ -142,6 +143,10 @@ class TournamentConfig:
     """Why launched bots cannot run sandboxed (FILE:LINE: KEY: ... each: a script outside its
     bot's folder, a folder other users cannot read); refused before a sandboxed run, moot
     with sandbox = "none" (so a file that sets it, or --no-sandbox, still runs and reopens)."""
+    unrunnable: tuple[str, ...] = ()
+    """Why launched bots' commands cannot run here (FILE:LINE: bots[N].command: ... each: a program
+    not found or not executable, a script that is not there); refused before a run plays a game,
+    as it would lose every game as a bot that never connected."""
     store: str | None = None
     """A PostgreSQL URL (``postgresql://...``) to keep the results in, and queue the games
     for workers; None: SQLite in the output folder."""
@@ -342,6 +347,10 @@ class _Validator:
             str(self.fail(("bots", i, "command"), problem)) for i, bot in enumerate(bots)
             if bot.command is not None and (problem := outside_problem(bot.command, bot.cwd, bot.allow_read))
         )
+        unrunnable = tuple(
+            str(self.fail(("bots", i, "command"), f"cannot run {' '.join(bot.command)!r}: {problem}"))
+            for i, bot in enumerate(bots) if bot.command is not None and (problem := command_problem(bot.command, bot.cwd))
+        )
         schedule = self.text(data, "schedule", (), "round-robin")
         if schedule not in SCHEDULES:
             close = difflib.get_close_matches(str(schedule), SCHEDULES, n=1)
@@ -360,7 +369,7 @@ class _Validator:
             name=name, bots=bots, table_size=table_size, game=game, deals=deals, seed=seed,
             clocks=clocks, concurrency=concurrency, duplicate=duplicate, output=output, address=address,
             schedule=schedule, games_per_bot=games_per_bot, source=self.source, restart=self.restart(),
-            sandbox=sandbox, limits=limits, unsandboxable=unsandboxable, store=store,
+            sandbox=sandbox, limits=limits, unsandboxable=unsandboxable, unrunnable=unrunnable, store=store,
         )
 
     def games_per_bot(self, n_bots: int, table_size: int, seed: int) -> int:

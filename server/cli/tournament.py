@@ -36,7 +36,6 @@ from server.logging import configure_logging
 from server.storage.postgres import PostgresStore
 from server.storage.store import Store, StoreError, TournamentStore
 from server.transport.commands import bot_command_help
-from server.transport.launcher import command_problem
 from server.transport.sandbox import UNSANDBOXED, SandboxError
 from server.transport.sandbox import check as check_sandbox
 from server.web.serve import add_web_options, board_place, run_watched, web_options
@@ -337,6 +336,8 @@ def _show_standings(standings: Standings, games: list[dict[str, Any]], args: arg
 
 def cmd_plan(args: argparse.Namespace) -> int:
     config = load_config(args.file)
+    if config.unrunnable:  # (as run would refuse it)
+        raise UserError(config.unrunnable[0])
     games = schedule_for(config)
     seats: dict[str, Counter[int]] = {b: Counter() for b in config.bot_names}
     for game in games:
@@ -640,10 +641,8 @@ def _check_sandbox(config: TournamentConfig) -> None:
 def _check_bot_commands(config: TournamentConfig) -> None:
     """Refuse, before any game, a bot whose command cannot run here (else it would lose
     every game as a bot that never connected)."""
-    for bot in config.bots:
-        if bot.command is not None and (problem := command_problem(bot.command, bot.cwd)) is not None:
-            raise UserError(f"bot {bot.name!r}: cannot run {' '.join(bot.command)!r}: {problem} "
-                            "(fix its command in the tournament file)")
+    if config.unrunnable:
+        raise UserError(config.unrunnable[0])
 
 
 def _check_referee_builtins(config: TournamentConfig) -> None:

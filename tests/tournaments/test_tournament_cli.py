@@ -138,10 +138,11 @@ def test_a_bot_whose_command_cannot_run_is_refused_before_any_game(tmp_path: Pat
     code, _, stderr = run(capsys, "run", str(typo), "--out", str(out))
     assert code == 2 and stderr.strip().count("\n") == 0
     reason = f"no such file bto.js (in {ROOT / 'clients' / 'js'})" if shutil.which("node") else "command not found: node"
-    assert stderr.startswith(f"craits: error: bot 'js-heuristic': cannot run 'node bto.js --strategy "
-                             f"heuristic': {reason}")
-    assert stderr.strip().endswith("(fix its command in the tournament file)")
+    assert stderr.strip() == (f"craits: error: {typo}:38: bots[3].command: cannot run 'node bto.js --strategy "
+                              f"heuristic': {reason}")
     assert not out.exists()
+    code, _, stderr = run(capsys, "plan", str(typo))  # the check of a file says it too
+    assert code == 2 and stderr.startswith(f"craits: error: {typo}:38: bots[3].command: cannot run")
 
 
 def test_the_grpc_runner_plays_tournaments_with_launched_bots() -> None:
