@@ -239,7 +239,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         return tournament_pg.cmd_run(args, config, url)
     out_dir = config.output_dir(args.out)
-    factory = choose_runner(args.runner, config)
+    factory = choose_runner(args.runner, config, out_dir)
     text = Path(args.file).read_text(encoding="utf-8")
     with _locked(out_dir), _database_errors(out_dir):
         try:
@@ -306,7 +306,7 @@ def _resume(args: argparse.Namespace, out_dir: Path) -> int:
     config = _with_address(config, args)
     with store:
         _announce_resume(config, store, out_dir, retry_aborted=args.retry_aborted)
-        factory = choose_runner(args.runner, config)
+        factory = choose_runner(args.runner, config, out_dir)
         return _play_and_report(config, store, out_dir, factory, args)
 
 
@@ -371,7 +371,7 @@ def cmd_ladder_run(args: argparse.Namespace) -> int:
 
         return tournament_pg.cmd_ladder_run(args, config, url)
     out_dir = config.output_dir(args.out)
-    factory = choose_runner(args.runner, config)
+    factory = choose_runner(args.runner, config, out_dir)
     text = Path(args.file).read_text(encoding="utf-8")
     again = f"craits ladder run {args.file}" + (f" --out {args.out}" if args.out else "")
     with _locked(out_dir), _database_errors(out_dir):
@@ -607,8 +607,9 @@ def _quiet_referee_logs(out_dir: Path) -> None:
     configure_logging(out_dir, name="referee", console=False)
 
 
-def choose_runner(name: str, config: TournamentConfig) -> RunnerFactory:
-    """The local runner for builtin-only tournaments (or when asked), else the referee's."""
+def choose_runner(name: str, config: TournamentConfig, out_dir: Path | None = None) -> RunnerFactory:
+    """The local runner for builtin-only tournaments (or when asked), else the referee's (its
+    launched bots checked, and that none of them can read ``out_dir``)."""
     if name == "local" or (name == "auto" and all(b.builtin for b in config.bots)):
         others = [b.name for b in config.bots if b.builtin is None]
         if others:
@@ -618,8 +619,30 @@ def choose_runner(name: str, config: TournamentConfig) -> RunnerFactory:
         return local_runner
     _check_referee_builtins(config)
     _check_bot_commands(config)
+    if out_dir is not None:
+        _check_output_unseen(config, out_dir)
     _check_sandbox(config)
     return tournament_runner
+
+
+def _check_output_unseen(config: TournamentConfig, out_dir: Path) -> None:
+    """A sandboxed bot reads its folder (cwd: the file's folder by default) and its allow_read
+    paths; the output folder must not be among them: its replays of the games already played
+    show the cards of the deals still to come (duplicate deals), and its database the tokens."""
+    if config.sandbox == "none":
+        return  # (trusted bots: they read everything of yours anyway)
+    out = out_dir.resolve()
+    for bot in config.launched_bots:
+        for seen in (bot.cwd, *bot.allow_read):
+            if seen is not None and out.is_relative_to(Path(seen).resolve()):
+                default = seen == bot.cwd and bot.cwd == str(Path(config.source).resolve().parent)
+                what = "allow_read path" if seen != bot.cwd else "cwd" + (
+                    " (by default the tournament file's folder)" if default else "")
+                raise UserError(
+                    f"bot {bot.name!r} could read the output folder {out_dir}, which is inside its {what} {seen}: "
+                    f"the replays there show the deals still to be played; give each bot a folder of its own "
+                    f"(cwd = \"...\" in the file), or put the output elsewhere (--out)"
+                )
 
 
 def _check_sandbox(config: TournamentConfig) -> None:

@@ -321,3 +321,24 @@ def test_a_log_that_cannot_be_written_is_one_line_not_a_traceback_per_event(tmp_
     assert said and set(said) == {f"craits: cannot write the log {out / 'referee.jsonl'}: No space left on device; "
                                   "its events are lost until there is room"}
     assert json.loads((out / "standings.json").read_text())["games_recorded"] == 3
+
+
+def test_a_sandboxed_bot_whose_folder_holds_the_output_is_refused_before_anything_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The simplest class folder (the file, the bots' scripts, craits run there): a bot's cwd is
+    the file's folder, which would hold logs/<name>/, whose replays show the deals still to be
+    played. Refused with the way out; trusted bots (--no-sandbox) read everything anyway."""
+    (tmp_path / "alice.py").write_text("raise SystemExit(1)\n")
+    config = tmp_path / "class.toml"
+    config.write_text('name = "class"\ntable_size = 2\n\n[[bots]]\nname = "alice"\ncommand = ["python", "alice.py"]\n'
+                      '\n[[bots]]\nname = "house"\nbuiltin = "random"\n')
+    monkeypatch.chdir(tmp_path)
+    code, _, stderr = run(capsys, "run", "class.toml")
+    assert code == 2 and stderr.strip() == (
+        f"craits: error: bot 'alice' could read the output folder logs/class, which is inside its cwd (by default "
+        f"the tournament file's folder) {tmp_path}: the replays there show the deals still to be played; give each "
+        f'bot a folder of its own (cwd = "..." in the file), or put the output elsewhere (--out)')
+    assert not (tmp_path / "logs").exists()
+    code, stdout, _ = run(capsys, "run", "class.toml", "--no-sandbox", "--no-progress")
+    assert code == 0 and "class: 2/2 games (complete)" in stdout
