@@ -46,7 +46,7 @@ class _LogFile(logging.FileHandler):
 
     said = False
 
-    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 (logging's name)
+    def handleError(self, record: logging.LogRecord) -> None:
         error = sys.exc_info()[1]
         if not isinstance(error, OSError):
             super().handleError(record)

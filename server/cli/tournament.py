@@ -57,9 +57,9 @@ from tournaments.runner import (
     folder_lock,
     load_standings,
     local_runner,
-    settings_of,
     open_tournament,
     play,
+    settings_of,
     start_tournament,
     write_standings,
 )
