@@ -332,6 +332,8 @@ class _Validator:
         if duplicate not in DUPLICATE_MODES:
             raise self.fail(("duplicate",), f"must be one of {', '.join(DUPLICATE_MODES)}, got {duplicate!r}")
         output = self.text(data, "output", ())
+        if output is not None:  # ("~/results" is not a folder named ~ in the current one: no shell reads the file)
+            output = str(Path(output).expanduser())
         address = self.text(data, "address", ())
         if address is not None and (problem := address_problem(address)):
             raise self.fail(("address",), problem)
@@ -529,7 +531,7 @@ class _Validator:
         if cwd is not None:
             if command is None:
                 raise self.fail((*path, "cwd"), "cwd applies only to a bot with a command")
-            resolved = (self.base_dir / cwd).resolve()
+            resolved = (self.base_dir / Path(cwd).expanduser()).resolve()
             if not resolved.is_dir():
                 raise self.fail((*path, "cwd"), f"{cwd!r} is not a folder (resolved to {resolved})")
             cwd = str(resolved)
@@ -557,7 +559,7 @@ class _Validator:
             raise self.fail(where, f'must be a list of paths, e.g. ["/opt/jdk"], got {raw!r}')
         paths = []
         for entry in raw:
-            resolved = (self.base_dir / entry).resolve()
+            resolved = (self.base_dir / Path(entry).expanduser()).resolve()
             if not resolved.exists():
                 raise self.fail(where, f"{entry!r} does not exist (resolved to {resolved})")
             paths.append(str(resolved))

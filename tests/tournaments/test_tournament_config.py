@@ -198,3 +198,14 @@ def test_a_memory_limit_without_a_unit_too_small_for_any_bot_is_refused() -> Non
                       'for any bot to start; write a size: "512 MiB"'
     assert parse_config(GOOD.replace("[flags]", "[limits]\nmemory = 536870912\n\n[flags]"), base_dir=ROOT).limits.memory \
         == 512 * 2**20
+
+
+def test_a_path_starting_with_a_tilde_is_in_the_home_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No shell reads a tournament file: output = "~/results" was a folder named ~ in the current one."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "bots").mkdir()
+    text = GOOD.replace('seed = 5', 'seed = 5\noutput = "~/results"').replace(
+        'name = "c"\nbuiltin = "greedy"', 'name = "c"\ncommand = ["python", "-m", "x"]\ncwd = "~/bots"\nallow_read = ["~"]')
+    config = parse_config(text, base_dir=ROOT)
+    assert config.output_dir() == tmp_path / "results"
+    assert config.bots[2].cwd == str(tmp_path / "bots") and config.bots[2].allow_read == (str(tmp_path),)
