@@ -248,8 +248,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise UserError(str(err)) from None
         with store:
             print(f"{config.name}: {_plan_text(config)}; output in {out_dir}", file=sys.stderr)
-            print("time: estimated from the first games at this machine's speed (the progress line shows the "
-                  "rate and the time left)", file=sys.stderr)
+            if not args.no_progress:  # (what Progress will show: a line kept up to date, or one estimate)
+                print("time: the progress line shows the rate and the time left, measured on the first games"
+                      if sys.stderr.isatty() else "time: estimated once the first 10 s of games have measured this "
+                      "machine's speed", file=sys.stderr)
             return _play_and_report(config, store, out_dir, factory, args)
 
 

@@ -342,3 +342,11 @@ def test_a_sandboxed_bot_whose_folder_holds_the_output_is_refused_before_anythin
     assert not (tmp_path / "logs").exists()
     code, stdout, _ = run(capsys, "run", "class.toml", "--no-sandbox", "--no-progress")
     assert code == 0 and "class: 2/2 games (complete)" in stdout
+
+
+def test_the_time_line_promises_only_what_will_show(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Off a terminal one estimate comes after 10 s of games; with --no-progress none at all."""
+    code, _, stderr = run(capsys, "run", str(QUICK), "--out", str(tmp_path / "a"), "--no-progress")
+    assert code == 0 and "time:" not in stderr
+    code, _, stderr = run(capsys, "run", str(QUICK), "--out", str(tmp_path / "b"))
+    assert code == 0 and "time: estimated once the first 10 s of games have measured this machine's speed" in stderr
