@@ -308,7 +308,7 @@ def _resume(args: argparse.Namespace, out_dir: Path) -> int:
     config = _with_address(config, args)
     with store:
         _announce_resume(config, store, out_dir, retry_aborted=args.retry_aborted)
-        factory = choose_runner(args.runner, config, out_dir)
+        factory = choose_runner(args.runner, config, out_dir, resuming=True)
         return _play_and_report(config, store, out_dir, factory, args)
 
 
@@ -609,7 +609,9 @@ def _quiet_referee_logs(out_dir: Path) -> None:
     configure_logging(out_dir, name="referee", console=False)
 
 
-def choose_runner(name: str, config: TournamentConfig, out_dir: Path | None = None) -> RunnerFactory:
+def choose_runner(
+    name: str, config: TournamentConfig, out_dir: Path | None = None, *, resuming: bool = False
+) -> RunnerFactory:
     """The local runner for builtin-only tournaments (or when asked), else the referee's (its
     launched bots checked, and that none of them can read ``out_dir``)."""
     if name == "local" or (name == "auto" and all(b.builtin for b in config.bots)):
@@ -622,12 +624,12 @@ def choose_runner(name: str, config: TournamentConfig, out_dir: Path | None = No
     _check_referee_builtins(config)
     _check_bot_commands(config)
     if out_dir is not None:
-        _check_output_unseen(config, out_dir)
+        _check_output_unseen(config, out_dir, resuming=resuming)
     _check_sandbox(config)
     return tournament_runner
 
 
-def _check_output_unseen(config: TournamentConfig, out_dir: Path) -> None:
+def _check_output_unseen(config: TournamentConfig, out_dir: Path, *, resuming: bool = False) -> None:
     """A sandboxed bot reads its folder (cwd: the file's folder by default) and its allow_read
     paths; the output folder must not be among them: its replays of the games already played
     show the cards of the deals still to come (duplicate deals), and its database the tokens."""
@@ -642,8 +644,10 @@ def _check_output_unseen(config: TournamentConfig, out_dir: Path) -> None:
                     " (by default the tournament file's folder)" if default else "")
                 raise UserError(
                     f"bot {bot.name!r} could read the output folder {out_dir}, which is inside its {what} {seen}: "
-                    f"the replays there show the deals still to be played; give each bot a folder of its own "
-                    f"(cwd = \"...\" in the file), or put the output elsewhere (--out)"
+                    f"the replays there show the deals still to be played; " + (
+                        "move the folder out of it, and resume it there" if resuming else
+                        'give each bot a folder of its own (cwd = "..." in the file), or put the output elsewhere '
+                        "(--out)")
                 )
 
 

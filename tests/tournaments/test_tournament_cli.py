@@ -342,6 +342,9 @@ def test_a_sandboxed_bot_whose_folder_holds_the_output_is_refused_before_anythin
     assert not (tmp_path / "logs").exists()
     code, stdout, _ = run(capsys, "run", "class.toml", "--no-sandbox", "--no-progress")
     assert code == 0 and "class: 2/2 games (complete)" in stdout
+    code, _, stderr = run(capsys, "resume", "logs/class")  # (a resume plays the file as stored)
+    assert code == 2 and stderr.strip().endswith("the replays there show the deals still to be played; move the "
+                                                 "folder out of it, and resume it there")
 
 
 def test_the_time_line_promises_only_what_will_show(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
