@@ -199,8 +199,12 @@ def load_config(path: str | Path) -> TournamentConfig:
     return parse_config(text, source=str(path), base_dir=path.resolve().parent)
 
 
-def parse_config(text: str, source: str = "<tournament>", base_dir: Path | None = None) -> TournamentConfig:
+def parse_config(
+    text: str, source: str = "<tournament>", base_dir: Path | None = None, *, check_paths: bool = True
+) -> TournamentConfig:
     """Validate the TOML ``text``. Relative bot ``cwd`` resolves against ``base_dir``.
+    ``check_paths`` False: the bots' folders and ``allow_read`` paths need not exist (the file
+    of a tournament that is only read, whose bots may have moved on since).
 
     A leading byte-order mark (Windows editors write one) is not part of the TOML."""
     text = text.removeprefix("\ufeff")
@@ -208,7 +212,7 @@ def parse_config(text: str, source: str = "<tournament>", base_dir: Path | None 
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise TournamentFileError(_syntax_message(err, text, source)) from None
-    return _Validator(data, text, source, base_dir or Path.cwd()).config()
+    return _Validator(data, text, source, base_dir or Path.cwd(), check_paths).config()
 
 
 def _syntax_message(err: tomllib.TOMLDecodeError, text: str, source: str) -> str:
@@ -274,7 +278,8 @@ def _key_text(path: tuple[Any, ...]) -> str:
 
 
 class _Validator:
-    def __init__(self, data: dict[str, Any], text: str, source: str, base_dir: Path) -> None:
+    def __init__(self, data: dict[str, Any], text: str, source: str, base_dir: Path, check_paths: bool = True) -> None:
+        self.check_paths = check_paths
         self.data = data
         self.source = source
         self.base_dir = base_dir
@@ -532,7 +537,7 @@ class _Validator:
             if command is None:
                 raise self.fail((*path, "cwd"), "cwd applies only to a bot with a command")
             resolved = (self.base_dir / Path(cwd).expanduser()).resolve()
-            if not resolved.is_dir():
+            if self.check_paths and not resolved.is_dir():
                 raise self.fail((*path, "cwd"), f"{cwd!r} is not a folder (resolved to {resolved})")
             cwd = str(resolved)
         elif command is not None:
@@ -560,7 +565,7 @@ class _Validator:
         paths = []
         for entry in raw:
             resolved = (self.base_dir / Path(entry).expanduser()).resolve()
-            if not resolved.exists():
+            if self.check_paths and not resolved.exists():
                 raise self.fail(where, f"{entry!r} does not exist (resolved to {resolved})")
             paths.append(str(resolved))
         return tuple(paths)

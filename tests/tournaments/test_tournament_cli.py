@@ -353,3 +353,28 @@ def test_the_time_line_promises_only_what_will_show(tmp_path: Path, capsys: pyte
     assert code == 0 and "time:" not in stderr
     code, _, stderr = run(capsys, "run", str(QUICK), "--out", str(tmp_path / "b"))
     assert code == 0 and "time: estimated once the first 10 s of games have measured this machine's speed" in stderr
+
+
+def test_standings_need_no_bots_and_resume_says_when_they_have_moved(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The bots' folders deleted or moved after the class: the standings (of a tournament or a
+    ladder) are still read; a resume, which needs them, says which and where."""
+    (tmp_path / "alice").mkdir()
+    (tmp_path / "alice" / "bot.py").write_text("raise SystemExit(1)\n")
+    config = tmp_path / "class.toml"
+    config.write_text('name = "class"\ntable_size = 2\nsandbox = "none"\n\n[[bots]]\nname = "alice"\n'
+                      'command = ["python", "bot.py"]\ncwd = "alice"\n\n[[bots]]\nname = "house"\nbuiltin = "random"\n')
+    out, ladder = tmp_path / "out", tmp_path / "ladder"
+    assert run(capsys, "run", str(config), "--out", str(out), "--no-progress")[0] == 0
+    assert run_cli(capsys, "ladder", "run", str(config), "--out", str(ladder), "--rounds", "1")[0] == 0
+    (tmp_path / "alice").rename(tmp_path / "alice-2025")
+    code, stdout, _ = run(capsys, "standings", str(out))
+    assert code == 0 and "class: 2/2 games (complete)" in stdout
+    code, stdout, _ = run_cli(capsys, "ladder", "standings", str(ladder))
+    assert code == 0 and "class: 2/2 games" in stdout
+    code, _, stderr = run(capsys, "resume", str(out))
+    assert code == 2 and stderr.strip() == (
+        f"craits: error: {out}: the tournament plays its file as stored when it started, which no longer fits here: "
+        f"{config}:8: bots[1].cwd: 'alice' is not a folder (resolved to {tmp_path / 'alice'}) (put the bots where "
+        f"they were to resume it)")
