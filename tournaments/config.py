@@ -217,6 +217,8 @@ def parse_config(
 
 def _syntax_message(err: tomllib.TOMLDecodeError, text: str, source: str) -> str:
     message = str(err)
+    if message.startswith("Cannot declare ('bots',) twice"):  # ([bots] for each bot: a table, not an array)
+        message = message.replace("twice", "twice (each bot is a [[bots]] section, with double brackets)", 1)
     found = re.search(r"\s*\(at line (\d+), column (\d+)\)$", message)
     if found:
         return f"{source}:{found[1]}:{found[2]}: TOML syntax error: {message[: found.start()]}"

@@ -209,3 +209,9 @@ def test_a_path_starting_with_a_tilde_is_in_the_home_folder(tmp_path: Path, monk
     config = parse_config(text, base_dir=ROOT)
     assert config.output_dir() == tmp_path / "results"
     assert config.bots[2].cwd == str(tmp_path / "bots") and config.bots[2].allow_read == (str(tmp_path),)
+
+
+def test_bots_written_as_single_tables_are_pointed_to_double_brackets() -> None:
+    message = error_of(GOOD.replace("[[bots]]", "[bots]"))
+    assert message == ("t.toml:13:6: TOML syntax error: Cannot declare ('bots',) twice (each bot is a [[bots]] section, "
+                       "with double brackets)")
