@@ -357,7 +357,9 @@ class _Validator:
             if bot.command is not None and (problem := outside_problem(bot.command, bot.cwd, bot.allow_read))
         )
         unrunnable = tuple(
-            str(self.fail(("bots", i, "command"), f"cannot run {' '.join(bot.command)!r}: {problem}"))
+            str(self.fail(("bots", i, "command"), f"cannot run {' '.join(bot.command)!r}: {problem}" + (
+                f" (a command's paths are relative to its bot's cwd, {bot.cwd})"
+                if "(in " not in problem and any("/" in w and not w.startswith("/") for w in bot.command) else "")))
             for i, bot in enumerate(bots) if bot.command is not None and (problem := command_problem(bot.command, bot.cwd))
         )
         schedule = self.text(data, "schedule", (), "round-robin")

@@ -215,3 +215,11 @@ def test_bots_written_as_single_tables_are_pointed_to_double_brackets() -> None:
     message = error_of(GOOD.replace("[[bots]]", "[bots]"))
     assert message == ("t.toml:13:6: TOML syntax error: Cannot declare ('bots',) twice (each bot is a [[bots]] section, "
                        "with double brackets)")
+
+
+def test_a_command_path_that_is_not_there_says_what_it_is_relative_to(tmp_path: Path) -> None:
+    (tmp_path / "alice").mkdir()
+    text = GOOD.replace('name = "c"\nbuiltin = "greedy"', 'name = "c"\ncommand = ["alice/run.sh"]\ncwd = "alice"')
+    (why,) = parse_config(text, source="t.toml", base_dir=tmp_path).unrunnable
+    assert why == (f"t.toml:19: bots[3].command: cannot run 'alice/run.sh': alice/run.sh does not exist (a command's "
+                   f"paths are relative to its bot's cwd, {tmp_path / 'alice'})")
