@@ -161,10 +161,14 @@ def start_tournament(
 
 
 def clear_output(out_dir: Path) -> None:
-    """Delete an earlier run's database, log and replays (``--overwrite``)."""
-    for name in (Store.FILENAME, Store.FILENAME + "-wal", Store.FILENAME + "-shm", LOG_NAME):
+    """Delete an earlier run's database, logs, replays and what was made of them: standings,
+    viewer pages, the launched bots' output (``--overwrite``), none of which may pass for the
+    new run's."""
+    for name in (Store.FILENAME, Store.FILENAME + "-wal", Store.FILENAME + "-shm", LOG_NAME,
+                 "standings.json", "standings.csv", "referee.jsonl"):
         (out_dir / name).unlink(missing_ok=True)
-    shutil.rmtree(out_dir / REPLAY_DIR, ignore_errors=True)
+    for folder in (REPLAY_DIR, "viewer", "bots"):
+        shutil.rmtree(out_dir / folder, ignore_errors=True)
 
 
 def settings_of(config: TournamentConfig) -> dict[str, Any]:

@@ -378,3 +378,21 @@ def test_standings_need_no_bots_and_resume_says_when_they_have_moved(
         f"craits: error: {out}: the tournament plays its file as stored when it started, which no longer fits here: "
         f"{config}:8: bots[1].cwd: 'alice' is not a folder (resolved to {tmp_path / 'alice'}) (put the bots where "
         f"they were to resume it)")
+
+
+def test_overwrite_leaves_nothing_of_the_earlier_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--overwrite: the earlier run's bots' output and referee log go with its database (the
+    new run's warnings point there), as do its standings and pages."""
+    (tmp_path / "bots").mkdir()
+    (tmp_path / "bots" / "bot.py").write_text("raise SystemExit(1)\n")
+    config = tmp_path / "t.toml"
+    text = ('name = "t"\ntable_size = 2\nsandbox = "none"\n\n[[bots]]\nname = "NAME"\ncommand = ["python", "bot.py"]\n'
+            'cwd = "bots"\n\n[[bots]]\nname = "house"\nbuiltin = "random"\n')
+    config.write_text(text.replace("NAME", "old"))
+    out = tmp_path / "out"
+    assert run(capsys, "run", str(config), "--out", str(out), "--no-progress")[0] == 0
+    assert sorted(p.name.split("-")[0] for p in (out / "bots").iterdir()) == ["old", "old"]
+    config.write_text(text.replace("NAME", "new"))
+    assert run(capsys, "run", str(config), "--out", str(out), "--no-progress", "--overwrite")[0] == 0
+    assert sorted(p.name.split("-")[0] for p in (out / "bots").iterdir()) == ["new", "new"]
+    assert '"old"' not in (out / "referee.jsonl").read_text()
