@@ -623,9 +623,9 @@ def choose_runner(
         return local_runner
     _check_referee_builtins(config)
     _check_bot_commands(config)
+    _check_sandbox(config)
     if out_dir is not None:
         _check_output_unseen(config, out_dir, resuming=resuming)
-    _check_sandbox(config)
     return tournament_runner
 
 

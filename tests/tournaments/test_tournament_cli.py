@@ -329,6 +329,7 @@ def test_a_sandboxed_bot_whose_folder_holds_the_output_is_refused_before_anythin
     """The simplest class folder (the file, the bots' scripts, craits run there): a bot's cwd is
     the file's folder, which would hold logs/<name>/, whose replays show the deals still to be
     played. Refused with the way out; trusted bots (--no-sandbox) read everything anyway."""
+    tmp_path.chmod(0o755)  # (a referee running as root runs a sandboxed bot as another user)
     (tmp_path / "alice.py").write_text("raise SystemExit(1)\n")
     config = tmp_path / "class.toml"
     config.write_text('name = "class"\ntable_size = 2\n\n[[bots]]\nname = "alice"\ncommand = ["python", "alice.py"]\n'
