@@ -18,6 +18,7 @@ Usage::
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -37,6 +38,23 @@ _shared_processors: list[Any] = [
     structlog.processors.add_log_level,
     structlog.processors.TimeStamper(fmt="iso", utc=True),
 ]
+
+
+class _LogFile(logging.FileHandler):
+    """The JSON log file. A line it cannot write (a full disk) is said once (per process) on stderr, in one
+    line, instead of logging's traceback for every event: the events are lost, nothing else."""
+
+    said = False
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        error = sys.exc_info()[1]
+        if not isinstance(error, OSError):
+            super().handleError(record)
+        elif not self.said:
+            self.said = True
+            with contextlib.suppress(OSError):
+                sys.stderr.write(f"craits: cannot write the log {self.baseFilename}: {error.strerror or error}; "
+                                 f"its events are lost until there is room\n")
 
 
 def configure_logging(
@@ -69,7 +87,7 @@ def configure_logging(
         directory = Path(log_dir)
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / f"{name}.jsonl"
-        file_handler = logging.FileHandler(path, encoding="utf-8")
+        file_handler = _LogFile(path, encoding="utf-8")
         file_handler.set_name(_FILE_HANDLER_NAME)
         file_handler.setFormatter(
             structlog.stdlib.ProcessorFormatter(

@@ -44,6 +44,7 @@ from server.engine import ConfigError, GameConfig, make_config
 from server.errors import UserError
 from server.spec import BotSpec, Clocks
 from server.transport.commands import bot_command
+from server.transport.launcher import command_problem
 from server.transport.pool import DEFAULT_ABOVE_MB, RestartPolicy
 from server.transport.sandbox import LIMIT_NAMES, SANDBOXES, Limits, outside_problem, parse_limit
 from tournaments.schedule import ScheduleError, check_balanced, games_per_deal
@@ -61,6 +62,7 @@ SCHEDULES = ("round-robin", "balanced")
 """round-robin: every combination of bots is a table; balanced: ``games_per_bot`` games for
 each bot, every pair meeting about equally often (``tournaments.schedule``)."""
 STORE_URL_PREFIXES = ("postgresql://", "postgres://")
+MIB = 2**20
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,39}$")
 
 TOP_KEYS = (
@@ -141,6 +143,10 @@ class TournamentConfig:
     """Why launched bots cannot run sandboxed (FILE:LINE: KEY: ... each: a script outside its
     bot's folder, a folder other users cannot read); refused before a sandboxed run, moot
     with sandbox = "none" (so a file that sets it, or --no-sandbox, still runs and reopens)."""
+    unrunnable: tuple[str, ...] = ()
+    """Why launched bots' commands cannot run here (FILE:LINE: bots[N].command: ... each: a program
+    not found or not executable, a script that is not there); refused before a run plays a game,
+    as it would lose every game as a bot that never connected."""
     store: str | None = None
     """A PostgreSQL URL (``postgresql://...``) to keep the results in, and queue the games
     for workers; None: SQLite in the output folder."""
@@ -193,8 +199,12 @@ def load_config(path: str | Path) -> TournamentConfig:
     return parse_config(text, source=str(path), base_dir=path.resolve().parent)
 
 
-def parse_config(text: str, source: str = "<tournament>", base_dir: Path | None = None) -> TournamentConfig:
+def parse_config(
+    text: str, source: str = "<tournament>", base_dir: Path | None = None, *, check_paths: bool = True
+) -> TournamentConfig:
     """Validate the TOML ``text``. Relative bot ``cwd`` resolves against ``base_dir``.
+    ``check_paths`` False: the bots' folders and ``allow_read`` paths need not exist (the file
+    of a tournament that is only read, whose bots may have moved on since).
 
     A leading byte-order mark (Windows editors write one) is not part of the TOML."""
     text = text.removeprefix("\ufeff")
@@ -202,11 +212,13 @@ def parse_config(text: str, source: str = "<tournament>", base_dir: Path | None 
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise TournamentFileError(_syntax_message(err, text, source)) from None
-    return _Validator(data, text, source, base_dir or Path.cwd()).config()
+    return _Validator(data, text, source, base_dir or Path.cwd(), check_paths).config()
 
 
 def _syntax_message(err: tomllib.TOMLDecodeError, text: str, source: str) -> str:
     message = str(err)
+    if message.startswith("Cannot declare ('bots',) twice"):  # ([bots] for each bot: a table, not an array)
+        message = message.replace("twice", "twice (each bot is a [[bots]] section, with double brackets)", 1)
     found = re.search(r"\s*\(at line (\d+), column (\d+)\)$", message)
     if found:
         return f"{source}:{found[1]}:{found[2]}: TOML syntax error: {message[: found.start()]}"
@@ -268,7 +280,8 @@ def _key_text(path: tuple[Any, ...]) -> str:
 
 
 class _Validator:
-    def __init__(self, data: dict[str, Any], text: str, source: str, base_dir: Path) -> None:
+    def __init__(self, data: dict[str, Any], text: str, source: str, base_dir: Path, check_paths: bool = True) -> None:
+        self.check_paths = check_paths
         self.data = data
         self.source = source
         self.base_dir = base_dir
@@ -326,6 +339,8 @@ class _Validator:
         if duplicate not in DUPLICATE_MODES:
             raise self.fail(("duplicate",), f"must be one of {', '.join(DUPLICATE_MODES)}, got {duplicate!r}")
         output = self.text(data, "output", ())
+        if output is not None:  # ("~/results" is not a folder named ~ in the current one: no shell reads the file)
+            output = str(Path(output).expanduser())
         address = self.text(data, "address", ())
         if address is not None and (problem := address_problem(address)):
             raise self.fail(("address",), problem)
@@ -340,6 +355,12 @@ class _Validator:
         unsandboxable = tuple(
             str(self.fail(("bots", i, "command"), problem)) for i, bot in enumerate(bots)
             if bot.command is not None and (problem := outside_problem(bot.command, bot.cwd, bot.allow_read))
+        )
+        unrunnable = tuple(
+            str(self.fail(("bots", i, "command"), f"cannot run {' '.join(bot.command)!r}: {problem}" + (
+                f" (a command's paths are relative to its bot's cwd, {bot.cwd})"
+                if "(in " not in problem and any("/" in w and not w.startswith("/") for w in bot.command) else "")))
+            for i, bot in enumerate(bots) if bot.command is not None and (problem := command_problem(bot.command, bot.cwd))
         )
         schedule = self.text(data, "schedule", (), "round-robin")
         if schedule not in SCHEDULES:
@@ -359,7 +380,7 @@ class _Validator:
             name=name, bots=bots, table_size=table_size, game=game, deals=deals, seed=seed,
             clocks=clocks, concurrency=concurrency, duplicate=duplicate, output=output, address=address,
             schedule=schedule, games_per_bot=games_per_bot, source=self.source, restart=self.restart(),
-            sandbox=sandbox, limits=limits, unsandboxable=unsandboxable, store=store,
+            sandbox=sandbox, limits=limits, unsandboxable=unsandboxable, unrunnable=unrunnable, store=store,
         )
 
     def games_per_bot(self, n_bots: int, table_size: int, seed: int) -> int:
@@ -459,6 +480,11 @@ class _Validator:
                 values[key] = parse_limit(key, value)
             except ValueError as err:
                 raise self.fail(("limits", key), str(err)) from None
+            if key == "memory" and values[key] < MIB and not isinstance(value, str):
+                # ("memory = 512" meant MiB: every launched bot would be killed as it starts and lose
+                # every game, the tournament "complete")
+                raise self.fail(("limits", key), f"{value} is {value} bytes (a number without a unit counts bytes), "
+                                                 f'too little for any bot to start; write a size: "{value} MiB"')
         return Limits(**values)
 
     def bots(self, table_size: int) -> tuple[BotEntry, ...]:
@@ -514,8 +540,8 @@ class _Validator:
         if cwd is not None:
             if command is None:
                 raise self.fail((*path, "cwd"), "cwd applies only to a bot with a command")
-            resolved = (self.base_dir / cwd).resolve()
-            if not resolved.is_dir():
+            resolved = (self.base_dir / Path(cwd).expanduser()).resolve()
+            if self.check_paths and not resolved.is_dir():
                 raise self.fail((*path, "cwd"), f"{cwd!r} is not a folder (resolved to {resolved})")
             cwd = str(resolved)
         elif command is not None:
@@ -542,8 +568,8 @@ class _Validator:
             raise self.fail(where, f'must be a list of paths, e.g. ["/opt/jdk"], got {raw!r}')
         paths = []
         for entry in raw:
-            resolved = (self.base_dir / entry).resolve()
-            if not resolved.exists():
+            resolved = (self.base_dir / Path(entry).expanduser()).resolve()
+            if self.check_paths and not resolved.exists():
                 raise self.fail(where, f"{entry!r} does not exist (resolved to {resolved})")
             paths.append(str(resolved))
         return tuple(paths)

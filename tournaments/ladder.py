@@ -373,7 +373,8 @@ def reopen_ladder(out_dir: Path) -> tuple[TournamentConfig, Store]:
         row = store.tournament()
         if row is None or row.schedule_digest != LADDER_SCHEDULE:
             raise TournamentError(f"{out_dir} holds a tournament, not a ladder: use `craits tournament standings`")
-        config = parse_config(row.source_text, source=row.source_path, base_dir=Path(row.source_path).resolve().parent)
+        config = parse_config(row.source_text, source=row.source_path, base_dir=Path(row.source_path).resolve().parent,
+                              check_paths=False)  # (read only: its bots' folders need not be there any more)
     except BaseException:
         store.close()
         raise

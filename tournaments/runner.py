@@ -50,7 +50,7 @@ import structlog
 from server.spec import GameRecord, GameSpec
 from server.storage.replay import REPLAY_SUFFIX
 from server.storage.store import GameSlot, Store, StoreError, TournamentStore
-from tournaments.config import TournamentConfig, parse_config
+from tournaments.config import TournamentConfig, TournamentFileError, parse_config
 from tournaments.local import LocalRunner
 from tournaments.schedule import schedule_digest, schedule_for
 from tournaments.standings import Standings, compute_standings
@@ -161,10 +161,14 @@ def start_tournament(
 
 
 def clear_output(out_dir: Path) -> None:
-    """Delete an earlier run's database, log and replays (``--overwrite``)."""
-    for name in (Store.FILENAME, Store.FILENAME + "-wal", Store.FILENAME + "-shm", LOG_NAME):
+    """Delete an earlier run's database, logs, replays and what was made of them: standings,
+    viewer pages, the launched bots' output (``--overwrite``), none of which may pass for the
+    new run's."""
+    for name in (Store.FILENAME, Store.FILENAME + "-wal", Store.FILENAME + "-shm", LOG_NAME,
+                 "standings.json", "standings.csv", "referee.jsonl"):
         (out_dir / name).unlink(missing_ok=True)
-    shutil.rmtree(out_dir / REPLAY_DIR, ignore_errors=True)
+    for folder in (REPLAY_DIR, "viewer", "bots"):
+        shutil.rmtree(out_dir / folder, ignore_errors=True)
 
 
 def settings_of(config: TournamentConfig) -> dict[str, Any]:
@@ -197,7 +201,13 @@ def open_tournament(out_dir: Path, *, readonly: bool = False) -> tuple[Tournamen
     if row.schedule_digest == LADDER_SCHEDULE:
         store.close()
         raise TournamentError(f"{out_dir} holds a ladder, not a tournament: use `craits ladder ...` with it")
-    config = parse_config(row.source_text, source=row.source_path, base_dir=Path(row.source_path).resolve().parent)
+    try:  # (to read it, the bots' folders need not be there any more)
+        config = parse_config(row.source_text, source=row.source_path, base_dir=Path(row.source_path).resolve().parent,
+                              check_paths=not readonly)
+    except TournamentFileError as err:
+        store.close()
+        raise TournamentError(f"{out_dir}: the tournament plays its file as stored when it started, which no longer "
+                              f"fits here: {err} (put the bots where they were to resume it)") from None
     if schedule_digest(schedule_for(config)) != row.schedule_digest:
         store.close()
         raise TournamentError(f"{db}: the stored schedule does not match its tournament file; the database is damaged")

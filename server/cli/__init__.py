@@ -9,6 +9,8 @@ tracebacks.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -49,3 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("craits: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # whoever read the output stopped reading (`craits ... | head`): not a fault
+        with contextlib.suppress(OSError):  # (and no second error when Python flushes it on the way out)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # as a program killed by SIGPIPE

@@ -36,7 +36,6 @@ from server.logging import configure_logging
 from server.storage.postgres import PostgresStore
 from server.storage.store import Store, StoreError, TournamentStore
 from server.transport.commands import bot_command_help
-from server.transport.launcher import command_problem
 from server.transport.sandbox import UNSANDBOXED, SandboxError
 from server.transport.sandbox import check as check_sandbox
 from server.web.serve import add_web_options, board_place, run_watched, web_options
@@ -60,6 +59,7 @@ from tournaments.runner import (
     local_runner,
     open_tournament,
     play,
+    settings_of,
     start_tournament,
     write_standings,
 )
@@ -239,7 +239,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         return tournament_pg.cmd_run(args, config, url)
     out_dir = config.output_dir(args.out)
-    factory = choose_runner(args.runner, config)
+    factory = choose_runner(args.runner, config, out_dir)
     text = Path(args.file).read_text(encoding="utf-8")
     with _locked(out_dir), _database_errors(out_dir):
         try:
@@ -248,8 +248,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise UserError(str(err)) from None
         with store:
             print(f"{config.name}: {_plan_text(config)}; output in {out_dir}", file=sys.stderr)
-            print("time: estimated from the first games at this machine's speed (the progress line shows the "
-                  "rate and the time left)", file=sys.stderr)
+            if not args.no_progress:  # (what Progress will show: a line kept up to date, or one estimate)
+                print("time: the progress line shows the rate and the time left, measured on the first games"
+                      if sys.stderr.isatty() else "time: estimated once the first 10 s of games have measured this "
+                      "machine's speed", file=sys.stderr)
             return _play_and_report(config, store, out_dir, factory, args)
 
 
@@ -306,7 +308,7 @@ def _resume(args: argparse.Namespace, out_dir: Path) -> int:
     config = _with_address(config, args)
     with store:
         _announce_resume(config, store, out_dir, retry_aborted=args.retry_aborted)
-        factory = choose_runner(args.runner, config)
+        factory = choose_runner(args.runner, config, out_dir, resuming=True)
         return _play_and_report(config, store, out_dir, factory, args)
 
 
@@ -336,6 +338,8 @@ def _show_standings(standings: Standings, games: list[dict[str, Any]], args: arg
 
 def cmd_plan(args: argparse.Namespace) -> int:
     config = load_config(args.file)
+    if config.unrunnable:  # (as run would refuse it)
+        raise UserError(config.unrunnable[0])
     games = schedule_for(config)
     seats: dict[str, Counter[int]] = {b: Counter() for b in config.bot_names}
     for game in games:
@@ -369,7 +373,7 @@ def cmd_ladder_run(args: argparse.Namespace) -> int:
 
         return tournament_pg.cmd_ladder_run(args, config, url)
     out_dir = config.output_dir(args.out)
-    factory = choose_runner(args.runner, config)
+    factory = choose_runner(args.runner, config, out_dir)
     text = Path(args.file).read_text(encoding="utf-8")
     again = f"craits ladder run {args.file}" + (f" --out {args.out}" if args.out else "")
     with _locked(out_dir), _database_errors(out_dir):
@@ -426,7 +430,7 @@ def cmd_ladder_standings(args: argparse.Namespace) -> int:
         from server.cli import tournament_pg
 
         return tournament_pg.cmd_standings(args, url, ladder=True)
-    out_dir = _target_dir(args.target, None, check_file=False)
+    out_dir = _target_dir(args.target, None, check_file=False, kind="ladder")
     with _database_errors(out_dir):
         try:
             config, store = reopen_ladder(out_dir)
@@ -447,7 +451,7 @@ def _file_config(target: str) -> TournamentConfig | None:
     return load_config(path) if path.is_file() else None
 
 
-def _target_dir(target: str, out: str | None, *, check_file: bool) -> Path:
+def _target_dir(target: str, out: str | None, *, check_file: bool, kind: str = "tournament") -> Path:
     """An output folder, or a tournament file whose output folder is meant."""
     path = Path(target)
     if path.is_dir():
@@ -456,7 +460,14 @@ def _target_dir(target: str, out: str | None, *, check_file: bool) -> Path:
         raise UserError(f"{target}: no such folder or tournament file")
     config = load_config(path)
     out_dir = config.output_dir(out)
-    if check_file and (out_dir / Store.FILENAME).is_file():
+    if not (out_dir / Store.FILENAME).is_file():  # (a folder that is not there is not created by looking)
+        where = "--out" if out else "the file's output" if config.output else "the default logs/<name>"
+        raise UserError(
+            f"{target}: no {kind} in its output folder {out_dir} ({where}, from the current folder: "
+            f"{out_dir.absolute()}); give the folder it was played into, or start it with "
+            f"`craits {kind} run {target}`"
+        )
+    if check_file:
         with Store(out_dir / Store.FILENAME) as store:
             row = store.tournament()
         if row is not None and row.schedule_digest != schedule_digest(schedule_for(config)):
@@ -464,7 +475,24 @@ def _target_dir(target: str, out: str | None, *, check_file: bool) -> Path:
                 f"{target} no longer describes the tournament stored in {out_dir} (its schedule changed); "
                 f"resume the folder ({out_dir}) to finish it as it started, or run the file with --overwrite"
             )
+        if row is not None and row.source_text != path.read_text(encoding="utf-8"):
+            _refuse_changed_settings(target, out_dir, config, row.settings)
+            print(f"{target}: changed since the tournament in {out_dir} started; it is resumed as it started, "
+                  f"with the copy of the file stored then (to play the file as it is now: run it with "
+                  f"--overwrite)", file=sys.stderr)
     return out_dir
+
+
+def _refuse_changed_settings(target: str, out_dir: Path, config: TournamentConfig, stored: dict[str, Any]) -> None:
+    """A file whose game, clocks, deals or bots differ from those its folder's games were played
+    with is refused by resume (its schedule may be the same: short_game, say, changes no seat)."""
+    now = json.loads(json.dumps(settings_of(config)))
+    changed = [key for key, value in now.items() if key != "concurrency" and stored.get(key) != value]
+    if changed:
+        raise UserError(
+            f"{target} no longer describes the tournament stored in {out_dir} (its {', '.join(changed)} changed); "
+            f"resume the folder ({out_dir}) to finish it as it started, or run the file with --overwrite"
+        )
 
 
 @contextlib.contextmanager
@@ -535,26 +563,44 @@ def _play_and_report(
 
 
 def _report(standings: Standings, store: TournamentStore, out_dir: Path, title: str) -> bool:
-    """Print the standings, write their files and the replay viewer's pages; False when
-    the files could not be written (the results are in the database all the same)."""
-    print(standings.format_table())
+    """Write the standings' files and the replay viewer's pages, then print the standings (the
+    files first: a reader of the output that goes away, ``| head``, does not cost them); False
+    when the files could not be written (the results are in the database all the same)."""
     try:
         if isinstance(store, PostgresStore):  # its replays are in the database: the pages need the files
             store.export_replays(out_dir / REPLAY_DIR)
         json_path, csv_path = write_standings(standings, out_dir, game_links(store, out_dir))
         index = write_viewer_pages(store, out_dir, title=title)
     except OSError as err:  # a full disk, say
+        print(standings.format_table())
         print(f"\ncraits: error: cannot write the standings files in {out_dir}: {err.strerror or err}; "
               f"the results are safe in {store.path} (the standings command prints them once fixed)",
               file=sys.stderr)
         return False
+    print(standings.format_table())
     log = out_dir / "tournament.log"
     if isinstance(store, PostgresStore) and not log.exists():
         log = out_dir / "worker.jsonl"  # (the queue's events; the workers keep their own logs)
     print(f"\nstandings: {json_path} {csv_path}; database: {store.path}; log: {log}"
           f"\nreplays: {out_dir / 'replays'}; watch them in a browser: {index}",
           file=sys.stderr)
+    _warn_absent_bots(standings, out_dir)
     return True
+
+
+def _warn_absent_bots(standings: Standings, out_dir: Path) -> None:
+    """Bots that lost games without playing them (a script that crashes at start shows in the
+    standings only as never_connected): one line each, and where their own output is."""
+    absent = [
+        f"{row.bot} " + " and ".join(f"{what.replace('_', ' ')} in {row.issues[what]}"
+                                     for what in ("never_connected", "disconnected") if row.issues.get(what))
+        + f" of its {row.games} games"
+        for row in standings.rows if row.issues.get("never_connected") or row.issues.get("disconnected")
+    ]
+    if absent:
+        bots = out_dir / "bots"
+        where = f"; what launched bots printed (a crash's traceback, say) is in {bots}" if bots.is_dir() else ""
+        print(f"craits: warning: {'; '.join(absent)} (the default policy played for them){where}", file=sys.stderr)
 
 
 def _quiet_referee_logs(out_dir: Path) -> None:
@@ -563,8 +609,11 @@ def _quiet_referee_logs(out_dir: Path) -> None:
     configure_logging(out_dir, name="referee", console=False)
 
 
-def choose_runner(name: str, config: TournamentConfig) -> RunnerFactory:
-    """The local runner for builtin-only tournaments (or when asked), else the referee's."""
+def choose_runner(
+    name: str, config: TournamentConfig, out_dir: Path | None = None, *, resuming: bool = False
+) -> RunnerFactory:
+    """The local runner for builtin-only tournaments (or when asked), else the referee's (its
+    launched bots checked, and that none of them can read ``out_dir``)."""
     if name == "local" or (name == "auto" and all(b.builtin for b in config.bots)):
         others = [b.name for b in config.bots if b.builtin is None]
         if others:
@@ -575,7 +624,31 @@ def choose_runner(name: str, config: TournamentConfig) -> RunnerFactory:
     _check_referee_builtins(config)
     _check_bot_commands(config)
     _check_sandbox(config)
+    if out_dir is not None:
+        _check_output_unseen(config, out_dir, resuming=resuming)
     return tournament_runner
+
+
+def _check_output_unseen(config: TournamentConfig, out_dir: Path, *, resuming: bool = False) -> None:
+    """A sandboxed bot reads its folder (cwd: the file's folder by default) and its allow_read
+    paths; the output folder must not be among them: its replays of the games already played
+    show the cards of the deals still to come (duplicate deals), and its database the tokens."""
+    if config.sandbox == "none":
+        return  # (trusted bots: they read everything of yours anyway)
+    out = out_dir.resolve()
+    for bot in config.launched_bots:
+        for seen in (bot.cwd, *bot.allow_read):
+            if seen is not None and out.is_relative_to(Path(seen).resolve()):
+                default = seen == bot.cwd and bot.cwd == str(Path(config.source).resolve().parent)
+                what = "allow_read path" if seen != bot.cwd else "cwd" + (
+                    " (by default the tournament file's folder)" if default else "")
+                raise UserError(
+                    f"bot {bot.name!r} could read the output folder {out_dir}, which is inside its {what} {seen}: "
+                    f"the replays there show the deals still to be played; " + (
+                        "move the folder out of it, and resume it there" if resuming else
+                        'give each bot a folder of its own (cwd = "..." in the file), or put the output elsewhere '
+                        "(--out)")
+                )
 
 
 def _check_sandbox(config: TournamentConfig) -> None:
@@ -597,10 +670,8 @@ def _check_sandbox(config: TournamentConfig) -> None:
 def _check_bot_commands(config: TournamentConfig) -> None:
     """Refuse, before any game, a bot whose command cannot run here (else it would lose
     every game as a bot that never connected)."""
-    for bot in config.bots:
-        if bot.command is not None and (problem := command_problem(bot.command, bot.cwd)) is not None:
-            raise UserError(f"bot {bot.name!r}: cannot run {' '.join(bot.command)!r}: {problem} "
-                            "(fix its command in the tournament file)")
+    if config.unrunnable:
+        raise UserError(config.unrunnable[0])
 
 
 def _check_referee_builtins(config: TournamentConfig) -> None:

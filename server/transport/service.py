@@ -515,7 +515,9 @@ class Arena:
         answered anything in this game most likely ended with its previous game (a bot written
         for one game per process or per stream): it is replaced at once by a fresh process,
         which takes the seat over as a reconnect would (within the reconnect grace), so the
-        bot loses no game for it."""
+        bot loses no game for it. A process started for this game that does the same crashed:
+        it is not replaced (a bot that dies at start would be relaunched until the connect
+        timeout, hundreds of times a game), and the seat is treated as a launched bot's exit."""
         assert self.pool is not None
         index = next(i for i, (s, _) in enumerate(leased) if s is seat)
         while True:
@@ -529,7 +531,8 @@ class Arena:
                 exited.cancel()
             code = pooled.process.returncode
             answered = seat.think_s + seat.transport_s > 0
-            if answered or game.over or self.closing:
+            fresh = pooled.games <= 1  # started for this game: no previous game it could have ended with
+            if answered or fresh or game.over or self.closing:
                 if code is None:
                     pooled.lost.clear()  # a stream lost mid-game: the bot may reconnect (the game decides)
                     await pooled.process.process.wait()

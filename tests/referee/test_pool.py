@@ -88,6 +88,19 @@ def test_a_bot_that_exits_between_games_is_relaunched_and_loses_no_game(tmp_path
     assert len(replaced) == 1 and ("code 3" in replaced[0]["why"] or "closed its stream" in replaced[0]["why"])
 
 
+def test_a_bot_that_dies_as_it_starts_is_launched_once_a_game_not_relaunched_in_a_loop(tmp_path: Path) -> None:
+    """Only a process kept from an earlier game is replaced when it leaves before answering: one
+    started for this game that exits at once lost the game as a bot that never connected (as
+    with restart = "game"), rather than being relaunched until the connect timeout."""
+    script = tmp_path / "dead_bot.py"
+    script.write_text("raise SystemExit(1)\n")
+    dead = BotSpec(name="dead", token="", command=(sys.executable, str(script)))
+    records, events = play_games((dead, builtin("random")), 2)
+    assert [statuses(r, "dead") for r in records] == [SeatStatus.NEVER_CONNECTED] * 2
+    assert len([e for e in events if e["event"] == "bot_launched"]) == 2
+    assert not [e for e in events if e["event"] == "bot_replaced"]
+
+
 def test_a_bot_that_never_says_hello_again_is_replaced_before_its_next_game(tmp_path: Path) -> None:
     pids = tmp_path / "pids"
     records, events = play_games((pool_bot("mute", "quiet", pids), builtin("random")), 2)

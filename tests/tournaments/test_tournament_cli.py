@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from server.cli.tournament import choose_runner
 from tests.cli import run_cli
+from tests.tournaments.configs import builtin_tournament
 from tournaments.config import load_config
 from tournaments.grpc_runner import tournament_runner
 
@@ -74,6 +78,41 @@ def test_resume_refuses_a_changed_file(tmp_path: Path, capsys: pytest.CaptureFix
     assert code == 2 and "no longer describes the tournament" in stderr
 
 
+def test_resume_refuses_a_file_whose_rules_changed_and_says_when_it_plays_the_stored_copy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A change that moves no seat (the game's flags, the clocks) would be ignored by a resume,
+    which plays the tournament as it started: refused, naming what changed; any other change
+    (a comment, the concurrency) is said aloud, not silently dropped."""
+    config = tmp_path / "t.toml"
+    config.write_text(QUICK.read_text())
+    out = tmp_path / "q"
+    assert run(capsys, "run", str(config), "--out", str(out))[0] == 0
+    config.write_text(QUICK.read_text().replace("short_game = true", "short_game = false"))
+    code, _, stderr = run(capsys, "resume", str(config), "--out", str(out))
+    assert code == 2 and stderr.strip() == (
+        f"craits: error: {config} no longer describes the tournament stored in {out} (its game changed); "
+        f"resume the folder ({out}) to finish it as it started, or run the file with --overwrite")
+    config.write_text(QUICK.read_text().replace("concurrency = 2", "concurrency = 1  # slower"))
+    code, _, stderr = run(capsys, "resume", str(config), "--out", str(out))
+    assert code == 0 and f"{config}: changed since the tournament in {out} started; it is resumed as it started" in stderr
+
+
+def test_a_file_whose_output_folder_is_not_here_is_explained_and_no_folder_is_made(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The output folder is relative to the current folder, not the file's: resume and standings
+    of a FILE run from elsewhere say where they looked, and leave nothing behind."""
+    monkeypatch.chdir(tmp_path)
+    for command in ("resume", "standings"):
+        code, _, stderr = run(capsys, command, str(QUICK))
+        assert code == 2 and stderr.strip() == (
+            f"craits: error: {QUICK}: no tournament in its output folder logs/local-quick (the default "
+            f"logs/<name>, from the current folder: {tmp_path / 'logs' / 'local-quick'}); give the folder it "
+            f"was played into, or start it with `craits tournament run {QUICK}`")
+    assert not (tmp_path / "logs").exists()
+
+
 def test_user_mistakes_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text(QUICK.read_text().replace("table_size = 3", "table_size = 9"))
@@ -99,10 +138,11 @@ def test_a_bot_whose_command_cannot_run_is_refused_before_any_game(tmp_path: Pat
     code, _, stderr = run(capsys, "run", str(typo), "--out", str(out))
     assert code == 2 and stderr.strip().count("\n") == 0
     reason = f"no such file bto.js (in {ROOT / 'clients' / 'js'})" if shutil.which("node") else "command not found: node"
-    assert stderr.startswith(f"craits: error: bot 'js-heuristic': cannot run 'node bto.js --strategy "
-                             f"heuristic': {reason}")
-    assert stderr.strip().endswith("(fix its command in the tournament file)")
+    assert stderr.strip() == (f"craits: error: {typo}:38: bots[3].command: cannot run 'node bto.js --strategy "
+                              f"heuristic': {reason}")
     assert not out.exists()
+    code, _, stderr = run(capsys, "plan", str(typo))  # the check of a file says it too
+    assert code == 2 and stderr.startswith(f"craits: error: {typo}:38: bots[3].command: cannot run")
 
 
 def test_the_grpc_runner_plays_tournaments_with_launched_bots() -> None:
@@ -217,3 +257,143 @@ def test_a_hand_edited_database_is_a_one_line_error(
     code, _, stderr = run(capsys, "standings", str(out))
     assert code == 2 and "Traceback" not in stderr
     assert stderr.strip().splitlines()[-1].startswith(f"craits: error: {out / 'tournament.db'}") and says in stderr
+
+
+def craits_into_a_closed_pipe(*args: str) -> subprocess.CompletedProcess[str]:
+    """``craits ARGS... | head`` when head has already gone: standard output is a pipe nobody reads."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        return subprocess.run([sys.executable, "-m", "server.cli", *args], cwd=ROOT, stdout=write,
+                              stderr=subprocess.PIPE, text=True, timeout=300, check=False)
+    finally:
+        os.close(write)
+
+
+def test_output_piped_into_a_reader_that_stops_costs_neither_a_traceback_nor_the_standings_files(
+    tmp_path: Path,
+) -> None:
+    """`craits tournament run FILE | head`: the results and their files are all there, and
+    neither run, standings nor plan shows a traceback when the reader goes away."""
+    out = tmp_path / "q"
+    ran = craits_into_a_closed_pipe("tournament", "run", str(QUICK), "--out", str(out), "--no-progress")
+    assert "Traceback" not in ran.stderr and "Exception" not in ran.stderr, ran.stderr
+    assert json.loads((out / "standings.json").read_text())["games_recorded"] == 36
+    assert (out / "standings.csv").is_file() and (out / "viewer" / "index.html").is_file()
+    for args in (("standings", str(out)), ("plan", str(QUICK))):
+        shown = craits_into_a_closed_pipe("tournament", *args)
+        assert shown.returncode == 141 and shown.stderr == "", (args, shown.stderr)
+
+
+def test_a_bot_that_crashes_in_every_game_is_named_with_where_its_output_is(tmp_path: Path) -> None:
+    """A student's script that dies at start shows in the standings only as never_connected:
+    the run says so in words, and where the traceback is."""
+    (tmp_path / "dead").mkdir()
+    (tmp_path / "dead" / "bot.py").write_text("raise SystemExit('boom: no module named numpy')\n")
+    config = tmp_path / "class.toml"
+    config.write_text('name = "class"\ntable_size = 2\nsandbox = "none"\n\n[flags]\nshort_game = true\n\n'
+                      '[[bots]]\nname = "dead"\ncommand = ["python", "bot.py"]\ncwd = "dead"\n\n'
+                      '[[bots]]\nname = "house"\nbuiltin = "random"\n\n[[bots]]\nname = "first"\nbuiltin = "first"\n')
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "server.cli", "tournament", "run", str(config), "--out", str(out),
+                           "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert (f"craits: warning: dead never connected in 4 of its 4 games (the default policy played for them); "
+            f"what launched bots printed (a crash's traceback, say) is in {out / 'bots'}") in done.stderr
+    logs = list((out / "bots").glob("dead-*.log"))
+    assert len(logs) == 4 and all("boom: no module named numpy" in log.read_text() for log in logs)
+
+
+def test_a_log_that_cannot_be_written_is_one_line_not_a_traceback_per_event(tmp_path: Path) -> None:
+    """A full disk under the referee's log (here /dev/full, which refuses every write): the games
+    are played and recorded, and the log's trouble is said in one line, not logging's traceback
+    for each of its events."""
+    config = tmp_path / "t.toml"
+    config.write_text(builtin_tournament("full", seed=3, deals=1, bots={"r": "random", "f": "first", "d": "default"}))
+    out = tmp_path / "q"
+    out.mkdir()
+    (out / "referee.jsonl").symlink_to("/dev/full")
+    done = subprocess.run([sys.executable, "-m", "server.cli", "tournament", "run", str(config), "--out", str(out),
+                           "--runner", "grpc", "--no-progress"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    said = [line for line in done.stderr.splitlines() if line.startswith("craits: cannot write the log")]
+    assert said and set(said) == {f"craits: cannot write the log {out / 'referee.jsonl'}: No space left on device; "
+                                  "its events are lost until there is room"}
+    assert json.loads((out / "standings.json").read_text())["games_recorded"] == 3
+
+
+def test_a_sandboxed_bot_whose_folder_holds_the_output_is_refused_before_anything_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The simplest class folder (the file, the bots' scripts, craits run there): a bot's cwd is
+    the file's folder, which would hold logs/<name>/, whose replays show the deals still to be
+    played. Refused with the way out; trusted bots (--no-sandbox) read everything anyway."""
+    tmp_path.chmod(0o755)  # (a referee running as root runs a sandboxed bot as another user)
+    (tmp_path / "alice.py").write_text("raise SystemExit(1)\n")
+    config = tmp_path / "class.toml"
+    config.write_text('name = "class"\ntable_size = 2\n\n[[bots]]\nname = "alice"\ncommand = ["python", "alice.py"]\n'
+                      '\n[[bots]]\nname = "house"\nbuiltin = "random"\n')
+    monkeypatch.chdir(tmp_path)
+    code, _, stderr = run(capsys, "run", "class.toml")
+    assert code == 2 and stderr.strip() == (
+        f"craits: error: bot 'alice' could read the output folder logs/class, which is inside its cwd (by default "
+        f"the tournament file's folder) {tmp_path}: the replays there show the deals still to be played; give each "
+        f'bot a folder of its own (cwd = "..." in the file), or put the output elsewhere (--out)')
+    assert not (tmp_path / "logs").exists()
+    code, stdout, _ = run(capsys, "run", "class.toml", "--no-sandbox", "--no-progress")
+    assert code == 0 and "class: 2/2 games (complete)" in stdout
+    code, _, stderr = run(capsys, "resume", "logs/class")  # (a resume plays the file as stored)
+    assert code == 2 and stderr.strip().endswith("the replays there show the deals still to be played; move the "
+                                                 "folder out of it, and resume it there")
+
+
+def test_the_time_line_promises_only_what_will_show(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Off a terminal one estimate comes after 10 s of games; with --no-progress none at all."""
+    code, _, stderr = run(capsys, "run", str(QUICK), "--out", str(tmp_path / "a"), "--no-progress")
+    assert code == 0 and "time:" not in stderr
+    code, _, stderr = run(capsys, "run", str(QUICK), "--out", str(tmp_path / "b"))
+    assert code == 0 and "time: estimated once the first 10 s of games have measured this machine's speed" in stderr
+
+
+def test_standings_need_no_bots_and_resume_says_when_they_have_moved(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The bots' folders deleted or moved after the class: the standings (of a tournament or a
+    ladder) are still read; a resume, which needs them, says which and where."""
+    (tmp_path / "alice").mkdir()
+    (tmp_path / "alice" / "bot.py").write_text("raise SystemExit(1)\n")
+    config = tmp_path / "class.toml"
+    config.write_text('name = "class"\ntable_size = 2\nsandbox = "none"\n\n[[bots]]\nname = "alice"\n'
+                      'command = ["python", "bot.py"]\ncwd = "alice"\n\n[[bots]]\nname = "house"\nbuiltin = "random"\n')
+    out, ladder = tmp_path / "out", tmp_path / "ladder"
+    assert run(capsys, "run", str(config), "--out", str(out), "--no-progress")[0] == 0
+    assert run_cli(capsys, "ladder", "run", str(config), "--out", str(ladder), "--rounds", "1")[0] == 0
+    (tmp_path / "alice").rename(tmp_path / "alice-2025")
+    code, stdout, _ = run(capsys, "standings", str(out))
+    assert code == 0 and "class: 2/2 games (complete)" in stdout
+    code, stdout, _ = run_cli(capsys, "ladder", "standings", str(ladder))
+    assert code == 0 and "class: 2/2 games" in stdout
+    code, _, stderr = run(capsys, "resume", str(out))
+    assert code == 2 and stderr.strip() == (
+        f"craits: error: {out}: the tournament plays its file as stored when it started, which no longer fits here: "
+        f"{config}:8: bots[1].cwd: 'alice' is not a folder (resolved to {tmp_path / 'alice'}) (put the bots where "
+        f"they were to resume it)")
+
+
+def test_overwrite_leaves_nothing_of_the_earlier_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--overwrite: the earlier run's bots' output and referee log go with its database (the
+    new run's warnings point there), as do its standings and pages."""
+    (tmp_path / "bots").mkdir()
+    (tmp_path / "bots" / "bot.py").write_text("raise SystemExit(1)\n")
+    config = tmp_path / "t.toml"
+    text = ('name = "t"\ntable_size = 2\nsandbox = "none"\n\n[[bots]]\nname = "NAME"\ncommand = ["python", "bot.py"]\n'
+            'cwd = "bots"\n\n[[bots]]\nname = "house"\nbuiltin = "random"\n')
+    config.write_text(text.replace("NAME", "old"))
+    out = tmp_path / "out"
+    assert run(capsys, "run", str(config), "--out", str(out), "--no-progress")[0] == 0
+    assert sorted(p.name.split("-")[0] for p in (out / "bots").iterdir()) == ["old", "old"]
+    config.write_text(text.replace("NAME", "new"))
+    assert run(capsys, "run", str(config), "--out", str(out), "--no-progress", "--overwrite")[0] == 0
+    assert sorted(p.name.split("-")[0] for p in (out / "bots").iterdir()) == ["new", "new"]
+    assert '"old"' not in (out / "referee.jsonl").read_text()

@@ -189,3 +189,37 @@ def test_launched_bots_are_kept_between_games_unless_the_file_says_restart_game(
 )
 def test_a_bad_restart_key_names_its_line_and_what_would_do(line: str, message: str) -> None:
     assert error_of(line + "\n" + GOOD).startswith(message)
+
+
+def test_a_memory_limit_without_a_unit_too_small_for_any_bot_is_refused() -> None:
+    """memory = 512 counts bytes: every launched bot would die as it starts and lose every game."""
+    message = error_of(GOOD.replace("[flags]", "[limits]\nmemory = 512\n\n[flags]"))
+    assert message == 't.toml:7: limits.memory: 512 is 512 bytes (a number without a unit counts bytes), too little ' \
+                      'for any bot to start; write a size: "512 MiB"'
+    assert parse_config(GOOD.replace("[flags]", "[limits]\nmemory = 536870912\n\n[flags]"), base_dir=ROOT).limits.memory \
+        == 512 * 2**20
+
+
+def test_a_path_starting_with_a_tilde_is_in_the_home_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No shell reads a tournament file: output = "~/results" was a folder named ~ in the current one."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "bots").mkdir()
+    text = GOOD.replace('seed = 5', 'seed = 5\noutput = "~/results"').replace(
+        'name = "c"\nbuiltin = "greedy"', 'name = "c"\ncommand = ["python", "-m", "x"]\ncwd = "~/bots"\nallow_read = ["~"]')
+    config = parse_config(text, base_dir=ROOT)
+    assert config.output_dir() == tmp_path / "results"
+    assert config.bots[2].cwd == str(tmp_path / "bots") and config.bots[2].allow_read == (str(tmp_path),)
+
+
+def test_bots_written_as_single_tables_are_pointed_to_double_brackets() -> None:
+    message = error_of(GOOD.replace("[[bots]]", "[bots]"))
+    assert message == ("t.toml:13:6: TOML syntax error: Cannot declare ('bots',) twice (each bot is a [[bots]] section, "
+                       "with double brackets)")
+
+
+def test_a_command_path_that_is_not_there_says_what_it_is_relative_to(tmp_path: Path) -> None:
+    (tmp_path / "alice").mkdir()
+    text = GOOD.replace('name = "c"\nbuiltin = "greedy"', 'name = "c"\ncommand = ["alice/run.sh"]\ncwd = "alice"')
+    (why,) = parse_config(text, source="t.toml", base_dir=tmp_path).unrunnable
+    assert why == (f"t.toml:19: bots[3].command: cannot run 'alice/run.sh': alice/run.sh does not exist (a command's "
+                   f"paths are relative to its bot's cwd, {tmp_path / 'alice'})")
