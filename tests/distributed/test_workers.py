@@ -40,10 +40,12 @@ short_game = true
 [[bots]]
 name = "slow-a"
 command = ["python", "slow_bot.py", "0.002"]
+cwd = "bots"
 
 [[bots]]
 name = "slow-b"
 command = ["python", "slow_bot.py", "0.002"]
+cwd = "bots"
 """
 """Two games of about five seconds each (two deterministic bots that think 2 ms a move)."""
 
@@ -156,7 +158,8 @@ def slow_reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]
 
 def slow_file(folder: Path) -> Path:
     folder.chmod(0o755)  # (pytest makes it 0700; a sandboxed bot's folder must be readable by every user)
-    shutil.copy(SLOW_BOT, folder / "slow_bot.py")
+    (folder / "bots").mkdir(mode=0o755)  # (a folder of their own: the output beside it is not theirs to read)
+    shutil.copy(SLOW_BOT, folder / "bots" / "slow_bot.py")
     path = folder / "slowcup.toml"
     path.write_text(SLOW_FILE, encoding="utf-8")
     return path
@@ -258,7 +261,7 @@ def test_a_worker_without_a_bots_files_refuses_its_games_and_leaves_them_to_othe
     wait_for("the worker", lambda: live_workers(url) == 1)
     coord = coordinator(procs, file, url, tmp_path / "out")
     refusals = wait_for("a refusal", lambda: [e for e in procs.log_events("bare") if e["event"] == "game_refused"])
-    assert "slow_bot.py" in refusals[0]["reason"] and "cannot run" in refusals[0]["reason"], refusals[0]
+    assert "'bots' is not a folder" in refusals[0]["reason"] and "elsewhere/bots" in refusals[0]["reason"], refusals[0]
     assert recorded(url, "slowcup") == []
     procs.worker("equipped", url, concurrency=2)
     assert finished(coord, procs, "coordinator") == 0, procs.output("coordinator")
