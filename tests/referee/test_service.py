@@ -296,6 +296,55 @@ def test_craits_serve_finishes_or_records_every_game_on_sigterm(tmp_path: Path) 
     assert launched and not any(pid_alive(p) for p in launched)
 
 
+def test_craits_serve_refuses_a_place_it_cannot_write_before_it_listens(tmp_path: Path) -> None:
+    """A --results that is a folder, a --replays or --log-dir under a file: one line, exit 2,
+    before the referee listens or plays (a game's result was lost after the game)."""
+    (tmp_path / "afile").write_text("")
+    (tmp_path / "adir").mkdir()
+    cases = {
+        ("--results", str(tmp_path / "adir")): "--results {}: cannot append to it: Is a directory",
+        ("--replays", str(tmp_path / "afile" / "r")): "--replays {}: cannot write there: Not a directory",
+        ("--log-dir", str(tmp_path / "afile")): "--log-dir {}: cannot write the log there: File exists",
+    }
+    for (option, value), says in cases.items():
+        result = _craits("serve", "--address", "127.0.0.1:0", "--bot", "random", "--bot", "random", "--games", "1",
+                         "--log-dir", str(tmp_path / "logs"), option, value)
+        assert result.returncode == 2, (option, result.stderr)
+        assert result.stderr.startswith("craits: error: " + says.format(value)), result.stderr
+        assert len(result.stderr.splitlines()) == 1 and "Traceback" not in result.stderr, result.stderr
+        assert "listening" not in result.stdout
+
+
+def test_craits_serve_stops_in_one_line_when_a_replay_cannot_be_written(tmp_path: Path) -> None:
+    """The replays' folder replaced by a file while games are played: serve stops with the
+    game and the reason in one line (exit 2), no traceback; every result line written is whole."""
+    replays, results = tmp_path / "replays", tmp_path / "results.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "server.cli", "serve", "--address", "127.0.0.1:0", "--bot", "random", "--bot", "first",
+         "--flag", "short_game=true", "--replays", str(replays), "--results", str(results),
+         "--log-dir", str(tmp_path / "logs")],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith("craits serve: game "):
+                break
+        replays.rename(tmp_path / "moved")
+        replays.write_text("")
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 2, err
+    assert "Traceback" not in err and "never retrieved" not in err, err
+    said = [line for line in err.splitlines() if line.startswith("craits: error:")]
+    assert len(said) == 1 and said[0].startswith("craits: error: game serve-"), err
+    assert "Not a directory" in said[0] or "File exists" in said[0], err  # (at the game's start or end)
+    assert "stopped after" in out
+    assert all(json.loads(line)["game_id"] for line in results.read_text().splitlines())
+
+
 def test_an_address_in_use_is_a_clear_error() -> None:
     from server.transport.service import Arena, ArenaError
 
