@@ -287,3 +287,23 @@ def test_a_ladder_keeps_running_while_workers_come_and_go(tmp_path: Path, url: s
     assert finished(again, procs, "again") == 0, procs.output("again")
     newest = query(url, "SELECT seats FROM craits_games WHERE tournament = 'comego' ORDER BY ordinal DESC LIMIT 1")
     assert "newcomer" in json.loads(newest[0][0]) and len(recorded(url, "comego")) == 13 * 3
+
+
+def test_a_worker_or_store_command_given_a_wrong_place_says_so_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Mistakes caught before any connection: a --files folder that is not there (every game
+    would be refused, forever), a --log-dir under a file, a URL of another database."""
+    nowhere = "postgresql://nobody@127.0.0.1:1/none"
+    (tmp_path / "afile").write_text("")
+    cases = [
+        (("worker", "--store", nowhere, "--files", str(tmp_path / "bots")), f"--files {tmp_path / 'bots'}: no such folder"),
+        (("worker", "--store", nowhere, "--log-dir", str(tmp_path / "afile")),
+         f"--log-dir {tmp_path / 'afile'}: cannot write the log there: File exists"),
+        (("store", "migrate", "mysql://root:pw@db/craits"), "'mysql://root:***@db/craits' is not a PostgreSQL URL"),
+        (("store", "list", "sqlite:///tmp/x.db"), "'sqlite:///tmp/x.db' is not a PostgreSQL URL"),
+    ]
+    for argv, says in cases:
+        code, _, err = run_cli(capsys, *argv)
+        assert code == 2, (argv, err)
+        assert err.startswith(f"craits: error: {says}") and len(err.splitlines()) == 1, err
