@@ -126,3 +126,21 @@ def test_html_of_several_files_into_one_html_file_is_a_user_error(
     out = craits("html", *two_replays, "-o", tmp_path / "x.html")
     assert out.returncode == 2
     assert "several replays need an output directory" in out.stderr
+
+
+def test_output_into_a_closed_pipe_is_no_traceback(two_replays: list[Path]) -> None:
+    """``craits replay verify DIR | head -1``: the reader leaves early; craits stops quietly
+    (exit 141, as a program ended by SIGPIPE), with no BrokenPipeError traceback."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # (the reader is gone before the first line: deterministic)
+    try:
+        for args in (["verify", two_replays[0].parent], ["show", two_replays[0]]):
+            done = subprocess.run(
+                [sys.executable, "-m", "server.cli", "replay", *map(str, args)], stdout=write_end,
+                stderr=subprocess.PIPE, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                timeout=120, check=False,
+            )
+            assert done.returncode == 141, done.stderr
+            assert done.stderr == "", done.stderr
+    finally:
+        os.close(write_end)
