@@ -307,3 +307,15 @@ def test_a_worker_or_store_command_given_a_wrong_place_says_so_in_one_line(
         code, _, err = run_cli(capsys, *argv)
         assert code == 2, (argv, err)
         assert err.startswith(f"craits: error: {says}") and len(err.splitlines()) == 1, err
+
+
+def test_the_worker_host_script_takes_the_workers_paths_from_where_it_is_started(tmp_path: Path) -> None:
+    """deploy/worker-host.sh from the bots' machine folder: ``--files bots`` is that folder's
+    bots/ (it was the project's, where no such folder is), so the worker goes on to the store."""
+    (tmp_path / "bots").mkdir()
+    env = {**os.environ, "CRAITS_STORE": "postgresql://nobody@127.0.0.1:1/none"}
+    done = subprocess.run(["bash", str(ROOT / "deploy" / "worker-host.sh"), "--files", "bots", "--log-dir", "logs"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 2, done.stderr
+    assert "no such folder" not in done.stderr and "cannot connect" in done.stderr, done.stderr
+    assert (tmp_path / "logs" / "worker.jsonl").exists(), "its log is where it was started"
