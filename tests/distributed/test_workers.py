@@ -13,16 +13,19 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
+from procrastinate.jobs import Job
 
 from server.storage.postgres import migrate
 from tests.cli import run_cli
 from tests.postgres_server import PostgresServer
 from tests.tournaments.configs import builtin_tournament
+from tournaments.distributed import REFUSED_RETRY_MAX_S, GameRefused, RefusedRetry
 
 ROOT = Path(__file__).resolve().parents[2]
 SLOW_BOT = Path(__file__).resolve().parent / "bots" / "slow_bot.py"
@@ -319,3 +322,42 @@ def test_the_worker_host_script_takes_the_workers_paths_from_where_it_is_started
     assert done.returncode == 2, done.stderr
     assert "no such folder" not in done.stderr and "cannot connect" in done.stderr, done.stderr
     assert (tmp_path / "logs" / "worker.jsonl").exists(), "its log is where it was started"
+
+
+def test_a_game_no_worker_can_play_waits_longer_each_time_and_is_not_a_log_line_each_time(
+    tmp_path: Path, url: str, procs: Procs
+) -> None:
+    """A worker lacking the bots' files refuses the same games again and again: each refusal of
+    a game waits longer before the next (up to REFUSED_RETRY_MAX_S), and its log says so once
+    (then at most once a minute), not once per refusal for as long as nobody fixes it."""
+    file = slow_file(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    procs.worker("bare", url, "--files", str(elsewhere), concurrency=2)
+    coordinator(procs, file, url, tmp_path / "out")
+
+    def refusals() -> int:
+        rows = query(url, "SELECT coalesce(sum(attempts), 0) FROM procrastinate_jobs WHERE args->>'tournament' = %s",
+                     "slowcup")
+        return int(rows[0][0])
+
+    wait_for("the two games refused five times in all", lambda: refusals() >= 5)
+    logged = [e for e in procs.log_events("bare") if e["event"] == "game_refused"]
+    assert 1 <= len(logged) < refusals(), logged
+    assert "slow_bot.py" in logged[0]["reason"] and "each refusal of a game waits longer" in logged[0]["retry"]
+    assert recorded(url, "slowcup") == []
+
+    retry = RefusedRetry()
+
+    def wait_s(attempts: int) -> float:
+        before = datetime.now(UTC)
+        decision = retry.get_retry_decision(exception=GameRefused("no bot here"), job=Job(
+            id=1, queue="craits", lock=None, queueing_lock=None, task_name="craits.play_game", attempts=attempts))
+        assert decision is not None and decision.retry_at is not None
+        return (decision.retry_at - before).total_seconds()
+
+    seconds = [wait_s(n) for n in range(8)]
+    assert seconds[0] < 3.5 and seconds[3] >= 8.0 and seconds[7] >= REFUSED_RETRY_MAX_S, seconds
+    assert all(s <= REFUSED_RETRY_MAX_S + 2.5 for s in seconds), seconds
+    assert retry.get_retry_decision(exception=ValueError("a bug"), job=Job(
+        id=1, queue="craits", lock=None, queueing_lock=None, task_name="craits.play_game")) is None
