@@ -69,8 +69,11 @@ from tournaments.schedule import schedule_digest, schedule_for
 TASK = "craits.play_game"
 QUEUE = "craits"
 REFUSED_RETRY_S = 1.0
-"""A refused game waits this long (and a random bit) before this or any worker takes it again,
-twice as long after each further refusal, up to ``REFUSED_RETRY_MAX_S``."""
+"""A refused game waits this long (and a random bit) before this or any worker takes it again;
+after ``REFUSED_FAST_TRIES`` refusals, twice as long after each, up to ``REFUSED_RETRY_MAX_S``."""
+REFUSED_FAST_TRIES = 8
+"""Refusals retried at once: a worker that has the files takes a game a bare worker refused
+within a few tries (each a coin toss between them), so only a game that nobody plays slows."""
 REFUSED_RETRY_MAX_S = 30.0
 REFUSED_LOG_EVERY_S = 60.0
 """A worker logs a refusal once, then the same refusal (tournament and reason) at most this
@@ -393,7 +396,8 @@ class RefusedRetry(pq_retry.BaseRetryStrategy):
 
 def refused_wait_s(attempts: int) -> float:
     """How long a game refused ``attempts + 1`` times waits (before the jitter)."""
-    return float(min(REFUSED_RETRY_S * 2 ** min(attempts, 16), REFUSED_RETRY_MAX_S))
+    slower = max(0, attempts - REFUSED_FAST_TRIES + 1)
+    return float(min(REFUSED_RETRY_S * 2 ** min(slower, 16), REFUSED_RETRY_MAX_S))
 
 
 class RefusalLog:
@@ -413,8 +417,8 @@ class RefusalLog:
         self._seen[key] = (now, 0)
         log.error("game_refused", tournament=tournament, game=game_id, worker=worker, reason=reason,
                   **({"also_refused_since": since, "since_s": round(now - last)} if since else {}),
-                  retry="later, by this or another worker; each refusal of a game waits longer, "
-                  f"up to {REFUSED_RETRY_MAX_S:g} s")
+                  retry=f"soon, by this or another worker; after {REFUSED_FAST_TRIES} refusals a game waits "
+                  f"longer each time, up to {REFUSED_RETRY_MAX_S:g} s")
 
 
 def register_task(app: procrastinate.App, game_worker: GameWorker) -> None:
@@ -553,6 +557,16 @@ async def failed_games(app: procrastinate.App, tournament: str) -> list[tuple[st
     return [(r["game_id"], r["worker"]) for r in rows]
 
 
+async def refused_games(app: procrastinate.App, tournament: str) -> int:
+    """How many of this tournament's games a worker has refused and wait for another try."""
+    row = await app.connector.execute_query_one_async(
+        "SELECT count(*) AS n FROM procrastinate_jobs WHERE task_name = %(task)s AND status = 'todo'"
+        " AND attempts > 0 AND args->>'tournament' = %(tournament)s",
+        task=TASK, tournament=tournament,
+    )
+    return int(row["n"])
+
+
 async def clear_failed(app: procrastinate.App, tournament: str) -> None:
     await app.connector.execute_query_async(
         "DELETE FROM procrastinate_jobs WHERE task_name = %(task)s AND status IN ('failed', 'cancelled', 'aborted')"
@@ -577,13 +591,15 @@ async def play_queued(
     settings: WorkerSettings,
     runner_for: Callable[[TournamentConfig], RunnerFactory],
     on_progress: Callable[[int, int], None] | None = None,
+    on_refused: Callable[[int], None] | None = None,
     stop: asyncio.Event | None = None,
     poll_s: float = 0.25,
 ) -> Followed:
     """Queue the unplayed games of ``store``'s tournament and follow them until every one
     is recorded, a game fails, or ``stop`` is set. ``local_workers``: games this process
     plays at once itself; None: ``settings.concurrency`` as soon as no worker is alive
-    (at the start, or later, when the last one has gone), else none."""
+    (at the start, or later, when the last one has gone), else none. ``on_refused`` is told,
+    every heartbeat, how many games workers have refused (they wait for one that can play them)."""
     stop = stop or asyncio.Event()
     app = make_app(url)
     register_task(app, GameWorker(url, settings, runner_for))  # (the task must be known to defer it)
@@ -626,6 +642,8 @@ async def play_queued(
                         failed = await failed_games(app, store.name)
                         if failed:
                             break
+                        if on_refused is not None:
+                            on_refused(await refused_games(app, store.name))
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(stop.wait(), wait_s)
         finally:

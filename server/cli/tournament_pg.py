@@ -137,13 +137,23 @@ def _play_and_report(
         if recorded > progress.done:
             progress.advance(recorded - progress.done)
 
+    told = 0
+
+    def on_refused(refused: int) -> None:  # (said once, and again if it grows: it may be every game)
+        nonlocal told
+        if refused > 2 * told:
+            told = refused
+            print(("\r\x1b[K" if progress.enabled else "") + f"{config.name}: {refused} game(s) refused by a worker "
+                  "that cannot run their bots (its log says why: game_refused); they wait for a worker that can",
+                  file=sys.stderr, flush=True)
+
     async def follow() -> tuple[int, int, list[tuple[str, str]], bool]:
         stop = asyncio.Event()
         restore = install_stop_handlers(stop.set)
         try:
             followed = await play_queued(
                 url, store, local_workers=args.local_workers, settings=settings,
-                runner_for=runner_for(args.runner), on_progress=on_progress, stop=stop,
+                runner_for=runner_for(args.runner), on_progress=on_progress, on_refused=on_refused, stop=stop,
             )
         finally:
             restore()

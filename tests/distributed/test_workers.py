@@ -25,7 +25,7 @@ from server.storage.postgres import migrate
 from tests.cli import run_cli
 from tests.postgres_server import PostgresServer
 from tests.tournaments.configs import builtin_tournament
-from tournaments.distributed import REFUSED_RETRY_MAX_S, GameRefused, RefusedRetry
+from tournaments.distributed import REFUSED_FAST_TRIES, REFUSED_RETRY_MAX_S, GameRefused, RefusedRetry
 
 ROOT = Path(__file__).resolve().parents[2]
 SLOW_BOT = Path(__file__).resolve().parent / "bots" / "slow_bot.py"
@@ -324,12 +324,12 @@ def test_the_worker_host_script_takes_the_workers_paths_from_where_it_is_started
     assert (tmp_path / "logs" / "worker.jsonl").exists(), "its log is where it was started"
 
 
-def test_a_game_no_worker_can_play_waits_longer_each_time_and_is_not_a_log_line_each_time(
+def test_a_game_no_worker_can_play_is_said_once_not_a_log_line_each_time_and_waits_longer(
     tmp_path: Path, url: str, procs: Procs
 ) -> None:
-    """A worker lacking the bots' files refuses the same games again and again: each refusal of
-    a game waits longer before the next (up to REFUSED_RETRY_MAX_S), and its log says so once
-    (then at most once a minute), not once per refusal for as long as nobody fixes it."""
+    """A worker lacking the bots' files refuses the same games again and again: its log says so
+    once (then at most once a minute), not once per refusal for as long as nobody fixes it; the
+    coordinator says so on its terminal; past a few refusals a game waits longer each time."""
     file = slow_file(tmp_path)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -344,8 +344,11 @@ def test_a_game_no_worker_can_play_waits_longer_each_time_and_is_not_a_log_line_
     wait_for("the two games refused five times in all", lambda: refusals() >= 5)
     logged = [e for e in procs.log_events("bare") if e["event"] == "game_refused"]
     assert 1 <= len(logged) < refusals(), logged
-    assert "slow_bot.py" in logged[0]["reason"] and "each refusal of a game waits longer" in logged[0]["retry"]
+    assert "slow_bot.py" in logged[0]["reason"] and "waits longer each time" in logged[0]["retry"]
     assert recorded(url, "slowcup") == []
+    said = wait_for("the coordinator says so", lambda: [
+        line for line in procs.output("coordinator").splitlines() if "refused by a worker" in line])
+    assert "slowcup: " in said[0] and "game_refused" in said[0], said
 
     retry = RefusedRetry()
 
@@ -356,8 +359,9 @@ def test_a_game_no_worker_can_play_waits_longer_each_time_and_is_not_a_log_line_
         assert decision is not None and decision.retry_at is not None
         return (decision.retry_at - before).total_seconds()
 
-    seconds = [wait_s(n) for n in range(8)]
-    assert seconds[0] < 3.5 and seconds[3] >= 8.0 and seconds[7] >= REFUSED_RETRY_MAX_S, seconds
+    seconds = [wait_s(n) for n in range(16)]
+    assert all(s < 3.5 for s in seconds[:REFUSED_FAST_TRIES]), "a worker that can play it gets it soon"
+    assert seconds[REFUSED_FAST_TRIES + 2] >= 8.0 and seconds[15] >= REFUSED_RETRY_MAX_S, seconds
     assert all(s <= REFUSED_RETRY_MAX_S + 2.5 for s in seconds), seconds
     assert retry.get_retry_decision(exception=ValueError("a bug"), job=Job(
         id=1, queue="craits", lock=None, queueing_lock=None, task_name="craits.play_game")) is None
