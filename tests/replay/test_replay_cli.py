@@ -128,6 +128,34 @@ def test_html_of_several_files_into_one_html_file_is_a_user_error(
     assert "several replays need an output directory" in out.stderr
 
 
+def test_html_of_a_folder_with_a_damaged_replay_writes_the_others_and_names_it(
+    two_replays: list[Path], tmp_path: Path
+) -> None:
+    """One replay cut short among others: its name and fault are printed, every other game
+    gets its page and a place in the index, and the exit status says something failed."""
+    folder = two_replays[0].parent
+    (folder / "g-0.jsonl").write_bytes(two_replays[0].read_bytes()[:2000])  # (sorted first)
+    site = tmp_path / "site"
+    out = craits("html", folder, "-o", site)
+    assert out.returncode == 1, out.stderr
+    assert out.stdout.startswith(f"FAIL {folder / 'g-0.jsonl'}: record ") and "truncated" in out.stdout
+    assert "1 replay(s) could not be read (left out of the index)" in out.stdout
+    assert sorted(p.name for p in site.iterdir()) == ["g-1.html", "g-2.html", "index.html"]
+    index = (site / "index.html").read_text(encoding="utf-8")
+    assert "g-1.html" in index and "g-2.html" in index and "g-0" not in index
+
+
+def test_html_into_a_place_it_cannot_write_is_one_line(two_replays: list[Path], tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("")
+    for args, says in (
+        ([two_replays[0], "-o", tmp_path / "afile" / "x.html"], "cannot write"),
+        ([*two_replays, "-o", tmp_path / "afile" / "site"], "cannot write"),
+    ):
+        out = craits("html", *args)
+        assert out.returncode == 2, out.stderr
+        assert out.stderr.startswith(f"craits: error: {says}") and len(out.stderr.splitlines()) == 1, out.stderr
+
+
 def test_output_into_a_closed_pipe_is_no_traceback(two_replays: list[Path]) -> None:
     """``craits replay verify DIR | head -1``: the reader leaves early; craits stops quietly
     (exit 141, as a program ended by SIGPIPE), with no BrokenPipeError traceback."""
