@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import itertools
 import json
 import os
 import signal
+import socket
 import sys
 import tempfile
 from pathlib import Path
@@ -63,6 +65,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         if not sep or not name or not token:
             raise UserError(f"--token {item!r}: expected NAME=TOKEN")
         tokens.append((name, token))
+    if _port_taken(args.address):  # (gRPC would say it in two lines, one of them its own log's)
+        raise UserError(f"--address {args.address}: the port is in use (is another referee running there?); "
+                        "choose another (port 0: any free port)")
     bots = parse_bots(args.bot) if args.bot else []
     launches = any(bot.command for bot in bots)
     try:
@@ -165,6 +170,26 @@ async def _serve(args: argparse.Namespace, tokens: list[tuple[str, str]], bots: 
     if failures:
         raise UserError("; ".join(failures))
     return 0
+
+
+def _port_taken(address: str) -> bool:
+    """True when HOST:PORT's port is already listened on (anything else wrong with the address
+    is the referee's to say)."""
+    host, _, port = address.rpartition(":")
+    if not port.isdigit() or int(port) == 0:
+        return False
+    try:
+        family, kind, proto, _, where = socket.getaddrinfo(host.strip("[]") or None, int(port),
+                                                           type=socket.SOCK_STREAM)[0]
+    except (socket.gaierror, UnicodeError, ValueError):
+        return False
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(where)
+        except OSError as err:
+            return err.errno == errno.EADDRINUSE
+    return False
 
 
 def _writable_folder(option: str, folder: Path) -> None:

@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -343,6 +344,19 @@ def test_craits_serve_stops_in_one_line_when_a_replay_cannot_be_written(tmp_path
     assert "Not a directory" in said[0] or "File exists" in said[0], err  # (at the game's start or end)
     assert "stopped after" in out
     assert all(json.loads(line)["game_id"] for line in results.read_text().splitlines())
+
+
+def test_craits_serve_on_a_port_in_use_is_one_line(tmp_path: Path) -> None:
+    """Not gRPC's own log line and its advice to set GRPC_VERBOSITY: what is wrong, what to do."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = _craits("serve", "--address", f"127.0.0.1:{port}", "--log-dir", str(tmp_path / "logs"))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr == (f"craits: error: --address 127.0.0.1:{port}: the port is in use (is another referee "
+                             "running there?); choose another (port 0: any free port)\n")
+    assert "listening" not in result.stdout
 
 
 def test_an_address_in_use_is_a_clear_error() -> None:
