@@ -19,6 +19,7 @@ Usage::
 from __future__ import annotations
 
 import logging
+import logging.handlers
 import os
 import sys
 from collections.abc import Iterator
@@ -69,7 +70,8 @@ def configure_logging(
         directory = Path(log_dir)
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / f"{name}.jsonl"
-        file_handler = logging.FileHandler(path, encoding="utf-8")
+        # (a moved log, as logrotate moves it, is reopened at its name by every process writing it)
+        file_handler = logging.handlers.WatchedFileHandler(path, encoding="utf-8")
         file_handler.set_name(_FILE_HANDLER_NAME)
         file_handler.setFormatter(
             structlog.stdlib.ProcessorFormatter(

@@ -388,3 +388,22 @@ def test_logs_are_json_lines_with_the_game_hand_and_seat_bound(tmp_path: Path) -
     finished = next(e for e in events if e["event"] == "game_finished")
     assert finished["statuses"] == ["struck_out", "ok"] and "timestamp" in finished and finished["level"] == "info"
     assert all("hand" not in e for e in events if e["event"] == "shutdown_finished")  # context does not leak
+
+
+def test_a_log_moved_away_is_written_again_at_its_name(tmp_path: Path) -> None:
+    """Logs are only appended to; rotating one (logrotate moves it, then the next event
+    recreates it) loses no event and needs no restart nor copytruncate."""
+    from server.logging import configure_logging, get_logger
+
+    path = configure_logging(tmp_path, name="rotated", console=False)
+    try:
+        log = get_logger()
+        log.info("before_rotation")
+        assert path is not None
+        path.rename(tmp_path / "rotated.jsonl.1")
+        log.info("after_rotation")
+    finally:
+        configure_logging(None, console=False)
+    old = [json.loads(line)["event"] for line in (tmp_path / "rotated.jsonl.1").read_text().splitlines()]
+    new = [json.loads(line)["event"] for line in path.read_text().splitlines()]
+    assert old == ["before_rotation"] and new == ["after_rotation"]
