@@ -286,7 +286,9 @@ def test_a_damaged_or_missing_replay_is_a_page_that_says_so_not_a_traceback(
         assert running.stop() == 0
     output = "".join(running.lines)
     assert "Traceback" not in output and "Error handling request" not in output, output
-    assert "web_replay_unreadable" in output
+    warned = [json.loads(line) for line in running.lines if "web_replay_unreadable" in line]
+    assert warned and warned[0]["level"] == "warning" and cut in warned[0]["error"], output
+    assert "debug" not in output, "craits web's events are those of every command: warnings off a terminal"
 
 
 def test_craits_serve_with_web_lists_the_games_it_played(tmp_path: Path) -> None:
