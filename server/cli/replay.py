@@ -54,6 +54,8 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
+    if Path(args.file).is_dir():
+        raise UserError(f"{args.file} is a folder: show takes one replay file (verify and html take folders)")
     (path,) = _replay_files([args.file])
     try:
         replay = read_replay(path)

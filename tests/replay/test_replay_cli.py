@@ -96,6 +96,13 @@ def test_show_of_a_damaged_file_is_a_user_error(two_replays: list[Path]) -> None
     assert "record 1: not a JSON record" in out.stderr
 
 
+def test_show_of_a_folder_is_a_user_error(two_replays: list[Path]) -> None:
+    out = craits("show", two_replays[0].parent)
+    assert out.returncode == 2
+    assert out.stderr == f"craits: error: {two_replays[0].parent} is a folder: show takes one replay file " \
+        "(verify and html take folders)\n"
+
+
 def test_html_writes_one_self_contained_page(two_replays: list[Path], tmp_path: Path) -> None:
     page = tmp_path / "one.html"
     out = craits("html", two_replays[0], "-o", page)
