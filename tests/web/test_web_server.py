@@ -253,6 +253,11 @@ def test_craits_web_on_a_folder_without_a_tournament_is_one_line(tmp_path: Path)
     assert "no tournament.db here" in done.stderr and "Traceback" not in done.stderr
     missing = _craits("web", str(tmp_path / "nowhere"), cwd=tmp_path)
     assert missing.returncode == 2 and "no such folder" in missing.stderr
+    (tmp_path / "tournament.db").write_text("not a database\n")
+    damaged = _craits("web", str(tmp_path), cwd=tmp_path)
+    assert damaged.returncode == 2
+    assert damaged.stderr == f"craits: error: {tmp_path / 'tournament.db'}: not a usable tournament database " \
+        "(file is not a database)\n"
 
 
 def test_a_damaged_or_missing_replay_is_a_page_that_says_so_not_a_traceback(
