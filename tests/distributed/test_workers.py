@@ -365,3 +365,30 @@ def test_a_game_no_worker_can_play_is_said_once_not_a_log_line_each_time_and_wai
     assert all(s <= REFUSED_RETRY_MAX_S + 2.5 for s in seconds), seconds
     assert retry.get_retry_decision(exception=ValueError("a bug"), job=Job(
         id=1, queue="craits", lock=None, queueing_lock=None, task_name="craits.play_game")) is None
+
+
+def test_the_connections_a_worker_and_the_organizer_hold_are_what_the_readme_says(
+    tmp_path: Path, url: str, procs: Procs
+) -> None:
+    """README (Many machines) and deploy/compose.yaml size PostgreSQL's max_connections from
+    this: a worker keeps up to --concurrency + 5 connections, the organizer's command about 6."""
+    concurrency = 2
+    dbname = url.rsplit("/", 1)[1]
+
+    def held() -> int:
+        rows = query(url, "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND pid != pg_backend_pid()",
+                     dbname)
+        return int(rows[0][0])
+
+    procs.worker("counted", url, concurrency=concurrency)
+    wait_for("the worker", lambda: live_workers(url) == 1)
+    coord = coordinator(procs, slow_file(tmp_path), url, tmp_path / "out")
+    most = 0
+    while coord.poll() is None:
+        most = max(most, held())
+        time.sleep(0.05)
+    assert coord.returncode == 0, procs.output("coordinator")
+    assert len(recorded(url, "slowcup")) == 2
+    assert 0 < most <= (concurrency + 5) + 6, most
+    compose = (ROOT / "deploy" / "compose.yaml").read_text(encoding="utf-8")
+    assert '"max_connections=500"' in compose and "--concurrency + 5 connections" in compose
