@@ -161,7 +161,11 @@ def _play_and_report(
         return followed.recorded, followed.scheduled, followed.failed, followed.stopped
 
     title = f"Craits tournament {config.name}"
-    recorded, scheduled, failed, _ = asyncio.run(run_watched(args, board_place(store, out_dir), title, follow))
+    try:
+        recorded, scheduled, failed, _ = asyncio.run(run_watched(args, board_place(store, out_dir), title, follow))
+    except StoreError as err:  # (the database gone longer than this command waits: the workers wait on)
+        raise UserError(f"{err}; the games stay queued for the workers: once the database is back, continue "
+                        f"with: craits tournament resume {config.name} --store URL") from None
     if recorded == scheduled:
         store.mark_finished()
     written = _report(load_standings(config, store), store, out_dir, f"Craits tournament {config.name}")

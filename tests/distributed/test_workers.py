@@ -392,3 +392,30 @@ def test_the_connections_a_worker_and_the_organizer_hold_are_what_the_readme_say
     assert 0 < most <= (concurrency + 5) + 6, most
     compose = (ROOT / "deploy" / "compose.yaml").read_text(encoding="utf-8")
     assert '"max_connections=500"' in compose and "--concurrency + 5 connections" in compose
+
+
+def test_an_organizer_that_gives_up_on_a_lost_database_says_how_to_continue(
+    tmp_path: Path, url: str, pg_server: PostgresServer, procs: Procs
+) -> None:
+    """The database gone for longer than ``tournament run --store`` waits (a minute): one line
+    that says what happened and that the games wait in the queue for ``resume``."""
+    worker = procs.worker("steady", url, concurrency=2)
+    wait_for("the worker", lambda: live_workers(url) == 1)
+    coord = coordinator(procs, slow_file(tmp_path), url, tmp_path / "out")
+    wait_for("both games in play", lambda: len(doing(url)) == 2)
+    pg_server.stop("immediate")
+    try:
+        code = finished(coord, procs, "coordinator", timeout=180)
+    finally:
+        pg_server.start()
+    said = procs.output("coordinator")
+    assert code == 2, said
+    assert "Traceback" not in said, said
+    error = [line for line in said.splitlines() if line.startswith("craits: error:")]
+    assert len(error) == 1 and "the database is unreachable" in error[0], said
+    assert error[0].endswith("continue with: craits tournament resume slowcup --store URL"), said
+    assert worker.poll() is None, "the worker waits for the database"
+    resumed = procs.craits("resume", "tournament", "resume", "slowcup", "--store", url, "--out", str(tmp_path / "out"),
+                           "--no-progress", "--local-workers", "0")
+    assert finished(resumed, procs, "resume") == 0, procs.output("resume")
+    assert len(recorded(url, "slowcup")) == 2
