@@ -144,8 +144,11 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     _postgres_url(args.url)
     try:
-        for name, kind in tournaments_in(args.url):
-            print(f"{name}\t{kind}")
+        held = tournaments_in(args.url)
     except StoreError as err:
         raise UserError(str(err)) from None
+    for name, kind in held:
+        print(f"{name}\t{kind}")
+    if not held:  # (on standard error: the list itself stays empty for a script)
+        print(f"{redact(args.url)}: no tournament or ladder yet", file=sys.stderr)
     return 0

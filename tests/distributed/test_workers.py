@@ -419,3 +419,9 @@ def test_an_organizer_that_gives_up_on_a_lost_database_says_how_to_continue(
                            "--no-progress", "--local-workers", "0")
     assert finished(resumed, procs, "resume") == 0, procs.output("resume")
     assert len(recorded(url, "slowcup")) == 2
+
+
+def test_store_list_of_an_empty_store_says_so(url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, "store", "list", url)
+    assert (code, out) == (0, "")
+    assert err.endswith(": no tournament or ladder yet\n"), err
