@@ -135,7 +135,7 @@ async def _serve(args: argparse.Namespace, tokens: list[tuple[str, str]], bots: 
                 stop.set()
                 return
             except OSError as err:  # (its replay could not be written: the folder gone, a full disk)
-                failures.append(f"game {spec.game_id}: cannot write its replay: {_why(err)}")
+                failures.append(f"game {spec.game_id}: {_why(err)}")
                 stop.set()
                 return
             finished += 1
