@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import logging.handlers
 import os
 import sys
 from collections.abc import Iterator
@@ -40,9 +41,10 @@ _shared_processors: list[Any] = [
 ]
 
 
-class _LogFile(logging.FileHandler):
-    """The JSON log file. A line it cannot write (a full disk) is said once (per process) on stderr, in one
-    line, instead of logging's traceback for every event: the events are lost, nothing else."""
+class _LogFile(logging.handlers.WatchedFileHandler):
+    """The JSON log file, reopened at its name when it is moved away (as logrotate moves it). A line
+    it cannot write (a full disk) is said once (per process) on stderr, in one line, instead of
+    logging's traceback for every event: the events are lost, nothing else."""
 
     said = False
 
@@ -87,6 +89,7 @@ def configure_logging(
         directory = Path(log_dir)
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / f"{name}.jsonl"
+        # (a moved log, as logrotate moves it, is reopened at its name by every process writing it)
         file_handler = _LogFile(path, encoding="utf-8")
         file_handler.set_name(_FILE_HANDLER_NAME)
         file_handler.setFormatter(

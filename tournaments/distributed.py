@@ -11,7 +11,7 @@ no other is running).
 * **A worker plays with its own files**: the tournament file is read from the database
   and its bot commands are resolved on the worker, relative to the file's stored path.
   A worker lacking a bot's files (or program) refuses that game: it logs why and puts
-  the job back for the others, after ``REFUSED_RETRY_S``.
+  the job back for the others, after ``REFUSED_RETRY_S``, longer after each refusal.
 * **Exactly once**: a game is recorded in one transaction with its replay, and only
   once (``PostgresStore.record_game_once``): a late duplicate is dropped and logged.
 * **Killed workers**: a worker sends a heartbeat every ``heartbeat_s``; the jobs of a
@@ -69,7 +69,16 @@ from tournaments.schedule import schedule_digest, schedule_for
 TASK = "craits.play_game"
 QUEUE = "craits"
 REFUSED_RETRY_S = 1.0
-"""A refused game waits this long (and a random bit) before this or any worker takes it again."""
+"""A refused game waits this long (and a random bit) before this or any worker takes it again;
+after ``REFUSED_FAST_TRIES`` refusals, twice as long after each, up to ``REFUSED_RETRY_MAX_S``."""
+REFUSED_FAST_TRIES = 8
+"""Refusals retried at once: a worker that has the files takes a game a bare worker refused
+within a few tries (each a coin toss between them), so only a game that nobody plays slows."""
+REFUSED_RETRY_MAX_S = 30.0
+REFUSED_LOG_EVERY_S = 60.0
+"""A worker logs a refusal once, then the same refusal (tournament and reason) at most this
+often, with how many games it refused meanwhile: a bot that runs on no worker is not a log
+line per game per second for as long as nobody looks."""
 
 log = get_logger(component="worker")
 
@@ -264,6 +273,7 @@ class GameWorker:
         self.duplicates = 0
         self.in_hand = 0
         """Games being played now (a stopping worker waits for these, and only these)."""
+        self.refusals = RefusalLog()
 
     async def aclose(self) -> None:
         await self._exits.aclose()
@@ -372,7 +382,7 @@ def spec_for(config: TournamentConfig, slot: GameSlot, tokens: dict[str, str], r
 
 
 class RefusedRetry(pq_retry.BaseRetryStrategy):
-    """A refused game goes back to the queue for ``REFUSED_RETRY_S`` plus up to two seconds,
+    """A refused game goes back to the queue for ``refused_wait_s`` plus up to two seconds,
     at random: the refusing worker polls in step with its refusal, so without the jitter it
     would always be the first to take the game again; other failures are not retried."""
 
@@ -380,7 +390,35 @@ class RefusedRetry(pq_retry.BaseRetryStrategy):
                            ) -> pq_retry.RetryDecision | None:
         if not isinstance(exception, GameRefused):
             return None
-        return pq_retry.RetryDecision(retry_in={"milliseconds": int(1000 * (REFUSED_RETRY_S + random.uniform(0.0, 2.0)))})
+        wait = refused_wait_s(job.attempts)
+        return pq_retry.RetryDecision(retry_in={"milliseconds": int(1000 * (wait + random.uniform(0.0, 2.0)))})
+
+
+def refused_wait_s(attempts: int) -> float:
+    """How long a game refused ``attempts + 1`` times waits (before the jitter)."""
+    slower = max(0, attempts - REFUSED_FAST_TRIES + 1)
+    return float(min(REFUSED_RETRY_S * 2 ** min(slower, 16), REFUSED_RETRY_MAX_S))
+
+
+class RefusalLog:
+    """Logs each kind of refusal (tournament, reason) once, then at most every ``every_s``."""
+
+    def __init__(self, every_s: float = REFUSED_LOG_EVERY_S) -> None:
+        self.every_s = every_s
+        self._seen: dict[tuple[str, str], tuple[float, int]] = {}
+
+    def refused(self, worker: str, tournament: str, game_id: str, reason: str) -> None:
+        key = (tournament, reason)
+        now = time.monotonic()
+        last, since = self._seen.get(key, (-math.inf, 0))
+        if now - last < self.every_s:
+            self._seen[key] = (last, since + 1)
+            return
+        self._seen[key] = (now, 0)
+        log.error("game_refused", tournament=tournament, game=game_id, worker=worker, reason=reason,
+                  **({"also_refused_since": since, "since_s": round(now - last)} if since else {}),
+                  retry=f"soon, by this or another worker; after {REFUSED_FAST_TRIES} refusals a game waits "
+                  f"longer each time, up to {REFUSED_RETRY_MAX_S:g} s")
 
 
 def register_task(app: procrastinate.App, game_worker: GameWorker) -> None:
@@ -392,8 +430,7 @@ def register_task(app: procrastinate.App, game_worker: GameWorker) -> None:
         try:
             return await game_worker.play(tournament, game_id)
         except GameRefused as err:
-            log.error("game_refused", tournament=tournament, game=game_id, worker=game_worker.settings.name,
-                      reason=str(err), retry_in_s=REFUSED_RETRY_S)
+            game_worker.refusals.refused(game_worker.settings.name, tournament, game_id, str(err))
             raise
 
 
@@ -520,6 +557,16 @@ async def failed_games(app: procrastinate.App, tournament: str) -> list[tuple[st
     return [(r["game_id"], r["worker"]) for r in rows]
 
 
+async def refused_games(app: procrastinate.App, tournament: str) -> int:
+    """How many of this tournament's games a worker has refused and wait for another try."""
+    row = await app.connector.execute_query_one_async(
+        "SELECT count(*) AS n FROM procrastinate_jobs WHERE task_name = %(task)s AND status = 'todo'"
+        " AND attempts > 0 AND args->>'tournament' = %(tournament)s",
+        task=TASK, tournament=tournament,
+    )
+    return int(row["n"])
+
+
 async def clear_failed(app: procrastinate.App, tournament: str) -> None:
     await app.connector.execute_query_async(
         "DELETE FROM procrastinate_jobs WHERE task_name = %(task)s AND status IN ('failed', 'cancelled', 'aborted')"
@@ -544,13 +591,15 @@ async def play_queued(
     settings: WorkerSettings,
     runner_for: Callable[[TournamentConfig], RunnerFactory],
     on_progress: Callable[[int, int], None] | None = None,
+    on_refused: Callable[[int], None] | None = None,
     stop: asyncio.Event | None = None,
     poll_s: float = 0.25,
 ) -> Followed:
     """Queue the unplayed games of ``store``'s tournament and follow them until every one
     is recorded, a game fails, or ``stop`` is set. ``local_workers``: games this process
     plays at once itself; None: ``settings.concurrency`` as soon as no worker is alive
-    (at the start, or later, when the last one has gone), else none."""
+    (at the start, or later, when the last one has gone), else none. ``on_refused`` is told,
+    every heartbeat, how many games workers have refused (they wait for one that can play them)."""
     stop = stop or asyncio.Event()
     app = make_app(url)
     register_task(app, GameWorker(url, settings, runner_for))  # (the task must be known to defer it)
@@ -593,6 +642,8 @@ async def play_queued(
                         failed = await failed_games(app, store.name)
                         if failed:
                             break
+                        if on_refused is not None:
+                            on_refused(await refused_games(app, store.name))
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(stop.wait(), wait_s)
         finally:

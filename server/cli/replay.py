@@ -54,6 +54,8 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
+    if Path(args.file).is_dir():
+        raise UserError(f"{args.file} is a folder: show takes one replay file (verify and html take folders)")
     (path,) = _replay_files([args.file])
     try:
         replay = read_replay(path)
@@ -77,18 +79,28 @@ def _cmd_html(args: argparse.Namespace) -> int:
         if out.suffix.lower() in (".html", ".htm"):
             raise UserError(f"{out}: several replays need an output directory (it gets index.html)")
         out.mkdir(parents=True, exist_ok=True)
-        entries = []
-        for path in files:
+        entries, failures = [], 0
+        for path in files:  # (a damaged replay is named and left out; the others get their pages)
             name = path.name[: -len(REPLAY_SUFFIX)] if path.name.endswith(REPLAY_SUFFIX) else path.stem
             page = f"{name}.html"
-            replay = read_replay(path)
+            try:
+                replay = read_replay(path)
+            except ReplayError as err:
+                failures += 1
+                print(f"FAIL {err}", flush=True)
+                continue
             write_html(replay, out / page, index_href="index.html")
             entries.append(index_entry(replay, page))
         write_index_html(entries, out / "index.html", title=args.title)
     except ReplayError as err:
         raise UserError(str(err)) from None
+    except OSError as err:
+        raise UserError(f"cannot write {out}: {err.strerror or err}" + (f": {err.filename}" if err.filename else "")
+                        ) from None
     print(f"wrote {len(entries)} game pages and {out / 'index.html'}")
-    return 0
+    if failures:
+        print(f"{failures} replay(s) could not be read (left out of the index)")
+    return 1 if failures else 0
 
 
 def register_cli(subparsers: Any) -> None:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import itertools
 import json
 import os
 import signal
+import socket
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +65,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         if not sep or not name or not token:
             raise UserError(f"--token {item!r}: expected NAME=TOKEN")
         tokens.append((name, token))
+    if _port_taken(args.address):  # (gRPC would say it in two lines, one of them its own log's)
+        raise UserError(f"--address {args.address}: the port is in use (is another referee running there?); "
+                        "choose another (port 0: any free port)")
     bots = parse_bots(args.bot) if args.bot else []
     launches = any(bot.command for bot in bots)
     try:
@@ -71,7 +77,14 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     if launches and args.sandbox == "none":
         print(sandboxes.UNSANDBOXED, file=sys.stderr)
     settings = game_settings(args, players=len(bots)) if bots else None
-    log_path = configure_logging(args.log_dir, name="serve")
+    if settings is not None and settings.replays is not None:
+        _writable_folder("--replays", settings.replays)
+    if args.results:
+        _appendable(Path(args.results))
+    try:
+        log_path = configure_logging(args.log_dir, name="serve")
+    except OSError as err:
+        raise UserError(f"--log-dir {args.log_dir}: cannot write the log there: {_why(err)}") from None
     web_options(args)
     return asyncio.run(run_watched(args, None, "Craits serve", lambda: _serve(args, tokens, bots, settings, log_path)))
 
@@ -102,10 +115,9 @@ async def _serve(args: argparse.Namespace, tokens: list[tuple[str, str]], bots: 
         loop.add_signal_handler(sig, stop.set)
 
     results = Path(args.results) if args.results else None
-    if results is not None:
-        results.parent.mkdir(parents=True, exist_ok=True)
     counter = itertools.count()
     finished = 0
+    failures: list[str] = []
 
     async def worker() -> None:
         nonlocal finished
@@ -118,10 +130,25 @@ async def _serve(args: argparse.Namespace, tokens: list[tuple[str, str]], bots: 
                 record = await arena.run_game(spec)
             except ArenaClosed:
                 return
+            except ArenaError as err:  # (a game that could not be played)
+                failures.append(str(err))
+                stop.set()
+                return
+            except OSError as err:  # (its replay could not be written: the folder gone, a full disk)
+                failures.append(f"game {spec.game_id}: {_why(err)}")
+                stop.set()
+                return
             finished += 1
             summary = record_summary(spec, record)
             if results is not None:
-                _append_line(results, summary)
+                try:
+                    _append_line(results, summary)
+                except OSError as err:  # (a full disk): the result goes to standard error rather than nowhere
+                    print(json.dumps(summary, sort_keys=True), file=sys.stderr, flush=True)
+                    failures.append(f"--results {results}: cannot append game {spec.game_id} "
+                                    f"(its line is above, on standard error): {err.strerror or err}")
+                    stop.set()
+                    return
             trouble = [f"{seat.bot} {seat.status}" for seat in record.seats if seat.status is not SeatStatus.OK]
             print(f"craits serve: game {spec.game_id} " + ("aborted: " + record.aborted if record.aborted
                   else "totals " + " ".join(map(str, record.result.totals)))
@@ -140,7 +167,53 @@ async def _serve(args: argparse.Namespace, tokens: list[tuple[str, str]], bots: 
     for w in waiters:
         w.cancel()
     print(f"craits serve: stopped after {finished} game(s)", flush=True)
+    if failures:
+        raise UserError("; ".join(failures))
     return 0
+
+
+def _port_taken(address: str) -> bool:
+    """True when HOST:PORT's port is already listened on (anything else wrong with the address
+    is the referee's to say)."""
+    host, _, port = address.rpartition(":")
+    if not port.isdigit() or int(port) == 0:
+        return False
+    try:
+        family, kind, proto, _, where = socket.getaddrinfo(host.strip("[]") or None, int(port),
+                                                           type=socket.SOCK_STREAM)[0]
+    except (socket.gaierror, UnicodeError, ValueError):
+        return False
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(where)
+        except OSError as err:
+            return err.errno == errno.EADDRINUSE
+    return False
+
+
+def _writable_folder(option: str, folder: Path) -> None:
+    """Refuse, before the referee listens, a folder the games could not write in."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as err:
+        raise UserError(f"{option} {folder}: cannot write there: {_why(err)}") from None
+
+
+def _appendable(path: Path) -> None:
+    """Refuse, before the referee listens, a --results file no line could be appended to."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.close(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644))
+    except OSError as err:
+        raise UserError(f"--results {path}: cannot append to it: {_why(err)}") from None
+
+
+def _why(err: OSError) -> str:
+    """What the system said, with the path it said it of (a parent, say)."""
+    return f"{err.strerror or err}" + (f": {err.filename}" if err.filename else "")
 
 
 def _append_line(path: Path, value: Any) -> None:

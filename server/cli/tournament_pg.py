@@ -137,13 +137,23 @@ def _play_and_report(
         if recorded > progress.done:
             progress.advance(recorded - progress.done)
 
+    told = 0
+
+    def on_refused(refused: int) -> None:  # (said once, and again if it grows: it may be every game)
+        nonlocal told
+        if refused > 2 * told:
+            told = refused
+            print(("\r\x1b[K" if progress.enabled else "") + f"{config.name}: {refused} game(s) refused by a worker "
+                  "that cannot run their bots (its log says why: game_refused); they wait for a worker that can",
+                  file=sys.stderr, flush=True)
+
     async def follow() -> tuple[int, int, list[tuple[str, str]], bool]:
         stop = asyncio.Event()
         restore = install_stop_handlers(stop.set)
         try:
             followed = await play_queued(
                 url, store, local_workers=args.local_workers, settings=settings,
-                runner_for=runner_for(args.runner), on_progress=on_progress, stop=stop,
+                runner_for=runner_for(args.runner), on_progress=on_progress, on_refused=on_refused, stop=stop,
             )
         finally:
             restore()
@@ -151,7 +161,11 @@ def _play_and_report(
         return followed.recorded, followed.scheduled, followed.failed, followed.stopped
 
     title = f"Craits tournament {config.name}"
-    recorded, scheduled, failed, _ = asyncio.run(run_watched(args, board_place(store, out_dir), title, follow))
+    try:
+        recorded, scheduled, failed, _ = asyncio.run(run_watched(args, board_place(store, out_dir), title, follow))
+    except StoreError as err:  # (the database gone longer than this command waits: the workers wait on)
+        raise UserError(f"{err}; the games stay queued for the workers: once the database is back, continue "
+                        f"with: craits tournament resume {config.name} --store URL") from None
     if recorded == scheduled:
         store.mark_finished()
     written = _report(load_standings(config, store), store, out_dir, f"Craits tournament {config.name}")

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 from server.cli.tournament import STORE_ENV, _file_config, store_url
 from server.errors import UserError
+from server.logging import configure_logging
 from server.web.app import WebOptions
 from server.web.board import BoardSource, folder_source, postgres_source
 from server.web.serve import serve_board, web_address
@@ -52,6 +53,7 @@ def register_cli(subparsers: Any) -> None:
 
 
 def _cmd_web(args: argparse.Namespace) -> int:
+    configure_logging(None, name="web")  # (its events on standard error, as every command's: no debug lines)
     source = board_source(args)  # one line now if there is no tournament to show
     host, port = args.address
     asyncio.run(serve_board(source, WebOptions(host=host, port=port), _until_stopped))

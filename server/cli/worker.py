@@ -28,7 +28,7 @@ from server.cli.tournament import RUNNERS, STORE_ENV, _positive, store_url
 from server.cli.tournament_pg import runner_for
 from server.errors import UserError
 from server.logging import configure_logging
-from server.storage.postgres import PostgresStore, migrate, redact, tournaments_in
+from server.storage.postgres import PostgresStore, is_store_url, migrate, redact, tournaments_in
 from server.storage.store import StoreError
 from server.web.serve import add_web_options, watching, web_options
 from tournaments.distributed import WorkerService, WorkerSettings, adopt_queue_logs
@@ -77,8 +77,16 @@ def cmd_worker(args: argparse.Namespace) -> int:
         raise UserError(f"a worker needs the PostgreSQL store: give --store postgresql://... (or set {STORE_ENV})")
     if args.heartbeat <= 0 or args.stalled_after <= 2 * args.heartbeat:
         raise UserError("--stalled-after must be more than twice --heartbeat, both positive")
+    files_dir = Path(args.files).resolve() if args.files else None
+    if files_dir is not None and not files_dir.is_dir():
+        raise UserError(f"--files {args.files}: no such folder (the bots' files, at their paths relative to "
+                        "the tournament file)")
     web = web_options(args)
-    configure_logging(args.log_dir, name="worker")
+    try:
+        configure_logging(args.log_dir, name="worker")
+    except OSError as err:
+        raise UserError(f"--log-dir {args.log_dir}: cannot write the log there: {err.strerror or err}"
+                        + (f": {err.filename}" if err.filename else "")) from None
     adopt_queue_logs()
     try:
         PostgresStore(url, "-").close()  # (an empty database is set up, an old one refused, before any game)
@@ -86,7 +94,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         raise UserError(str(err)) from None
     settings = WorkerSettings(
         concurrency=args.concurrency, heartbeat_s=args.heartbeat, stalled_s=args.stalled_after,
-        files_dir=Path(args.files).resolve() if args.files else None,
+        files_dir=files_dir,
         **({"name": args.name} if args.name else {}),
     )
     service = WorkerService(url, settings, runner_for(args.runner))
@@ -114,7 +122,14 @@ def cmd_worker(args: argparse.Namespace) -> int:
     return 0
 
 
+def _postgres_url(url: str) -> str:
+    if not is_store_url(url):
+        raise UserError(f"{redact(url)!r} is not a PostgreSQL URL (postgresql://user:password@host:port/database)")
+    return url
+
+
 def cmd_migrate(args: argparse.Namespace) -> int:
+    _postgres_url(args.url)
     try:
         before, after = migrate(args.url)
     except StoreError as err:
@@ -127,9 +142,13 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    _postgres_url(args.url)
     try:
-        for name, kind in tournaments_in(args.url):
-            print(f"{name}\t{kind}")
+        held = tournaments_in(args.url)
     except StoreError as err:
         raise UserError(str(err)) from None
+    for name, kind in held:
+        print(f"{name}\t{kind}")
+    if not held:  # (on standard error: the list itself stays empty for a script)
+        print(f"{redact(args.url)}: no tournament or ladder yet", file=sys.stderr)
     return 0

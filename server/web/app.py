@@ -36,6 +36,8 @@ from aiohttp import web
 
 from server.errors import UserError
 from server.logging import get_logger
+from server.storage.replay.format import ReplayError
+from server.storage.store import StoreError
 from server.web.board import Board
 from server.web.fanout import MAX_BUFFER, Reader, accepts_deflate, finish, open_stream
 from server.web.live import END, GameStream, LiveHub, public_records, strip_full
@@ -293,12 +295,23 @@ class WebServer:
             return await handler(request)
         except web.HTTPNotFound as err:
             return self._not_found(request, err.text if err.text and not err.text.startswith("404") else "no such page")
+        except ReplayError as err:  # a replay file damaged or removed since the game was recorded
+            log.warning("web_replay_unreadable", path=request.path, error=str(err))
+            what = f"this game's replay cannot be read: {err.message}"
+            if err.record is not None:
+                what = f"this game's replay cannot be read: record {err.record}: {err.message}"
+            return self._not_found(request, what, status=500, title="Replay unreadable")
+        except StoreError as err:  # the database went away: the pages come back with it
+            log.warning("web_store_unavailable", path=request.path, error=str(err))
+            return self._not_found(request, "the tournament's store cannot be read just now; try again in a moment",
+                                   status=503, title="Store unavailable")
 
-    def _not_found(self, request: web.Request, what: str) -> web.Response:
+    def _not_found(self, request: web.Request, what: str, *, status: int = 404, title: str = "Not found",
+                   ) -> web.Response:
         if request.path.startswith("/api"):
-            return _json({"error": what}, status=404)
-        return self._page("Not found", f'<main class="board"><h1>Not found</h1><p class="meta">{html.escape(what)}'
-                                       f'</p><p><a href="/">the board</a></p></main>', status=404)
+            return _json({"error": what}, status=status)
+        return self._page(title, f'<main class="board"><h1>{html.escape(title)}</h1><p class="meta">'
+                                 f'{html.escape(what)}</p><p><a href="/">the board</a></p></main>', status=status)
 
     # ------------------------------------------------------------------ pages
 

@@ -275,6 +275,8 @@ def folder_source(out_dir: Path) -> BoardSource:
     try:
         with Store(db, readonly=True) as store:
             row = store.tournament()
+    except StoreError as err:  # (it names the file)
+        raise UserError(str(err)) from None
     except Exception as err:
         raise UserError(f"{db}: {err}") from None
     if row is None:

@@ -13,16 +13,19 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
+from procrastinate.jobs import Job
 
 from server.storage.postgres import migrate
 from tests.cli import run_cli
 from tests.postgres_server import PostgresServer
 from tests.tournaments.configs import builtin_tournament
+from tournaments.distributed import REFUSED_FAST_TRIES, REFUSED_RETRY_MAX_S, GameRefused, RefusedRetry
 
 ROOT = Path(__file__).resolve().parents[2]
 SLOW_BOT = Path(__file__).resolve().parent / "bots" / "slow_bot.py"
@@ -290,3 +293,138 @@ def test_a_ladder_keeps_running_while_workers_come_and_go(tmp_path: Path, url: s
     assert finished(again, procs, "again") == 0, procs.output("again")
     newest = query(url, "SELECT seats FROM craits_games WHERE tournament = 'comego' ORDER BY ordinal DESC LIMIT 1")
     assert "newcomer" in json.loads(newest[0][0]) and len(recorded(url, "comego")) == 13 * 3
+
+
+def test_a_worker_or_store_command_given_a_wrong_place_says_so_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Mistakes caught before any connection: a --files folder that is not there (every game
+    would be refused, forever), a --log-dir under a file, a URL of another database."""
+    nowhere = "postgresql://nobody@127.0.0.1:1/none"
+    (tmp_path / "afile").write_text("")
+    cases = [
+        (("worker", "--store", nowhere, "--files", str(tmp_path / "bots")), f"--files {tmp_path / 'bots'}: no such folder"),
+        (("worker", "--store", nowhere, "--log-dir", str(tmp_path / "afile")),
+         f"--log-dir {tmp_path / 'afile'}: cannot write the log there: File exists"),
+        (("store", "migrate", "mysql://root:pw@db/craits"), "'mysql://root:***@db/craits' is not a PostgreSQL URL"),
+        (("store", "list", "sqlite:///tmp/x.db"), "'sqlite:///tmp/x.db' is not a PostgreSQL URL"),
+    ]
+    for argv, says in cases:
+        code, _, err = run_cli(capsys, *argv)
+        assert code == 2, (argv, err)
+        assert err.startswith(f"craits: error: {says}") and len(err.splitlines()) == 1, err
+
+
+def test_the_worker_host_script_takes_the_workers_paths_from_where_it_is_started(tmp_path: Path) -> None:
+    """deploy/worker-host.sh from the bots' machine folder: ``--files bots`` is that folder's
+    bots/ (it was the project's, where no such folder is), so the worker goes on to the store."""
+    (tmp_path / "bots").mkdir()
+    env = {**os.environ, "CRAITS_STORE": "postgresql://nobody@127.0.0.1:1/none"}
+    done = subprocess.run(["bash", str(ROOT / "deploy" / "worker-host.sh"), "--files", "bots", "--log-dir", "logs"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 2, done.stderr
+    assert "no such folder" not in done.stderr and "cannot connect" in done.stderr, done.stderr
+    assert (tmp_path / "logs" / "worker.jsonl").exists(), "its log is where it was started"
+
+
+def test_a_game_no_worker_can_play_is_said_once_not_a_log_line_each_time_and_waits_longer(
+    tmp_path: Path, url: str, procs: Procs
+) -> None:
+    """A worker lacking the bots' files refuses the same games again and again: its log says so
+    once (then at most once a minute), not once per refusal for as long as nobody fixes it; the
+    coordinator says so on its terminal; past a few refusals a game waits longer each time."""
+    file = slow_file(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    procs.worker("bare", url, "--files", str(elsewhere), concurrency=2)
+    coordinator(procs, file, url, tmp_path / "out")
+
+    def refusals() -> int:
+        rows = query(url, "SELECT coalesce(sum(attempts), 0) FROM procrastinate_jobs WHERE args->>'tournament' = %s",
+                     "slowcup")
+        return int(rows[0][0])
+
+    wait_for("the two games refused five times in all", lambda: refusals() >= 5)
+    logged = [e for e in procs.log_events("bare") if e["event"] == "game_refused"]
+    assert 1 <= len(logged) < refusals(), logged
+    assert "slow_bot.py" in logged[0]["reason"] and "waits longer each time" in logged[0]["retry"]
+    assert recorded(url, "slowcup") == []
+    said = wait_for("the coordinator says so", lambda: [
+        line for line in procs.output("coordinator").splitlines() if "refused by a worker" in line])
+    assert "slowcup: " in said[0] and "game_refused" in said[0], said
+
+    retry = RefusedRetry()
+
+    def wait_s(attempts: int) -> float:
+        before = datetime.now(UTC)
+        decision = retry.get_retry_decision(exception=GameRefused("no bot here"), job=Job(
+            id=1, queue="craits", lock=None, queueing_lock=None, task_name="craits.play_game", attempts=attempts))
+        assert decision is not None and decision.retry_at is not None
+        return (decision.retry_at - before).total_seconds()
+
+    seconds = [wait_s(n) for n in range(16)]
+    assert all(s < 3.5 for s in seconds[:REFUSED_FAST_TRIES]), "a worker that can play it gets it soon"
+    assert seconds[REFUSED_FAST_TRIES + 2] >= 8.0 and seconds[15] >= REFUSED_RETRY_MAX_S, seconds
+    assert all(s <= REFUSED_RETRY_MAX_S + 2.5 for s in seconds), seconds
+    assert retry.get_retry_decision(exception=ValueError("a bug"), job=Job(
+        id=1, queue="craits", lock=None, queueing_lock=None, task_name="craits.play_game")) is None
+
+
+def test_the_connections_a_worker_and_the_organizer_hold_are_what_the_readme_says(
+    tmp_path: Path, url: str, procs: Procs
+) -> None:
+    """README (Many machines) and deploy/compose.yaml size PostgreSQL's max_connections from
+    this: a worker keeps up to --concurrency + 5 connections, the organizer's command about 6."""
+    concurrency = 2
+    dbname = url.rsplit("/", 1)[1]
+
+    def held() -> int:
+        rows = query(url, "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND pid != pg_backend_pid()",
+                     dbname)
+        return int(rows[0][0])
+
+    procs.worker("counted", url, concurrency=concurrency)
+    wait_for("the worker", lambda: live_workers(url) == 1)
+    coord = coordinator(procs, slow_file(tmp_path), url, tmp_path / "out")
+    most = 0
+    while coord.poll() is None:
+        most = max(most, held())
+        time.sleep(0.05)
+    assert coord.returncode == 0, procs.output("coordinator")
+    assert len(recorded(url, "slowcup")) == 2
+    assert 0 < most <= (concurrency + 5) + 6, most
+    compose = (ROOT / "deploy" / "compose.yaml").read_text(encoding="utf-8")
+    assert '"max_connections=500"' in compose and "--concurrency + 5 connections" in compose
+
+
+def test_an_organizer_that_gives_up_on_a_lost_database_says_how_to_continue(
+    tmp_path: Path, url: str, pg_server: PostgresServer, procs: Procs
+) -> None:
+    """The database gone for longer than ``tournament run --store`` waits (a minute): one line
+    that says what happened and that the games wait in the queue for ``resume``."""
+    worker = procs.worker("steady", url, concurrency=2)
+    wait_for("the worker", lambda: live_workers(url) == 1)
+    coord = coordinator(procs, slow_file(tmp_path), url, tmp_path / "out")
+    wait_for("both games in play", lambda: len(doing(url)) == 2)
+    pg_server.stop("immediate")
+    try:
+        code = finished(coord, procs, "coordinator", timeout=180)
+    finally:
+        pg_server.start()
+    said = procs.output("coordinator")
+    assert code == 2, said
+    assert "Traceback" not in said, said
+    error = [line for line in said.splitlines() if line.startswith("craits: error:")]
+    assert len(error) == 1 and "the database is unreachable" in error[0], said
+    assert error[0].endswith("continue with: craits tournament resume slowcup --store URL"), said
+    assert worker.poll() is None, "the worker waits for the database"
+    resumed = procs.craits("resume", "tournament", "resume", "slowcup", "--store", url, "--out", str(tmp_path / "out"),
+                           "--no-progress", "--local-workers", "0")
+    assert finished(resumed, procs, "resume") == 0, procs.output("resume")
+    assert len(recorded(url, "slowcup")) == 2
+
+
+def test_store_list_of_an_empty_store_says_so(url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, "store", "list", url)
+    assert (code, out) == (0, "")
+    assert err.endswith(": no tournament or ladder yet\n"), err

@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -296,6 +297,68 @@ def test_craits_serve_finishes_or_records_every_game_on_sigterm(tmp_path: Path) 
     assert launched and not any(pid_alive(p) for p in launched)
 
 
+def test_craits_serve_refuses_a_place_it_cannot_write_before_it_listens(tmp_path: Path) -> None:
+    """A --results that is a folder, a --replays or --log-dir under a file: one line, exit 2,
+    before the referee listens or plays (a game's result was lost after the game)."""
+    (tmp_path / "afile").write_text("")
+    (tmp_path / "adir").mkdir()
+    cases = {
+        ("--results", str(tmp_path / "adir")): "--results {}: cannot append to it: Is a directory",
+        ("--replays", str(tmp_path / "afile" / "r")): "--replays {}: cannot write there: Not a directory",
+        ("--log-dir", str(tmp_path / "afile")): "--log-dir {}: cannot write the log there: File exists",
+    }
+    for (option, value), says in cases.items():
+        result = _craits("serve", "--address", "127.0.0.1:0", "--bot", "random", "--bot", "random", "--games", "1",
+                         "--log-dir", str(tmp_path / "logs"), option, value)
+        assert result.returncode == 2, (option, result.stderr)
+        assert result.stderr.startswith("craits: error: " + says.format(value)), result.stderr
+        assert len(result.stderr.splitlines()) == 1 and "Traceback" not in result.stderr, result.stderr
+        assert "listening" not in result.stdout
+
+
+def test_craits_serve_stops_in_one_line_when_a_replay_cannot_be_written(tmp_path: Path) -> None:
+    """The replays' folder replaced by a file while games are played: serve stops with the
+    game and the reason in one line (exit 2), no traceback; every result line written is whole."""
+    replays, results = tmp_path / "replays", tmp_path / "results.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "server.cli", "serve", "--address", "127.0.0.1:0", "--bot", "random", "--bot", "first",
+         "--flag", "short_game=true", "--replays", str(replays), "--results", str(results),
+         "--log-dir", str(tmp_path / "logs")],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith("craits serve: game "):
+                break
+        replays.rename(tmp_path / "moved")
+        replays.write_text("")
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 2, err
+    assert "Traceback" not in err and "never retrieved" not in err, err
+    said = [line for line in err.splitlines() if line.startswith("craits: error:")]
+    assert len(said) == 1 and said[0].startswith("craits: error: game serve-"), err
+    assert "Not a directory" in said[0] or "File exists" in said[0], err  # (at the game's start or end)
+    assert "stopped after" in out
+    assert all(json.loads(line)["game_id"] for line in results.read_text().splitlines())
+
+
+def test_craits_serve_on_a_port_in_use_is_one_line(tmp_path: Path) -> None:
+    """Not gRPC's own log line and its advice to set GRPC_VERBOSITY: what is wrong, what to do."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = _craits("serve", "--address", f"127.0.0.1:{port}", "--log-dir", str(tmp_path / "logs"))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr == (f"craits: error: --address 127.0.0.1:{port}: the port is in use (is another referee "
+                             "running there?); choose another (port 0: any free port)\n")
+    assert "listening" not in result.stdout
+
+
 def test_an_address_in_use_is_a_clear_error() -> None:
     from server.transport.service import Arena, ArenaError
 
@@ -325,3 +388,22 @@ def test_logs_are_json_lines_with_the_game_hand_and_seat_bound(tmp_path: Path) -
     finished = next(e for e in events if e["event"] == "game_finished")
     assert finished["statuses"] == ["struck_out", "ok"] and "timestamp" in finished and finished["level"] == "info"
     assert all("hand" not in e for e in events if e["event"] == "shutdown_finished")  # context does not leak
+
+
+def test_a_log_moved_away_is_written_again_at_its_name(tmp_path: Path) -> None:
+    """Logs are only appended to; rotating one (logrotate moves it, then the next event
+    recreates it) loses no event and needs no restart nor copytruncate."""
+    from server.logging import configure_logging, get_logger
+
+    path = configure_logging(tmp_path, name="rotated", console=False)
+    try:
+        log = get_logger()
+        log.info("before_rotation")
+        assert path is not None
+        path.rename(tmp_path / "rotated.jsonl.1")
+        log.info("after_rotation")
+    finally:
+        configure_logging(None, console=False)
+    old = [json.loads(line)["event"] for line in (tmp_path / "rotated.jsonl.1").read_text().splitlines()]
+    new = [json.loads(line)["event"] for line in path.read_text().splitlines()]
+    assert old == ["before_rotation"] and new == ["after_rotation"]

@@ -96,6 +96,13 @@ def test_show_of_a_damaged_file_is_a_user_error(two_replays: list[Path]) -> None
     assert "record 1: not a JSON record" in out.stderr
 
 
+def test_show_of_a_folder_is_a_user_error(two_replays: list[Path]) -> None:
+    out = craits("show", two_replays[0].parent)
+    assert out.returncode == 2
+    assert out.stderr == f"craits: error: {two_replays[0].parent} is a folder: show takes one replay file " \
+        "(verify and html take folders)\n"
+
+
 def test_html_writes_one_self_contained_page(two_replays: list[Path], tmp_path: Path) -> None:
     page = tmp_path / "one.html"
     out = craits("html", two_replays[0], "-o", page)
@@ -126,3 +133,49 @@ def test_html_of_several_files_into_one_html_file_is_a_user_error(
     out = craits("html", *two_replays, "-o", tmp_path / "x.html")
     assert out.returncode == 2
     assert "several replays need an output directory" in out.stderr
+
+
+def test_html_of_a_folder_with_a_damaged_replay_writes_the_others_and_names_it(
+    two_replays: list[Path], tmp_path: Path
+) -> None:
+    """One replay cut short among others: its name and fault are printed, every other game
+    gets its page and a place in the index, and the exit status says something failed."""
+    folder = two_replays[0].parent
+    (folder / "g-0.jsonl").write_bytes(two_replays[0].read_bytes()[:2000])  # (sorted first)
+    site = tmp_path / "site"
+    out = craits("html", folder, "-o", site)
+    assert out.returncode == 1, out.stderr
+    assert out.stdout.startswith(f"FAIL {folder / 'g-0.jsonl'}: record ") and "truncated" in out.stdout
+    assert "1 replay(s) could not be read (left out of the index)" in out.stdout
+    assert sorted(p.name for p in site.iterdir()) == ["g-1.html", "g-2.html", "index.html"]
+    index = (site / "index.html").read_text(encoding="utf-8")
+    assert "g-1.html" in index and "g-2.html" in index and "g-0" not in index
+
+
+def test_html_into_a_place_it_cannot_write_is_one_line(two_replays: list[Path], tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("")
+    for args, says in (
+        ([two_replays[0], "-o", tmp_path / "afile" / "x.html"], "cannot write"),
+        ([*two_replays, "-o", tmp_path / "afile" / "site"], "cannot write"),
+    ):
+        out = craits("html", *args)
+        assert out.returncode == 2, out.stderr
+        assert out.stderr.startswith(f"craits: error: {says}") and len(out.stderr.splitlines()) == 1, out.stderr
+
+
+def test_output_into_a_closed_pipe_is_no_traceback(two_replays: list[Path]) -> None:
+    """``craits replay verify DIR | head -1``: the reader leaves early; craits stops quietly
+    (exit 141, as a program ended by SIGPIPE), with no BrokenPipeError traceback."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # (the reader is gone before the first line: deterministic)
+    try:
+        for args in (["verify", two_replays[0].parent], ["show", two_replays[0]]):
+            done = subprocess.run(
+                [sys.executable, "-m", "server.cli", "replay", *map(str, args)], stdout=write_end,
+                stderr=subprocess.PIPE, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                timeout=120, check=False,
+            )
+            assert done.returncode == 141, done.stderr
+            assert done.stderr == "", done.stderr
+    finally:
+        os.close(write_end)

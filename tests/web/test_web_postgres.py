@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import threading
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from server.storage.postgres import PostgresStore, migrate
 from server.storage.replay import load_records, verify_replay
 from server.web.board import LIVE_ELSEWHERE, LIVE_HERE
 from tests.cli import run_cli
+from tests.postgres_server import PostgresServer
 from tests.tournaments.configs import builtin_tournament
 from tests.web.conftest import Running, start_craits, tournament_file
 from tournaments.config import load_config
@@ -186,3 +188,36 @@ def test_a_database_without_that_tournament_is_one_line(tmp_path: Path, pg_url: 
         start_tournament_pg(load_config(file), file.read_text(), str(file), pg_url).close()
     several = _craits("web", pg_url, cwd=tmp_path)
     assert several.returncode == 2 and "holds 2 tournaments and ladders (one, two): name one" in several.stderr
+
+
+def test_a_stopped_database_makes_a_replay_page_wait_not_crash(
+    tmp_path: Path, pg_url: str, pg_server: PostgresServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The database stops under ``craits web NAME --store URL``: a replay it has not read yet
+    is a 503 page saying to try again (one log line, no traceback); the board stays up and
+    the page comes back with the database."""
+    file = tmp_path / "downcup.toml"
+    file.write_text(builtin_tournament("downcup", 2, 1, BOTS), encoding="utf-8")
+    code, _, err = run_cli(capsys, "tournament", "run", str(file), "--out", str(tmp_path / "out"), "--store", pg_url,
+                           "--no-progress")
+    assert code == 0, err
+    viewer = start_craits(["web", "downcup", "--store", pg_url, "--address", "127.0.0.1:0"], tmp_path)
+    try:
+        game = viewer.get("/api/games")["recorded"][0]["game_id"]
+        pg_server.stop("immediate")
+        try:
+            for path in (f"/games/{game}", f"/api/games/{game}/replay"):
+                with pytest.raises(urllib.error.HTTPError) as failed:
+                    urllib.request.urlopen(viewer.url + path.lstrip("/"), timeout=60)
+                body = failed.value.read().decode()
+                assert failed.value.code == 503 and "try again in a moment" in body, (path, body)
+                assert "127.0.0.1" not in body, "the page does not say where the database is"
+            assert viewer.status("/api/standings") == 200, "the board is served from what was read"
+        finally:
+            pg_server.start()
+        assert viewer.status(f"/games/{game}") == 200
+    finally:
+        assert viewer.stop() == 0
+    output = "".join(viewer.lines)
+    assert "Traceback" not in output and "Error handling request" not in output, output
+    assert "web_store_unavailable" in output

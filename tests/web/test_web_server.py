@@ -10,6 +10,8 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 import zlib
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -22,7 +24,9 @@ from server.storage.replay import load_records, record_game
 from server.web import app
 from server.web.app import WebOptions, WebServer
 from server.web.live import LiveHub, public_records
+from tests.cli import run_cli
 from tests.recorded import play_recorded
+from tests.tournaments.configs import builtin_tournament
 from tests.web.conftest import start_craits, tournament_file
 
 
@@ -249,6 +253,47 @@ def test_craits_web_on_a_folder_without_a_tournament_is_one_line(tmp_path: Path)
     assert "no tournament.db here" in done.stderr and "Traceback" not in done.stderr
     missing = _craits("web", str(tmp_path / "nowhere"), cwd=tmp_path)
     assert missing.returncode == 2 and "no such folder" in missing.stderr
+    (tmp_path / "tournament.db").write_text("not a database\n")
+    damaged = _craits("web", str(tmp_path), cwd=tmp_path)
+    assert damaged.returncode == 2
+    assert damaged.stderr == f"craits: error: {tmp_path / 'tournament.db'}: not a usable tournament database " \
+        "(file is not a database)\n"
+
+
+def test_a_damaged_or_missing_replay_is_a_page_that_says_so_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A replay cut short, or deleted while ``craits web`` serves its folder: its game's page and
+    stream say what is wrong (one log line, no traceback), and the other games are served."""
+    file = tmp_path / "cut.toml"
+    file.write_text(builtin_tournament("cut", 4, 1, {"a": "random", "b": "first", "c": "random"}), encoding="utf-8")
+    out = tmp_path / "out"
+    assert run_cli(capsys, "tournament", "run", str(file), "--out", str(out), "--no-progress")[0] == 0
+    replays = sorted((out / "replays").glob("*.jsonl"))
+    cut, gone, whole = (r.name.removesuffix(".jsonl") for r in replays[:3])
+    replays[0].write_bytes(replays[0].read_bytes()[:3000])
+
+    def refused(path: str) -> tuple[int, str]:
+        with pytest.raises(urllib.error.HTTPError) as failed:
+            urllib.request.urlopen(running.url + path.lstrip("/"), timeout=10)
+        return failed.value.code, failed.value.read().decode()
+
+    running = start_craits(["web", str(out), "--address", "127.0.0.1:0"], tmp_path)
+    try:
+        for path in (f"/games/{cut}", f"/api/games/{cut}/events"):
+            code, body = refused(path)
+            assert code == 500 and "replay cannot be read: record" in body and "truncated" in body, (path, body)
+        replays[1].unlink()
+        code, body = refused(f"/games/{gone}")  # (before or after the board has seen it go)
+        assert (code, "no such file" in body or "has no replay" in body) in ((500, True), (404, True)), body
+        assert running.status(f"/games/{whole}") == 200
+    finally:
+        assert running.stop() == 0
+    output = "".join(running.lines)
+    assert "Traceback" not in output and "Error handling request" not in output, output
+    warned = [json.loads(line) for line in running.lines if "web_replay_unreadable" in line]
+    assert warned and warned[0]["level"] == "warning" and cut in warned[0]["error"], output
+    assert "debug" not in output, "craits web's events are those of every command: warnings off a terminal"
 
 
 def test_craits_serve_with_web_lists_the_games_it_played(tmp_path: Path) -> None:
