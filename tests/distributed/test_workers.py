@@ -347,7 +347,7 @@ def test_a_game_no_worker_can_play_is_said_once_not_a_log_line_each_time_and_wai
     wait_for("the two games refused five times in all", lambda: refusals() >= 5)
     logged = [e for e in procs.log_events("bare") if e["event"] == "game_refused"]
     assert 1 <= len(logged) < refusals(), logged
-    assert "slow_bot.py" in logged[0]["reason"] and "waits longer each time" in logged[0]["retry"]
+    assert "'bots' is not a folder" in logged[0]["reason"] and "waits longer each time" in logged[0]["retry"]
     assert recorded(url, "slowcup") == []
     said = wait_for("the coordinator says so", lambda: [
         line for line in procs.output("coordinator").splitlines() if "refused by a worker" in line])
