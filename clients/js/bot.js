@@ -383,16 +383,34 @@ function loadStrategy(spec) {
   try {
     strategy = require(file);
   } catch (err) {
-    if (err.code === 'MODULE_NOT_FOUND' && err.message.includes(file)) {
+    // Only the strategy itself missing is "no such strategy": a module it requires that is
+    // missing names the strategy too, in its require stack, and a broken file is the
+    // author's to fix: both are said as they are, with the file and line, and no stack.
+    if (err.code === 'MODULE_NOT_FOUND' && !(err.requireStack || []).includes(file)) {
       throw new UsageError(`--strategy ${spec}: no such strategy (built in: ${BUILTIN_STRATEGIES.join(', ')}; or a path to a .js file)`);
     }
-    throw err;
+    throw new UsageError(`--strategy ${spec}: loading ${file} failed: ${describeLoadError(err, file)}`);
   }
   if (!strategy || typeof strategy.choose !== 'function') {
     throw new UsageError(`--strategy ${spec}: the module must export a function choose(request)`);
   }
   if (!strategy.name || typeof strategy.name !== 'string') strategy.name = path.basename(file, '.js');
   return strategy;
+}
+
+/** A strategy's load error in one line: what, and where in the strategy (a SyntaxError's stack starts with file:line). */
+function describeLoadError(err, file) {
+  if (!(err instanceof Error)) return String(err);
+  if (err.code === 'MODULE_NOT_FOUND') {
+    const by = (err.requireStack || [])[0] || file;
+    return `${err.message.split('\n')[0]}, required by ${by} (install it, e.g. with npm in the strategy's folder)`;
+  }
+  const message = err.message;
+  const stack = String(err.stack || '');
+  const syntaxAt = err instanceof SyntaxError ? stack.split('\n')[0] : '';
+  const frame = stack.split('\n').find((line) => line.includes(file));
+  const at = syntaxAt.startsWith(file) ? ` at ${syntaxAt}` : frame ? ` ${frame.trim()}` : '';
+  return `${err.name}: ${message}${at}`;
 }
 
 const HELP = `usage: node bot.js --strategy random|heuristic|FILE.js [--server HOST:PORT] [--token T] [--name N]

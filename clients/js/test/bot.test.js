@@ -106,3 +106,36 @@ test('command line: flags, then environment, then defaults; mistakes are usage e
   assert.throws(() => parseCommandLine(['--bogus'], {}), /bogus/);
   assert.equal(EXIT.REFUSED, 3);
 });
+
+test('a strategy that cannot load says why, where, and exits 2 without a stack', () => {
+  const fs = require('node:fs');
+  const os = require('node:os');
+  const path = require('node:path');
+  const { spawnSync } = require('node:child_process');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'craits-strategy-'));
+  const strategies = {
+    'broken.js': "module.exports = {\n  choose(request) {\n    return 0\n  ,\n};\n",
+    'needs.js': "require('no-such-package-here');\nmodule.exports = { choose() { return 0; } };\n",
+    'throws.js': "throw new Error('on purpose at load');\n",
+  };
+  for (const [name, code] of Object.entries(strategies)) fs.writeFileSync(path.join(dir, name), code);
+  const run = (name) => spawnSync(process.execPath, [path.join(__dirname, '..', 'bot.js'), '--strategy', name],
+    { cwd: dir, encoding: 'utf8', timeout: 30000 });
+  try {
+    const expected = {
+      'broken.js': /--strategy broken\.js: loading .*broken\.js failed: SyntaxError: .* at .*broken\.js:5/,
+      'needs.js': /Cannot find module 'no-such-package-here', required by .*needs\.js/,
+      'throws.js': /failed: Error: on purpose at load .*throws\.js:1/,
+      'absent.js': /--strategy absent\.js: no such strategy/,
+    };
+    for (const [name, message] of Object.entries(expected)) {
+      const done = run(name);
+      assert.equal(done.status, EXIT.USAGE, `${name}: ${done.stderr}`);
+      assert.match(done.stderr, message);
+      if (name !== 'absent.js') assert.doesNotMatch(done.stderr, /no such strategy/);
+      assert.doesNotMatch(done.stderr, /^\s+at /m, `${name}: a stack trace: ${done.stderr}`);
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
