@@ -705,6 +705,7 @@ class _Checker:
                 if len(self.latencies) > latencies_before:
                     slowest = max(self.latencies[latencies_before:])
                     check.notes.append(f"slowest answer {slowest * 1000:.0f} ms")
+                    judge_speed(check, self.latencies[latencies_before:])
             elif check.more:
                 s = "s" if check.more != 1 else ""
                 check.notes.append(f"then {check.more} more answer{s} to the end of the hand")
@@ -721,6 +722,25 @@ class _Checker:
 
 
 # ---------------------------------------------------------------------------- running a check
+
+
+GAME_CLOCKS = Clocks()
+"""A game's clocks unless its organizer sets others (``craits play``, a tournament file)."""
+
+
+def judge_speed(check: Check, latencies: Sequence[float]) -> None:
+    """Warn when answers take longer than a game gives a decision by default: the checker
+    waits for them, a game does not (its bank absorbs a few overruns, then each is a timeout)."""
+    slow = [s for s in latencies if s > GAME_CLOCKS.decision_s]
+    if not slow:
+        return
+    check.warn(
+        f"{len(slow)} of {len(latencies)} answers took longer than {GAME_CLOCKS.decision_s * 1000:.0f} ms "
+        f"(the slowest {max(slow) * 1000:.0f} ms), a game's time per decision unless its organizer sets "
+        f"another: a game takes each overrun from a {GAME_CLOCKS.bank_s:g} s time bank, then times the "
+        f"decision out and plays the default action, a strike; {GAME_CLOCKS.max_strikes} strikes and the "
+        "default policy plays the bot's seat for the rest of the game. Make choose() faster"
+    )
 
 
 def judge_one_card(check: Check, offers: Sequence[Offer]) -> None:

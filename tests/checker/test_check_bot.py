@@ -138,3 +138,15 @@ def test_an_answer_that_arrives_after_its_timeout_is_refused_as_stale_without_fa
     late = report.check("late-answer")
     assert late.status == Status.PASS
     assert late.sent[0].startswith("no answer to the 1 ms decision") and late.sent[1].endswith("to the next request")
+
+
+def test_answers_slower_than_a_games_time_per_decision_warn_though_the_checker_waits_for_them() -> None:
+    """The checker allows 5 s per answer; a game allows 1 s by default, then its bank, then strikes."""
+    report = run_check(bot_command("slow_bot.py"))
+    assert report.ok, report.render()
+    for key, slow in (("whole-game", 2), ("crazy-eights", 1)):
+        check = report.check(key)
+        assert check.status == Status.WARN, report.render()
+        assert check.warnings[0].startswith(f"{slow} of "), check.warnings
+        assert "longer than 1000 ms" in check.warnings[0] and "strike" in check.warnings[0]
+    assert report.check("ordinary-play").status == Status.PASS
