@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import difflib
 import enum
 import logging
 import os
@@ -21,6 +22,7 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, NoReturn
 
 import grpc
@@ -46,7 +48,7 @@ class ExitCode(enum.IntEnum):
     FAILED = 1
     """The referee ended the stream with an unexpected status."""
     USAGE = 2
-    """Bad command-line arguments."""
+    """Bad command-line arguments, or a bot that cannot play (a class, no ``choose``)."""
     REFUSED = 3
     """The referee refused this bot: unknown token or unsupported protocol version."""
     UNREACHABLE = 4
@@ -366,6 +368,20 @@ def parse_args(
     return args
 
 
+def bot_problem(bot: object) -> str | None:
+    """Why ``bot`` cannot play at all (a class instead of a bot, no ``choose``), or None."""
+    if isinstance(bot, type):
+        name = bot.__name__
+        return f"run() takes a bot, not its class: run({name}()), not run({name})"
+    cls = type(bot)
+    if getattr(cls, "choose", None) is Bot.choose or not callable(getattr(bot, "choose", None)):
+        own = [n for klass in cls.__mro__ if klass not in (Bot, object) for n in vars(klass) if not n.startswith("_")]
+        near = difflib.get_close_matches("choose", own, n=1)
+        hint = f" (it has {near[0]}(): a typo?)" if near else ""
+        return f"{cls.__name__} does not define choose(self, request){hint}; the kit calls it for every decision"
+    return None
+
+
 def configure_logging(verbose: bool = False, quiet: bool = False) -> None:
     """One line per event on stderr, unless the program configured logging itself."""
     if log.handlers:
@@ -386,6 +402,10 @@ def run(
     argv: Sequence[str] | None = None,
 ) -> NoReturn:
     """Play ``bot`` against the referee and exit the process with an :class:`ExitCode`."""
+    problem = bot_problem(bot)
+    if problem is not None:  # said before connecting: a game of fallback answers would hide it
+        print(f"{Path(sys.argv[0]).name}: error: {problem}", file=sys.stderr)
+        sys.exit(ExitCode.USAGE)
     args = parse_args(
         argv, description=f"Run the Craits bot {type(bot).__name__}.", server=server, token=token, name=name
     )
