@@ -878,9 +878,14 @@ async def _check_exit(checker: _Checker, check: Check, options: CheckOptions) ->
         code = await bot.wait(options.exit_timeout_s)
         if code is None:
             check.sent.append("nothing: still running")
+            stuck = (
+                f" (it had stopped answering {checker.waiting_for}: a bot still busy with a decision, "
+                "e.g. stuck in choose(), cannot see that its stream ended)"
+                if checker._timeouts_in_row >= 2 else ""
+            )
             check.fail(
                 f"still running {options.exit_timeout_s:g} s after the referee closed the stream, so the "
-                "checker killed it; a launched bot should exit when its stream ends"
+                f"checker killed it; a launched bot should exit when its stream ends{stuck}"
             )
             return
         check.sent.append(f"exit code {code}")

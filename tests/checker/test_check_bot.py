@@ -150,3 +150,13 @@ def test_answers_slower_than_a_games_time_per_decision_warn_though_the_checker_w
         assert check.warnings[0].startswith(f"{slow} of "), check.warnings
         assert "longer than 1000 ms" in check.warnings[0] and "strike" in check.warnings[0]
     assert report.check("ordinary-play").status == Status.PASS
+
+
+def test_a_bot_stuck_in_choose_is_told_that_this_is_why_it_did_not_exit() -> None:
+    report = run_check(bot_command("stuck_bot.py"), timeout_s=1.0, exit_timeout_s=1.0)
+    problems = failed(report)
+    assert problems["ordinary-play"] == ["no answer to decision 101 within 1 s"]
+    assert report.check("whole-game").skipped == "the bot stopped answering"
+    assert "still running 1 s after the referee closed the stream" in problems["exit"][0]
+    assert "it had stopped answering decision" in problems["exit"][0]
+    assert "stuck in choose()" in problems["exit"][0]
