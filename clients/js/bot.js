@@ -343,7 +343,9 @@ class Runner {
       return EXIT.OK;
     }
     if (REFUSED.has(status.code) || (fatal && REFUSING_ERRORS.has(fatal.code))) {
-      const hint = HINTS[status.code] ? `; ${HINTS[status.code]}` : '';
+      const noToken = status.code === grpc.status.UNAUTHENTICATED && !this.token;
+      const hint = noToken ? '; this bot sent no token: give it --token TOKEN or set CRAITS_TOKEN'
+        : HINTS[status.code] ? `; ${HINTS[status.code]}` : '';
       log('error', `the referee at ${this.server} refused this bot: ${details || (fatal ? fatal.message : '')} (${name})${hint}`);
       return EXIT.REFUSED;
     }

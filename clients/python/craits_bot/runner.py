@@ -271,6 +271,8 @@ class Runner:
             return ExitCode.OK
         if code in _REFUSED or (fatal is not None and fatal.code in _REFUSING_ERRORS):
             hint = _HINTS.get(code)
+            if code == grpc.StatusCode.UNAUTHENTICATED and not self.token:
+                hint = f"this bot sent no token: give it --token TOKEN or set {ENV_TOKEN}"
             log.error(
                 "the referee at %s refused this bot: %s (%s)%s",
                 self.server, details or (fatal.message if fatal else ""), code.name, f"; {hint}" if hint else "",
