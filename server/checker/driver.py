@@ -24,7 +24,7 @@ import shutil
 import signal
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,6 +74,8 @@ class CheckOptions:
     """Run the bot in the sandbox a referee's launched bot gets (server.transport.sandbox)."""
     limits: sandboxes.Limits = field(default_factory=sandboxes.Limits)
     """What the sandboxed bot may use (a tournament's ``[limits]``; CPU seconds count the whole check)."""
+    progress: Callable[[int, int, str], None] | None = None
+    """Called with (number, of, title) as each check starts: a slow bot's check takes minutes."""
 
 
 # ---------------------------------------------------------------------------- the stream
@@ -842,7 +844,9 @@ async def _check(command: list[str], options: CheckOptions) -> Report:
     try:
         bot = await _BotProcess.launch(argv, env)
         checker = _Checker(options, servicer, bot, token, jail)
-        await _run_checks(checker, checks)
+        await _run_checks(checker, checks, options.progress)
+        if options.progress is not None:
+            options.progress(len(checks), len(checks), checks[-1].title)
         await _check_exit(checker, checks[-1], options)
         if servicer.extra_streams:
             checks[0].fail(f"opened {servicer.extra_streams} more stream(s); one stream carries every game")
@@ -893,14 +897,19 @@ async def _check_exit(checker: _Checker, check: Check, options: CheckOptions) ->
         check.warn(f"exited with code {bot.exit_code} after a normal end of the stream; 0 is expected")
 
 
-async def _run_checks(checker: _Checker, checks: list[Check]) -> None:
+async def _run_checks(checker: _Checker, checks: list[Check],
+                      progress: Callable[[int, int, str], None] | None = None) -> None:
     hello, *scenario_checks, _exit = checks
     one_card = next(c for c in scenario_checks if c.key == "one-card")
+    if progress is not None:
+        progress(1, len(checks), hello.title)
     if not await checker.connect(hello):
         for c in scenario_checks:
             c.skipped = "the bot did not get past Hello"
         return
     for i, (sc, check) in enumerate(zip(SCENARIOS, scenario_checks, strict=True)):
+        if progress is not None:
+            progress(i + 2, len(checks), check.title)
         try:
             await checker.scenario(sc, check)
         except _BotGone:
