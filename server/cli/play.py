@@ -231,6 +231,14 @@ def format_record(spec: GameSpec, record: GameRecord, bot_logs: Path | None = No
         output = bot_logs / f"{record.game_id}-seat{i}.log" if bot_logs is not None else None
         if output is not None and spec.seats[i].command and output.exists():
             lines.append(f"    its output: {output}")
+    # A launched bot whose seat had no trouble may still have logged its own (the kit answers
+    # for a choose() that raises, and says so only there): say where, once per game.
+    quiet = [i for i, s in enumerate(record.seats) if not s.events and spec.seats[i].command and bot_logs is not None
+             and (bot_logs / f"{record.game_id}-seat{i}.log").exists()]
+    if quiet and bot_logs is not None:
+        seats = ", ".join(str(i) for i in quiet)
+        lines.append(f"  what launched bots printed and logged: {bot_logs / record.game_id}-seat<N>.log "
+                     f"(seat{'s' if len(quiet) > 1 else ''} {seats})")
     if record.replay_path:
         lines.append(f"  replay: {record.replay_path}")
     return "\n".join(lines)

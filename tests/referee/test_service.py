@@ -248,6 +248,24 @@ def test_craits_play_says_what_went_wrong_at_a_seat_and_where_the_bots_output_is
     assert lines[struck + 4] == "    ... and 1 more (--json lists them all)"
 
 
+def test_craits_play_says_where_a_launched_bot_logged_even_when_its_seat_had_no_trouble(tmp_path: Path) -> None:
+    """The kit answers for a choose() that raises and logs why only in the bot's output: the seat
+    reads "ok", so the table says where that output is."""
+    tmp_path.chmod(0o755)  # (a sandboxed bot reads only what every user may read)
+    bot = tmp_path / "raising_bot.py"
+    bot.write_text("from craits_bot import Bot, run\n\n\nclass Raising(Bot):\n"
+                   "    def choose(self, request):\n        return request.legal_actions[99]\n\n\nrun(Raising())\n")
+    result = _craits("play", "random", str(bot), "--flag", "short_game=true", "--log-dir", str(tmp_path / "logs"))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert "raising_bot" in lines[3] and " ok " in lines[3], result.stdout
+    game_id = lines[0].split(":")[0].removeprefix("game ")
+    where = f"  what launched bots printed and logged: {tmp_path / 'logs' / 'bots' / game_id}-seat<N>.log (seat 1)"
+    assert where in lines, result.stdout
+    output = (tmp_path / "logs" / "bots" / f"{game_id}-seat1.log").read_text()
+    assert "choose() failed at raising_bot.py:6: IndexError" in output
+
+
 def test_craits_serve_names_the_seats_in_trouble_in_each_game_line(tmp_path: Path) -> None:
     dying = f"{sys.executable} {BOTS / 'dying_bot.py'} 3"
     result = _craits("serve", "--address", "127.0.0.1:0", "--bot", "random", "--bot", dying, "--games", "1",
