@@ -33,7 +33,7 @@ from craits.v1 import referee_pb2 as pb
 from craits.v1 import referee_pb2_grpc
 
 from server import __version__
-from server.checker.report import TAIL_LINES, Check, Report, Status
+from server.checker.report import EXITED_AT_ONCE, TAIL_LINES, Check, Report, Status
 from server.checker.scenarios import BOT_SEAT_NAME, SCENARIOS, Mode, Scenario
 from server.engine import (
     ACTIONS,
@@ -370,7 +370,8 @@ class _Checker:
             stream_task.cancel()
             if exit_task in done:
                 code = self.bot.exit_code
-                check.fail(f"the bot exited with code {code} before connecting to CRAITS_SERVER{self._verdict(code)}")
+                check.fail(f"the bot exited with code {code} before connecting to CRAITS_SERVER{self._verdict(code)}"
+                           + (f"; {EXITED_AT_ONCE}" if code == 0 else ""))
             else:
                 check.fail(f"the bot did not connect to CRAITS_SERVER within {opts.connect_timeout_s:g} s")
             return False

@@ -20,11 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from server.checker.report import EXITED_AT_ONCE
 from server.engine import FLAG_NAMES, ConfigError, GameConfig, make_config
 from server.errors import UserError
 from server.game.policies import POLICY_NAMES
 from server.logging import configure_logging
-from server.spec import BotSpec, Clocks, GameRecord, GameSpec
+from server.spec import BotSpec, Clocks, GameRecord, GameSpec, SeatStatus
 from server.transport import sandbox as sandboxes
 from server.transport.commands import bot_command, bot_command_help
 from server.transport.launcher import command_problem
@@ -228,6 +229,8 @@ def format_record(spec: GameSpec, record: GameRecord, bot_logs: Path | None = No
         lines += [f"    {event}" for event in s.events[:_EVENTS_SHOWN]]
         if len(s.events) > _EVENTS_SHOWN:
             lines.append(f"    ... and {len(s.events) - _EVENTS_SHOWN} more (--json lists them all)")
+        if s.status is SeatStatus.NEVER_CONNECTED and "bot process exited with code 0" in s.events:
+            lines.append(f"    ({EXITED_AT_ONCE})")
         output = bot_logs / f"{record.game_id}-seat{i}.log" if bot_logs is not None else None
         if output is not None and spec.seats[i].command and output.exists():
             lines.append(f"    its output: {output}")

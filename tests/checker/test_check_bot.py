@@ -4,6 +4,7 @@ fails the check that names its bug, with a message that says what to fix."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from server.checker import Report, Status
 from tests.checker.helpers import bot_command, run_check, statuses
@@ -160,3 +161,16 @@ def test_a_bot_stuck_in_choose_is_told_that_this_is_why_it_did_not_exit() -> Non
     assert "still running 1 s after the referee closed the stream" in problems["exit"][0]
     assert "it had stopped answering decision" in problems["exit"][0]
     assert "stuck in choose()" in problems["exit"][0]
+
+
+def test_a_bot_that_exits_0_before_connecting_is_told_how_a_bot_starts_playing(tmp_path: Path) -> None:
+    """The script defines a bot and never calls run(): the usual first mistake."""
+    tmp_path.chmod(0o755)  # (a sandboxed bot reads only what every user may read)
+    script = tmp_path / "no_run_bot.py"
+    script.write_text("from craits_bot import Bot\n\n\nclass MyBot(Bot):\n    def choose(self, request):\n"
+                      "        return request.legal_actions[0]\n")
+    report = run_check([sys.executable, str(script)])
+    [problem] = failed(report)["hello"]
+    assert problem.startswith("the bot exited with code 0 before connecting to CRAITS_SERVER; ")
+    assert "a Python bot of the kit ends with run(MyBot())" in problem
+    assert "node clients/js/bot.js --strategy FILE" in problem

@@ -266,6 +266,20 @@ def test_craits_play_says_where_a_launched_bot_logged_even_when_its_seat_had_no_
     assert "choose() failed at raising_bot.py:6: IndexError" in output
 
 
+def test_craits_play_tells_a_bot_that_exited_0_before_connecting_how_a_bot_starts(tmp_path: Path) -> None:
+    tmp_path.chmod(0o755)  # (a sandboxed bot reads only what every user may read)
+    bot = tmp_path / "no_run_bot.py"
+    bot.write_text("from craits_bot import Bot\n\n\nclass MyBot(Bot):\n    def choose(self, request):\n"
+                   "        return request.legal_actions[0]\n")
+    result = _craits("play", "random", str(bot), "--flag", "short_game=true", "--log-dir", str(tmp_path / "logs"))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    at = lines.index("  seat 1 no_run_bot:")
+    assert lines[at + 1] == "    bot process exited with code 0"
+    assert lines[at + 3].startswith("    (a bot that exits with code 0 before it connects never started playing: "
+                                    "a Python bot of the kit ends with run(MyBot())"), result.stdout
+
+
 def test_craits_serve_names_the_seats_in_trouble_in_each_game_line(tmp_path: Path) -> None:
     dying = f"{sys.executable} {BOTS / 'dying_bot.py'} 3"
     result = _craits("serve", "--address", "127.0.0.1:0", "--bot", "random", "--bot", dying, "--games", "1",
