@@ -393,8 +393,13 @@ function loadStrategy(spec) {
     }
     throw new UsageError(`--strategy ${spec}: loading ${file} failed: ${describeLoadError(err, file)}`);
   }
+  if (strategy && typeof strategy.choose !== 'function' && strategy.default
+      && typeof strategy.default.choose === 'function') {
+    strategy = strategy.default; // `export default { choose(request) { ... } }`, loaded by a Node that requires ES modules
+  }
   if (!strategy || typeof strategy.choose !== 'function') {
-    throw new UsageError(`--strategy ${spec}: the module must export a function choose(request)`);
+    throw new UsageError(`--strategy ${spec}: the module must export an object with a function choose(request): `
+      + 'module.exports = { choose(request) { ... } }');
   }
   if (!strategy.name || typeof strategy.name !== 'string') strategy.name = path.basename(file, '.js');
   return strategy;
