@@ -32,6 +32,12 @@ from server.transport.launcher import command_problem
 from server.transport.service import Arena, ArenaError, ArenaOptions, listening_text
 
 
+CONNECT_TIMEOUT_MS = 10_000
+"""How long a game waits for a bot's first Hello, unless told."""
+REMOTE_CONNECT_TIMEOUT_MS = 300_000
+"""The same in ``craits play`` when a seat is a bot someone starts by hand, in another terminal."""
+
+
 @dataclass(frozen=True, slots=True)
 class GameSettings:
     config: GameConfig
@@ -53,7 +59,9 @@ def add_game_options(parser: argparse.ArgumentParser) -> None:
     c.add_argument("--bank-ms", type=int, default=10_000, help="time bank per game (default 10000)")
     c.add_argument("--max-strikes", type=int, default=3, help="strikes before the default policy takes over (default 3)")
     c.add_argument("--reconnect-grace-ms", type=int, default=5000, help="time to reconnect (default 5000)")
-    c.add_argument("--connect-timeout-ms", type=int, default=10_000, help="time for a bot's first Hello (default 10000)")
+    c.add_argument("--connect-timeout-ms", type=int, default=None,
+                   help=f"time for a bot's first Hello (default {CONNECT_TIMEOUT_MS}; craits play with a "
+                        f"remote:NAME:TOKEN seat: {REMOTE_CONNECT_TIMEOUT_MS})")
     parser.add_argument("--log-dir", default="logs", help="JSON logs (and launched bots' output) go here (default logs)")
 
 
@@ -80,6 +88,8 @@ def game_settings(args: argparse.Namespace, players: int) -> GameSettings:
         config = make_config(args.preset, players, **flags)
     except ConfigError as err:
         raise UserError(str(err)) from None
+    if args.connect_timeout_ms is None:
+        args.connect_timeout_ms = CONNECT_TIMEOUT_MS
     for name in ("decision_ms", "bank_ms", "reconnect_grace_ms", "connect_timeout_ms"):
         if getattr(args, name) < 0:
             raise UserError(f"--{name.replace('_', '-')} must not be negative")
@@ -272,6 +282,9 @@ def _cmd_play(args: argparse.Namespace) -> int:
     if args.games < 1:
         raise UserError("--games must be 1 or more")
     bots = parse_bots(args.bots)
+    if args.connect_timeout_ms is None and any(not bot.command and not bot.builtin for bot in bots):
+        # Someone starts that bot by hand once the referee says where: give them time to.
+        args.connect_timeout_ms = REMOTE_CONNECT_TIMEOUT_MS
     settings = game_settings(args, players=len(bots))
     configure_logging(args.log_dir, name="play", console=False)
     return asyncio.run(_play(args, bots, settings))
@@ -295,7 +308,8 @@ async def _play(args: argparse.Namespace, bots: list[BotSpec], settings: GameSet
     for bot in remote:
         arena.register_token(bot.token, bot.name)
     if remote:
-        print(listening_text(arena.target, [bot.name for bot in remote]), file=sys.stderr, flush=True)
+        print(listening_text(arena.target, [bot.name for bot in remote])
+              + f"; the game waits up to {settings.clocks.connect_timeout_s:g} s for them", file=sys.stderr, flush=True)
     wins: dict[str, float] = {b.name: 0.0 for b in bots}
     places: dict[str, list[int]] = {b.name: [] for b in bots}
     try:
