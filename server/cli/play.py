@@ -31,7 +31,6 @@ from server.transport.commands import bot_command, bot_command_help
 from server.transport.launcher import command_problem
 from server.transport.service import Arena, ArenaError, ArenaOptions, listening_text
 
-
 CONNECT_TIMEOUT_MS = 10_000
 """How long a game waits for a bot's first Hello, unless told."""
 REMOTE_CONNECT_TIMEOUT_MS = 300_000
