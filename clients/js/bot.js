@@ -238,6 +238,7 @@ class Runner {
     this.call = null;
     this.wakeUp = null;
     this.welcomed = false;
+    this.everWelcomed = false; // this token was welcomed before: a later refusal means its games are over
     this.lastFailure = '';
   }
 
@@ -291,7 +292,7 @@ class Runner {
       call.on('data', (msg) => {
         if (msg.message === 'welcome') this.onWelcome(msg.welcome);
         if (msg.message === 'error') {
-          logRefereeError(msg.error);
+          logRefereeError(msg.error, this.everWelcomed && msg.error.code === 'ERROR_CODE_UNAUTHENTICATED');
           if (msg.error.fatal) fatal = msg.error;
         }
         pending = pending.then(async () => {
@@ -321,6 +322,7 @@ class Runner {
 
   onWelcome(welcome) {
     this.welcomed = true;
+    this.everWelcomed = true;
     const resumed = welcome.resumed ? '; resuming games in progress' : '';
     log('info', `connected to ${this.server} as '${welcome.bot_name || this.name}' (referee ${welcome.server_version || '?'}, protocol ${welcome.protocol_version})${resumed}`);
   }
@@ -340,6 +342,12 @@ class Runner {
     const details = status.details || '';
     if (fatal && fatal.code === 'ERROR_CODE_SHUTTING_DOWN') {
       log('info', `the referee shut down: done (${summary})`);
+      return EXIT.OK;
+    }
+    if (status.code === grpc.status.UNAUTHENTICATED && this.everWelcomed) {
+      // The same token was welcomed before: not mistyped; the referee is done with it
+      // (its games ended while this bot was away).
+      log('info', `the referee at ${this.server} no longer knows this bot's token: its games are over; done (${summary})`);
       return EXIT.OK;
     }
     if (REFUSED.has(status.code) || (fatal && REFUSING_ERRORS.has(fatal.code))) {
@@ -362,13 +370,13 @@ class Runner {
   }
 }
 
-function logRefereeError(error) {
+function logRefereeError(error, news = false) {
   const parts = [`referee error ${error.code}: ${error.message}`];
   if (error.rule) parts.push(`rule ${error.rule}`);
   if (error.game_id) parts.push(`game ${error.game_id} decision ${error.decision_id}`);
   if (error.strikes) parts.push(`strikes ${error.strikes}`);
   if (error.fatal) parts.push('fatal');
-  const quiet = error.code === 'ERROR_CODE_SHUTTING_DOWN'; // news, not a problem of the bot's
+  const quiet = news || error.code === 'ERROR_CODE_SHUTTING_DOWN'; // news, not a problem of the bot's
   log(quiet ? 'info' : 'warn', parts.join('; '));
 }
 

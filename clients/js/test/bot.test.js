@@ -165,3 +165,16 @@ test('a strategy written as an ES module (export default) loads where Node can r
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('a token refused after it was welcomed ends the bot with 0 (its games are over); a new one with 3', () => {
+  const grpc = require('@grpc/grpc-js');
+  const { Runner } = require('../bot.js');
+  const protocol = loadProtocol();
+  const strategy = { choose: () => 0 };
+  const refused = { code: grpc.status.UNAUTHENTICATED, details: 'unknown token' };
+  const fatal = { code: 'ERROR_CODE_UNAUTHENTICATED', message: 'unknown token', fatal: true };
+  assert.equal(new Runner(strategy, { protocol }).ended(refused, fatal), EXIT.REFUSED);
+  const back = new Runner(strategy, { protocol });
+  back.onWelcome({ bot_name: 'me', protocol_version: 1, server_version: 'test', resumed: false });
+  assert.equal(back.ended(refused, fatal), EXIT.OK);
+});
