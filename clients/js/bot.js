@@ -238,6 +238,7 @@ class Runner {
     this.call = null;
     this.wakeUp = null;
     this.welcomed = false;
+    this.everWelcomed = false; // this token was welcomed before: a later refusal means its games are over
     this.lastFailure = '';
   }
 
@@ -291,7 +292,7 @@ class Runner {
       call.on('data', (msg) => {
         if (msg.message === 'welcome') this.onWelcome(msg.welcome);
         if (msg.message === 'error') {
-          logRefereeError(msg.error);
+          logRefereeError(msg.error, this.everWelcomed && msg.error.code === 'ERROR_CODE_UNAUTHENTICATED');
           if (msg.error.fatal) fatal = msg.error;
         }
         pending = pending.then(async () => {
@@ -321,6 +322,7 @@ class Runner {
 
   onWelcome(welcome) {
     this.welcomed = true;
+    this.everWelcomed = true;
     const resumed = welcome.resumed ? '; resuming games in progress' : '';
     log('info', `connected to ${this.server} as '${welcome.bot_name || this.name}' (referee ${welcome.server_version || '?'}, protocol ${welcome.protocol_version})${resumed}`);
   }
@@ -342,8 +344,16 @@ class Runner {
       log('info', `the referee shut down: done (${summary})`);
       return EXIT.OK;
     }
+    if (status.code === grpc.status.UNAUTHENTICATED && this.everWelcomed) {
+      // The same token was welcomed before: not mistyped; the referee is done with it
+      // (its games ended while this bot was away).
+      log('info', `the referee at ${this.server} no longer knows this bot's token: its games are over; done (${summary})`);
+      return EXIT.OK;
+    }
     if (REFUSED.has(status.code) || (fatal && REFUSING_ERRORS.has(fatal.code))) {
-      const hint = HINTS[status.code] ? `; ${HINTS[status.code]}` : '';
+      const noToken = status.code === grpc.status.UNAUTHENTICATED && !this.token;
+      const hint = noToken ? '; this bot sent no token: give it --token TOKEN or set CRAITS_TOKEN'
+        : HINTS[status.code] ? `; ${HINTS[status.code]}` : '';
       log('error', `the referee at ${this.server} refused this bot: ${details || (fatal ? fatal.message : '')} (${name})${hint}`);
       return EXIT.REFUSED;
     }
@@ -360,13 +370,13 @@ class Runner {
   }
 }
 
-function logRefereeError(error) {
+function logRefereeError(error, news = false) {
   const parts = [`referee error ${error.code}: ${error.message}`];
   if (error.rule) parts.push(`rule ${error.rule}`);
   if (error.game_id) parts.push(`game ${error.game_id} decision ${error.decision_id}`);
   if (error.strikes) parts.push(`strikes ${error.strikes}`);
   if (error.fatal) parts.push('fatal');
-  const quiet = error.code === 'ERROR_CODE_SHUTTING_DOWN'; // news, not a problem of the bot's
+  const quiet = news || error.code === 'ERROR_CODE_SHUTTING_DOWN'; // news, not a problem of the bot's
   log(quiet ? 'info' : 'warn', parts.join('; '));
 }
 
@@ -383,16 +393,39 @@ function loadStrategy(spec) {
   try {
     strategy = require(file);
   } catch (err) {
-    if (err.code === 'MODULE_NOT_FOUND' && err.message.includes(file)) {
+    // Only the strategy itself missing is "no such strategy": a module it requires that is
+    // missing names the strategy too, in its require stack, and a broken file is the
+    // author's to fix: both are said as they are, with the file and line, and no stack.
+    if (err.code === 'MODULE_NOT_FOUND' && !(err.requireStack || []).includes(file)) {
       throw new UsageError(`--strategy ${spec}: no such strategy (built in: ${BUILTIN_STRATEGIES.join(', ')}; or a path to a .js file)`);
     }
-    throw err;
+    throw new UsageError(`--strategy ${spec}: loading ${file} failed: ${describeLoadError(err, file)}`);
+  }
+  if (strategy && typeof strategy.choose !== 'function' && strategy.default
+      && typeof strategy.default.choose === 'function') {
+    strategy = strategy.default; // `export default { choose(request) { ... } }`, loaded by a Node that requires ES modules
   }
   if (!strategy || typeof strategy.choose !== 'function') {
-    throw new UsageError(`--strategy ${spec}: the module must export a function choose(request)`);
+    throw new UsageError(`--strategy ${spec}: the module must export an object with a function choose(request): `
+      + 'module.exports = { choose(request) { ... } }');
   }
   if (!strategy.name || typeof strategy.name !== 'string') strategy.name = path.basename(file, '.js');
   return strategy;
+}
+
+/** A strategy's load error in one line: what, and where in the strategy (a SyntaxError's stack starts with file:line). */
+function describeLoadError(err, file) {
+  if (!(err instanceof Error)) return String(err);
+  if (err.code === 'MODULE_NOT_FOUND') {
+    const by = (err.requireStack || [])[0] || file;
+    return `${err.message.split('\n')[0]}, required by ${by} (install it, e.g. with npm in the strategy's folder)`;
+  }
+  const message = err.message;
+  const stack = String(err.stack || '');
+  const syntaxAt = err instanceof SyntaxError ? stack.split('\n')[0] : '';
+  const frame = stack.split('\n').find((line) => line.includes(file));
+  const at = syntaxAt.startsWith(file) ? ` at ${syntaxAt}` : frame ? ` ${frame.trim()}` : '';
+  return `${err.name}: ${message}${at}`;
 }
 
 const HELP = `usage: node bot.js --strategy random|heuristic|FILE.js [--server HOST:PORT] [--token T] [--name N]

@@ -24,7 +24,7 @@ import shutil
 import signal
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +33,7 @@ from craits.v1 import referee_pb2 as pb
 from craits.v1 import referee_pb2_grpc
 
 from server import __version__
-from server.checker.report import TAIL_LINES, Check, Report, Status
+from server.checker.report import EXITED_AT_ONCE, TAIL_LINES, Check, Report, Status
 from server.checker.scenarios import BOT_SEAT_NAME, SCENARIOS, Mode, Scenario
 from server.engine import (
     ACTIONS,
@@ -74,6 +74,8 @@ class CheckOptions:
     """Run the bot in the sandbox a referee's launched bot gets (server.transport.sandbox)."""
     limits: sandboxes.Limits = field(default_factory=sandboxes.Limits)
     """What the sandboxed bot may use (a tournament's ``[limits]``; CPU seconds count the whole check)."""
+    progress: Callable[[int, int, str], None] | None = None
+    """Called with (number, of, title) as each check starts: a slow bot's check takes minutes."""
 
 
 # ---------------------------------------------------------------------------- the stream
@@ -368,7 +370,8 @@ class _Checker:
             stream_task.cancel()
             if exit_task in done:
                 code = self.bot.exit_code
-                check.fail(f"the bot exited with code {code} before connecting to CRAITS_SERVER{self._verdict(code)}")
+                check.fail(f"the bot exited with code {code} before connecting to CRAITS_SERVER{self._verdict(code)}"
+                           + (f"; {EXITED_AT_ONCE}" if code == 0 else ""))
             else:
                 check.fail(f"the bot did not connect to CRAITS_SERVER within {opts.connect_timeout_s:g} s")
             return False
@@ -705,6 +708,7 @@ class _Checker:
                 if len(self.latencies) > latencies_before:
                     slowest = max(self.latencies[latencies_before:])
                     check.notes.append(f"slowest answer {slowest * 1000:.0f} ms")
+                    judge_speed(check, self.latencies[latencies_before:])
             elif check.more:
                 s = "s" if check.more != 1 else ""
                 check.notes.append(f"then {check.more} more answer{s} to the end of the hand")
@@ -721,6 +725,25 @@ class _Checker:
 
 
 # ---------------------------------------------------------------------------- running a check
+
+
+GAME_CLOCKS = Clocks()
+"""A game's clocks unless its organizer sets others (``craits play``, a tournament file)."""
+
+
+def judge_speed(check: Check, latencies: Sequence[float]) -> None:
+    """Warn when answers take longer than a game gives a decision by default: the checker
+    waits for them, a game does not (its bank absorbs a few overruns, then each is a timeout)."""
+    slow = [s for s in latencies if s > GAME_CLOCKS.decision_s]
+    if not slow:
+        return
+    check.warn(
+        f"{len(slow)} of {len(latencies)} answers took longer than {GAME_CLOCKS.decision_s * 1000:.0f} ms "
+        f"(the slowest {max(slow) * 1000:.0f} ms), a game's time per decision unless its organizer sets "
+        f"another: a game takes each overrun from a {GAME_CLOCKS.bank_s:g} s time bank, then times the "
+        f"decision out and plays the default action, a strike; {GAME_CLOCKS.max_strikes} strikes and the "
+        "default policy plays the bot's seat for the rest of the game. Make choose() faster"
+    )
 
 
 def judge_one_card(check: Check, offers: Sequence[Offer]) -> None:
@@ -822,7 +845,9 @@ async def _check(command: list[str], options: CheckOptions) -> Report:
     try:
         bot = await _BotProcess.launch(argv, env)
         checker = _Checker(options, servicer, bot, token, jail)
-        await _run_checks(checker, checks)
+        await _run_checks(checker, checks, options.progress)
+        if options.progress is not None:
+            options.progress(len(checks), len(checks), checks[-1].title)
         await _check_exit(checker, checks[-1], options)
         if servicer.extra_streams:
             checks[0].fail(f"opened {servicer.extra_streams} more stream(s); one stream carries every game")
@@ -858,9 +883,14 @@ async def _check_exit(checker: _Checker, check: Check, options: CheckOptions) ->
         code = await bot.wait(options.exit_timeout_s)
         if code is None:
             check.sent.append("nothing: still running")
+            stuck = (
+                f" (it had stopped answering {checker.waiting_for}: a bot still busy with a decision, "
+                "e.g. stuck in choose(), cannot see that its stream ended)"
+                if checker._timeouts_in_row >= 2 else ""
+            )
             check.fail(
                 f"still running {options.exit_timeout_s:g} s after the referee closed the stream, so the "
-                "checker killed it; a launched bot should exit when its stream ends"
+                f"checker killed it; a launched bot should exit when its stream ends{stuck}"
             )
             return
         check.sent.append(f"exit code {code}")
@@ -868,14 +898,19 @@ async def _check_exit(checker: _Checker, check: Check, options: CheckOptions) ->
         check.warn(f"exited with code {bot.exit_code} after a normal end of the stream; 0 is expected")
 
 
-async def _run_checks(checker: _Checker, checks: list[Check]) -> None:
+async def _run_checks(checker: _Checker, checks: list[Check],
+                      progress: Callable[[int, int, str], None] | None = None) -> None:
     hello, *scenario_checks, _exit = checks
     one_card = next(c for c in scenario_checks if c.key == "one-card")
+    if progress is not None:
+        progress(1, len(checks), hello.title)
     if not await checker.connect(hello):
         for c in scenario_checks:
             c.skipped = "the bot did not get past Hello"
         return
     for i, (sc, check) in enumerate(zip(SCENARIOS, scenario_checks, strict=True)):
+        if progress is not None:
+            progress(i + 2, len(checks), check.title)
         try:
             await checker.scenario(sc, check)
         except _BotGone:

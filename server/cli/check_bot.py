@@ -50,6 +50,11 @@ def register_cli(sub: Any) -> None:
     p.set_defaults(func=_run)
 
 
+def _progress_line(number: int, of: int, title: str) -> None:
+    sys.stderr.write(f"\r\033[Kchecking {number}/{of}: {title} ...")
+    sys.stderr.flush()
+
+
 def _run(args: argparse.Namespace) -> int:
     for name in ("timeout", "connect_timeout", "exit_timeout"):
         if not getattr(args, name) > 0:
@@ -72,9 +77,16 @@ def _run(args: argparse.Namespace) -> int:
         except ValueError as err:
             raise UserError(f"--limit {key}: {err}" if key in sandboxes.LIMIT_NAMES else f"--limit: {err}") from None
     limits = sandboxes.Limits(**values)
+    # On a terminal, one line that says which check runs: a bot that uses its time checks for minutes.
+    progress = _progress_line if sys.stderr.isatty() else None
     options = CheckOptions(args.timeout, args.connect_timeout, args.exit_timeout, args.seed, sandbox == "bwrap",
-                           limits)
-    report = check_bot(args.command, options)
+                           limits, progress)
+    try:
+        report = check_bot(args.command, options)
+    finally:
+        if progress is not None:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
     print(report.render())
     if args.json:
         try:

@@ -20,15 +20,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from server.checker.report import EXITED_AT_ONCE
 from server.engine import FLAG_NAMES, ConfigError, GameConfig, make_config
 from server.errors import UserError
 from server.game.policies import POLICY_NAMES
 from server.logging import configure_logging
-from server.spec import BotSpec, Clocks, GameRecord, GameSpec
+from server.spec import BotSpec, Clocks, GameRecord, GameSpec, SeatStatus
 from server.transport import sandbox as sandboxes
 from server.transport.commands import bot_command, bot_command_help
 from server.transport.launcher import command_problem
 from server.transport.service import Arena, ArenaError, ArenaOptions, listening_text
+
+CONNECT_TIMEOUT_MS = 10_000
+"""How long a game waits for a bot's first Hello, unless told."""
+REMOTE_CONNECT_TIMEOUT_MS = 300_000
+"""The same in ``craits play`` when a seat is a bot someone starts by hand, in another terminal."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +58,9 @@ def add_game_options(parser: argparse.ArgumentParser) -> None:
     c.add_argument("--bank-ms", type=int, default=10_000, help="time bank per game (default 10000)")
     c.add_argument("--max-strikes", type=int, default=3, help="strikes before the default policy takes over (default 3)")
     c.add_argument("--reconnect-grace-ms", type=int, default=5000, help="time to reconnect (default 5000)")
-    c.add_argument("--connect-timeout-ms", type=int, default=10_000, help="time for a bot's first Hello (default 10000)")
+    c.add_argument("--connect-timeout-ms", type=int, default=None,
+                   help=f"time for a bot's first Hello (default {CONNECT_TIMEOUT_MS}; craits play with a "
+                        f"remote:NAME:TOKEN seat: {REMOTE_CONNECT_TIMEOUT_MS})")
     parser.add_argument("--log-dir", default="logs", help="JSON logs (and launched bots' output) go here (default logs)")
 
 
@@ -79,6 +87,8 @@ def game_settings(args: argparse.Namespace, players: int) -> GameSettings:
         config = make_config(args.preset, players, **flags)
     except ConfigError as err:
         raise UserError(str(err)) from None
+    if args.connect_timeout_ms is None:
+        args.connect_timeout_ms = CONNECT_TIMEOUT_MS
     for name in ("decision_ms", "bank_ms", "reconnect_grace_ms", "connect_timeout_ms"):
         if getattr(args, name) < 0:
             raise UserError(f"--{name.replace('_', '-')} must not be negative")
@@ -228,9 +238,19 @@ def format_record(spec: GameSpec, record: GameRecord, bot_logs: Path | None = No
         lines += [f"    {event}" for event in s.events[:_EVENTS_SHOWN]]
         if len(s.events) > _EVENTS_SHOWN:
             lines.append(f"    ... and {len(s.events) - _EVENTS_SHOWN} more (--json lists them all)")
+        if s.status is SeatStatus.NEVER_CONNECTED and "bot process exited with code 0" in s.events:
+            lines.append(f"    ({EXITED_AT_ONCE})")
         output = bot_logs / f"{record.game_id}-seat{i}.log" if bot_logs is not None else None
         if output is not None and spec.seats[i].command and output.exists():
             lines.append(f"    its output: {output}")
+    # A launched bot whose seat had no trouble may still have logged its own (the kit answers
+    # for a choose() that raises, and says so only there): say where, once per game.
+    quiet = [i for i, s in enumerate(record.seats) if not s.events and spec.seats[i].command and bot_logs is not None
+             and (bot_logs / f"{record.game_id}-seat{i}.log").exists()]
+    if quiet and bot_logs is not None:
+        seats = ", ".join(str(i) for i in quiet)
+        lines.append(f"  what launched bots printed and logged: {bot_logs / record.game_id}-seat<N>.log "
+                     f"(seat{'s' if len(quiet) > 1 else ''} {seats})")
     if record.replay_path:
         lines.append(f"  replay: {record.replay_path}")
     return "\n".join(lines)
@@ -261,6 +281,9 @@ def _cmd_play(args: argparse.Namespace) -> int:
     if args.games < 1:
         raise UserError("--games must be 1 or more")
     bots = parse_bots(args.bots)
+    if args.connect_timeout_ms is None and any(not bot.command and not bot.builtin for bot in bots):
+        # Someone starts that bot by hand once the referee says where: give them time to.
+        args.connect_timeout_ms = REMOTE_CONNECT_TIMEOUT_MS
     settings = game_settings(args, players=len(bots))
     configure_logging(args.log_dir, name="play", console=False)
     return asyncio.run(_play(args, bots, settings))
@@ -284,7 +307,8 @@ async def _play(args: argparse.Namespace, bots: list[BotSpec], settings: GameSet
     for bot in remote:
         arena.register_token(bot.token, bot.name)
     if remote:
-        print(listening_text(arena.target, [bot.name for bot in remote]), file=sys.stderr, flush=True)
+        print(listening_text(arena.target, [bot.name for bot in remote])
+              + f"; the game waits up to {settings.clocks.connect_timeout_s:g} s for them", file=sys.stderr, flush=True)
     wins: dict[str, float] = {b.name: 0.0 for b in bots}
     places: dict[str, list[int]] = {b.name: [] for b in bots}
     try:

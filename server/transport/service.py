@@ -671,10 +671,12 @@ class Arena:
             return False
         entry = self.tokens.get(hello.token)
         if entry is None:
-            session.send_error(pb.ERROR_CODE_UNAUTHENTICATED, "unknown token", fatal=True)
-            session.close(StreamEnd.UNAUTHENTICATED, "unknown token")
-            log.warning("stream_refused", peer=session.peer, why="unknown token", bot=_shown(hello.name))
-            self._refused(session, "", "its Hello had an unknown token")
+            # An empty token is a bot started without one, not a wrong one: say which.
+            text = "unknown token" if hello.token else "no token: the Hello's token is empty"
+            session.send_error(pb.ERROR_CODE_UNAUTHENTICATED, text, fatal=True)
+            session.close(StreamEnd.UNAUTHENTICATED, text)
+            log.warning("stream_refused", peer=session.peer, why=text, bot=_shown(hello.name))
+            self._refused(session, "", "its Hello had an unknown token" if hello.token else "its Hello had no token")
             return False
         if self.closing:
             session.send_error(pb.ERROR_CODE_SHUTTING_DOWN, "the referee is shutting down", fatal=True)

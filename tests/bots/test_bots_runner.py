@@ -157,3 +157,25 @@ def test_resource_exhausted_is_not_retried_and_a_cut_off_for_not_reading_is(bot:
         process.send_signal(signal.SIGTERM)  # it would reconnect for as long as the referee answers
         finish(process, timeout=30)
     assert len(server.seen.hellos) >= 2, "UNAVAILABLE is retried"
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [
+        ("run(MyBot)", "error: run() takes a bot, not its class: run(MyBot()), not run(MyBot)"),
+        ("run(Typo())", "error: Typo does not define choose(self, request) (it has chose(): a typo?)"),
+    ],
+)
+def test_a_bot_that_cannot_play_is_refused_before_it_connects(mistake: str, message: str, tmp_path: Path) -> None:
+    """Not a game of fallback answers (and a PASS from check-bot for code that never ran): exit 2 at once."""
+    script = tmp_path / "mistaken_bot.py"
+    script.write_text(
+        "from craits_bot import Bot, run\n\n"
+        "class MyBot(Bot):\n    def choose(self, request):\n        return request.legal_actions[0]\n\n"
+        "class Typo(Bot):\n    def chose(self, request):\n        return request.legal_actions[0]\n\n"
+        f"{mistake}\n"
+    )
+    code, err = finish(start_bot((sys.executable, str(script)), "--server", "127.0.0.1:9", "--reconnect-s", "0"))
+    assert code == 2, err
+    assert f"mistaken_bot.py: {message}" in err
+    assert "Traceback" not in err and "connect" not in err

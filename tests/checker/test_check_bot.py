@@ -4,6 +4,7 @@ fails the check that names its bug, with a message that says what to fix."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from server.checker import Report, Status
 from tests.checker.helpers import bot_command, run_check, statuses
@@ -138,3 +139,38 @@ def test_an_answer_that_arrives_after_its_timeout_is_refused_as_stale_without_fa
     late = report.check("late-answer")
     assert late.status == Status.PASS
     assert late.sent[0].startswith("no answer to the 1 ms decision") and late.sent[1].endswith("to the next request")
+
+
+def test_answers_slower_than_a_games_time_per_decision_warn_though_the_checker_waits_for_them() -> None:
+    """The checker allows 5 s per answer; a game allows 1 s by default, then its bank, then strikes."""
+    report = run_check(bot_command("slow_bot.py"))
+    assert report.ok, report.render()
+    for key, slow in (("whole-game", 2), ("crazy-eights", 1)):
+        check = report.check(key)
+        assert check.status == Status.WARN, report.render()
+        assert check.warnings[0].startswith(f"{slow} of "), check.warnings
+        assert "longer than 1000 ms" in check.warnings[0] and "strike" in check.warnings[0]
+    assert report.check("ordinary-play").status == Status.PASS
+
+
+def test_a_bot_stuck_in_choose_is_told_that_this_is_why_it_did_not_exit() -> None:
+    report = run_check(bot_command("stuck_bot.py"), timeout_s=1.0, exit_timeout_s=1.0)
+    problems = failed(report)
+    assert problems["ordinary-play"] == ["no answer to decision 101 within 1 s"]
+    assert report.check("whole-game").skipped == "the bot stopped answering"
+    assert "still running 1 s after the referee closed the stream" in problems["exit"][0]
+    assert "it had stopped answering decision" in problems["exit"][0]
+    assert "stuck in choose()" in problems["exit"][0]
+
+
+def test_a_bot_that_exits_0_before_connecting_is_told_how_a_bot_starts_playing(tmp_path: Path) -> None:
+    """The script defines a bot and never calls run(): the usual first mistake."""
+    tmp_path.chmod(0o755)  # (a sandboxed bot reads only what every user may read)
+    script = tmp_path / "no_run_bot.py"
+    script.write_text("from craits_bot import Bot\n\n\nclass MyBot(Bot):\n    def choose(self, request):\n"
+                      "        return request.legal_actions[0]\n")
+    report = run_check([sys.executable, str(script)])
+    [problem] = failed(report)["hello"]
+    assert problem.startswith("the bot exited with code 0 before connecting to CRAITS_SERVER; ")
+    assert "a Python bot of the kit ends with run(MyBot())" in problem
+    assert "node clients/js/bot.js --strategy FILE" in problem

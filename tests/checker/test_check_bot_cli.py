@@ -99,3 +99,40 @@ def test_a_bad_limit_is_a_one_line_user_error() -> None:
     assert unsandboxed.returncode == 2
     assert unsandboxed.stderr.strip().endswith(
         "--limit applies to the sandbox; drop --no-sandbox to check the bot within limits")
+
+
+def test_on_a_terminal_one_line_says_which_check_runs_and_is_cleared_at_the_end() -> None:
+    """A bot that uses its time takes minutes to check: the terminal shows where the check is."""
+    import os
+    import pty
+
+    terminal, stderr = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "server.cli", "check-bot", "--", sys.executable, str(BOTS / "good_bot.py")],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=stderr, text=True,
+    )
+    os.close(stderr)
+    out, _ = process.communicate(timeout=240)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(terminal, 4096)
+        except OSError:  # EIO: the process and its terminal are gone
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(terminal)
+    assert process.returncode == 0, out
+    text = shown.decode()
+    assert "\r\x1b[Kchecking 1/15: hello ..." in text
+    assert "checking 14/15: a whole game of the crazy-eights preset (2 players) ..." in text
+    assert "checking 15/15: exit when the stream ends ..." in text
+    assert text.endswith("\r\x1b[K")
+    assert "checking" not in out, "the report on standard output has no progress in it"
+
+
+def test_off_a_terminal_there_is_no_progress_line() -> None:
+    done = craits("check-bot", "--", sys.executable, str(BOTS / "good_bot.py"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "checking" not in done.stderr and "\x1b" not in done.stderr

@@ -249,6 +249,74 @@ def test_craits_play_says_what_went_wrong_at_a_seat_and_where_the_bots_output_is
     assert lines[struck + 4] == "    ... and 1 more (--json lists them all)"
 
 
+def test_craits_play_says_where_a_launched_bot_logged_even_when_its_seat_had_no_trouble(tmp_path: Path) -> None:
+    """The kit answers for a choose() that raises and logs why only in the bot's output: the seat
+    reads "ok", so the table says where that output is."""
+    tmp_path.chmod(0o755)  # (a sandboxed bot reads only what every user may read)
+    bot = tmp_path / "raising_bot.py"
+    bot.write_text("from craits_bot import Bot, run\n\n\nclass Raising(Bot):\n"
+                   "    def choose(self, request):\n        return request.legal_actions[99]\n\n\nrun(Raising())\n")
+    result = _craits("play", "random", str(bot), "--flag", "short_game=true", "--log-dir", str(tmp_path / "logs"))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert "raising_bot" in lines[3] and " ok " in lines[3], result.stdout
+    game_id = lines[0].split(":")[0].removeprefix("game ")
+    where = f"  what launched bots printed and logged: {tmp_path / 'logs' / 'bots' / game_id}-seat<N>.log (seat 1)"
+    assert where in lines, result.stdout
+    output = (tmp_path / "logs" / "bots" / f"{game_id}-seat1.log").read_text()
+    assert "choose() failed at raising_bot.py:6: IndexError" in output
+
+
+def test_craits_play_tells_a_bot_that_exited_0_before_connecting_how_a_bot_starts(tmp_path: Path) -> None:
+    tmp_path.chmod(0o755)  # (a sandboxed bot reads only what every user may read)
+    bot = tmp_path / "no_run_bot.py"
+    bot.write_text("from craits_bot import Bot\n\n\nclass MyBot(Bot):\n    def choose(self, request):\n"
+                   "        return request.legal_actions[0]\n")
+    result = _craits("play", "random", str(bot), "--flag", "short_game=true", "--log-dir", str(tmp_path / "logs"))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    at = lines.index("  seat 1 no_run_bot:")
+    assert lines[at + 1] == "    bot process exited with code 0"
+    assert lines[at + 3].startswith("    (a bot that exits with code 0 before it connects never started playing: "
+                                    "a Python bot of the kit ends with run(MyBot())"), result.stdout
+
+
+def test_craits_play_gives_a_bot_started_by_hand_minutes_to_connect_and_says_so(tmp_path: Path) -> None:
+    """docs/first-bot.md starts the game in one terminal and the bot in another: more than the
+    10 s a launched bot gets. The referee says how long it waits; the bot then plays its seat."""
+    import re
+
+    def listening(*extra: str) -> tuple[subprocess.Popen[str], str]:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "server.cli", "play", "random", "remote:me:tok-me", "--address", "127.0.0.1:0",
+             "--flag", "short_game=true", "--log-dir", str(tmp_path / "logs"), *extra],
+            cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert proc.stderr is not None
+        return proc, proc.stderr.readline()
+
+    proc, line = listening()
+    try:
+        assert line.rstrip().endswith("; the game waits up to 300 s for them"), line
+        address = re.search(r"listening on (\S+)", line)
+        assert address is not None, line
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CRAITS_")}
+        env.update(CRAITS_SERVER=address.group(1), CRAITS_TOKEN="tok-me")
+        bot = subprocess.run([sys.executable, "-m", "craits_bot.examples.random_bot", "-q"], env=env, cwd=ROOT,
+                             capture_output=True, text=True, timeout=120)
+        assert bot.returncode == 0, bot.stderr
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 0
+    row = out.splitlines()[3]
+    assert row.split()[1] == "me" and " ok " in row, out
+    proc, line = listening("--connect-timeout-ms", "2000")
+    proc.kill()
+    proc.wait()
+    assert line.rstrip().endswith("; the game waits up to 2 s for them"), line
+
+
 def test_craits_serve_names_the_seats_in_trouble_in_each_game_line(tmp_path: Path) -> None:
     dying = f"{sys.executable} {BOTS / 'dying_bot.py'} 3"
     result = _craits("serve", "--address", "127.0.0.1:0", "--bot", "random", "--bot", dying, "--games", "1",

@@ -106,3 +106,75 @@ test('command line: flags, then environment, then defaults; mistakes are usage e
   assert.throws(() => parseCommandLine(['--bogus'], {}), /bogus/);
   assert.equal(EXIT.REFUSED, 3);
 });
+
+test('a strategy that cannot load says why, where, and exits 2 without a stack', () => {
+  const fs = require('node:fs');
+  const os = require('node:os');
+  const path = require('node:path');
+  const { spawnSync } = require('node:child_process');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'craits-strategy-'));
+  const strategies = {
+    'broken.js': "module.exports = {\n  choose(request) {\n    return 0\n  ,\n};\n",
+    'needs.js': "require('no-such-package-here');\nmodule.exports = { choose() { return 0; } };\n",
+    'throws.js': "throw new Error('on purpose at load');\n",
+    'function.js': 'module.exports = function choose(request) { return 0; };\n',
+  };
+  for (const [name, code] of Object.entries(strategies)) fs.writeFileSync(path.join(dir, name), code);
+  const run = (name) => spawnSync(process.execPath, [path.join(__dirname, '..', 'bot.js'), '--strategy', name],
+    { cwd: dir, encoding: 'utf8', timeout: 30000 });
+  try {
+    const expected = {
+      'broken.js': /--strategy broken\.js: loading .*broken\.js failed: SyntaxError: .* at .*broken\.js:5/,
+      'needs.js': /Cannot find module 'no-such-package-here', required by .*needs\.js/,
+      'throws.js': /failed: Error: on purpose at load .*throws\.js:1/,
+      'absent.js': /--strategy absent\.js: no such strategy/,
+      'function.js': /must export an object with a function choose\(request\): module\.exports = \{ choose\(request\)/,
+    };
+    for (const [name, message] of Object.entries(expected)) {
+      const done = run(name);
+      assert.equal(done.status, EXIT.USAGE, `${name}: ${done.stderr}`);
+      assert.match(done.stderr, message);
+      if (name !== 'absent.js') assert.doesNotMatch(done.stderr, /no such strategy/);
+      assert.doesNotMatch(done.stderr, /^\s+at /m, `${name}: a stack trace: ${done.stderr}`);
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a strategy written as an ES module (export default) loads where Node can require it, else says why', () => {
+  const fs = require('node:fs');
+  const os = require('node:os');
+  const path = require('node:path');
+  const { loadStrategy } = require('../bot.js');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'craits-strategy-'));
+  const file = path.join(dir, 'esm.js');
+  fs.writeFileSync(file, "export default { name: 'esm-bot', choose(request) { return 0; } };\n");
+  try {
+    let strategy;
+    try {
+      strategy = loadStrategy(file);
+    } catch (err) { // a Node that cannot require an ES module: the load error names the file
+      assert.ok(!process.features.require_module, `this Node requires ES modules, yet: ${err.message}`);
+      assert.match(err.message, /esm\.js/);
+      return;
+    }
+    assert.equal(typeof strategy.choose, 'function');
+    assert.equal(strategy.name, 'esm-bot');
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a token refused after it was welcomed ends the bot with 0 (its games are over); a new one with 3', () => {
+  const grpc = require('@grpc/grpc-js');
+  const { Runner } = require('../bot.js');
+  const protocol = loadProtocol();
+  const strategy = { choose: () => 0 };
+  const refused = { code: grpc.status.UNAUTHENTICATED, details: 'unknown token' };
+  const fatal = { code: 'ERROR_CODE_UNAUTHENTICATED', message: 'unknown token', fatal: true };
+  assert.equal(new Runner(strategy, { protocol }).ended(refused, fatal), EXIT.REFUSED);
+  const back = new Runner(strategy, { protocol });
+  back.onWelcome({ bot_name: 'me', protocol_version: 1, server_version: 'test', resumed: false });
+  assert.equal(back.ended(refused, fatal), EXIT.OK);
+});

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import difflib
 import enum
 import logging
 import os
@@ -21,6 +22,7 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, NoReturn
 
 import grpc
@@ -46,7 +48,7 @@ class ExitCode(enum.IntEnum):
     FAILED = 1
     """The referee ended the stream with an unexpected status."""
     USAGE = 2
-    """Bad command-line arguments."""
+    """Bad command-line arguments, or a bot that cannot play (a class, no ``choose``)."""
     REFUSED = 3
     """The referee refused this bot: unknown token or unsupported protocol version."""
     UNREACHABLE = 4
@@ -109,7 +111,11 @@ class Runner:
         self._call: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._welcomed = False
+        self._ever_welcomed = False
+        """This token was welcomed before in this run: a later refusal means its games are over."""
         self._last_failure = ""
+        self._late_answer = ""
+        """Why the last stream ended, when it was the bot's answer that found it ended."""
 
     # ------------------------------------------------------------------ public
 
@@ -120,6 +126,7 @@ class Runner:
         failed_before = False
         while not self._stop.is_set():
             self._welcomed = False
+            self._late_answer = ""
             code = self._session()
             if code is not None:
                 return code
@@ -133,12 +140,16 @@ class Runner:
                     self.server, self.reconnect_s, self._last_failure,
                 )
                 return ExitCode.UNREACHABLE
-            log.log(
-                logging.WARNING if fresh else logging.DEBUG,
-                "%s the referee at %s: %s; retrying for up to %g s",
-                "lost the connection to" if self._welcomed else "cannot reach",
-                self.server, self._last_failure, self.reconnect_s,
-            )
+            if self._late_answer:
+                log.warning("%s; connecting to the referee at %s again (it may have more games for this bot)",
+                            self._late_answer, self.server)
+            else:
+                log.log(
+                    logging.WARNING if fresh else logging.DEBUG,
+                    "%s the referee at %s: %s; retrying for up to %g s",
+                    "lost the connection to" if self._welcomed else "cannot reach",
+                    self.server, self._last_failure, self.reconnect_s,
+                )
             if self._stop.wait(delay):
                 break
             delay = min(delay * 2, _MAX_DELAY_S)
@@ -190,12 +201,20 @@ class Runner:
                 if which == "welcome":
                     self._on_welcome(msg.welcome)
                 elif which == "error":
-                    _log_referee_error(msg.error)
+                    # a token welcomed before and now unknown is news, not a problem (see _ended)
+                    _log_referee_error(msg.error, quiet=self._ever_welcomed and msg.error.code == pb.ERROR_CODE_UNAUTHENTICATED)
                     if msg.error.fatal:
                         fatal = msg.error
                 reply = self.dispatcher.handle(msg)
                 if reply is not None:
-                    await call.write(reply)
+                    try:
+                        await call.write(reply)
+                    except grpc.RpcError as err:
+                        # gRPC reports an answer written after the referee ended the stream as
+                        # INTERNAL, and drops what the referee sent before its end: say what it was.
+                        if err.code() == grpc.StatusCode.INTERNAL and reply.WhichOneof("message") == "answer":
+                            self._late_answer = _late_text(reply.answer)
+                        raise
             code = await call.code()
             if code != grpc.StatusCode.OK:
                 return self._ended(_Ended(code, await call.details()), fatal)
@@ -225,7 +244,7 @@ class Runner:
         return f"{d.games_ended} game(s) ended, {d.decisions} decision(s), {d.fallbacks} fallback answer(s)"
 
     def _on_welcome(self, welcome: pb.Welcome) -> None:
-        self._welcomed = True
+        self._welcomed = self._ever_welcomed = True
         log.info(
             "connected to %s as %r (referee %s, protocol %d)%s",
             self.server, welcome.bot_name or self.name, welcome.server_version or "?",
@@ -238,11 +257,22 @@ class Runner:
             return self._stop_code
         code: grpc.StatusCode = err.code()
         details: str = err.details() or ""
+        if code == grpc.StatusCode.OK:
+            log.info("the referee closed the stream: done (%s)", self._summary())
+            return ExitCode.OK
         if fatal is not None and fatal.code == pb.ERROR_CODE_SHUTTING_DOWN:
             log.info("the referee shut down: done (%s)", self._summary())
             return ExitCode.OK
+        if code == grpc.StatusCode.UNAUTHENTICATED and self._ever_welcomed:
+            # The same token was welcomed before: it is not mistyped, the referee is done with it
+            # (its games ended while this bot was away, or before it read their end).
+            log.info("the referee at %s no longer knows this bot's token: its games are over; done (%s)",
+                     self.server, self._summary())
+            return ExitCode.OK
         if code in _REFUSED or (fatal is not None and fatal.code in _REFUSING_ERRORS):
             hint = _HINTS.get(code)
+            if code == grpc.StatusCode.UNAUTHENTICATED and not self.token:
+                hint = f"this bot sent no token: give it --token TOKEN or set {ENV_TOKEN}"
             log.error(
                 "the referee at %s refused this bot: %s (%s)%s",
                 self.server, details or (fatal.message if fatal else ""), code.name, f"; {hint}" if hint else "",
@@ -252,7 +282,7 @@ class Runner:
             log.error("the referee at %s closed the stream: %s (%s)", self.server, fatal.message or details, code.name)
             return ExitCode.FAILED
         if code in _RETRYABLE:
-            self._last_failure = f"{details} ({code.name})"
+            self._last_failure = self._late_answer or f"{details} ({code.name})"
             return None
         log.error("the referee at %s ended the stream: %s (%s)", self.server, details, code.name)
         return ExitCode.FAILED
@@ -273,7 +303,16 @@ class _Ended(grpc.RpcError):
         return self._details
 
 
-def _log_referee_error(error: pb.Error) -> None:
+def _late_text(answer: pb.Answer) -> str:
+    """Why a stream ended when the bot's answer found it closed: the bot was behind the referee."""
+    return (
+        f"the referee had ended the stream when the answer to decision {answer.decision_id} of game "
+        f"{answer.game_id} was sent ({answer.think_us / 1e6:.1f} s after its request arrived): "
+        "choose() took longer than the referee waited (a timeout, then the game went on without this bot)"
+    )
+
+
+def _log_referee_error(error: pb.Error, *, quiet: bool = False) -> None:
     """One line per referee Error: what, where, and the strikes it cost."""
     parts = [f"referee error {pb.ErrorCode.Name(error.code)}: {error.message}"]
     if error.rule:
@@ -284,7 +323,7 @@ def _log_referee_error(error: pb.Error) -> None:
         parts.append(f"strikes {error.strikes}")
     if error.fatal:
         parts.append("fatal")
-    quiet = error.code == pb.ERROR_CODE_SHUTTING_DOWN  # news, not a problem of the bot's
+    quiet = quiet or error.code == pb.ERROR_CODE_SHUTTING_DOWN  # news, not a problem of the bot's
     log.log(logging.INFO if quiet else logging.WARNING, "; ".join(parts))
 
 
@@ -331,6 +370,20 @@ def parse_args(
     return args
 
 
+def bot_problem(bot: object) -> str | None:
+    """Why ``bot`` cannot play at all (a class instead of a bot, no ``choose``), or None."""
+    if isinstance(bot, type):
+        name = bot.__name__
+        return f"run() takes a bot, not its class: run({name}()), not run({name})"
+    cls = type(bot)
+    if getattr(cls, "choose", None) is Bot.choose or not callable(getattr(bot, "choose", None)):
+        own = [n for klass in cls.__mro__ if klass not in (Bot, object) for n in vars(klass) if not n.startswith("_")]
+        near = difflib.get_close_matches("choose", own, n=1)
+        hint = f" (it has {near[0]}(): a typo?)" if near else ""
+        return f"{cls.__name__} does not define choose(self, request){hint}; the kit calls it for every decision"
+    return None
+
+
 def configure_logging(verbose: bool = False, quiet: bool = False) -> None:
     """One line per event on stderr, unless the program configured logging itself."""
     if log.handlers:
@@ -351,6 +404,10 @@ def run(
     argv: Sequence[str] | None = None,
 ) -> NoReturn:
     """Play ``bot`` against the referee and exit the process with an :class:`ExitCode`."""
+    problem = bot_problem(bot)
+    if problem is not None:  # said before connecting: a game of fallback answers would hide it
+        print(f"{Path(sys.argv[0]).name}: error: {problem}", file=sys.stderr)
+        sys.exit(ExitCode.USAGE)
     args = parse_args(
         argv, description=f"Run the Craits bot {type(bot).__name__}.", server=server, token=token, name=name
     )
