@@ -32,9 +32,14 @@ two CPU-bound Python processes do at once than one alone (``bench.machine_parall
 on two independent idle cores, less on two virtual cores of one physical core or beside a
 busy neighbour), so the speed-up reads against what this machine can give in the same run.
 
+Each concurrency also prints how many cores it kept busy (CPU seconds over wall seconds). One
+game at a time keeps more than one busy (the bots and gRPC's threads work beside the
+referee), so two at a time can gain at most the machine's cores over that figure.
+
 The last line is machine-readable: ``speedup_2_vs_1=X games_per_s=Y cpu_s_per_game=Z
-machine_2_vs_1=M`` where Y is games per second and Z the CPU seconds per game, both at
-concurrency 2, and M what two busy processes get done here over one.
+machine_2_vs_1=M cores_busy_1=B`` where Y is games per second and Z the CPU seconds per game,
+both at concurrency 2, M what two busy processes get done here over one, and B the cores one
+game at a time keeps busy.
 """
 
 from __future__ import annotations
@@ -286,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
         print("note: builtin bots in threads share one core (GIL): expect a ratio near 1")
     machine = machine_parallelism(rounds=1 if args.quick else 3)
     print(f"this machine: two CPU-bound Python processes do {machine:.2f}x the work of one (2.00 on two independent idle cores)")
-    rates, cpu_per_game = {}, {}
+    rates, cpu_per_game, busy = {}, {}, {}
     referee_cpu, sizes = 0.0, []
     meter = CpuMeter()
     print(f"CPU counted by {meter.source}")
@@ -302,9 +307,11 @@ def main(argv: list[str] | None = None) -> int:
                 referee_cpu = own / max(1, len(sizes))
             rates[concurrency] = games / elapsed
             cpu_per_game[concurrency] = cpu / games
+            busy[concurrency] = cpu / elapsed
             print(
                 f"concurrency {concurrency}: {games} games in {elapsed:.2f} s = {rates[concurrency]:.2f} games/s, "
-                f"{cpu_per_game[concurrency]:.3f} CPU s per game (referee, workers and bots, start-up included)"
+                f"{cpu_per_game[concurrency]:.3f} CPU s per game (referee, workers and bots, start-up included), "
+                f"{busy[concurrency]:.2f} cores busy"
             )
     finally:
         meter.close()
@@ -316,9 +323,14 @@ def main(argv: list[str] | None = None) -> int:
             f"ratio {referee_cpu / echo:.2f}"
         )
     speedup = rates[2] / rates[1]
+    cores = os.cpu_count() or 1
+    print(
+        f"the most two at a time can gain at the same CPU per game: {cores} cores / {busy[1]:.2f} busy at one "
+        f"at a time = {cores / busy[1]:.2f}x (and this machine gives two busy processes {machine:.2f}x one)"
+    )
     print(
         f"speedup_2_vs_1={speedup:.2f} games_per_s={rates[2]:.2f} cpu_s_per_game={cpu_per_game[2]:.3f} "
-        f"machine_2_vs_1={machine:.2f}"
+        f"machine_2_vs_1={machine:.2f} cores_busy_1={busy[1]:.2f}"
     )
     return 0
 
