@@ -34,7 +34,8 @@ from server.transport.service import Arena, ArenaError, ArenaOptions, listening_
 CONNECT_TIMEOUT_MS = 10_000
 """How long a game waits for a bot's first Hello, unless told."""
 REMOTE_CONNECT_TIMEOUT_MS = 300_000
-"""The same in ``craits play`` when a seat is a bot someone starts by hand, in another terminal."""
+"""The same when a seat is a bot someone starts by hand, in another terminal (a
+``remote:NAME:TOKEN`` seat of ``craits play`` or ``craits serve --bot``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,8 +60,8 @@ def add_game_options(parser: argparse.ArgumentParser) -> None:
     c.add_argument("--max-strikes", type=int, default=3, help="strikes before the default policy takes over (default 3)")
     c.add_argument("--reconnect-grace-ms", type=int, default=5000, help="time to reconnect (default 5000)")
     c.add_argument("--connect-timeout-ms", type=int, default=None,
-                   help=f"time for a bot's first Hello (default {CONNECT_TIMEOUT_MS}; craits play with a "
-                        f"remote:NAME:TOKEN seat: {REMOTE_CONNECT_TIMEOUT_MS})")
+                   help=f"time for a bot's first Hello (default {CONNECT_TIMEOUT_MS}; with a "
+                        f"remote:NAME:TOKEN seat, a bot started by hand: {REMOTE_CONNECT_TIMEOUT_MS})")
     parser.add_argument("--log-dir", default="logs", help="JSON logs (and launched bots' output) go here (default logs)")
 
 
@@ -75,8 +76,9 @@ def _flag_value(text: str) -> Any:
     return text
 
 
-def game_settings(args: argparse.Namespace, players: int) -> GameSettings:
-    """Validate the game options (user mistakes become UserError)."""
+def game_settings(args: argparse.Namespace, bots: Sequence[BotSpec]) -> GameSettings:
+    """Validate the game options for a game between ``bots`` (user mistakes become UserError)."""
+    players = len(bots)
     flags: dict[str, Any] = {}
     for item in args.flag:
         name, sep, value = item.partition("=")
@@ -88,7 +90,9 @@ def game_settings(args: argparse.Namespace, players: int) -> GameSettings:
     except ConfigError as err:
         raise UserError(str(err)) from None
     if args.connect_timeout_ms is None:
-        args.connect_timeout_ms = CONNECT_TIMEOUT_MS
+        # A remote seat's bot is started by hand once the referee says where: give them time to.
+        remote = any(not bot.command and not bot.builtin for bot in bots)
+        args.connect_timeout_ms = REMOTE_CONNECT_TIMEOUT_MS if remote else CONNECT_TIMEOUT_MS
     for name in ("decision_ms", "bank_ms", "reconnect_grace_ms", "connect_timeout_ms"):
         if getattr(args, name) < 0:
             raise UserError(f"--{name.replace('_', '-')} must not be negative")
@@ -281,10 +285,7 @@ def _cmd_play(args: argparse.Namespace) -> int:
     if args.games < 1:
         raise UserError("--games must be 1 or more")
     bots = parse_bots(args.bots)
-    if args.connect_timeout_ms is None and any(not bot.command and not bot.builtin for bot in bots):
-        # Someone starts that bot by hand once the referee says where: give them time to.
-        args.connect_timeout_ms = REMOTE_CONNECT_TIMEOUT_MS
-    settings = game_settings(args, players=len(bots))
+    settings = game_settings(args, bots)
     configure_logging(args.log_dir, name="play", console=False)
     return asyncio.run(_play(args, bots, settings))
 

@@ -22,7 +22,7 @@ from server.logging import configure_logging
 from server.spec import SeatStatus
 from server.transport import sandbox as sandboxes
 from server.transport.commands import bot_command_help
-from server.transport.service import Arena, ArenaClosed, ArenaError, ArenaOptions
+from server.transport.service import Arena, ArenaClosed, ArenaError, ArenaOptions, listening_text
 from server.web.serve import add_web_options, run_watched, web_options
 
 
@@ -33,7 +33,9 @@ def register_cli(subparsers: Any) -> None:
         help="run the referee (for bots that connect on their own, or for games between given bots)",
         description=(
             "Run the gRPC referee until SIGTERM or Ctrl-C. With --bot, play games between the given "
-            "bots (built-in names, commands, or remote:NAME:TOKEN for bots that connect on their own); "
+            "bots (built-in names, commands, or remote:NAME:TOKEN for bots that connect on their own: "
+            f"each game waits up to {play.REMOTE_CONNECT_TIMEOUT_MS // 1000} s for them, unless "
+            "--connect-timeout-ms says otherwise); "
             "without, serve health and reflection and accept the tokens given with --token. "
             "On SIGTERM, games in flight get --shutdown-grace seconds to finish; the rest are recorded as aborted."
         ),
@@ -76,7 +78,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         raise UserError(str(err)) from None
     if launches and args.sandbox == "none":
         print(sandboxes.UNSANDBOXED, file=sys.stderr)
-    settings = game_settings(args, players=len(bots)) if bots else None
+    settings = game_settings(args, bots) if bots else None
     if settings is not None and settings.replays is not None:
         _writable_folder("--replays", settings.replays)
     if args.results:
@@ -98,10 +100,13 @@ async def _serve(args: argparse.Namespace, tokens: list[tuple[str, str]], bots: 
         raise UserError(str(err)) from None
     for name, token in tokens:
         arena.register_token(token, name)
-    for bot in bots:
-        if not bot.command and not bot.builtin:
-            arena.register_token(bot.token, bot.name)
+    remote = [bot for bot in bots if not bot.command and not bot.builtin]
+    for bot in remote:
+        arena.register_token(bot.token, bot.name)
     print(f"craits serve: listening on {arena.target} (logs: {log_path})", flush=True)
+    if remote:
+        print(f"craits serve: {listening_text(arena.target, [bot.name for bot in remote])}; each game waits up to "
+              f"{settings.clocks.connect_timeout_s:g} s for them", file=sys.stderr, flush=True)
     hint = "" if bots else " (games start with --bot: one seat per bot, remote:NAME:TOKEN for this one)"
 
     def waiting(name: str, peer: str) -> None:

@@ -317,6 +317,45 @@ def test_craits_play_gives_a_bot_started_by_hand_minutes_to_connect_and_says_so(
     assert line.rstrip().endswith("; the game waits up to 2 s for them"), line
 
 
+def test_craits_serve_gives_a_remote_seat_minutes_to_connect_as_play_does_and_says_so(tmp_path: Path) -> None:
+    """`craits serve --bot remote:NAME:TOKEN` is the same game as `craits play` with that seat: its
+    bot is started by hand, so each game waits 300 s for it (not a launched bot's 10 s), says so
+    where it says where to connect, and --connect-timeout-ms still sets it."""
+    import re
+
+    def listening(*extra: str) -> tuple[subprocess.Popen[str], str]:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "server.cli", "serve", "--bot", "random", "--bot", "remote:me:tok-me", "--games", "1",
+             "--address", "127.0.0.1:0", "--flag", "short_game=true", "--log-dir", str(tmp_path / "logs"), *extra],
+            cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert proc.stderr is not None
+        return proc, proc.stderr.readline()
+
+    proc, line = listening()
+    try:
+        assert "me connect there with their tokens" in line, line
+        assert line.rstrip().endswith("; each game waits up to 300 s for them"), line
+        address = re.search(r"listening on (\S+)", line)
+        assert address is not None, line
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CRAITS_")}
+        env.update(CRAITS_SERVER=address.group(1), CRAITS_TOKEN="tok-me")
+        bot = subprocess.run([sys.executable, "-m", "craits_bot.examples.random_bot", "-q"], env=env, cwd=ROOT,
+                             capture_output=True, text=True, timeout=120)
+        assert bot.returncode == 0, bot.stderr
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 0
+    game = next(line for line in out.splitlines() if line.startswith("craits serve: game "))
+    assert "totals" in game and "never_connected" not in game, out
+    proc, line = listening("--connect-timeout-ms", "2000")
+    proc.kill()
+    proc.wait()
+    assert line.rstrip().endswith("; each game waits up to 2 s for them"), line
+    assert "waits up to 300 s" in _craits("serve", "--help").stdout.replace("\n", " ")
+
+
 def test_craits_serve_names_the_seats_in_trouble_in_each_game_line(tmp_path: Path) -> None:
     dying = f"{sys.executable} {BOTS / 'dying_bot.py'} 3"
     result = _craits("serve", "--address", "127.0.0.1:0", "--bot", "random", "--bot", dying, "--games", "1",
