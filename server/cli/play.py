@@ -133,6 +133,15 @@ def parse_bot(text: str) -> BotSpec:
     return BotSpec(name=_command_name(command), token="", command=tuple(command))
 
 
+def refuse_unsandboxable(bots: Sequence[BotSpec]) -> None:
+    """Refuse, before any game, a bot to launch that the sandbox could not run: its folder or
+    script unreadable by the uid a root referee runs it as, its program outside what it sees
+    (the check a tournament file's bots get, worded for a command line)."""
+    for bot in bots:
+        if bot.command and (problem := sandboxes.outside_problem(bot.command, None, command_line=True)):
+            raise UserError(f"bot {bot.name} cannot run in the sandbox: {problem}")
+
+
 def _command_name(command: list[str]) -> str:
     """A short seat name: the script or module, plus a --strategy if given
     ("heuristic_bot", "bot.js:random"), so two launched bots are told apart."""
@@ -300,6 +309,8 @@ async def _play(args: argparse.Namespace, bots: list[BotSpec], settings: GameSet
         raise UserError(str(err)) from None
     if launches and sandbox == "none":
         print(sandboxes.UNSANDBOXED, file=sys.stderr)
+    elif launches:
+        refuse_unsandboxable(bots)
     try:
         arena = await Arena.start(args.address, ArenaOptions(bot_log_dir=bot_logs, sandbox=sandbox))
     except ArenaError as err:

@@ -78,6 +78,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         raise UserError(str(err)) from None
     if launches and args.sandbox == "none":
         print(sandboxes.UNSANDBOXED, file=sys.stderr)
+    elif launches:
+        play.refuse_unsandboxable(bots)
     settings = game_settings(args, bots) if bots else None
     if settings is not None and settings.replays is not None:
         _writable_folder("--replays", settings.replays)

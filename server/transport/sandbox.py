@@ -315,9 +315,11 @@ def unreadable(*paths: str) -> str | None:
 
 
 def outside_problem(command: Sequence[str], cwd: str | os.PathLike[str] | None,
-                    allow_read: Sequence[str] = ()) -> str | None:
-    """Why ``command`` cannot work sandboxed (its script or program lies outside what the bot
-    sees), or None. Checked with the tournament file, before any game."""
+                    allow_read: Sequence[str] = (), *, command_line: bool = False) -> str | None:
+    """Why ``command`` cannot work sandboxed (its folder or script unreadable, its script or
+    program outside what the bot sees), or None. Checked with the tournament file, before any
+    game; ``command_line``: a bot given on ``craits play``'s or ``serve``'s command line, which
+    has no cwd or allow_read (the advice says what it can do instead)."""
     folder = bot_folder(command, cwd)
     script = _script(command, None if cwd is None else str(cwd))
     if why := unreadable(*(p for p in (folder, script) if p is not None)):
@@ -330,8 +332,9 @@ def outside_problem(command: Sequence[str], cwd: str | os.PathLike[str] | None,
                 "(move it in, set cwd, or add its folder to allow_read)")
     program = shutil.which(command[0]) if os.sep not in command[0] else None
     if program is not None and not any(_inside(os.path.realpath(program), v) for v in visible):
-        return (f"{program} is outside what a sandboxed bot sees (the system, this Python, its folder): "
-                "add its folder to allow_read")
+        fix = (f"give its path, {program}, for its folder to be the bot's (or --no-sandbox for a trusted bot)"
+               if command_line else "add its folder to allow_read")
+        return f"{program} is outside what a sandboxed bot sees (the system, this Python, its folder): {fix}"
     return None
 
 

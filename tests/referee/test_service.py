@@ -15,12 +15,14 @@ import time
 from pathlib import Path
 
 import grpc
+import pytest
 from craits.v1 import referee_pb2 as pb
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from server.spec import SeatStatus
 from server.storage.replay import verify_replay
+from server.transport import sandbox
 
 from .conftest import BOTS, Client, bot, builtin, pid_alive, remote, spec, with_arena
 
@@ -315,6 +317,45 @@ def test_craits_play_gives_a_bot_started_by_hand_minutes_to_connect_and_says_so(
     proc.kill()
     proc.wait()
     assert line.rstrip().endswith("; the game waits up to 2 s for them"), line
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or sandbox.problem() is not None,
+                    reason="only a root referee runs a sandboxed bot (bwrap) as a uid of its own")
+def test_craits_play_and_serve_refuse_before_any_game_a_bot_whose_folder_the_sandbox_cannot_read(
+        tmp_path: Path) -> None:
+    """A root referee runs a sandboxed bot as an unprivileged uid: a folder only root may read
+    would lose the bot its game (never connected). Refused first, in one line, as check-bot and
+    a tournament file do, with the fix; nothing is played."""
+    folder = tmp_path / "hidden"
+    folder.mkdir()
+    shutil.copy(BOTS / "random_bot.py", folder)
+    folder.chmod(0o700)
+    bot = f"python {folder / 'random_bot.py'}"
+    says = (f"craits: error: bot random_bot cannot run in the sandbox: {folder} is not readable by other users, "
+            f"and a sandboxed bot reads only what every user may read (chmod a+rX {folder})\n")
+    for command in (["play", "random", bot], ["serve", "--address", "127.0.0.1:0", "--bot", "random", "--bot", bot,
+                                               "--games", "1"]):
+        result = _craits(*command, "--flag", "short_game=true", "--log-dir", str(tmp_path / "logs"))
+        assert result.returncode == 2 and result.stderr == says, result.stderr
+        assert "game" not in result.stdout, result.stdout
+    assert not (tmp_path / "logs" / "bots").exists()
+
+
+@pytest.mark.skipif(sandbox.problem() is not None, reason="the sandbox (bwrap) cannot run here")
+def test_craits_play_says_what_its_command_line_can_do_for_a_program_the_sandbox_does_not_see(
+        tmp_path: Path) -> None:
+    """A program found on PATH outside the system lies outside a sandboxed bot's view. A tournament
+    file adds its folder to allow_read; a command line has none: it gives the program's path."""
+    program = tmp_path / "bin" / "mybot"
+    program.parent.mkdir()
+    program.write_text("#!/bin/sh\nexit 0\n")
+    program.chmod(0o755)
+    env = {**os.environ, "PATH": f"{program.parent}{os.pathsep}{os.environ['PATH']}"}
+    result = _craits("play", "random", "mybot", "--log-dir", str(tmp_path / "logs"), env=env)
+    assert result.returncode == 2, result.stdout
+    assert result.stderr == (f"craits: error: bot mybot cannot run in the sandbox: {program} is outside what a "
+                             f"sandboxed bot sees (the system, this Python, its folder): give its path, {program}, "
+                             "for its folder to be the bot's (or --no-sandbox for a trusted bot)\n")
 
 
 def test_craits_serve_gives_a_remote_seat_minutes_to_connect_as_play_does_and_says_so(tmp_path: Path) -> None:
