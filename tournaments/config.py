@@ -530,11 +530,13 @@ class _Validator:
         token = self.text(table, "token", path)
         if token is not None and len(token) < 8:
             raise self.fail((*path, "token"), "a token needs at least 8 characters (make it hard to guess)")
-        if command is not None and builtin is not None:
-            raise self.fail((*path, "builtin"), "a bot is either a command or a builtin, not both")
-        if builtin is not None and token is not None:
-            raise self.fail((*path, "token"), "a builtin bot plays in-process and takes no token")
-        if command is None and builtin is None and token is None:
+        kinds = [kind for kind, value in (("command", command), ("builtin", builtin), ("token", token))
+                 if value is not None]
+        if len(kinds) > 1:
+            raise self.fail(path, f"bot {name!r} has a {' and a '.join(kinds)}: a bot is one of the three, a command "
+                                  "(the referee launches it), a builtin (played in-process) or a token (it connects "
+                                  "on its own with it)")
+        if not kinds:
             raise self.fail(path, f"bot {name!r} needs a command (launched per game), a token (connects itself) or a builtin")
         cwd = self.text(table, "cwd", path)
         if cwd is not None:

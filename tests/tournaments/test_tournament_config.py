@@ -128,6 +128,19 @@ def test_a_bot_needs_a_way_to_play() -> None:
     assert message.startswith("t.toml:17: bots[3]: bot 'c' needs a command") and "token" in message
 
 
+@pytest.mark.parametrize("kinds", [("command", "token"), ("builtin", "token"), ("command", "builtin"),
+                                   ("command", "builtin", "token")])
+def test_a_bot_with_two_kinds_is_refused_at_its_line_saying_a_bot_is_one_of_the_three(kinds: tuple[str, ...]) -> None:
+    """A bot is launched (command), played in-process (builtin) or connects on its own (token):
+    a file that gives two (a command with a token was taken without a word) is refused at the bot."""
+    lines = {"command": 'command = ["python", "-m", "craits_bot.examples.random_bot"]', "builtin": 'builtin = "greedy"',
+             "token": 'token = "c-secret-token"'}
+    message = error_of(replace('builtin = "greedy"', "\n".join(lines[k] for k in kinds)))
+    assert message == (f"t.toml:17: bots[3]: bot 'c' has a {' and a '.join(kinds)}: a bot is one of the three, "
+                       "a command (the referee launches it), a builtin (played in-process) or a token (it connects "
+                       "on its own with it)")
+
+
 def test_unknown_builtin() -> None:
     assert "unknown builtin 'smart'" in error_of(replace('builtin = "greedy"', 'builtin = "smart"'))
 
