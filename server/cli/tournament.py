@@ -255,15 +255,21 @@ def cmd_run(args: argparse.Namespace) -> int:
             return _play_and_report(config, store, out_dir, factory, args)
 
 
+def _s(n: int) -> str:
+    """The plural's s, for any number but one: f"{n} table{_s(n)}"."""
+    return "" if n == 1 else "s"
+
+
 def _plan_text(config: TournamentConfig) -> str:
     """Bots, tables and games of the file's schedule, in one line."""
     games = planned_games(config)
     k = config.table_size
     if config.schedule == "balanced":
-        return (f"{len(config.bots)} bots, balanced: {config.games_per_bot} games per bot = {games // k:,} tables "
-                f"of {k} x {k} seat rotations = {games:,} games")
-    return (f"{len(config.bots)} bots, round robin: {games // k // config.deals:,} tables of {k} x "
-            f"{config.deals} deal(s) x {k} seat rotations = {games:,} games")
+        return (f"{len(config.bots)} bots, balanced: {config.games_per_bot} games per bot = "
+                f"{games // k:,} table{_s(games // k)} of {k} x {k} seat rotations = {games:,} games")
+    tables = games // k // config.deals
+    return (f"{len(config.bots)} bots, round robin: {tables:,} table{_s(tables)} of {k} x "
+            f"{config.deals} deal{_s(config.deals)} x {k} seat rotations = {games:,} games")
 
 
 def _refuse_a_large_plan(config: TournamentConfig, args: argparse.Namespace) -> None:
@@ -350,11 +356,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
     shared = [met[frozenset(pair)] for pair in itertools.combinations(config.bot_names, 2)]
     print(f"{config.name}: {len(config.bots)} bots, tables of {config.table_size}, preset {config.preset}")
     if config.schedule == "balanced":
-        print(f"balanced schedule: {config.games_per_bot} games per bot = {tables} tables x "
+        print(f"balanced schedule: {config.games_per_bot} games per bot = {tables} table{_s(tables)} x "
               f"{config.table_size} seat rotations = {len(games)} games")
     else:
-        print(f"{tables} tables x {config.deals} deals x {config.table_size} seat rotations = {len(games)} games")
-    print(f"each pair of bots shares {min(shared)} to {max(shared)} tables (average {sum(shared) / len(shared):.2f})")
+        print(f"{tables} table{_s(tables)} x {config.deals} deal{_s(config.deals)} x {config.table_size} seat "
+              f"rotations = {len(games)} games")
+    low, high = min(shared), max(shared)
+    print(f"each pair of bots shares {'' if low == high else f'{low} to '}{high} table{_s(high)} "
+          f"(average {sum(shared) / len(shared):.2f})")
     print(f"duplicate deals: {config.duplicate}; seed {config.seed}; concurrency {config.concurrency}")
     print(f"output: {config.output_dir()}")
     if len(games) > LARGE_PLAN:

@@ -228,7 +228,7 @@ def test_plan_run_and_the_large_plan_threshold(tmp_path: Path, capsys: pytest.Ca
     big = tmp_path / "big.toml"
     big.write_text(balanced_file(30, 48).replace('schedule = "balanced"\n', "").replace("games_per_bot = 48\n", ""))
     code, stdout, _ = run_cli(capsys, "tournament", "plan", str(big))
-    assert code == 0 and "27405 tables x 1 deals x 4 seat rotations = 109620 games" in stdout
+    assert code == 0 and "27405 tables x 1 deal x 4 seat rotations = 109620 games" in stdout
     assert "more than 20,000 games" in stdout
     code, _, stderr = run_cli(capsys, "tournament", "run", str(big), "--out", str(tmp_path / "big"))
     assert code == 2 and stderr.count("\n") == 1

@@ -157,6 +157,17 @@ def test_plan_shows_the_seat_balance(capsys: pytest.CaptureFixture[str]) -> None
     assert stdout.count("seat0=9 seat1=9 seat2=9") == 4
 
 
+def test_the_plan_says_one_table_and_one_deal_in_the_singular(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two bots at a table of two, one deal: "1 table", "1 deal", not "1 tables", "1 deals"."""
+    duel = tmp_path / "duel.toml"
+    duel.write_text(builtin_tournament("duel", 1, 1, {"a": "random", "b": "first"}, table_size=2))
+    code, stdout, _ = run(capsys, "plan", str(duel))
+    assert code == 0 and "\n1 table x 1 deal x 2 seat rotations = 2 games\n" in stdout, stdout
+    assert "each pair of bots shares 1 table (average 1.00)" in stdout
+    code, _, stderr = run(capsys, "run", str(duel), "--out", str(tmp_path / "duel"), "--no-progress")
+    assert code == 0 and "duel: 2 bots, round robin: 1 table of 2 x 1 deal x 2 seat rotations = 2 games;" in stderr
+
+
 # --------------------------------------------------------------------------- a folder in trouble
 
 
