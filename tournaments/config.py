@@ -187,8 +187,9 @@ class TournamentConfig:
 # --------------------------------------------------------------------- loading
 
 
-def load_config(path: str | Path) -> TournamentConfig:
-    """Read and validate a tournament file; raise TournamentFileError naming key and line."""
+def load_config(path: str | Path, *, check_paths: bool = True) -> TournamentConfig:
+    """Read and validate a tournament file; raise TournamentFileError naming key and line.
+    ``check_paths`` False: the bots' folders need not exist (see :func:`parse_config`)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -196,7 +197,7 @@ def load_config(path: str | Path) -> TournamentConfig:
         raise TournamentFileError(f"{path}: no such tournament file") from None
     except (OSError, UnicodeDecodeError) as err:
         raise TournamentFileError(f"{path}: cannot read the tournament file: {err}") from None
-    return parse_config(text, source=str(path), base_dir=path.resolve().parent)
+    return parse_config(text, source=str(path), base_dir=path.resolve().parent, check_paths=check_paths)
 
 
 def parse_config(

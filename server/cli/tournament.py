@@ -310,6 +310,16 @@ def _announce_resume(config: TournamentConfig, store: TournamentStore, out_dir: 
 
 
 def _resume(args: argparse.Namespace, out_dir: Path) -> int:
+    config, store = _open(out_dir, readonly=True)  # (read without the bots: their folders may have gone)
+    with store:
+        done, total = store.counts()
+        retried = args.retry_aborted and any(result.aborted for result in store.results())
+    if done == total and not retried:  # nothing to play, so nothing to launch: the standings
+        with Store(out_dir / Store.FILENAME) as finished:
+            finished.mark_finished()  # (a run killed between its last game and its end)
+            _announce_resume(config, finished, out_dir, retry_aborted=args.retry_aborted)
+            written = _report(load_standings(config, finished), finished, out_dir, f"Craits tournament {config.name}")
+        return 0 if written else 1
     config, store = _open(out_dir)
     config = _with_address(config, args)
     with store:
@@ -455,9 +465,10 @@ def cmd_ladder_standings(args: argparse.Namespace) -> int:
 
 
 def _file_config(target: str) -> TournamentConfig | None:
-    """The configuration of a tournament file given as a command's target (None for a folder or a name)."""
+    """The configuration of a tournament file given as a command's target (None for a folder or a name),
+    read to find its tournament: its bots' folders need not be there (a resume that plays checks them)."""
     path = Path(target)
-    return load_config(path) if path.is_file() else None
+    return load_config(path, check_paths=False) if path.is_file() else None
 
 
 def _target_dir(target: str, out: str | None, *, check_file: bool, kind: str = "tournament") -> Path:
@@ -467,7 +478,7 @@ def _target_dir(target: str, out: str | None, *, check_file: bool, kind: str = "
         return path
     if not path.exists():
         raise UserError(f"{target}: no such folder or tournament file")
-    config = load_config(path)
+    config = load_config(path, check_paths=False)  # (its output folder's; the bots may have moved on)
     out_dir = config.output_dir(out)
     if not (out_dir / Store.FILENAME).is_file():  # (a folder that is not there is not created by looking)
         where = "--out" if out else "the file's output" if config.output else "the default logs/<name>"

@@ -6,6 +6,7 @@ import csv
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -354,7 +355,10 @@ def test_a_sandboxed_bot_whose_folder_holds_the_output_is_refused_before_anythin
     assert not (tmp_path / "logs").exists()
     code, stdout, _ = run(capsys, "run", "class.toml", "--no-sandbox", "--no-progress")
     assert code == 0 and "class: 2/2 games (complete)" in stdout
-    code, _, stderr = run(capsys, "resume", "logs/class")  # (a resume plays the file as stored)
+    with sqlite3.connect(tmp_path / "logs" / "class" / "tournament.db") as db:  # (a game left to play again)
+        db.execute("UPDATE results SET aborted = 'the referee is shutting down' WHERE rowid = 1")
+    db.close()
+    code, _, stderr = run(capsys, "resume", "logs/class", "--retry-aborted")  # (a resume plays the file as stored)
     assert code == 2 and stderr.strip().endswith("the replays there show the deals still to be played; move the "
                                                  "folder out of it, and resume it there")
 
@@ -367,11 +371,12 @@ def test_the_time_line_promises_only_what_will_show(tmp_path: Path, capsys: pyte
     assert code == 0 and "time: estimated once the first 10 s of games have measured this machine's speed" in stderr
 
 
-def test_standings_need_no_bots_and_resume_says_when_they_have_moved(
+def test_standings_and_a_finished_resume_need_no_bots_and_a_resume_that_plays_says_when_they_have_moved(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The bots' folders deleted or moved after the class: the standings (of a tournament or a
-    ladder) are still read; a resume, which needs them, says which and where."""
+    ladder) are still read, and so is a finished tournament resumed (every game is recorded:
+    nothing to launch); a resume with games to play, which needs the bots, says which and where."""
     (tmp_path / "alice").mkdir()
     (tmp_path / "alice" / "bot.py").write_text("raise SystemExit(1)\n")
     config = tmp_path / "class.toml"
@@ -385,11 +390,23 @@ def test_standings_need_no_bots_and_resume_says_when_they_have_moved(
     assert code == 0 and "class: 2/2 games (complete)" in stdout
     code, stdout, _ = run_cli(capsys, "ladder", "standings", str(ladder))
     assert code == 0 and "class: 2/2 games" in stdout
-    code, _, stderr = run(capsys, "resume", str(out))
+    for target, options in ((out, ()), (config, ("--out", str(out))), (out, ("--retry-aborted",))):
+        code, stdout, stderr = run(capsys, "resume", str(target), *options)
+        assert code == 0, stderr
+        assert stderr.startswith("class: 0 aborted game(s) will be played again\n" if options == ("--retry-aborted",)
+                                 else "class: all 2 games are already recorded\n"), stderr
+        assert stdout.startswith("class: 2/2 games (complete)"), stdout
+    with sqlite3.connect(out / "tournament.db") as db:  # (a game the referee's shutdown cut short)
+        db.execute("UPDATE results SET aborted = 'the referee is shutting down' WHERE rowid = 1")
+    db.close()
+    code, _, stderr = run(capsys, "resume", str(out), "--retry-aborted")
     assert code == 2 and stderr.strip() == (
         f"craits: error: {out}: the tournament plays its file as stored when it started, which no longer fits here: "
         f"{config}:8: bots[1].cwd: 'alice' is not a folder (resolved to {tmp_path / 'alice'}) (put the bots where "
         f"they were to resume it)")
+    with sqlite3.connect(out / "tournament.db") as db:  # (the refusal kept it, to be played once the bots are back)
+        assert db.execute("SELECT count(*) FROM results WHERE aborted != ''").fetchone()[0] == 1
+    db.close()
 
 
 def test_overwrite_leaves_nothing_of_the_earlier_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
