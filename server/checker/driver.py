@@ -804,8 +804,9 @@ def resolve_command(command: Sequence[str]) -> list[str]:
 
 
 def _sandbox_problem(command: Sequence[str]) -> str | None:
-    """Why ``command`` cannot run sandboxed (outside what it may see, unreadable), or None."""
-    return sandboxes.outside_problem(command, None)
+    """Why ``command`` cannot run sandboxed (outside what it may see, unreadable), or None; the
+    advice is for a command line, which has no allow_read."""
+    return sandboxes.outside_problem(command, None, command_line=True)
 
 
 async def _check(command: list[str], options: CheckOptions) -> Report:

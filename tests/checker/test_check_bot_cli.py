@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from server.transport import sandbox
 from tests.checker.helpers import BOTS, ROOT
 
 
-def craits(*args: str) -> subprocess.CompletedProcess[str]:
+def craits(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "server.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=240
+        [sys.executable, "-m", "server.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=240, env=env
     )
 
 
@@ -66,6 +70,23 @@ def test_an_unknown_command_is_a_one_line_user_error() -> None:
     # A .py script runs with the Python running craits, in check-bot as in craits play: a missing one is named.
     assert missing.returncode == 2 and "Traceback" not in missing.stderr
     assert missing.stderr.strip() == "craits: error: cannot run the bot: no such file ./bots/missing.py"
+
+
+def test_a_program_the_sandbox_does_not_see_is_told_to_be_given_by_its_path(tmp_path: Path) -> None:
+    """check-bot takes a command line, which has no allow_read: the advice is what it can do."""
+    if (why := sandbox.problem()) is not None:  # (make test installs bwrap: CI must run this)
+        if os.environ.get("CI"):
+            pytest.fail(f"the sandbox cannot run here, and CI must test it: {why}")
+        pytest.skip(f"the sandbox cannot run here: {why}")
+    program = tmp_path / "bin" / "mybot"
+    program.parent.mkdir()
+    program.write_text("#!/bin/sh\nexit 0\n")
+    program.chmod(0o755)
+    env = {**os.environ, "PATH": f"{program.parent}{os.pathsep}{os.environ['PATH']}"}
+    result = craits("check-bot", "--", "mybot", env=env)
+    assert result.returncode == 2, result.stdout
+    assert f"give its path, {program}, for its folder to be the bot's (or --no-sandbox" in result.stderr, result.stderr
+    assert "allow_read" not in result.stderr
 
 
 def test_a_bad_timeout_is_a_one_line_user_error() -> None:
