@@ -4,6 +4,7 @@ public view of a game, bad addresses and a folder that is no tournament."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import json
 import socket
@@ -349,9 +350,16 @@ def test_the_games_a_referee_worker_plays_are_live_too(tmp_path: Path) -> None:
     try:
         both = running.wait_for("two games live at once", lambda: (
             live := running.get("/api/games")["live"]) and len(live) == 2 and live)
-        for game_id in [game["game_id"] for game in both]:
+        def follow(game_id: str) -> str:
             with urllib.request.urlopen(f"{running.url}api/games/{game_id}/events", timeout=120) as response:
-                text = response.read().decode()
+                return response.read().decode()
+
+        # Both streams followed at once, while their games play: one after the other, the second
+        # could still be read when the tournament's last games end and the web server with them.
+        ids = [game["game_id"] for game in both]
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            texts = dict(zip(ids, pool.map(follow, ids), strict=True))
+        for game_id, text in texts.items():
             assert "event: end" in text, text[-300:]
             records = _records(text)
             assert records[0]["type"] == "header" and records[0]["game_id"] == game_id
