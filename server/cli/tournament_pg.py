@@ -20,6 +20,7 @@ from pathlib import Path
 
 from server.cli.tournament import (
     _announce_resume,
+    _check_output_unseen,
     _locked,
     _play_ladder,
     _report,
@@ -89,8 +90,8 @@ def cmd_run(args: argparse.Namespace, config: TournamentConfig, url: str) -> int
     _check_bots(config)
     out_dir = config.output_dir(args.out)
     text = Path(args.file).read_text(encoding="utf-8")
-    if args.local_workers != 0:
-        choose_runner(args.runner, config)  # (refuse a bot that cannot run here before anything is stored)
+    if args.local_workers != 0:  # (a bot that cannot run here, or could read the output: refused first)
+        choose_runner(args.runner, config, out_dir)
     with _locked(out_dir), _errors():
         store = start_tournament_pg(config, text, str(Path(args.file).resolve()), url, overwrite=args.overwrite)
         if args.overwrite:
@@ -119,9 +120,12 @@ def cmd_resume(args: argparse.Namespace, url: str) -> int:
         config, store = open_tournament_pg(url, name)
     config = _with_address(config, args)
     out_dir = out or config.output_dir()
-    with store, _locked(out_dir), _errors():
-        _announce_resume(config, store, out_dir, retry_aborted=args.retry_aborted)
-        return _play_and_report(args, config, store, out_dir, url)
+    with store:
+        if args.local_workers != 0:  # (the local workers' bots must not read the replays of the games so far)
+            _check_output_unseen(config, out_dir, resuming=True)
+        with _locked(out_dir), _errors():
+            _announce_resume(config, store, out_dir, retry_aborted=args.retry_aborted)
+            return _play_and_report(args, config, store, out_dir, url)
 
 
 def _play_and_report(
@@ -197,8 +201,8 @@ def cmd_ladder_run(args: argparse.Namespace, config: TournamentConfig, url: str)
     too, when none is running), and may come and go while the ladder runs."""
     _check_bots(config)
     out_dir = config.output_dir(args.out)
-    if args.local_workers != 0:
-        choose_runner(args.runner, config)  # (refuse a bot that cannot run here before anything is stored)
+    if args.local_workers != 0:  # (a bot that cannot run here, or could read the output: refused first)
+        choose_runner(args.runner, config, out_dir)
     text = Path(args.file).read_text(encoding="utf-8")
     again = f"craits ladder run {args.file} --store URL"
     with _locked(out_dir), _errors():
