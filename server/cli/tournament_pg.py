@@ -151,13 +151,23 @@ def _play_and_report(
                   "that cannot run their bots (its log says why: game_refused); they wait for a worker that can",
                   file=sys.stderr, flush=True)
 
+    def on_database(lost: str | None) -> None:  # (once when it goes, once when it is back)
+        clear = "\r\x1b[K" if progress.enabled else ""
+        if lost is None:
+            print(f"{clear}{config.name}: the database is back", file=sys.stderr, flush=True)
+            return
+        print(f"{clear}{config.name}: {lost}; waiting for it as the workers do (up to "
+              f"{_duration(settings.database_wait_s)}): Ctrl-C stops this command, the games stay queued, and "
+              f"`craits tournament resume {config.name} --store URL` continues", file=sys.stderr, flush=True)
+
     async def follow() -> tuple[int, int, list[tuple[str, str]], bool]:
         stop = asyncio.Event()
         restore = install_stop_handlers(stop.set)
         try:
             followed = await play_queued(
                 url, store, local_workers=args.local_workers, settings=settings,
-                runner_for=runner_for(args.runner), on_progress=on_progress, on_refused=on_refused, stop=stop,
+                runner_for=runner_for(args.runner), on_progress=on_progress, on_refused=on_refused,
+                on_database=on_database, stop=stop,
             )
         finally:
             restore()
@@ -184,6 +194,10 @@ def _play_and_report(
               f"continue with: {again}", file=sys.stderr)
         return 130
     return 0 if written else 1
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds / 3600:g} h" if seconds >= 3600 else f"{seconds:g} s"
 
 
 def cmd_standings(args: argparse.Namespace, url: str, *, ladder: bool = False) -> int:
