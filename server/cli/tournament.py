@@ -580,7 +580,7 @@ def _report(standings: Standings, store: TournamentStore, out_dir: Path, title: 
     print(standings.format_table())
     log = out_dir / "tournament.log"
     if isinstance(store, PostgresStore) and not log.exists():
-        log = out_dir / "worker.jsonl"  # (the queue's events; the workers keep their own logs)
+        log = out_dir / "organizer.jsonl"  # (tournament_pg.LOG_NAME; the workers keep their own logs)
     print(f"\nstandings: {json_path} {csv_path}; database: {store.path}; log: {log}"
           f"\nreplays: {out_dir / 'replays'}; watch them in a browser: {index}",
           file=sys.stderr)

@@ -58,6 +58,11 @@ from tournaments.runner import (
 )
 
 
+LOG_NAME = "organizer"
+"""``<out>/organizer.jsonl``: this command's events, the queue's and its local workers' (the
+workers elsewhere keep their own ``worker.jsonl``)."""
+
+
 @contextlib.contextmanager
 def _errors() -> Iterator[None]:
     try:
@@ -131,7 +136,7 @@ def cmd_resume(args: argparse.Namespace, url: str) -> int:
 def _play_and_report(
     args: argparse.Namespace, config: TournamentConfig, store: PostgresStore, out_dir: Path, url: str
 ) -> int:
-    configure_logging(out_dir, name="worker", console=False)  # (the queue's and local workers' events)
+    configure_logging(out_dir, name=LOG_NAME, console=False)  # (the queue's and local workers' events)
     adopt_queue_logs()
     settings = _settings(args, config, out_dir)
     done, total = store.counts()
@@ -230,7 +235,7 @@ def cmd_ladder_run(args: argparse.Namespace, config: TournamentConfig, url: str)
         except BaseException:
             store.close()
             raise
-        configure_logging(out_dir, name="worker", console=False)
+        configure_logging(out_dir, name=LOG_NAME, console=False)
         adopt_queue_logs()
         settings = _settings(args, config, out_dir)
 

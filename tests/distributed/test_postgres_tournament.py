@@ -172,3 +172,18 @@ def test_a_sandboxed_bot_whose_folder_holds_the_output_is_refused_with_a_store_t
     assert code == 0 and "class: 2/2 games (complete)" in out, err
     code, _, err = run_cli(capsys, "tournament", "resume", "class", "--store", pg_url, "--out", "logs/class")
     assert code == 2 and err.strip() == says + "move the folder out of it, and resume it there", err
+
+
+def test_the_organizers_log_on_postgresql_is_named_for_it_not_for_a_worker(
+    tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``tournament run --store`` writes its events (the queue's, its local workers') to
+    ``organizer.jsonl`` in the output folder and says so; ``worker.jsonl`` is a worker's."""
+    file = write_file(tmp_path, "logged", deals=1)
+    out = tmp_path / "out"
+    code, _, err = run_cli(capsys, "tournament", "run", str(file), "--store", pg_url, "--out", str(out), "--no-progress")
+    assert code == 0, err
+    assert f"log: {out / 'organizer.jsonl'}\n" in err, err
+    events = [json.loads(line)["event"] for line in (out / "organizer.jsonl").read_text().splitlines()]
+    assert "games_queued" in events and "game_recorded" in events, events
+    assert not (out / "worker.jsonl").exists()

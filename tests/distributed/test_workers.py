@@ -216,7 +216,7 @@ def test_a_worker_killed_mid_game_loses_nothing_another_plays_it_again(
     assert finished(coord, procs, "coordinator") == 0, procs.output("coordinator")
     assert recorded(url, "slowcup") == [(game, "heir") for game in taken]  # once each, by the heir
     same_standings(tmp_path / "out", slow_reference)  # played again from the same seeds
-    coordinator_log = (tmp_path / "out" / "worker.jsonl").read_text().splitlines()
+    coordinator_log = (tmp_path / "out" / "organizer.jsonl").read_text().splitlines()
     events = procs.log_events("heir") + [json.loads(line) for line in coordinator_log if line.strip()]
     requeued = {e["game"] for e in events if e["event"] == "stalled_game_requeued"}  # (by the heir or the coordinator)
     assert requeued == set(taken)
@@ -486,7 +486,7 @@ def test_a_lost_database_is_a_few_log_lines_not_one_a_second(
         pg_server.start()
     assert finished(coord, procs, "coordinator") == 0, procs.output("coordinator")
     assert len(recorded(url, "slowcup")) == 2
-    organizer = [json.loads(line) for line in (tmp_path / "out" / "worker.jsonl").read_text().splitlines()]
+    organizer = [json.loads(line) for line in (tmp_path / "out" / "organizer.jsonl").read_text().splitlines()]
     for name, events in (("worker", procs.log_events("patient")), ("organizer", organizer)):
         kinds = [e["event"].split(":")[0] for e in events]
         noisy = {kind: kinds.count(kind) for kind in set(kinds) if kinds.count(kind) > 1
