@@ -57,7 +57,6 @@ from tournaments.runner import (
     load_standings,
 )
 
-
 LOG_NAME = "organizer"
 """``<out>/organizer.jsonl``: this command's events, the queue's and its local workers' (the
 workers elsewhere keep their own ``worker.jsonl``)."""
