@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import threading
 import time
@@ -44,6 +45,8 @@ from server.spec import GameRecord
 from server.storage.store import COUNTERS, GameSlot, HandRow, SeatRow, StoredResult, StoreError, TournamentRow
 
 URL_SCHEMES = ("postgresql", "postgres")
+STORE_ENV = "CRAITS_STORE"
+"""The environment variable that names the store when no ``--store`` does."""
 MIGRATIONS_PACKAGE = "server.storage.migrations"
 _MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 _LOCK_KEY = 0x43524149  # pg_advisory_xact_lock key while migrating ("CRAI")
@@ -151,13 +154,22 @@ def check_schema(url: str, conn: psycopg.Connection[Any]) -> None:
     if version == SCHEMA_VERSION:
         return
     if version is None:
-        raise StoreError(f"{redact(url)}: no craits tables in this database; create them with: craits store migrate {redact(url)}")
+        raise StoreError(f"{redact(url)}: no craits tables in this database; create them with: {migrate_command(url)}")
     if version > SCHEMA_VERSION:
         raise StoreError(_newer(url, version))
     raise StoreError(
         f"{redact(url)}: the database's layout is version {version}, this craits uses version {SCHEMA_VERSION}; "
-        f"migrate it (back it up first) with: craits store migrate {redact(url)}"
+        f"migrate it (back it up first) with: {migrate_command(url)}"
     )
+
+
+def migrate_command(url: str) -> str:
+    """``craits store migrate`` for this database, to paste as it is: the URL as given when it
+    holds no password, else ``"$CRAITS_STORE"`` (never the password, masked or not)."""
+    if urlsplit(url).password is None:
+        return f"craits store migrate {url}"
+    command = f'craits store migrate "${STORE_ENV}"'
+    return command if os.environ.get(STORE_ENV) == url else f"{command} (with {STORE_ENV} set to the URL)"
 
 
 def _one_line(err: BaseException) -> str:
