@@ -24,11 +24,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from server.cli.tournament import RUNNERS, STORE_ENV, _positive, store_url
+from server.cli.tournament import RUNNERS, _positive, store_url
 from server.cli.tournament_pg import runner_for
 from server.errors import UserError
 from server.logging import configure_logging
-from server.storage.postgres import PostgresStore, is_store_url, migrate, redact, tournaments_in
+from server.storage.postgres import STORE_ENV, PostgresStore, is_store_url, migrate, redact, tournaments_in
 from server.storage.store import StoreError
 from server.web.serve import add_web_options, watching, web_options
 from tournaments.distributed import WorkerService, WorkerSettings, adopt_queue_logs

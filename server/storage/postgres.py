@@ -229,7 +229,7 @@ class PostgresStore:
                 done = op(self._conn)
                 if tries:
                     log.info("store_reconnected", what=what, lost_s=round(time.monotonic() - began, 1), tries=tries,
-                             **({"retries_not_logged": held} if (held := _retries.reset()) else {}))
+                             **({"retries_not_logged": quiet} if (quiet := _retries.reset()) else {}))
                 return done
             except psycopg.OperationalError as err:
                 self.close()
