@@ -20,7 +20,9 @@ no other is running).
 * **SIGTERM** (or Ctrl-C): the worker takes no new game and finishes the ones it has.
 * **A lost database**: the worker's recording waits and retries with backoff (the game's
   result is kept in memory); the worker itself reconnects with backoff; nothing is half
-  written, and a job left "doing" by a broken connection comes back as a stalled job.
+  written, and a job left "doing" by a broken connection comes back as a stalled job. The
+  coordinator waits as long (``DATABASE_WAIT_S``); the lines an outage repeats are logged
+  once, then once a minute.
 """
 
 from __future__ import annotations
