@@ -21,8 +21,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import logging.handlers
+import math
 import os
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -137,6 +140,35 @@ def configure_logging(
     )
     _configured_path = path
     return path
+
+
+class Throttle:
+    """Lets each kind of a repeated event through once, then at most every ``every_s`` seconds,
+    counting those it holds back (a database gone for hours is not a log line per second)."""
+
+    def __init__(self, every_s: float = 60.0) -> None:
+        self.every_s = every_s
+        self._seen: dict[object, tuple[float, int]] = {}
+        self._lock = threading.Lock()
+
+    def allow(self, key: object) -> int | None:
+        """None: hold this one back; else let it through, with how many were held back since the last."""
+        now = time.monotonic()
+        with self._lock:
+            last, held = self._seen.get(key, (-math.inf, 0))
+            if now - last < self.every_s:
+                self._seen[key] = (last, held + 1)
+                return None
+            self._seen[key] = (now, 0)
+            return held
+
+    def reset(self) -> int:
+        """Forget every kind (the trouble is over: the next one is said at once); returns how
+        many were held back since their last."""
+        with self._lock:
+            held = sum(n for _, n in self._seen.values())
+            self._seen.clear()
+            return held
 
 
 def get_logger(**initial: Any) -> Any:

@@ -20,7 +20,9 @@ no other is running).
 * **SIGTERM** (or Ctrl-C): the worker takes no new game and finishes the ones it has.
 * **A lost database**: the worker's recording waits and retries with backoff (the game's
   result is kept in memory); the worker itself reconnects with backoff; nothing is half
-  written, and a job left "doing" by a broken connection comes back as a stalled job.
+  written, and a job left "doing" by a broken connection comes back as a stalled job. The
+  coordinator waits as long (``DATABASE_WAIT_S``); the lines an outage repeats are logged
+  once, then once a minute.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ from procrastinate import retry as pq_retry
 from procrastinate import worker as pq_worker
 
 from server.errors import UserError
-from server.logging import get_logger
+from server.logging import Throttle, get_logger
 from server.spec import GameSpec
 from server.storage.postgres import PostgresStore, redact
 from server.storage.replay import REPLAY_SUFFIX
@@ -80,7 +82,26 @@ REFUSED_LOG_EVERY_S = 60.0
 often, with how many games it refused meanwhile: a bot that runs on no worker is not a log
 line per game per second for as long as nobody looks."""
 
+DATABASE_WAIT_S = 24 * 3600.0
+"""How long a worker, and the organizer's ``tournament run|resume --store``, wait for a lost
+database before they give up (``$CRAITS_DATABASE_WAIT_S`` seconds, if set)."""
+DATABASE_WAIT_ENV = "CRAITS_DATABASE_WAIT_S"
+
 log = get_logger(component="worker")
+
+
+def database_wait_s() -> float:
+    """``DATABASE_WAIT_S``, or ``$CRAITS_DATABASE_WAIT_S`` when it is set."""
+    text = os.environ.get(DATABASE_WAIT_ENV, "").strip()
+    if not text:
+        return DATABASE_WAIT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not value > 0 or math.isinf(value):
+        raise UserError(f"${DATABASE_WAIT_ENV}: {text!r} is not a positive number of seconds")
+    return value
 
 
 class GameRefused(Exception):
@@ -98,16 +119,49 @@ class WorkerSettings:
     files_dir: Path | None = None
     """Where the tournament files' relative paths (bot commands, cwd) are resolved on this
     machine (default: the folder the file was in when the tournament was started)."""
+    database_wait_s: float = field(default_factory=database_wait_s)
+    """How long a lost database is waited for (recording a game, following the progress)."""
+
+
+class _QueueLogs(logging.Handler):
+    """Forwards the queue's and psycopg's records to craits' handlers, each kind (logger and
+    message template) once, then at most once a minute with how many it held back: a pool
+    that cannot connect says so about once a second for as long as the database is gone."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.throttle = Throttle()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        held = self.throttle.allow((record.name, str(record.msg)))
+        if held is None:
+            return
+        if held:
+            record.msg, record.args = f"{record.getMessage()} (and {held} more like it since the last)", None
+        for handler in logging.getLogger("craits").handlers:
+            if record.levelno >= handler.level:
+                handler.handle(record)
+
+
+_queue_logs = _QueueLogs()
 
 
 def adopt_queue_logs() -> None:
     """procrastinate's and psycopg's warnings and errors (a lost connection, say) go where
-    craits' own events go (``server.logging``), not to standard error as bare tracebacks."""
-    for name in ("procrastinate", "psycopg"):
+    craits' own events go (``server.logging``), not to standard error as bare tracebacks; so
+    do asyncio's about the queue's tasks that a lost database left failed and unawaited."""
+    for name in ("procrastinate", "psycopg", "asyncio"):
         other = logging.getLogger(name)
-        other.handlers[:] = logging.getLogger("craits").handlers
+        other.handlers[:] = [_queue_logs]
         other.setLevel(logging.WARNING)
         other.propagate = False
+
+
+def queue_logs_held() -> dict[str, int]:
+    """The database is back: the next trouble of the queue is said at once, and the event that
+    says it is back tells how many of its lines were held back meanwhile."""
+    held = _queue_logs.throttle.reset()
+    return {"queue_lines_not_logged": held} if held else {}
 
 
 def queueing_lock(tournament: str, game_id: str) -> str:
@@ -275,6 +329,12 @@ class GameWorker:
         """Games being played now (a stopping worker waits for these, and only these)."""
         self.refusals = RefusalLog()
 
+    def stop_waiting(self) -> None:
+        """Give up the database at once, if it is lost: a game being recorded is left to come
+        back as a stalled job (the organizer stopped while the database was gone)."""
+        for store, _ in self._stores.values():
+            store.stop_waiting.set()
+
     async def aclose(self) -> None:
         await self._exits.aclose()
         for store, _ in self._stores.values():
@@ -285,7 +345,8 @@ class GameWorker:
 
     async def _store_call(self, tournament: str, method: str, *args: Any, **kwargs: Any) -> Any:
         if tournament not in self._stores:
-            store = await asyncio.to_thread(PostgresStore, self.url, tournament, retry_s=24 * 3600.0, create=False)
+            store = await asyncio.to_thread(PostgresStore, self.url, tournament,
+                                            retry_s=self.settings.database_wait_s, create=False)
             self._stores.setdefault(tournament, (store, threading.Lock()))
         store, lock = self._stores[tournament]
 
@@ -507,6 +568,7 @@ class WorkerService:
             bound.warning("background_task_failed", error=" ".join(str(error).split()) or repr(error))
 
         loop.set_exception_handler(unretrieved)
+        lost, retries = False, Throttle()
         try:
             while not self._stop.is_set():
                 app = make_app(self.url, pool_size=self.settings.concurrency + 3)
@@ -520,7 +582,10 @@ class WorkerService:
                         try:
                             if self._stop.is_set():
                                 return
-                            bound.info("worker_started", concurrency=self.settings.concurrency)
+                            bound.info("worker_started", concurrency=self.settings.concurrency,
+                                       **(queue_logs_held() if lost else {}))
+                            lost = False
+                            retries.reset()
                             await worker.run()  # type: ignore[no-untyped-call]
                             if self._stop.is_set():
                                 return
@@ -533,7 +598,10 @@ class WorkerService:
                 except (psycopg.Error, pq_exceptions.ConnectorException, OSError) as err:
                     if self._stop.is_set():
                         return
-                    bound.warning("database_lost", error=" ".join(str(err).split()), retry_in_s=delay)
+                    lost = True
+                    if (held := retries.allow("database_lost")) is not None:  # (once, then once a minute)
+                        bound.warning("database_lost", error=" ".join(str(err).split()), retry_in_s=delay,
+                                      **({"also_failed_since": held} if held else {}))
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._stop.wait(), delay)
                 delay = min(delay * 2, 10.0)
@@ -592,6 +660,7 @@ async def play_queued(
     runner_for: Callable[[TournamentConfig], RunnerFactory],
     on_progress: Callable[[int, int], None] | None = None,
     on_refused: Callable[[int], None] | None = None,
+    on_database: Callable[[str | None], None] | None = None,
     stop: asyncio.Event | None = None,
     poll_s: float = 0.25,
 ) -> Followed:
@@ -599,7 +668,10 @@ async def play_queued(
     is recorded, a game fails, or ``stop`` is set. ``local_workers``: games this process
     plays at once itself; None: ``settings.concurrency`` as soon as no worker is alive
     (at the start, or later, when the last one has gone), else none. ``on_refused`` is told,
-    every heartbeat, how many games workers have refused (they wait for one that can play them)."""
+    every heartbeat, how many games workers have refused (they wait for one that can play them).
+    A lost database is waited for as the workers wait (``settings.database_wait_s``), then a
+    ``StoreError``; ``on_database`` is told when it is lost (why) and when it is back (None).
+    ``stop`` set while it is lost raises a ``StoreError`` at once: the games stay queued."""
     stop = stop or asyncio.Event()
     app = make_app(url)
     register_task(app, GameWorker(url, settings, runner_for))  # (the task must be known to defer it)
@@ -622,9 +694,32 @@ async def play_queued(
         last_check = -math.inf
         failed: list[tuple[str, str]] = []
         wait_s, seen = 0.02, -1  # (a short wait after progress, longer while nothing moves)
+        lost_since: float | None = None
+        retry_s, store.retry_s = store.retry_s, min(store.retry_s, 2.0)  # (the long wait is this loop's)
         try:
             while True:
-                recorded, scheduled = await asyncio.to_thread(store.counts)
+                try:
+                    recorded, scheduled = await asyncio.to_thread(store.counts)
+                except StoreError as err:
+                    if lost_since is None:
+                        lost_since = time.monotonic()
+                        log.warning("database_lost", tournament=store.name, error=str(err),
+                                    waits_s=settings.database_wait_s)
+                        if on_database is not None:
+                            on_database(str(err))
+                    if stop.is_set():
+                        raise StoreError(f"{err}; stopped while waiting for it") from None
+                    if time.monotonic() - lost_since >= settings.database_wait_s:
+                        raise
+                    with contextlib.suppress(asyncio.TimeoutError):
+                        await asyncio.wait_for(stop.wait(), poll_s)
+                    continue
+                if lost_since is not None:
+                    log.info("database_back", tournament=store.name, lost_s=round(time.monotonic() - lost_since, 1),
+                             **queue_logs_held())
+                    lost_since = None
+                    if on_database is not None:
+                        on_database(None)
                 wait_s, seen = (0.02, recorded) if recorded != seen else (min(wait_s * 2, poll_s), seen)
                 if on_progress is not None:
                     on_progress(recorded, scheduled)
@@ -647,8 +742,18 @@ async def play_queued(
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(stop.wait(), wait_s)
         finally:
+            store.retry_s = retry_s
             if service is not None and serving is not None:
                 service.stop()
-                await serving
+                if lost_since is None:
+                    await serving
+                else:  # (the database gone: the games in hand cannot be recorded, and come back as stalled
+                    # jobs; the queue's graceful shutdown would wait for its pool's timeouts: cancelled again)
+                    service.game_worker.stop_waiting()
+                    while not serving.done():
+                        serving.cancel()
+                        await asyncio.wait({serving}, timeout=0.5)
+                    with contextlib.suppress(asyncio.CancelledError):
+                        serving.result()
         recorded, scheduled = await asyncio.to_thread(store.counts)
         return Followed(recorded, scheduled, failed, stop.is_set() and recorded < scheduled)

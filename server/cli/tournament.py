@@ -33,7 +33,7 @@ from typing import Any
 from server.errors import UserError
 from server.game.policies import POLICY_NAMES
 from server.logging import configure_logging
-from server.storage.postgres import PostgresStore
+from server.storage.postgres import STORE_ENV, PostgresStore
 from server.storage.store import Store, StoreError, TournamentStore
 from server.transport.commands import bot_command_help
 from server.transport.sandbox import UNSANDBOXED, SandboxError
@@ -76,7 +76,6 @@ RUNNERS = ("auto", "local", "grpc")
 LARGE_PLAN = 20_000
 """``tournament run`` plays a schedule of more games than this only with --yes: at a few
 games a second it takes hours (30 bots in a round robin at tables of four: 109,620 games)."""
-STORE_ENV = "CRAITS_STORE"
 
 
 def register_cli(subparsers: Any) -> None:
@@ -600,7 +599,7 @@ def _report(standings: Standings, store: TournamentStore, out_dir: Path, title: 
     print(standings.format_table())
     log = out_dir / "tournament.log"
     if isinstance(store, PostgresStore) and not log.exists():
-        log = out_dir / "worker.jsonl"  # (the queue's events; the workers keep their own logs)
+        log = out_dir / "organizer.jsonl"  # (tournament_pg.LOG_NAME; the workers keep their own logs)
     print(f"\nstandings: {json_path} {csv_path}; database: {store.path}; log: {log}"
           f"\nreplays: {out_dir / 'replays'}; watch them in a browser: {index}",
           file=sys.stderr)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from server.cli.tournament import (
     _announce_resume,
+    _check_output_unseen,
     _locked,
     _play_ladder,
     _report,
@@ -56,6 +57,10 @@ from tournaments.runner import (
     load_standings,
 )
 
+LOG_NAME = "organizer"
+"""``<out>/organizer.jsonl``: this command's events, the queue's and its local workers' (the
+workers elsewhere keep their own ``worker.jsonl``)."""
+
 
 @contextlib.contextmanager
 def _errors() -> Iterator[None]:
@@ -89,8 +94,8 @@ def cmd_run(args: argparse.Namespace, config: TournamentConfig, url: str) -> int
     _check_bots(config)
     out_dir = config.output_dir(args.out)
     text = Path(args.file).read_text(encoding="utf-8")
-    if args.local_workers != 0:
-        choose_runner(args.runner, config)  # (refuse a bot that cannot run here before anything is stored)
+    if args.local_workers != 0:  # (a bot that cannot run here, or could read the output: refused first)
+        choose_runner(args.runner, config, out_dir)
     with _locked(out_dir), _errors():
         store = start_tournament_pg(config, text, str(Path(args.file).resolve()), url, overwrite=args.overwrite)
         if args.overwrite:
@@ -119,15 +124,18 @@ def cmd_resume(args: argparse.Namespace, url: str) -> int:
         config, store = open_tournament_pg(url, name)
     config = _with_address(config, args)
     out_dir = out or config.output_dir()
-    with store, _locked(out_dir), _errors():
-        _announce_resume(config, store, out_dir, retry_aborted=args.retry_aborted)
-        return _play_and_report(args, config, store, out_dir, url)
+    with store:
+        if args.local_workers != 0:  # (the local workers' bots must not read the replays of the games so far)
+            _check_output_unseen(config, out_dir, resuming=True)
+        with _locked(out_dir), _errors():
+            _announce_resume(config, store, out_dir, retry_aborted=args.retry_aborted)
+            return _play_and_report(args, config, store, out_dir, url)
 
 
 def _play_and_report(
     args: argparse.Namespace, config: TournamentConfig, store: PostgresStore, out_dir: Path, url: str
 ) -> int:
-    configure_logging(out_dir, name="worker", console=False)  # (the queue's and local workers' events)
+    configure_logging(out_dir, name=LOG_NAME, console=False)  # (the queue's and local workers' events)
     adopt_queue_logs()
     settings = _settings(args, config, out_dir)
     done, total = store.counts()
@@ -147,13 +155,23 @@ def _play_and_report(
                   "that cannot run their bots (its log says why: game_refused); they wait for a worker that can",
                   file=sys.stderr, flush=True)
 
+    def on_database(lost: str | None) -> None:  # (once when it goes, once when it is back)
+        clear = "\r\x1b[K" if progress.enabled else ""
+        if lost is None:
+            print(f"{clear}{config.name}: the database is back", file=sys.stderr, flush=True)
+            return
+        print(f"{clear}{config.name}: {lost}; waiting for it as the workers do (up to "
+              f"{_duration(settings.database_wait_s)}): Ctrl-C stops this command, the games stay queued, and "
+              f"`craits tournament resume {config.name} --store URL` continues", file=sys.stderr, flush=True)
+
     async def follow() -> tuple[int, int, list[tuple[str, str]], bool]:
         stop = asyncio.Event()
         restore = install_stop_handlers(stop.set)
         try:
             followed = await play_queued(
                 url, store, local_workers=args.local_workers, settings=settings,
-                runner_for=runner_for(args.runner), on_progress=on_progress, on_refused=on_refused, stop=stop,
+                runner_for=runner_for(args.runner), on_progress=on_progress, on_refused=on_refused,
+                on_database=on_database, stop=stop,
             )
         finally:
             restore()
@@ -182,6 +200,10 @@ def _play_and_report(
     return 0 if written else 1
 
 
+def _duration(seconds: float) -> str:
+    return f"{seconds / 3600:g} h" if seconds >= 3600 else f"{seconds:g} s"
+
+
 def cmd_standings(args: argparse.Namespace, url: str, *, ladder: bool = False) -> int:
     name, out = _name_and_out(args.target, None)
     with _errors():
@@ -197,8 +219,8 @@ def cmd_ladder_run(args: argparse.Namespace, config: TournamentConfig, url: str)
     too, when none is running), and may come and go while the ladder runs."""
     _check_bots(config)
     out_dir = config.output_dir(args.out)
-    if args.local_workers != 0:
-        choose_runner(args.runner, config)  # (refuse a bot that cannot run here before anything is stored)
+    if args.local_workers != 0:  # (a bot that cannot run here, or could read the output: refused first)
+        choose_runner(args.runner, config, out_dir)
     text = Path(args.file).read_text(encoding="utf-8")
     again = f"craits ladder run {args.file} --store URL"
     with _locked(out_dir), _errors():
@@ -212,7 +234,7 @@ def cmd_ladder_run(args: argparse.Namespace, config: TournamentConfig, url: str)
         except BaseException:
             store.close()
             raise
-        configure_logging(out_dir, name="worker", console=False)
+        configure_logging(out_dir, name=LOG_NAME, console=False)
         adopt_queue_logs()
         settings = _settings(args, config, out_dir)
 

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from server.cli.tournament import STORE_ENV, _file_config, store_url
+from server.cli.tournament import _file_config, store_url
 from server.errors import UserError
 from server.logging import configure_logging
+from server.storage.postgres import STORE_ENV
 from server.web.app import WebOptions
 from server.web.board import BoardSource, folder_source, postgres_source
 from server.web.serve import serve_board, web_address
@@ -49,11 +50,16 @@ def register_cli(subparsers: Any) -> None:
         "--address", default=("127.0.0.1", 8080), type=web_address, metavar="HOST:PORT",
         help="where to listen (default 127.0.0.1:8080; 0.0.0.0:8080 opens it to other machines)",
     )
+    parser.add_argument("--log-dir", default="logs", help="where its log, web.jsonl, goes (default logs/)")
     parser.set_defaults(func=_cmd_web)
 
 
 def _cmd_web(args: argparse.Namespace) -> int:
-    configure_logging(None, name="web")  # (its events on standard error, as every command's: no debug lines)
+    try:  # (its events in its log, and on standard error as every command's: no debug lines)
+        configure_logging(args.log_dir, name="web")
+    except OSError as err:
+        raise UserError(f"--log-dir {args.log_dir}: cannot write the log there: {err.strerror or err}"
+                        + (f": {err.filename}" if err.filename else "")) from None
     source = board_source(args)  # one line now if there is no tournament to show
     host, port = args.address
     asyncio.run(serve_board(source, WebOptions(host=host, port=port), _until_stopped))

@@ -24,14 +24,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from server.cli.tournament import RUNNERS, STORE_ENV, _positive, store_url
+from server.cli.tournament import RUNNERS, _positive, store_url
 from server.cli.tournament_pg import runner_for
 from server.errors import UserError
 from server.logging import configure_logging
-from server.storage.postgres import PostgresStore, is_store_url, migrate, redact, tournaments_in
+from server.storage.postgres import STORE_ENV, PostgresStore, is_store_url, migrate, redact, tournaments_in
 from server.storage.store import StoreError
 from server.web.serve import add_web_options, watching, web_options
-from tournaments.distributed import WorkerService, WorkerSettings, adopt_queue_logs
+from tournaments.distributed import DATABASE_WAIT_ENV, WorkerService, WorkerSettings, adopt_queue_logs
 from tournaments.runner import install_stop_handlers
 
 
@@ -41,7 +41,8 @@ def register_cli(subparsers: Any) -> None:
         help="play the queued games of tournaments and ladders kept in PostgreSQL (one per machine)",
         description="Take games from the queue in a PostgreSQL store, play them here with their bots, and "
         "record each result with its replay. Run one on every machine that should play; stop with SIGTERM "
-        "or Ctrl-C (the games in hand are finished first).",
+        "or Ctrl-C (the games in hand are finished first). A lost database is waited for: a played game's "
+        f"result is kept up to a day (or ${DATABASE_WAIT_ENV} seconds) until it can be recorded.",
     )
     worker.add_argument("--store", metavar="URL", help=f"the PostgreSQL database (default: ${STORE_ENV})")
     worker.add_argument("--concurrency", type=_positive, default=os.cpu_count() or 1,

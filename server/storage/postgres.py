@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from importlib import resources
@@ -38,16 +40,20 @@ from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 
-from server.logging import get_logger
+from server.logging import Throttle, get_logger
 from server.spec import GameRecord
 from server.storage.store import COUNTERS, GameSlot, HandRow, SeatRow, StoredResult, StoreError, TournamentRow
 
 URL_SCHEMES = ("postgresql", "postgres")
+STORE_ENV = "CRAITS_STORE"
+"""The environment variable that names the store when no ``--store`` does."""
 MIGRATIONS_PACKAGE = "server.storage.migrations"
 _MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 _LOCK_KEY = 0x43524149  # pg_advisory_xact_lock key while migrating ("CRAI")
 T = TypeVar("T")
 log = get_logger(component="store")
+_retries = Throttle()
+"""A lost database's retries: logged once, then at most once a minute, until it is back."""
 
 
 def is_store_url(text: str | None) -> bool:
@@ -148,13 +154,22 @@ def check_schema(url: str, conn: psycopg.Connection[Any]) -> None:
     if version == SCHEMA_VERSION:
         return
     if version is None:
-        raise StoreError(f"{redact(url)}: no craits tables in this database; create them with: craits store migrate {redact(url)}")
+        raise StoreError(f"{redact(url)}: no craits tables in this database; create them with: {migrate_command(url)}")
     if version > SCHEMA_VERSION:
         raise StoreError(_newer(url, version))
     raise StoreError(
         f"{redact(url)}: the database's layout is version {version}, this craits uses version {SCHEMA_VERSION}; "
-        f"migrate it (back it up first) with: craits store migrate {redact(url)}"
+        f"migrate it (back it up first) with: {migrate_command(url)}"
     )
+
+
+def migrate_command(url: str) -> str:
+    """``craits store migrate`` for this database, to paste as it is: the URL as given when it
+    holds no password, else ``"$CRAITS_STORE"`` (never the password, masked or not)."""
+    if urlsplit(url).password is None:
+        return f"craits store migrate {url}"
+    command = f'craits store migrate "${STORE_ENV}"'
+    return command if os.environ.get(STORE_ENV) == url else f"{command} (with {STORE_ENV} set to the URL)"
 
 
 def _one_line(err: BaseException) -> str:
@@ -174,6 +189,8 @@ class PostgresStore:
         self.path = f"{redact(url)} (tournament {name})"
         self.readonly = readonly
         self.retry_s = retry_s
+        self.stop_waiting = threading.Event()
+        """Set (from any thread): a lost database is given up at once, not waited for."""
         if create and not readonly:
             migrate(url, only_if_empty=True)
         self._conn: psycopg.Connection[Any] | None = connect(url)
@@ -200,20 +217,30 @@ class PostgresStore:
     def _retrying(self, what: str, op: Callable[[psycopg.Connection[Any]], T]) -> T:
         """Run ``op`` (one transaction) on the connection; on a lost connection, reconnect
         with backoff and run it again, for up to ``retry_s`` seconds."""
-        deadline = time.monotonic() + self.retry_s
+        began = time.monotonic()
+        deadline = began + self.retry_s
         delay = 0.2
+        tries = 0
         while True:
             try:
                 if self._conn is None or self._conn.closed or self._conn.broken:
                     self.close()
                     self._conn = psycopg.connect(self.url, autocommit=True, connect_timeout=5)
-                return op(self._conn)
+                done = op(self._conn)
+                if tries:
+                    log.info("store_reconnected", what=what, lost_s=round(time.monotonic() - began, 1), tries=tries,
+                             **({"retries_not_logged": quiet} if (quiet := _retries.reset()) else {}))
+                return done
             except psycopg.OperationalError as err:
                 self.close()
-                if time.monotonic() + delay > deadline:
+                tries += 1
+                if time.monotonic() + delay > deadline or self.stop_waiting.is_set():
                     raise StoreError(f"{self.path}: {what}: the database is unreachable: {_one_line(err)}") from None
-                log.warning("store_retry", what=what, error=_one_line(err), retry_in_s=round(delay, 2))
-                time.sleep(delay)
+                held = _retries.allow("store_retry")
+                if held is not None:
+                    log.warning("store_retry", what=what, error=_one_line(err), retry_in_s=round(delay, 2),
+                                **({"also_retried_since": held} if held else {}))
+                self.stop_waiting.wait(delay)
                 delay = min(delay * 2, 5.0)
             except psycopg.Error as err:
                 raise StoreError(f"{self.path}: {what}: {_one_line(err)}") from None

@@ -224,7 +224,7 @@ class Store:
         try:
             if readonly:
                 self._db = self._connect_readonly()
-                self._check_schema()
+                self._check_schema(readonly=True)
                 return
             self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
             self._db.execute("PRAGMA foreign_keys = ON")
@@ -264,8 +264,12 @@ class Store:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _check_schema(self) -> None:
+    def _check_schema(self, *, readonly: bool = False) -> None:
         tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if not tables and readonly:  # (a report does not set up a database: it says what the file is)
+            if self.path.stat().st_size == 0:
+                raise StoreError(f"{self.path}: an empty file (0 bytes), not a tournament's database")
+            raise StoreError(f"{self.path}: this SQLite file is not a Craits tournament database")
         if not tables:
             self._db.executescript(f"BEGIN; {_SCHEMA} INSERT INTO schema_version VALUES ({SCHEMA_VERSION}); COMMIT;")
             return

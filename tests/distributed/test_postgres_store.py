@@ -4,6 +4,9 @@ migrations, one-transaction games with their replays, and exactly-once recording
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -15,6 +18,7 @@ from server.spec import BotSpec, GameRecord, GameSpec
 from server.storage.postgres import SCHEMA_VERSION, PostgresStore, migrate, migrations, schema_version
 from server.storage.replay import verify_replay
 from server.storage.store import GameSlot, StoreError
+from tests.cli import run_cli
 from tests.postgres_server import PostgresServer
 from tournaments.local import play_local
 
@@ -165,3 +169,32 @@ def test_a_lost_connection_is_retried_and_the_game_recorded_once(
         finally:
             restarted.join()
         assert store.counts() == (1, 3) and store.replay("g1") is not None
+
+
+def test_the_command_that_creates_the_tables_is_printed_to_paste_as_it_is(
+    pg_url: str, pg_server: PostgresServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A database without the craits tables names the command that creates them, and that very
+    command works: with the URL as given when it holds no password; with "$CRAITS_STORE" when
+    it does (its password is never printed, masked or not)."""
+    bin_dir = Path(sys.executable).parent
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    monkeypatch.delenv("CRAITS_STORE", raising=False)
+
+    def hint(url: str) -> str:
+        code, _, err = run_cli(capsys, "store", "list", url)
+        assert code == 2 and len(err.splitlines()) == 1, err
+        return err.rstrip("\n").split("create them with: ", 1)[1]
+
+    plain = hint(pg_url)
+    assert plain == f"craits store migrate {pg_url}"
+    secret = pg_server.new_database().replace("postgres@", "postgres:s3cret@")
+    assert hint(secret) == 'craits store migrate "$CRAITS_STORE" (with CRAITS_STORE set to the URL)'
+    monkeypatch.setenv("CRAITS_STORE", secret)
+    pasted = hint(secret)
+    assert pasted == 'craits store migrate "$CRAITS_STORE"'
+    for command, url in ((plain, pg_url), (pasted, secret)):
+        done = subprocess.run(["bash", "-c", command], env={**env, "CRAITS_STORE": secret}, capture_output=True,
+                              text=True, timeout=120, check=False)
+        assert done.returncode == 0, done.stderr
+        assert run_cli(capsys, "store", "list", url)[0] == 0

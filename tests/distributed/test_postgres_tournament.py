@@ -142,3 +142,48 @@ def test_bots_that_connect_on_their_own_are_refused_with_a_store(
                     + '\n[[bots]]\nname = "far"\ntoken = "far-away-token"\n')
     code, _, err = run_cli(capsys, "tournament", "run", str(file), "--store", pg_url)
     assert code == 2 and "far: bots that connect on their own" in err
+
+
+def test_a_sandboxed_bot_whose_folder_holds_the_output_is_refused_with_a_store_too(
+    tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As on SQLite: this command's local workers would launch the bot in the file's folder,
+    which holds logs/<name>/ and the replays of the games played so far. Refused before
+    anything is stored, with SQLite's message; a resume of a stored one likewise."""
+    tmp_path.chmod(0o755)  # (a referee running as root runs a sandboxed bot as another user)
+    (tmp_path / "alice.py").write_text("raise SystemExit(1)\n")
+    config = tmp_path / "class.toml"
+    config.write_text('name = "class"\ntable_size = 2\n\n[[bots]]\nname = "alice"\ncommand = ["python", "alice.py"]\n'
+                      '\n[[bots]]\nname = "house"\nbuiltin = "random"\n')
+    monkeypatch.chdir(tmp_path)
+    migrate(pg_url)
+    says = (f"craits: error: bot 'alice' could read the output folder logs/class, which is inside its cwd (by default "
+            f"the tournament file's folder) {tmp_path}: the replays there show the deals still to be played; ")
+    for command in ("tournament", "ladder"):
+        code, _, err = run_cli(capsys, command, "run", "class.toml", "--store", pg_url, "--no-progress"
+                               if command == "tournament" else "--rounds=1")
+        assert code == 2 and err.strip() == says + (
+            'give each bot a folder of its own (cwd = "..." in the file), or put the output elsewhere (--out)'), err
+    assert not (tmp_path / "logs").exists()
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT count(*) FROM craits_tournaments").fetchone() == (0,)
+    code, out, err = run_cli(capsys, "tournament", "run", "class.toml", "--store", pg_url, "--no-sandbox",
+                             "--no-progress")  # (trusted bots read everything anyway)
+    assert code == 0 and "class: 2/2 games (complete)" in out, err
+    code, _, err = run_cli(capsys, "tournament", "resume", "class", "--store", pg_url, "--out", "logs/class")
+    assert code == 2 and err.strip() == says + "move the folder out of it, and resume it there", err
+
+
+def test_the_organizers_log_on_postgresql_is_named_for_it_not_for_a_worker(
+    tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``tournament run --store`` writes its events (the queue's, its local workers') to
+    ``organizer.jsonl`` in the output folder and says so; ``worker.jsonl`` is a worker's."""
+    file = write_file(tmp_path, "logged", deals=1)
+    out = tmp_path / "out"
+    code, _, err = run_cli(capsys, "tournament", "run", str(file), "--store", pg_url, "--out", str(out), "--no-progress")
+    assert code == 0, err
+    assert f"log: {out / 'organizer.jsonl'}\n" in err, err
+    events = [json.loads(line)["event"] for line in (out / "organizer.jsonl").read_text().splitlines()]
+    assert "games_queued" in events and "game_recorded" in events, events
+    assert not (out / "worker.jsonl").exists()

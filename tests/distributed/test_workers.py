@@ -60,9 +60,10 @@ class Procs:
         self.tmp_path = tmp_path
         self.started: list[subprocess.Popen[bytes]] = []
 
-    def craits(self, name: str, *argv: str, cwd: Path | None = None) -> subprocess.Popen[bytes]:
+    def craits(self, name: str, *argv: str, cwd: Path | None = None, env: dict[str, str] | None = None,
+               ) -> subprocess.Popen[bytes]:
         log = (self.tmp_path / f"{name}.out").open("wb")
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1", **(env or {})}
         env.pop("CRAITS_STORE", None)
         proc = subprocess.Popen([sys.executable, "-m", "server.cli", *argv], cwd=cwd or self.tmp_path, env=env,
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -136,9 +137,10 @@ def recorded(url: str, tournament: str) -> list[tuple[str, str]]:
         url, "SELECT game_id, worker FROM craits_results WHERE tournament = %s ORDER BY game_id", tournament)]
 
 
-def coordinator(procs: Procs, file: Path, url: str, out: Path, *extra: str) -> subprocess.Popen[bytes]:
+def coordinator(procs: Procs, file: Path, url: str, out: Path, *extra: str, env: dict[str, str] | None = None,
+                ) -> subprocess.Popen[bytes]:
     return procs.craits("coordinator", "tournament", "run", str(file), "--store", url, "--out", str(out),
-                        "--no-progress", "--local-workers", "0", "--stalled-after", "3", *extra)
+                        "--no-progress", "--local-workers", "0", "--stalled-after", "3", *extra, env=env)
 
 
 def finished(proc: subprocess.Popen[bytes], procs: Procs, name: str, timeout: float = 120.0) -> int:
@@ -214,7 +216,7 @@ def test_a_worker_killed_mid_game_loses_nothing_another_plays_it_again(
     assert finished(coord, procs, "coordinator") == 0, procs.output("coordinator")
     assert recorded(url, "slowcup") == [(game, "heir") for game in taken]  # once each, by the heir
     same_standings(tmp_path / "out", slow_reference)  # played again from the same seeds
-    coordinator_log = (tmp_path / "out" / "worker.jsonl").read_text().splitlines()
+    coordinator_log = (tmp_path / "out" / "organizer.jsonl").read_text().splitlines()
     events = procs.log_events("heir") + [json.loads(line) for line in coordinator_log if line.strip()]
     requeued = {e["game"] for e in events if e["event"] == "stalled_game_requeued"}  # (by the heir or the coordinator)
     assert requeued == set(taken)
@@ -400,11 +402,12 @@ def test_the_connections_a_worker_and_the_organizer_hold_are_what_the_readme_say
 def test_an_organizer_that_gives_up_on_a_lost_database_says_how_to_continue(
     tmp_path: Path, url: str, pg_server: PostgresServer, procs: Procs
 ) -> None:
-    """The database gone for longer than ``tournament run --store`` waits (a minute): one line
-    that says what happened and that the games wait in the queue for ``resume``."""
+    """The database gone for longer than ``tournament run --store`` waits (as long as the workers,
+    a day; here $CRAITS_DATABASE_WAIT_S says 3 s): said once when it goes, then one line that
+    says what happened and that the games wait in the queue for ``resume``."""
     worker = procs.worker("steady", url, concurrency=2)
     wait_for("the worker", lambda: live_workers(url) == 1)
-    coord = coordinator(procs, slow_file(tmp_path), url, tmp_path / "out")
+    coord = coordinator(procs, slow_file(tmp_path), url, tmp_path / "out", env={"CRAITS_DATABASE_WAIT_S": "3"})
     wait_for("both games in play", lambda: len(doing(url)) == 2)
     pg_server.stop("immediate")
     try:
@@ -414,6 +417,10 @@ def test_an_organizer_that_gives_up_on_a_lost_database_says_how_to_continue(
     said = procs.output("coordinator")
     assert code == 2, said
     assert "Traceback" not in said, said
+    waiting = [line for line in said.splitlines() if "waiting for it as the workers do" in line]
+    assert len(waiting) == 1 and "the database is unreachable" in waiting[0], said
+    assert waiting[0].endswith("(up to 3 s): Ctrl-C stops this command, the games stay queued, and "
+                               "`craits tournament resume slowcup --store URL` continues"), said
     error = [line for line in said.splitlines() if line.startswith("craits: error:")]
     assert len(error) == 1 and "the database is unreachable" in error[0], said
     assert error[0].endswith("continue with: craits tournament resume slowcup --store URL"), said
@@ -428,3 +435,66 @@ def test_store_list_of_an_empty_store_says_so(url: str, capsys: pytest.CaptureFi
     code, out, err = run_cli(capsys, "store", "list", url)
     assert (code, out) == (0, "")
     assert err.endswith(": no tournament or ladder yet\n"), err
+
+
+def test_an_organizer_waits_for_a_lost_database_as_the_workers_do_and_ctrl_c_stops_it(
+    tmp_path: Path, url: str, pg_server: PostgresServer, procs: Procs
+) -> None:
+    """``tournament run --store`` playing the games itself (no worker running) loses its
+    database: it says once that it waits as long as the workers (a day) and how to stop and
+    continue; Ctrl-C then stops it (its games in hand are left to be played again) and a
+    resume finishes the tournament."""
+    file = slow_file(tmp_path)
+    coord = procs.craits("coordinator", "tournament", "run", str(file), "--store", url, "--out",
+                         str(tmp_path / "out"), "--no-progress", "--stalled-after", "3")
+    wait_for("both games in play", lambda: len(doing(url)) == 2)
+    pg_server.stop("immediate")
+    try:
+        said = wait_for("the organizer says it waits", lambda: [
+            line for line in procs.output("coordinator").splitlines() if "waiting for it as the workers do" in line])
+        assert said[0].startswith("slowcup: ") and "(up to 24 h)" in said[0], said
+        coord.send_signal(signal.SIGINT)
+        code = finished(coord, procs, "coordinator", timeout=120)
+    finally:
+        pg_server.start()
+    output = procs.output("coordinator")
+    assert code == 2 and "Traceback" not in output, output
+    assert len([line for line in output.splitlines() if "waiting for it as the workers do" in line]) == 1, output
+    error = [line for line in output.splitlines() if line.startswith("craits: error:")]
+    assert len(error) == 1 and "stopped while waiting for it" in error[0], output
+    assert error[0].endswith("continue with: craits tournament resume slowcup --store URL"), output
+    resumed = procs.craits("resume", "tournament", "resume", "slowcup", "--store", url, "--out", str(tmp_path / "out"),
+                           "--no-progress", "--stalled-after", "3")
+    assert finished(resumed, procs, "resume") == 0, procs.output("resume")
+    assert len(recorded(url, "slowcup")) == 2
+
+
+def test_a_lost_database_is_a_few_log_lines_not_one_a_second(
+    tmp_path: Path, url: str, pg_server: PostgresServer, procs: Procs
+) -> None:
+    """While the database is gone, psycopg's pools say "error connecting" at every attempt
+    (about once a second) and craits retries as often: each kind of line is logged once, then
+    at most once a minute with a count; the first line stays, and one line says it is back."""
+    procs.worker("patient", url, concurrency=2)
+    wait_for("the worker", lambda: live_workers(url) == 1)
+    coord = coordinator(procs, slow_file(tmp_path), url, tmp_path / "out")
+    wait_for("both games in play", lambda: len(doing(url)) == 2)
+    pg_server.stop("immediate")
+    try:
+        time.sleep(10.0)  # (an outage of many reconnection attempts)
+    finally:
+        pg_server.start()
+    assert finished(coord, procs, "coordinator") == 0, procs.output("coordinator")
+    assert len(recorded(url, "slowcup")) == 2
+    organizer = [json.loads(line) for line in (tmp_path / "out" / "organizer.jsonl").read_text().splitlines()]
+    for name, events in (("worker", procs.log_events("patient")), ("organizer", organizer)):
+        kinds = [e["event"].split(":")[0] for e in events]
+        noisy = {kind: kinds.count(kind) for kind in set(kinds) if kinds.count(kind) > 1
+                 and kind in ("store_retry", "database_lost", "error connecting in 'pool-1'",
+                              "error connecting in 'pool-2'", "error connecting in 'pool-3'")}
+        assert not noisy, (name, noisy)
+    kinds = [e["event"] for e in procs.log_events("patient")]
+    assert any(kind.startswith("error connecting") for kind in kinds), kinds  # (the first one is kept)
+    assert [e for e in organizer if e["event"] == "database_back"], organizer
+    worker_back = [e for e in procs.log_events("patient") if e["event"] in ("store_reconnected", "worker_started")]
+    assert len(worker_back) >= 2, worker_back  # (started, and back)

@@ -15,6 +15,7 @@ import pytest
 from server.engine import make_config
 from server.spec import BotSpec, GameRecord, GameSpec, SeatReport, SeatStatus
 from server.storage.store import SCHEMA_VERSION, GameSlot, Store, StoreError
+from tests.cli import run_cli
 from tournaments.local import play_local
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -207,3 +208,18 @@ def test_aborted_games_can_be_forgotten_to_play_them_again(tmp_path: Path) -> No
     assert [g.game_id for g in store.pending_games()] == ["g1", "g3"] and store.hands("g1") == []
     store.record_game(record)
     assert store.counts() == (2, 3) and store.forget_aborted() == 0
+
+
+def test_an_empty_file_is_said_to_be_one_not_a_readonly_database(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 0-byte tournament.db (a copy cut short, a file touched by hand): the reports and
+    ``craits web``, which open it read-only, say what it is in one line, and leave it as it is."""
+    db = tmp_path / "tournament.db"
+    db.write_bytes(b"")
+    with pytest.raises(StoreError, match="an empty file"):
+        Store(db, readonly=True)
+    for argv in (("tournament", "standings"), ("ladder", "standings"), ("web", "--log-dir", str(tmp_path / "logs"))):
+        code, _, err = run_cli(capsys, *argv, str(tmp_path))
+        assert code == 2 and err == f"craits: error: {db}: an empty file (0 bytes), not a tournament's database\n", err
+    assert db.stat().st_size == 0

@@ -375,3 +375,26 @@ def test_the_games_a_referee_worker_plays_are_live_too(tmp_path: Path) -> None:
         running.stop()
     log = (tmp_path / "out" / "referee.jsonl").read_text()
     assert '"event": "referee_worker_ready"' in log  # (one of the two was a worker's)
+
+
+def test_craits_web_writes_its_log_under_the_log_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Like every long-running command, ``craits web`` keeps its events in ``<log-dir>/web.jsonl``
+    (default ``logs/``): here a replay it could not read, which a terminal shows only in passing."""
+    file = tmp_path / "logged.toml"
+    file.write_text(builtin_tournament("logged", 4, 1, {"a": "random", "b": "first", "c": "random"}), encoding="utf-8")
+    out = tmp_path / "out"
+    assert run_cli(capsys, "tournament", "run", str(file), "--out", str(out), "--no-progress")[0] == 0
+    replay = sorted((out / "replays").glob("*.jsonl"))[0]
+    replay.write_bytes(replay.read_bytes()[:3000])
+    running = start_craits(["web", str(out), "--address", "127.0.0.1:0", "--log-dir", str(tmp_path / "weblogs")],
+                           tmp_path)
+    try:
+        assert running.status(f"/games/{replay.name.removesuffix('.jsonl')}") == 500
+    finally:
+        assert running.stop() == 0
+    events = [json.loads(line) for line in (tmp_path / "weblogs" / "web.jsonl").read_text().splitlines()]
+    assert [e for e in events if e["event"] == "web_replay_unreadable"], events
+    (tmp_path / "afile").write_text("")
+    refused = _craits("web", str(out), "--log-dir", str(tmp_path / "afile"), cwd=tmp_path)
+    assert refused.returncode == 2 and refused.stderr == (
+        f"craits: error: --log-dir {tmp_path / 'afile'}: cannot write the log there: File exists: {tmp_path / 'afile'}\n")
