@@ -165,7 +165,7 @@ def clear_output(out_dir: Path) -> None:
     viewer pages, the launched bots' output (``--overwrite``), none of which may pass for the
     new run's."""
     for name in (Store.FILENAME, Store.FILENAME + "-wal", Store.FILENAME + "-shm", LOG_NAME,
-                 "standings.json", "standings.csv", "referee.jsonl"):
+                 "standings.json", "standings.csv", "referee.jsonl", "organizer.jsonl"):  # (the last: --store's)
         (out_dir / name).unlink(missing_ok=True)
     for folder in (REPLAY_DIR, "viewer", "bots"):
         shutil.rmtree(out_dir / folder, ignore_errors=True)

@@ -422,6 +422,8 @@ def test_overwrite_leaves_nothing_of_the_earlier_run(tmp_path: Path, capsys: pyt
     assert run(capsys, "run", str(config), "--out", str(out), "--no-progress")[0] == 0
     assert sorted(p.name.split("-")[0] for p in (out / "bots").iterdir()) == ["old", "old"]
     config.write_text(text.replace("NAME", "new"))
+    (out / "organizer.jsonl").write_text('{"bot": "old"}\n')  # (an earlier run of the file on PostgreSQL)
     assert run(capsys, "run", str(config), "--out", str(out), "--no-progress", "--overwrite")[0] == 0
+    assert not (out / "organizer.jsonl").exists()
     assert sorted(p.name.split("-")[0] for p in (out / "bots").iterdir()) == ["new", "new"]
     assert '"old"' not in (out / "referee.jsonl").read_text()
