@@ -465,19 +465,14 @@ class RefusalLog:
     """Logs each kind of refusal (tournament, reason) once, then at most every ``every_s``."""
 
     def __init__(self, every_s: float = REFUSED_LOG_EVERY_S) -> None:
-        self.every_s = every_s
-        self._seen: dict[tuple[str, str], tuple[float, int]] = {}
+        self.throttle = Throttle(every_s)
 
     def refused(self, worker: str, tournament: str, game_id: str, reason: str) -> None:
-        key = (tournament, reason)
-        now = time.monotonic()
-        last, since = self._seen.get(key, (-math.inf, 0))
-        if now - last < self.every_s:
-            self._seen[key] = (last, since + 1)
+        held = self.throttle.allow((tournament, reason))
+        if held is None:
             return
-        self._seen[key] = (now, 0)
         log.error("game_refused", tournament=tournament, game=game_id, worker=worker, reason=reason,
-                  **({"also_refused_since": since, "since_s": round(now - last)} if since else {}),
+                  **({"also_refused_since": held} if held else {}),
                   retry=f"soon, by this or another worker; after {REFUSED_FAST_TRIES} refusals a game waits "
                   f"longer each time, up to {REFUSED_RETRY_MAX_S:g} s")
 
