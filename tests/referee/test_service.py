@@ -283,22 +283,23 @@ def test_craits_play_tells_a_bot_that_exited_0_before_connecting_how_a_bot_start
                                     "a Python bot of the kit ends with run(MyBot())"), result.stdout
 
 
-def test_craits_play_gives_a_bot_started_by_hand_minutes_to_connect_and_says_so(tmp_path: Path) -> None:
-    """docs/first-bot.md starts the game in one terminal and the bot in another: more than the
-    10 s a launched bot gets. The referee says how long it waits; the bot then plays its seat."""
+def _listening(tmp_path: Path, *command: str) -> tuple[subprocess.Popen[str], str]:
+    """``craits COMMAND...`` started with a remote seat for the bot "me" (token tok-me), and the
+    line where it says where to connect."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "server.cli", *command, "--address", "127.0.0.1:0", "--flag", "short_game=true",
+         "--log-dir", str(tmp_path / "logs")],
+        cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    return proc, proc.stderr.readline()
+
+
+def _bot_started_by_hand(proc: subprocess.Popen[str], line: str) -> str:
+    """Start the kit's random bot as "me" at the address ``line`` gives, as a person would in
+    another terminal; the referee's standard output once the bot and the referee are done."""
     import re
 
-    def listening(*extra: str) -> tuple[subprocess.Popen[str], str]:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "server.cli", "play", "random", "remote:me:tok-me", "--address", "127.0.0.1:0",
-             "--flag", "short_game=true", "--log-dir", str(tmp_path / "logs"), *extra],
-            cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        assert proc.stderr is not None
-        return proc, proc.stderr.readline()
-
-    proc, line = listening()
     try:
-        assert line.rstrip().endswith("; the game waits up to 300 s for them"), line
         address = re.search(r"listening on (\S+)", line)
         assert address is not None, line
         env = {k: v for k, v in os.environ.items() if not k.startswith("CRAITS_")}
@@ -311,12 +312,26 @@ def test_craits_play_gives_a_bot_started_by_hand_minutes_to_connect_and_says_so(
         proc.kill()
         proc.wait()
     assert proc.returncode == 0
-    row = out.splitlines()[3]
-    assert row.split()[1] == "me" and " ok " in row, out
-    proc, line = listening("--connect-timeout-ms", "2000")
+    return out
+
+
+def _said_at_once(proc: subprocess.Popen[str], line: str) -> str:
     proc.kill()
     proc.wait()
-    assert line.rstrip().endswith("; the game waits up to 2 s for them"), line
+    return line.rstrip()
+
+
+def test_craits_play_gives_a_bot_started_by_hand_minutes_to_connect_and_says_so(tmp_path: Path) -> None:
+    """docs/first-bot.md starts the game in one terminal and the bot in another: more than the
+    10 s a launched bot gets. The referee says how long it waits; the bot then plays its seat."""
+    play = ("play", "random", "remote:me:tok-me")
+    proc, line = _listening(tmp_path, *play)
+    assert line.rstrip().endswith("; the game waits up to 300 s for them"), line
+    out = _bot_started_by_hand(proc, line)
+    row = out.splitlines()[3]
+    assert row.split()[1] == "me" and " ok " in row, out
+    line = _said_at_once(*_listening(tmp_path, *play, "--connect-timeout-ms", "2000"))
+    assert line.endswith("; the game waits up to 2 s for them"), line
 
 
 def _need_sandbox() -> None:
@@ -370,38 +385,15 @@ def test_craits_serve_gives_a_remote_seat_minutes_to_connect_as_play_does_and_sa
     """`craits serve --bot remote:NAME:TOKEN` is the same game as `craits play` with that seat: its
     bot is started by hand, so each game waits 300 s for it (not a launched bot's 10 s), says so
     where it says where to connect, and --connect-timeout-ms still sets it."""
-    import re
-
-    def listening(*extra: str) -> tuple[subprocess.Popen[str], str]:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "server.cli", "serve", "--bot", "random", "--bot", "remote:me:tok-me", "--games", "1",
-             "--address", "127.0.0.1:0", "--flag", "short_game=true", "--log-dir", str(tmp_path / "logs"), *extra],
-            cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        assert proc.stderr is not None
-        return proc, proc.stderr.readline()
-
-    proc, line = listening()
-    try:
-        assert "me connect there with their tokens" in line, line
-        assert line.rstrip().endswith("; each game waits up to 300 s for them"), line
-        address = re.search(r"listening on (\S+)", line)
-        assert address is not None, line
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CRAITS_")}
-        env.update(CRAITS_SERVER=address.group(1), CRAITS_TOKEN="tok-me")
-        bot = subprocess.run([sys.executable, "-m", "craits_bot.examples.random_bot", "-q"], env=env, cwd=ROOT,
-                             capture_output=True, text=True, timeout=120)
-        assert bot.returncode == 0, bot.stderr
-        out, _ = proc.communicate(timeout=120)
-    finally:
-        proc.kill()
-        proc.wait()
-    assert proc.returncode == 0
+    serve = ("serve", "--bot", "random", "--bot", "remote:me:tok-me", "--games", "1")
+    proc, line = _listening(tmp_path, *serve)
+    assert "me connect there with their tokens" in line, line
+    assert line.rstrip().endswith("; each game waits up to 300 s for them"), line
+    out = _bot_started_by_hand(proc, line)
     game = next(line for line in out.splitlines() if line.startswith("craits serve: game "))
     assert "totals" in game and "never_connected" not in game, out
-    proc, line = listening("--connect-timeout-ms", "2000")
-    proc.kill()
-    proc.wait()
-    assert line.rstrip().endswith("; each game waits up to 2 s for them"), line
+    line = _said_at_once(*_listening(tmp_path, *serve, "--connect-timeout-ms", "2000"))
+    assert line.endswith("; each game waits up to 2 s for them"), line
     assert "waits up to 300 s" in _craits("serve", "--help").stdout.replace("\n", " ")
 
 
