@@ -28,10 +28,24 @@ from server.cli.tournament import RUNNERS, _positive, store_url
 from server.cli.tournament_pg import runner_for
 from server.errors import UserError
 from server.logging import configure_logging
-from server.storage.postgres import STORE_ENV, PostgresStore, is_store_url, migrate, redact, tournaments_in
+from server.storage.postgres import (
+    STORE_ENV,
+    PostgresStore,
+    is_store_url,
+    migrate,
+    redact,
+    tournaments_in,
+    wait_until_reachable,
+)
 from server.storage.store import StoreError
 from server.web.serve import add_web_options, watching, web_options
-from tournaments.distributed import DATABASE_WAIT_ENV, WorkerService, WorkerSettings, adopt_queue_logs
+from tournaments.distributed import (
+    DATABASE_WAIT_ENV,
+    WorkerService,
+    WorkerSettings,
+    adopt_queue_logs,
+    database_wait_s,
+)
 from tournaments.runner import install_stop_handlers
 
 
@@ -89,7 +103,14 @@ def cmd_worker(args: argparse.Namespace) -> int:
         raise UserError(f"--log-dir {args.log_dir}: cannot write the log there: {err.strerror or err}"
                         + (f": {err.filename}" if err.filename else "")) from None
     adopt_queue_logs()
+
+    def waiting(why: str) -> None:  # (a worker may start before its database: at boot, in a compose file)
+        print(f"craits worker: the database at {redact(url)} is not reachable yet ({why}); waiting for it "
+              f"(up to {wait_s:g} s, ${DATABASE_WAIT_ENV}; Ctrl-C stops)", file=sys.stderr, flush=True)
+
+    wait_s = database_wait_s()
     try:
+        wait_until_reachable(url, wait_s, waiting)
         PostgresStore(url, "-").close()  # (an empty database is set up, an old one refused, before any game)
     except StoreError as err:
         raise UserError(str(err)) from None

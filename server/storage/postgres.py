@@ -93,6 +93,38 @@ def connect(url: str, *, timeout_s: float = 10.0) -> psycopg.Connection[Any]:
         raise StoreError(f"{redact(url)}: cannot connect: {_one_line(err)}") from None
 
 
+def server_not_there(err: psycopg.OperationalError) -> bool:
+    """Whether a failed connection is worth waiting for: no server answered (refused, timed out)
+    or it answered that it is starting, stopping or full. A server that refused us itself (a
+    wrong password, a database that does not exist) will refuse again: psycopg gives no SQLSTATE
+    for a failed connection, so this reads libpq's message, where the server's own reason
+    follows "FATAL:"."""
+    text = str(err)
+    return "FATAL:" not in text or any(s in text for s in ("the database system is", "too many clients"))
+
+
+def wait_until_reachable(url: str, wait_s: float, waiting: Callable[[str], None]) -> None:
+    """Return once a connection to ``url`` opens; while the server is not there
+    (:func:`server_not_there`) call ``waiting(why)`` once and try again with backoff for up to
+    ``wait_s`` seconds. Other failures, or the wait spent, are a StoreError at once."""
+    deadline = time.monotonic() + wait_s
+    delay, said = 0.5, False
+    while True:
+        try:
+            psycopg.connect(url, autocommit=True, connect_timeout=5).close()
+            return
+        except psycopg.OperationalError as err:
+            if not server_not_there(err) or time.monotonic() + delay > deadline:
+                raise StoreError(f"{redact(url)}: cannot connect: {_one_line(err)}") from None
+            if not said:
+                said = True
+                waiting(_one_line(err))
+        except psycopg.Error as err:
+            raise StoreError(f"{redact(url)}: cannot connect: {_one_line(err)}") from None
+        time.sleep(delay)
+        delay = min(delay * 2, 5.0)
+
+
 def schema_version(conn: psycopg.Connection[Any]) -> int | None:
     """The database's layout version; None for a database without craits tables."""
     exists = conn.execute("SELECT to_regclass('craits_schema') IS NOT NULL").fetchone()

@@ -256,6 +256,28 @@ def test_a_restarted_database_is_waited_for_and_nothing_is_half_written(
     assert "database_lost" in events or "store_retry" in events, events
 
 
+def test_a_worker_started_before_its_database_waits_for_it_but_not_for_one_that_does_not_exist(
+    tmp_path: Path, url: str, pg_server: PostgresServer, procs: Procs
+) -> None:
+    """At boot, or in a compose file, a worker may start before PostgreSQL: it says once that it
+    waits and takes games once the database is there. A database that does not exist (or a
+    wrong password) is no reason to wait: one line, at once."""
+    pg_server.stop("fast")
+    try:
+        early = procs.worker("early", url)
+        said = wait_for("the worker says it waits", lambda: "is not reachable yet" in procs.output("early"))
+        assert said and early.poll() is None, procs.output("early")
+    finally:
+        pg_server.start()
+    wait_for("the worker, once the database is up", lambda: live_workers(url) == 1)
+    assert procs.output("early").count("is not reachable yet") == 1, procs.output("early")
+    assert "Traceback" not in procs.output("early")
+    refused = procs.worker("refused", url.rsplit("/", 1)[0] + "/no_such_database")
+    assert refused.wait(timeout=30) == 2, procs.output("refused")
+    out = procs.output("refused")
+    assert "is not reachable yet" not in out and out.count("\n") == 1 and "cannot connect" in out, out
+
+
 def test_a_worker_without_a_bots_files_refuses_its_games_and_leaves_them_to_others(
     tmp_path: Path, url: str, procs: Procs
 ) -> None:
