@@ -343,7 +343,7 @@ def test_the_worker_host_script_takes_the_workers_paths_from_where_it_is_started
     """deploy/worker-host.sh from the bots' machine folder: ``--files bots`` is that folder's
     bots/ (it was the project's, where no such folder is), so the worker goes on to the store."""
     (tmp_path / "bots").mkdir()
-    env = {**os.environ, "CRAITS_STORE": "postgresql://nobody@127.0.0.1:1/none"}
+    env = {**os.environ, "CRAITS_STORE": "postgresql://nobody@127.0.0.1:1/none", "CRAITS_DATABASE_WAIT_S": "1"}
     done = subprocess.run(["bash", str(ROOT / "deploy" / "worker-host.sh"), "--files", "bots", "--log-dir", "logs"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 2, done.stderr
