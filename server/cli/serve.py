@@ -203,8 +203,7 @@ def _writable_folder(option: str, folder: Path) -> None:
     """Refuse, before the referee listens, a folder the games could not write in."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=folder):
-            pass
+        tempfile.TemporaryFile(dir=folder).close()  # (made and gone at once: the folder takes files)
     except OSError as err:
         raise UserError(f"{option} {folder}: cannot write there: {_why(err)}") from None
 

@@ -17,7 +17,7 @@ import pytest
 from server.storage.postgres import migrate
 from server.storage.replay import verify_replay
 from tests.cli import run_cli
-from tests.tournaments.configs import builtin_tournament
+from tests.tournaments.configs import builtin_tournament, class_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 BOTS = {"rand-a": "random", "rand-b": "random", "first": "first", "greedy": "greedy"}
@@ -150,11 +150,7 @@ def test_a_sandboxed_bot_whose_folder_holds_the_output_is_refused_with_a_store_t
     """As on SQLite: this command's local workers would launch the bot in the file's folder,
     which holds logs/<name>/ and the replays of the games played so far. Refused before
     anything is stored, with SQLite's message; a resume of a stored one likewise."""
-    tmp_path.chmod(0o755)  # (a referee running as root runs a sandboxed bot as another user)
-    (tmp_path / "alice.py").write_text("raise SystemExit(1)\n")
-    config = tmp_path / "class.toml"
-    config.write_text('name = "class"\ntable_size = 2\n\n[[bots]]\nname = "alice"\ncommand = ["python", "alice.py"]\n'
-                      '\n[[bots]]\nname = "house"\nbuiltin = "random"\n')
+    class_folder(tmp_path)
     monkeypatch.chdir(tmp_path)
     migrate(pg_url)
     says = (f"craits: error: bot 'alice' could read the output folder logs/class, which is inside its cwd (by default "

@@ -15,7 +15,7 @@ import pytest
 
 from server.cli.tournament import choose_runner
 from tests.cli import run_cli
-from tests.tournaments.configs import builtin_tournament
+from tests.tournaments.configs import builtin_tournament, class_folder
 from tournaments.config import load_config
 from tournaments.grpc_runner import tournament_runner
 
@@ -341,11 +341,7 @@ def test_a_sandboxed_bot_whose_folder_holds_the_output_is_refused_before_anythin
     """The simplest class folder (the file, the bots' scripts, craits run there): a bot's cwd is
     the file's folder, which would hold logs/<name>/, whose replays show the deals still to be
     played. Refused with the way out; trusted bots (--no-sandbox) read everything anyway."""
-    tmp_path.chmod(0o755)  # (a referee running as root runs a sandboxed bot as another user)
-    (tmp_path / "alice.py").write_text("raise SystemExit(1)\n")
-    config = tmp_path / "class.toml"
-    config.write_text('name = "class"\ntable_size = 2\n\n[[bots]]\nname = "alice"\ncommand = ["python", "alice.py"]\n'
-                      '\n[[bots]]\nname = "house"\nbuiltin = "random"\n')
+    class_folder(tmp_path)
     monkeypatch.chdir(tmp_path)
     code, _, stderr = run(capsys, "run", "class.toml")
     assert code == 2 and stderr.strip() == (
