@@ -189,8 +189,10 @@ class WebServer:
         with contextlib.suppress(ValueError):
             self.hub.on_change.remove(self._live_changed)
         self.hub.feed.close()  # every open stream ends (its response is finished) before the server goes
-        for stream in self._streams:
-            stream.close()
+        now = time.monotonic()
+        for stream in self._streams:  # a game that ended since the last tick: its readers see it end
+            if stream.pump(now, final=True):
+                stream.close()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -534,11 +534,13 @@ class GameStream:
             data += b"id: %d\n\n" % (end - 1)
         return data
 
-    def pump(self, now: float) -> bool:
+    def pump(self, now: float, *, final: bool = False) -> bool:
         """Send the readers what became visible since the last time, and ``END`` after the last
-        record; False once the stream is over (its readers have gone or got everything)."""
+        record; False once the stream is over (its readers have gone or got everything).
+        ``final``: the server stops, so everything goes out now, a delayed view's last moves too
+        (a game the server stops with is over: it has ended, or it was aborted)."""
         game = self.game
-        end = game.visible(self.delay)
+        end = len(game.items) if final else game.visible(self.delay)
         data = b""
         if end > self.cursor:
             data = self._catch_up(self.cursor, end)

@@ -114,37 +114,21 @@ def _sse_records(url: str, seconds: float) -> tuple[list[dict[str, Any]], str]:
     return records, "".join(raw)
 
 
-# --------------------------------------------------------------------------- the board
-
-
-def test_the_leaderboard_changes_while_the_tournament_plays(page: Any, live: Running) -> None:
-    page.goto(live.url)
-    _until(page, "document.querySelector('#standings tbody tr') !== null")
-    before = int(page.get_attribute("#standings", "data-recorded") or 0)
-    games_before = page.eval_on_selector_all("#standings tbody tr", "rows => rows.map(r => r.dataset.games)")
-    assert before < 6, "the tournament is still playing"
-    page.evaluate("() => { window.notReloaded = true; }")
-    _until(page, f"Number(document.querySelector('#standings').dataset.recorded) > {before}", 90)
-    assert page.evaluate("() => window.notReloaded === true"), "the page changed without a reload"
-    games_after = page.eval_on_selector_all("#standings tbody tr", "rows => rows.map(r => r.dataset.games)")
-    assert games_after != games_before
-    progress = page.inner_text("#progress-text")
-    assert "/ 6 games" in progress
-    assert page.get_attribute("#conn", "class") == "conn on"
-    standings = live.get("/api/standings")
-    assert standings["tournament"] == "webcup" and len(standings["standings"]) == 3
-    assert all(row["issues"]["default_actions"] == 0 for row in standings["standings"]), "the bots played"
-    _shot(page, "board")
-
-
 # --------------------------------------------------------------------------- a live game
 
 
+def _watchable(live: Running) -> dict[str, Any] | None:
+    """A live game far from its end, with games still to start after it: the run (and its
+    web server) goes on after it ends, and the test can still ask for its stream then."""
+    games = live.get("/api/games")["live"]
+    progress = live.get("/api/progress")
+    if not progress or progress["total"] - progress["done"] - len(games) < 3:  # (done is read every 0.5 s)
+        return None
+    return next((g for g in games if 5 < g["decisions"] < 100), None)
+
+
 def test_a_live_game_advances_and_shows_no_hidden_card(live: Running, page: Any) -> None:
-    game = live.wait_for(
-        "a live game under way",
-        lambda: next((g for g in live.get("/api/games")["live"] if 5 < g["decisions"] < 100), None),  # (far from its end)
-    )
+    game = live.wait_for("a live game under way, far from its end and from the tournament's", lambda: _watchable(live))
     game_id = game["game_id"]
     page.goto(f"{live.url}games/{game_id}")
     _until(page, "window.craitsViewer !== undefined")
@@ -191,6 +175,29 @@ def test_a_live_game_advances_and_shows_no_hidden_card(live: Running, page: Any)
     replay = next(live.out_dir.glob(f"replays/{game_id}.jsonl"))
     dealt = [e for r in load_records(replay) for e in r.get("events", ()) if e[0] == "deal"]
     assert dealt and all(code >= 0 for e in dealt for code in e[2])
+
+
+# --------------------------------------------------------------------------- the board
+
+
+def test_the_leaderboard_changes_while_the_tournament_plays(page: Any, live: Running) -> None:
+    page.goto(live.url)
+    _until(page, "document.querySelector('#standings tbody tr') !== null")
+    before = int(page.get_attribute("#standings", "data-recorded") or 0)
+    games_before = page.eval_on_selector_all("#standings tbody tr", "rows => rows.map(r => r.dataset.games)")
+    assert before < 6, "the tournament is still playing"
+    page.evaluate("() => { window.notReloaded = true; }")
+    _until(page, f"Number(document.querySelector('#standings').dataset.recorded) > {before}", 90)
+    assert page.evaluate("() => window.notReloaded === true"), "the page changed without a reload"
+    games_after = page.eval_on_selector_all("#standings tbody tr", "rows => rows.map(r => r.dataset.games)")
+    assert games_after != games_before
+    progress = page.inner_text("#progress-text")
+    assert "/ 6 games" in progress
+    assert page.get_attribute("#conn", "class") == "conn on"
+    standings = live.get("/api/standings")
+    assert standings["tournament"] == "webcup" and len(standings["standings"]) == 3
+    assert all(row["issues"]["default_actions"] == 0 for row in standings["standings"]), "the bots played"
+    _shot(page, "board")
 
 
 @pytest.fixture(scope="module")

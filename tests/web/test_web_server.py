@@ -205,6 +205,39 @@ async def _views(tmp_path: Path) -> None:
         full_writer.close()
 
 
+def test_a_game_that_ends_as_the_server_stops_still_ends_on_its_spectators_pages(tmp_path: Path) -> None:
+    """The last game of a run ends, and ``--web`` stops with the run before its next tick: the
+    spectators get the game's last moves and its end (a delayed full view too), not a
+    connection that drops mid-game and a page that keeps saying "live"."""
+    asyncio.run(_ends_with_the_server(tmp_path))
+
+
+async def _ends_with_the_server(tmp_path: Path) -> None:
+    hub = LiveHub(linger_s=5.0)
+    web = WebServer(hub, None, WebOptions(port=0, tick_s=3600.0, reveal_after=600.0), title="test")  # (no tick)
+    port = int((await web.start()).rstrip("/").rsplit(":", 1)[1])
+    try:
+        with hub.installed():
+            game = asyncio.create_task(asyncio.to_thread(_play, tmp_path / "g5.jsonl", "g5", 20, 0.01))
+        await _wait_live(hub, "g5")
+        public_reader, public_writer = await _open(port, "/api/games/g5/events")
+        full_reader, full_writer = await _open(port, "/api/games/g5/events?view=full")
+        for _ in range(500):
+            if web.spectators == 2:
+                break
+            await asyncio.sleep(0.01)
+        decisions = await game
+    finally:
+        await web.stop()
+    public = _records(await _read_all(public_reader, 10.0))
+    full = _records(await _read_all(full_reader, 10.0))
+    for records in (public, full):
+        assert records[0]["type"] == "header" and records[-1]["type"] == "result"
+        assert sum(r["type"] == "decision" for r in records) == decisions
+    for w in (public_writer, full_writer):
+        w.close()
+
+
 def test_a_game_nobody_knows_is_a_404_and_the_full_view_needs_reveal_after(tmp_path: Path) -> None:
     asyncio.run(_statuses(tmp_path))
 
