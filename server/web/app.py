@@ -56,6 +56,8 @@ RECENT_GAMES = 30
 LIVE_PROGRESS_S = 1.0
 """... and this often while games are being played (their decisions and hands move on)."""
 BOT_GAMES = 200
+FINAL_REFRESH_S = 5.0
+"""How long a stopping server waits for the store's last state (a run's finish) for its board."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +128,9 @@ class WebServer:
         self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="craits-web-board")
         self._live_dirty = True
         self._live_stale = False
+        self._published_version = -1
+        self._published_progress: dict[str, Any] = {}
+        """What the board's readers were last sent (:meth:`_refresh_board`)."""
         self._streams: set[GameStream] = set()
         """The game streams being read, which the tick pumps."""
         self.spectators = 0
@@ -186,16 +191,29 @@ class WebServer:
         return self.url
 
     async def stop(self) -> None:
+        """End every open stream with what it has not had yet, then stop listening. The board's
+        readers get the store's last state (a run's finish) and ``closed``: their page says the
+        server has stopped, rather than trying to reconnect to it forever."""
         with contextlib.suppress(ValueError):
             self.hub.on_change.remove(self._live_changed)
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+        if self.board is not None and self._runner is not None:  # (a store that stopped answering: not for long)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._refresh_board(), FINAL_REFRESH_S)
+        self.hub.publish("live", self._live_games())
+        if self.board is None:
+            self.hub.publish("games", self._recent_games())
+            self.hub.publish("progress", self._progress())
+        self.hub.publish("closed", {"why": "the server has stopped"})
+        self.hub.flush_feed()
         self.hub.feed.close()  # every open stream ends (its response is finished) before the server goes
         now = time.monotonic()
         for stream in self._streams:  # a game that ended since the last tick: its readers see it end
             if stream.pump(now, final=True):
                 stream.close()
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -209,24 +227,26 @@ class WebServer:
 
     async def _poll(self) -> None:
         """Refresh the board every ``poll_s``; publish what changed."""
+        while True:
+            await self._refresh_board()
+            await asyncio.sleep(self.options.poll_s)
+
+    async def _refresh_board(self) -> None:
+        """Read the store again and publish what changed since the last time."""
         assert self.board is not None
         board = self.board
-        last_progress: dict[str, Any] = {}
-        published = -1
-        while True:
-            try:
-                await self._board_call(board.refresh)
-            except Exception as err:  # a store being written may refuse a read now and then
-                log.warning("web_board_refresh_failed", error=str(err))
-            if board.version != published:
-                published = board.version
-                self.hub.publish("standings", board.snapshot.standings)
-                self.hub.publish("games", self._recent_games())
-            progress = board.snapshot.progress
-            if progress != last_progress:
-                last_progress = progress
-                self.hub.publish("progress", progress)
-            await asyncio.sleep(self.options.poll_s)
+        try:
+            await self._board_call(board.refresh)
+        except Exception as err:  # a store being written may refuse a read now and then
+            log.warning("web_board_refresh_failed", error=str(err))
+        if board.version != self._published_version:
+            self._published_version = board.version
+            self.hub.publish("standings", board.snapshot.standings)
+            self.hub.publish("games", self._recent_games())
+        progress = board.snapshot.progress
+        if progress != self._published_progress:
+            self._published_progress = progress
+            self.hub.publish("progress", progress)
 
     async def _tick(self) -> None:
         """Every ``tick_s``: each game stream's readers get what is new, the live list is

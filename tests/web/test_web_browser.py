@@ -199,6 +199,14 @@ def test_the_leaderboard_changes_while_the_tournament_plays(page: Any, live: Run
     assert all(row["issues"]["default_actions"] == 0 for row in standings["standings"]), "the bots played"
     _shot(page, "board")
 
+    # The run ends, and its web server with it: the page shows the finished tournament and says
+    # the server has stopped (no endless reconnecting, no error in the console).
+    assert live.process.wait(timeout=240) == 0, "".join(live.lines[-20:])
+    _until(page, "document.body.dataset.server === 'stopped'", 10)
+    assert page.get_attribute("#conn", "class") == "conn done"
+    assert page.inner_text("#progress-text").startswith("6 / 6 games") and "finished" in page.inner_text("#progress-text")
+    assert page.get_attribute("#standings", "data-recorded") == "6"
+
 
 @pytest.fixture(scope="module")
 def finished(live: Running) -> Iterator[Running]:

@@ -138,5 +138,11 @@
   source.addEventListener("progress", (e) => renderProgress(JSON.parse(e.data)));
   source.addEventListener("live", (e) => renderLive(JSON.parse(e.data)));
   source.addEventListener("games", (e) => { if (!onGamesPage) renderGames(JSON.parse(e.data)); });
+  // The server stopped (a run that served its pages has ended): what is shown is its last state.
+  source.addEventListener("closed", (e) => {
+    source.close();
+    document.body.dataset.server = "stopped";
+    if (conn) { conn.className = "conn done"; conn.title = JSON.parse(e.data).why; }
+  });
   window.craitsBoard = { source: source };
 })();
