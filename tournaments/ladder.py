@@ -5,6 +5,9 @@ time, so it can run for days, take in a bot added to its file, and rank everyone
 
 * **a round** is one table: a new deal played in every seat rotation, so each bot of the
   table meets the same cards from every seat (a tournament's duplicate deals, in small);
+* **rounds at once**: enough tables of distinct bots to keep the file's concurrency busy
+  (``ceil(concurrency / table_size)``, as far as the bots go: :func:`next_rounds`), so a
+  ladder of 30 bots on 8 cores plays 8 games at a time, not one table's 3 or 4;
 * **who plays** is :func:`pick_table` (pure, seeded by the file's seed and the round): the
   bot that has played the fewest rounds, then, from those that have played the fewest, the
   ones whose ratings are closest to its own (less than a rating point apart counts as equally
@@ -252,6 +255,28 @@ def next_round(
     return new
 
 
+def tables_at_once(config: TournamentConfig, concurrency: int | None = None) -> int:
+    """How many rounds (tables of distinct bots) to play at once: enough to keep
+    ``concurrency`` games (the file's when None) going."""
+    games = concurrency or config.concurrency
+    return max(1, -(-games // config.table_size))
+
+
+def next_rounds(
+    config: TournamentConfig, store: TournamentStore, standings: Standings, available: Collection[str] | None,
+    count: int,
+) -> list[LadderRound]:
+    """Up to ``count`` new rounds, each seating bots none of the others seat (one at least):
+    each picked as :func:`next_round` picks, after the ones before it are stored."""
+    free = set(config.bot_names if available is None else available)
+    picked: list[LadderRound] = []
+    while len(picked) < count and (not picked or len(free) >= config.table_size):
+        new = next_round(config, store, standings, free)
+        free.difference_update(new.seats)
+        picked.append(new)
+    return picked
+
+
 def drop_departed(config: TournamentConfig, store: TournamentStore) -> list[str]:
     """Unplayed games that seat a bot no longer in the file are dropped; returns their ids."""
     present = set(config.bot_names)
@@ -283,6 +308,7 @@ async def run_ladder(
     ``runner`` (the queue of a PostgreSQL store, for workers on other machines)."""
     stop = asyncio.Event()
     current: list[TournamentRunner] = []
+    at_once = tables_at_once(config, concurrency)
 
     def request_stop() -> None:
         stop.set()
@@ -298,15 +324,17 @@ async def run_ladder(
                 standings = ladder_standings(config, store)
                 online = getattr(run_game, "online_bots", None) if play_pending is None else None
                 while not stop.is_set():
-                    new: LadderRound | None = None
+                    new: list[LadderRound] = []
                     if not store.pending_games():
                         if rounds is not None and played_rounds >= rounds:
                             break
                         available = await seatable_bots(config, online, stop, log)
                         if available is None:
                             break
-                        new = next_round(config, store, standings, available)
-                        log.info("ladder_round", round=new.number, seats=list(new.seats))
+                        count = at_once if rounds is None else min(at_once, rounds - played_rounds)
+                        new = next_rounds(config, store, standings, available, count)
+                        for picked in new:
+                            log.info("ladder_round", round=picked.number, seats=list(picked.seats))
                     if play_pending is not None:
                         summary = await play_pending(stop)
                     else:
@@ -321,10 +349,10 @@ async def run_ladder(
                         break
                     standings = ladder_standings(config, store)
                     write_standings(standings, out_dir)
-                    if new is not None:
-                        played_rounds += 1
-                        if on_round is not None:
-                            on_round(new, standings)
+                    played_rounds += len(new)
+                    if on_round is not None:
+                        for picked in new:
+                            on_round(picked, standings)
     finally:
         restore()
     return LadderSummary(played_rounds, recorded, stop.is_set())

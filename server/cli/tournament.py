@@ -48,6 +48,7 @@ from tournaments.ladder import (
     open_ladder,
     reopen_ladder,
     run_ladder,
+    tables_at_once,
 )
 from tournaments.pages import REPLAY_DIR, game_links, write_viewer_pages
 from tournaments.runner import (
@@ -416,7 +417,9 @@ def _play_ladder(
     if config.schedule == "balanced":
         print(f'{config.name}: a ladder picks its tables round by round; the file\'s schedule = "balanced" '
               f"and games_per_bot are not used", file=sys.stderr)
-    print(f"{config.name}: ladder of {len(config.bots)} bots, tables of {config.table_size}, {done} games "
+    at_once = tables_at_once(config, args.concurrency)
+    tables = f"tables of {config.table_size}" + (f", {at_once} at once" if at_once > 1 else "")
+    print(f"{config.name}: ladder of {len(config.bots)} bots, {tables}, {done} games "
           f"recorded so far; playing {until}; output in {out_dir}", file=sys.stderr)
     if factory is not local_runner:
         _quiet_referee_logs(out_dir)

@@ -17,7 +17,7 @@ from server.storage.store import Store
 from tests.cli import run_cli
 from tests.tournaments.configs import builtin_tournament
 from tournaments.config import parse_config
-from tournaments.ladder import history, ladder_standings, next_round, open_ladder, pick_table
+from tournaments.ladder import history, ladder_standings, next_round, next_rounds, open_ladder, pick_table
 
 ROOT = Path(__file__).resolve().parents[2]
 FIVE = {"r1": "random", "r2": "random", "first": "first", "greedy": "greedy", "default": "default"}
@@ -93,6 +93,15 @@ def test_a_round_is_one_deal_in_every_seat_rotation(tmp_path: Path) -> None:
     assert sum(met.values()) == 6  # three pairs at each of the two tables
 
 
+def test_rounds_picked_together_seat_distinct_bots_as_far_as_the_bots_go(tmp_path: Path) -> None:
+    config = parse_config(ladder_file(tmp_path, FIVE, 2).read_text())
+    with open_ladder(config, "", "ladder.toml", tmp_path / "out") as store:
+        together = next_rounds(config, store, ladder_standings(config, store), None, 3)  # room for two
+        alone = next_rounds(config, store, ladder_standings(config, store), {"r1", "r2"}, 2)
+    assert [r.number for r in together] == [1, 2] and not set(together[0].seats) & set(together[1].seats)
+    assert [r.number for r in alone] == [3] and set(alone[0].seats) == {"r1", "r2"}
+
+
 # ------------------------------------------------------------------ running
 
 
@@ -111,6 +120,24 @@ def test_a_ladder_plays_its_rounds_balances_the_bots_and_ranks_them_by_rating(
     ordinals = [row["rating_ordinal"] for row in document["standings"]]
     assert ordinals == sorted(ordinals, reverse=True) and document["games_recorded"] == 30
     assert "head to head" in stdout
+
+
+def test_a_ladder_plays_enough_tables_at_once_to_keep_its_concurrency_busy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Five bots in tables of two, four games at a time: two rounds at once (no bot at both)."""
+    out = tmp_path / "out"
+    code, _, stderr = ladder(capsys, "run", str(ladder_file(tmp_path, FIVE, 2)), "--out", str(out),
+                             "--rounds", "5", "--concurrency", "4")
+    assert code == 0, stderr
+    assert "tables of 2, 2 at once" in stderr and "round 5: " in stderr and "round 6" not in stderr
+    tables = {int(game_id[5:11]): set(seats) for game_id, seats, _ in schedule(out) if game_id.endswith("-r1")}
+    assert sorted(tables) == [1, 2, 3, 4, 5]
+    assert not tables[1] & tables[2] and not tables[3] & tables[4]
+    events = [json.loads(line) for line in (out / "tournament.log").read_text().splitlines()]
+    assert [e["pending"] for e in events if e["event"] == "tournament_started"] == [4, 4, 2]
+    rounds = Counter(bot for seated in tables.values() for bot in seated)
+    assert sorted(rounds.values()) == [2, 2, 2, 2, 2]
 
 
 def test_a_ladder_continued_in_two_runs_plays_the_same_games_as_in_one(
