@@ -91,15 +91,20 @@ def t_quantile_975(df: int) -> float:
     return z + g1 / df + g2 / df**2 + g3 / df**3 + g4 / df**4
 
 
-def mean_ci(values: Sequence[int | float]) -> tuple[float | None, float | None, float | None]:
+def mean_ci(values: Sequence[int]) -> tuple[float | None, float | None, float | None]:
     """(mean, low, high) of a 95% t interval; no interval below two values."""
-    n = len(values)
+    return _interval(len(values), sum(values), sum(v * v for v in values))
+
+
+def _interval(n: int, total: int, squares: int) -> tuple[float | None, float | None, float | None]:
+    """:func:`mean_ci` from the count, sum and sum of squares of integer values: exact
+    integers up to the last division (totals can be huge), and a running tally's to keep."""
     if n == 0:
         return None, None, None
-    mean = sum(values) / n  # exact integer sum first: totals can be huge
+    mean = total / n
     if n == 1:
         return mean, None, None
-    variance = sum((v - mean) ** 2 for v in values) / (n - 1)
+    variance = (n * squares - total * total) / (n * (n - 1))
     half = t_quantile_975(n - 1) * math.sqrt(variance / n)
     return mean, mean - half, mean + half
 
@@ -257,73 +262,104 @@ def compute_standings(
 
     ``by_rating`` orders the table by rating ordinal first (a ladder, where bots meet
     different opponents, so average placings do not compare)."""
-    ordered = sorted(results, key=lambda r: r.ordinal)
-    model = PlackettLuce()
-    ratings = {b: model.rating(name=b) for b in bots}
-    points: dict[str, list[int]] = {b: [] for b in bots}
-    places: dict[str, list[int]] = {b: [] for b in bots}
-    issues: dict[str, dict[str, int]] = {b: dict.fromkeys((*ISSUE_COUNTERS, *BAD_STATUSES), 0) for b in bots}
-    aborted: dict[str, int] = dict.fromkeys(bots, 0)
-    h2h: dict[str, dict[str, list[int]]] = {a: {b: [0, 0, 0] for b in bots if b != a} for a in bots}
-    n_aborted = 0
-    lower_wins = next((g.lower_wins for g in ordered if not g.aborted), lower_wins)
-    for game in ordered:
+    tally = Tally(bots, partnerships=partnerships, lower_wins=lower_wins)
+    for game in sorted(results, key=lambda r: r.ordinal):
+        tally.add(game)
+    return tally.standings(name=name, games_scheduled=games_scheduled, by_rating=by_rating)
+
+
+class Tally:
+    """The standings' running sums, fed one game at a time in schedule order. A ladder that
+    has run for weeks adds each round's games to its tally instead of reading and rating
+    every game again: the same sums, the same ratings (rated in the same order), so the
+    same standings as :func:`compute_standings` of all of them."""
+
+    def __init__(self, bots: Sequence[str], *, partnerships: bool = False, lower_wins: bool = True) -> None:
+        self.bots = tuple(bots)
+        self.partnerships = partnerships
+        self.model = PlackettLuce()
+        self.ratings = {b: self.model.rating(name=b) for b in bots}
+        self.points = {b: [0, 0, 0] for b in bots}
+        """Per bot: games scored, the sum of their points and of their squares (exact integers)."""
+        self.places: dict[str, dict[int, int]] = {b: {} for b in bots}
+        self.issues: dict[str, dict[str, int]] = {b: dict.fromkeys((*ISSUE_COUNTERS, *BAD_STATUSES), 0) for b in bots}
+        self.aborted: dict[str, int] = dict.fromkeys(bots, 0)
+        self.h2h: dict[str, dict[str, list[int]]] = {a: {b: [0, 0, 0] for b in bots if b != a} for a in bots}
+        self.games = 0
+        self.games_aborted = 0
+        self.last_ordinal = -1
+        """The schedule position of the last game added (the next must come after it)."""
+        self._default_lower_wins = lower_wins
+        self._lower_wins: bool | None = None
+        """The first scored game's (its preset's) sense of the totals."""
+
+    def add(self, game: ResultLike) -> None:
+        if game.ordinal < self.last_ordinal:
+            raise ValueError(f"game {game.ordinal} added after game {self.last_ordinal}: games are rated in schedule order")
+        self.last_ordinal = game.ordinal
+        self.games += 1
         for seat in game.seats:
+            issues = self.issues[seat.bot]
             for key in ISSUE_COUNTERS:
-                issues[seat.bot][key] += seat.counters.get(key, 0)
+                issues[key] += seat.counters.get(key, 0)
             if seat.status in BAD_STATUSES:
-                issues[seat.bot][seat.status] += 1
+                issues[seat.status] += 1
         if game.aborted:
-            n_aborted += 1
+            self.games_aborted += 1
             for b in game.bots:
-                aborted[b] += 1
-            continue
-        seats = game.bots
-        for b, total, place in zip(seats, game.totals, game.placings, strict=True):
-            points[b].append(total)
-            places[b].append(place)
+                self.aborted[b] += 1
+            return
+        if self._lower_wins is None:
+            self._lower_wins = game.lower_wins
+        seats, placings = game.bots, game.placings
+        for b, total, place in zip(seats, game.totals, placings, strict=True):
+            sums = self.points[b]
+            sums[0] += 1
+            sums[1] += total
+            sums[2] += total * total
+            self.places[b][place] = self.places[b].get(place, 0) + 1
         for i, a in enumerate(seats):
             for j, b in enumerate(seats):
                 if i != j:
-                    cell = h2h[a][b]
-                    cell[0 if game.placings[i] < game.placings[j] else 1 if game.placings[i] > game.placings[j] else 2] += 1
-        _rate(model, ratings, game, partnerships)
+                    cell = self.h2h[a][b]
+                    cell[0 if placings[i] < placings[j] else 1 if placings[i] > placings[j] else 2] += 1
+        _rate(self.model, self.ratings, game, self.partnerships)
 
-    rows = []
-    for b in bots:
-        mean, low, high = mean_ci(points[b])
-        n = len(places[b])
-        counts: dict[str, int] = {}
-        for p in sorted(places[b]):
-            counts[str(p)] = counts.get(str(p), 0) + 1
-        r = ratings[b]
-        rows.append(
-            BotStanding(
-                rank=0, bot=b, games=n, avg_points=mean, ci_low=low, ci_high=high,
-                avg_placing=sum(places[b]) / n if n else None,
-                wins=counts.get("1", 0),
-                win_rate=counts.get("1", 0) / n if n else None,
-                rating_mu=r.mu, rating_sigma=r.sigma, rating_ordinal=r.ordinal(),
-                placing_counts=counts, issues=issues[b], aborted=aborted[b],
+    def standings(self, *, name: str = "", games_scheduled: int | None = None, by_rating: bool = False) -> Standings:
+        rows = []
+        for b in self.bots:
+            n, total, squares = self.points[b]
+            mean, low, high = _interval(n, total, squares)
+            counts = {str(p): c for p, c in sorted(self.places[b].items())}
+            placed = sum(p * c for p, c in self.places[b].items())
+            r = self.ratings[b]
+            rows.append(
+                BotStanding(
+                    rank=0, bot=b, games=n, avg_points=mean, ci_low=low, ci_high=high,
+                    avg_placing=placed / n if n else None,
+                    wins=counts.get("1", 0),
+                    win_rate=counts.get("1", 0) / n if n else None,
+                    rating_mu=r.mu, rating_sigma=r.sigma, rating_ordinal=r.ordinal(),
+                    placing_counts=counts, issues=dict(self.issues[b]), aborted=self.aborted[b],
+                )
             )
+        if by_rating:
+            rows.sort(key=lambda r: (-r.rating_ordinal, r.avg_placing is None, r.avg_placing or 0.0, r.bot))
+        else:
+            rows.sort(key=lambda r: (r.avg_placing is None, r.avg_placing or 0.0, -r.rating_ordinal, r.bot))
+        ranked = tuple(
+            BotStanding(**{**{f: getattr(row, f) for f in row.__dataclass_fields__}, "rank": i + 1})
+            for i, row in enumerate(rows)
         )
-    if by_rating:
-        rows.sort(key=lambda r: (-r.rating_ordinal, r.avg_placing is None, r.avg_placing or 0.0, r.bot))
-    else:
-        rows.sort(key=lambda r: (r.avg_placing is None, r.avg_placing or 0.0, -r.rating_ordinal, r.bot))
-    ranked = tuple(
-        BotStanding(**{**{f: getattr(row, f) for f in row.__dataclass_fields__}, "rank": i + 1})
-        for i, row in enumerate(rows)
-    )
-    return Standings(
-        name=name,
-        rows=ranked,
-        head_to_head={a: {b: HeadToHead(*cell) for b, cell in row.items()} for a, row in h2h.items()},
-        games_recorded=len(ordered),
-        games_scheduled=len(ordered) if games_scheduled is None else games_scheduled,
-        games_aborted=n_aborted,
-        lower_wins=lower_wins,
-    )
+        return Standings(
+            name=name,
+            rows=ranked,
+            head_to_head={a: {b: HeadToHead(*cell) for b, cell in row.items()} for a, row in self.h2h.items()},
+            games_recorded=self.games,
+            games_scheduled=self.games if games_scheduled is None else games_scheduled,
+            games_aborted=self.games_aborted,
+            lower_wins=self._default_lower_wins if self._lower_wins is None else self._lower_wins,
+        )
 
 
 def _rate(model: PlackettLuce, ratings: dict[str, Any], game: ResultLike, partnerships: bool) -> None:

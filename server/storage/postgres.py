@@ -560,17 +560,20 @@ class PostgresStore:
         assert row is not None
         return int(row[0]), int(row[1])
 
-    def results(self) -> list[StoredResult]:
+    def results(self, after: int = -1) -> list[StoredResult]:
+        """As :meth:`server.storage.store.Store.results`."""
         def op(conn: psycopg.Connection[Any]) -> tuple[list[Any], list[Any]]:
             with conn.transaction():  # (one snapshot for both reads)
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
                 seat_rows = conn.execute(
-                    f"SELECT game_id, seat, bot, total, \"placing\", status, {', '.join(COUNTERS)}, think_s, transport_s"
-                    " FROM craits_seats WHERE tournament = %s ORDER BY game_id, seat", (self.name,)).fetchall()
+                    "SELECT s.game_id, s.seat, s.bot, s.total, s.\"placing\", s.status, "
+                    f"{', '.join('s.' + c for c in COUNTERS)}, s.think_s, s.transport_s"
+                    " FROM craits_seats s JOIN craits_games g USING (tournament, game_id)"
+                    " WHERE s.tournament = %s AND g.ordinal > %s ORDER BY s.game_id, s.seat", (self.name, after)).fetchall()
                 result_rows = conn.execute(
                     "SELECT r.game_id, g.ordinal, r.lower_wins, r.team_placings, r.aborted, r.digest, r.replay_path"
                     " FROM craits_results r JOIN craits_games g USING (tournament, game_id)"
-                    " WHERE r.tournament = %s ORDER BY g.ordinal", (self.name,)).fetchall()
+                    " WHERE r.tournament = %s AND g.ordinal > %s ORDER BY g.ordinal", (self.name, after)).fetchall()
                 return seat_rows, result_rows
 
         seat_rows, result_rows = self._retrying("reading the results", op)

@@ -208,7 +208,7 @@ class TournamentStore(Protocol):
     def games(self, pending_only: bool = False) -> list[GameSlot]: ...
     def pending_games(self) -> list[GameSlot]: ...
     def counts(self) -> tuple[int, int]: ...
-    def results(self) -> list[StoredResult]: ...
+    def results(self, after: int = -1) -> list[StoredResult]: ...  # (``after``: only games later in the schedule)
     def hands(self, game_id: str) -> list[HandRow]: ...
 
 
@@ -457,22 +457,24 @@ class Store:
         total = self._db.execute("SELECT COUNT(*) FROM games").fetchone()[0]
         return done, total
 
-    def results(self) -> list[StoredResult]:
+    def results(self, after: int = -1) -> list[StoredResult]:
         """Every recorded game, in schedule order (read in one transaction, so a game another
-        process records meanwhile is seen whole or not at all)."""
+        process records meanwhile is seen whole or not at all); ``after``: only those later
+        in the schedule than that ordinal (what a ladder's running tally has not had)."""
         if self._db.in_transaction:
-            return self._results()
+            return self._results(after)
         self._db.execute("BEGIN")
         try:
-            return self._results()
+            return self._results(after)
         finally:
             self._db.execute("COMMIT")
 
-    def _results(self) -> list[StoredResult]:
+    def _results(self, after: int) -> list[StoredResult]:
         seats: dict[str, list[SeatRow]] = {}
         for r in self._db.execute(
-            f"SELECT game_id, seat, bot, total, placing, status, {', '.join(COUNTERS)}, think_s, transport_s"
-            " FROM seats ORDER BY game_id, seat"
+            f"SELECT s.game_id, s.seat, s.bot, s.total, s.placing, s.status, {', '.join('s.' + c for c in COUNTERS)},"
+            " s.think_s, s.transport_s FROM games g CROSS JOIN seats s ON s.game_id = g.game_id"  # (the schedule
+            " WHERE g.ordinal > ? ORDER BY g.ordinal, s.seat", (after,)  # first: its ordinal's index finds the games)
         ):
             counters = dict(zip(COUNTERS, r[6 : 6 + len(COUNTERS)], strict=True))
             try:
@@ -483,7 +485,7 @@ class Store:
         out = []
         for r in self._db.execute(
             "SELECT r.game_id, g.ordinal, r.lower_wins, r.team_placings, r.aborted, r.digest, r.replay_path"
-            " FROM results r JOIN games g USING (game_id) ORDER BY g.ordinal"
+            " FROM results r JOIN games g USING (game_id) WHERE g.ordinal > ? ORDER BY g.ordinal", (after,)
         ):
             if r[0] not in seats:
                 raise StoreError(f"{self.path}: game {r[0]} is recorded without its seats: the database is damaged")

@@ -70,8 +70,8 @@ class _AsRead:
         self._store = store
         self._results = results
 
-    def results(self) -> list[Any]:
-        return self._results
+    def results(self, after: int = -1) -> list[Any]:
+        return [r for r in self._results if r.ordinal > after]
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import sqlite3
@@ -16,8 +17,19 @@ import pytest
 from server.storage.store import Store
 from tests.cli import run_cli
 from tests.tournaments.configs import builtin_tournament
-from tournaments.config import parse_config
-from tournaments.ladder import history, ladder_standings, next_round, next_rounds, open_ladder, pick_table
+from tournaments.config import TournamentConfig, parse_config
+from tournaments.ladder import (
+    LadderRound,
+    history,
+    ladder_standings,
+    next_round,
+    next_rounds,
+    open_ladder,
+    pick_table,
+    run_ladder,
+)
+from tournaments.runner import TournamentRunner, local_runner
+from tournaments.standings import Standings
 
 ROOT = Path(__file__).resolve().parents[2]
 FIVE = {"r1": "random", "r2": "random", "first": "first", "greedy": "greedy", "default": "default"}
@@ -138,6 +150,36 @@ def test_a_ladder_plays_enough_tables_at_once_to_keep_its_concurrency_busy(
     assert [e["pending"] for e in events if e["event"] == "tournament_started"] == [4, 4, 2]
     rounds = Counter(bot for seated in tables.values() for bot in seated)
     assert sorted(rounds.values()) == [2, 2, 2, 2, 2]
+
+
+def test_a_running_ladders_standings_after_each_round_are_those_of_all_its_games(tmp_path: Path) -> None:
+    """The ladder keeps a running tally (a round costs the same after weeks of rounds): after
+    every round, its standings are what reading and rating every recorded game gives, also
+    when it resumes a round that was cut off (an earlier game recorded after later ones)."""
+    config = parse_config(ladder_file(tmp_path, FIVE, 2).read_text())
+    out = tmp_path / "out"
+    checked: list[int] = []
+    with open_ladder(config, "", "ladder.toml", out) as store:
+        cut = next_rounds(config, store, ladder_standings(config, store), None, 2)  # two tables stored...
+        first = cut[1].games[0]
+        asyncio.run(_record_one(config, store, out, first.game_id))  # ...of which one game is recorded
+
+        def check(played: LadderRound, standings: Standings) -> None:
+            checked.append(played.number)
+            assert standings.to_dict() == ladder_standings(config, store).to_dict(), played.number
+
+        summary = asyncio.run(run_ladder(config, store, out, local_runner, rounds=6, concurrency=4,
+                                         on_round=check, handle_signals=False))
+        assert summary.games == 3 + 12 and ladder_standings(config, store).games_recorded == 16
+    assert checked == [3, 4, 5, 6, 7, 8]
+
+
+async def _record_one(config: TournamentConfig, store: Store, out: Path, game_id: str) -> None:
+    """Play and record one stored game, as an interrupted run would have before it stopped."""
+    slot = next(g for g in store.games() if g.game_id == game_id)
+    async with local_runner(config, out) as run_game:
+        runner = TournamentRunner(config, store, run_game, out, progress=False, handle_signals=False)
+        store.record_game(await run_game(runner.spec_for(slot)))
 
 
 def test_a_ladder_continued_in_two_runs_plays_the_same_games_as_in_one(

@@ -12,7 +12,7 @@ import pytest
 from openskill.models import PlackettLuce
 
 from server.storage.store import SeatRow, StoredResult
-from tournaments.standings import compute_standings, mean_ci, t_quantile_975
+from tournaments.standings import Tally, compute_standings, mean_ci, t_quantile_975
 
 COUNTERS = {"decisions": 0, "timeouts": 0, "strikes": 0, "illegal": 0, "malformed": 0, "disconnects": 0,
             "default_actions": 0}
@@ -88,6 +88,29 @@ def test_completion_order_does_not_matter() -> None:
     assert shuffled != RESULTS
     first = compute_standings(RESULTS, ["a", "b", "c"]).to_dict()
     assert compute_standings(shuffled, ["a", "b", "c"]).to_dict() == first
+
+
+def test_a_tally_fed_round_by_round_gives_the_standings_of_all_the_games_at_once() -> None:
+    """A ladder adds each round's games to its tally: at every point, the same standings as
+    computing them from every game so far (ratings, intervals, head to head, issues)."""
+    rng = random.Random(9)
+    bots = ["a", "b", "c", "d", "e"]
+    games = []
+    for ordinal in range(60):
+        seated = tuple(rng.sample(bots, 3))
+        totals = tuple(rng.choice((0, 5, 40, 2**60)) for _ in seated)
+        placings = tuple(sorted(totals).index(t) + 1 for t in totals)
+        games.append(game(ordinal, seated, totals, placings, aborted="bot crashed" if ordinal % 17 == 5 else "",
+                          statuses=("ok", "timeout_default", "struck_out"), counters={"timeouts": ordinal % 3}))
+    tally = Tally(bots)
+    done = 0
+    for size in (1, 7, 3, 20, 29):
+        for g in games[done:done + size]:
+            tally.add(g)
+        done += size
+        assert tally.standings(by_rating=True).to_dict() == compute_standings(games[:done], bots, by_rating=True).to_dict()
+    with pytest.raises(ValueError, match="schedule order"):
+        tally.add(games[10])
 
 
 def test_crazy_eights_says_higher_is_better() -> None:
