@@ -1,4 +1,5 @@
 """What a ladder's round costs in bookkeeping as the ladder grows: read afresh, or kept.
+Its web board too.
 
 Between two rounds a ladder needs its standings (the ratings pick the next table) and its
 history (who played how often, who met whom). Read afresh, that is every recorded game read
@@ -10,13 +11,16 @@ and fills it with recorded games (made-up totals: the arithmetic is what is meas
 the games), then, at each size, times one round's bookkeeping both ways in the same
 process: **afresh** (``ladder_standings`` and a new ``LadderBook``: what each round cost
 before) and **kept** (one more round stored and recorded, then ``LadderBook.standings`` and
-``LadderBook.new_round``). Printed: milliseconds per round at each size, the ratio, and how
-each grew from the smallest size to the largest.
+``LadderBook.new_round``). The web board (``server.web.board``) the same way: a board that
+reads the store for the first time (what each of its refreshes cost before), and a board
+kept since the start, refreshed after the round. Printed: milliseconds per round at each
+size, the ratios, and how each grew from the smallest size to the largest.
 
     python bench/ladder.py            # 1,000 to 32,000 recorded games
     python bench/ladder.py --quick    # 500 to 4,000
 
-Last line: ``afresh_vs_kept_at_largest=X afresh_growth=G kept_growth=K games_largest=N``
+Last line: ``afresh_vs_kept_at_largest=X afresh_growth=G kept_growth=K games_largest=N
+board_afresh_vs_kept_at_largest=B``
 (growth: the largest size's time over the smallest's; sizes grow 8x quick, 32x in full).
 """
 
@@ -34,6 +38,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from server.storage.store import Store
+from server.web.board import Board, folder_source
 from tournaments.config import parse_config
 from tournaments.ladder import LadderBook, ladder_standings, open_ladder
 
@@ -80,14 +85,17 @@ def main() -> None:
             db = sqlite3.connect(out / Store.FILENAME)
             book = LadderBook(config, store)
             standings = book.standings()
+            board = Board(folder_source(out))
             rows = []
-            print(f"{'recorded games':>15} {'afresh ms/round':>16} {'kept ms/round':>14} {'ratio':>7}")
+            print(f"{'recorded games':>15} {'afresh ms/round':>16} {'kept ms/round':>14} {'ratio':>7}"
+                  f" {'board afresh ms':>16} {'board kept ms':>14} {'ratio':>7}")
             for size in sizes:
                 while store.counts()[0] < size:  # fill: rounds stored, recorded with made-up totals
                     rounds = book.new_rounds(standings, None, 50)
                     record_made_up(db, [(g.game_id, g.seats) for r in rounds for g in r.games], rng)
                     standings = book.standings()
-                afresh, kept = [], []
+                board.refresh()
+                afresh, kept, board_afresh, board_kept = [], [], [], []
                 for _ in range(args.repeat):
                     began = time.perf_counter()
                     ladder_standings(config, store)
@@ -101,14 +109,24 @@ def main() -> None:
                     kept.append(time.perf_counter() - began)
                     record_made_up(db, [(g.game_id, g.seats) for g in store.pending_games()], rng)
                     standings = book.standings()
+                    began = time.perf_counter()
+                    first_look = Board(folder_source(out))
+                    first_look.refresh()
+                    board_afresh.append(time.perf_counter() - began)
+                    first_look.close()
+                    began = time.perf_counter()
+                    board.refresh()
+                    board_kept.append(time.perf_counter() - began)
                 a, k = statistics.median(afresh) * 1000, statistics.median(kept) * 1000
+                ba, bk = statistics.median(board_afresh) * 1000, statistics.median(board_kept) * 1000
                 recorded = store.counts()[0]
-                rows.append((recorded, a, k))
-                print(f"{recorded:>15} {a:>16.1f} {k:>14.2f} {a / k:>7.1f}")
+                rows.append((recorded, a, k, ba, bk))
+                print(f"{recorded:>15} {a:>16.1f} {k:>14.2f} {a / k:>7.1f} {ba:>16.1f} {bk:>14.2f} {ba / bk:>7.1f}")
+            board.close()
             db.close()
-    (_, a0, k0), (n1, a1, k1) = rows[0], rows[-1]
+    (_, a0, k0, _, _), (n1, a1, k1, ba1, bk1) = rows[0], rows[-1]
     print(f"afresh_vs_kept_at_largest={a1 / k1:.1f} afresh_growth={a1 / a0:.1f} kept_growth={k1 / k0:.2f} "
-          f"games_largest={n1}")
+          f"games_largest={n1} board_afresh_vs_kept_at_largest={ba1 / bk1:.1f}")
 
 
 if __name__ == "__main__":

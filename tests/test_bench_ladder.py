@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-LAST_LINE = re.compile(r"afresh_vs_kept_at_largest=[\d.]+ afresh_growth=[\d.]+ kept_growth=[\d.]+ games_largest=\d+")
+LAST_LINE = re.compile(r"afresh_vs_kept_at_largest=[\d.]+ afresh_growth=[\d.]+ kept_growth=[\d.]+ games_largest=\d+"
+                       r" board_afresh_vs_kept_at_largest=[\d.]+")
 
 
 def test_the_quick_ladder_bench_times_every_size_both_ways_and_ends_with_its_line() -> None:

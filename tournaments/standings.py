@@ -25,6 +25,7 @@ ahead of the other when they shared a table.
 
 from __future__ import annotations
 
+import copy
 import csv
 import io
 import math
@@ -292,6 +293,10 @@ class Tally:
         self._default_lower_wins = lower_wins
         self._lower_wins: bool | None = None
         """The first scored game's (its preset's) sense of the totals."""
+
+    def copy(self) -> Tally:
+        """A tally of its own to add games to (a board's games beyond a gap in the schedule)."""
+        return copy.deepcopy(self)
 
     def add(self, game: ResultLike) -> None:
         if game.ordinal < self.last_ordinal:

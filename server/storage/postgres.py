@@ -513,12 +513,13 @@ class PostgresStore:
             "SELECT name, token FROM craits_bots WHERE tournament = %s", (self.name,)).fetchall())
         return {r[0]: r[1] for r in rows}
 
-    def games(self, pending_only: bool = False) -> list[GameSlot]:
+    def games(self, pending_only: bool = False, after: int = -1) -> list[GameSlot]:
+        """As :meth:`server.storage.store.Store.games`."""
         where = (" AND NOT EXISTS (SELECT 1 FROM craits_results r WHERE r.tournament = g.tournament"
                  " AND r.game_id = g.game_id)") if pending_only else ""
         rows = self._retrying("reading the schedule", lambda c: c.execute(
             "SELECT game_id, ordinal, table_no, deal, rotation, seed, seats FROM craits_games g"
-            f" WHERE tournament = %s{where} ORDER BY ordinal", (self.name,)).fetchall())
+            f" WHERE tournament = %s AND ordinal > %s{where} ORDER BY ordinal", (self.name, after)).fetchall())
         return [GameSlot(r[0], r[1], r[2], r[3], r[4], r[5], tuple(json.loads(r[6]))) for r in rows]
 
     def pending_games(self) -> list[GameSlot]:

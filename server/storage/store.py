@@ -205,7 +205,7 @@ class TournamentStore(Protocol):
     def mark_finished(self) -> None: ...
     def tournament(self) -> TournamentRow | None: ...
     def bot_tokens(self) -> dict[str, str]: ...
-    def games(self, pending_only: bool = False) -> list[GameSlot]: ...
+    def games(self, pending_only: bool = False, after: int = -1) -> list[GameSlot]: ...
     def pending_games(self) -> list[GameSlot]: ...
     def counts(self) -> tuple[int, int]: ...
     def results(self, after: int = -1) -> list[StoredResult]: ...  # (``after``: only games later in the schedule)
@@ -440,11 +440,13 @@ class Store:
     def bot_tokens(self) -> dict[str, str]:
         return dict(self._db.execute("SELECT name, token FROM bots").fetchall())
 
-    def games(self, pending_only: bool = False) -> list[GameSlot]:
-        """The schedule in order; ``pending_only``: the games with no recorded result."""
-        where = " WHERE game_id NOT IN (SELECT game_id FROM results)" if pending_only else ""
+    def games(self, pending_only: bool = False, after: int = -1) -> list[GameSlot]:
+        """The schedule in order; ``pending_only``: the games with no recorded result;
+        ``after``: only those later in the schedule than that ordinal."""
+        where = " AND game_id NOT IN (SELECT game_id FROM results)" if pending_only else ""
         rows = self._db.execute(
-            f"SELECT game_id, ordinal, table_no, deal, rotation, seed, seats FROM games{where} ORDER BY ordinal"
+            f"SELECT game_id, ordinal, table_no, deal, rotation, seed, seats FROM games WHERE ordinal > ?{where}"
+            " ORDER BY ordinal", (after,)
         )
         return [GameSlot(r[0], r[1], r[2], r[3], r[4], r[5], tuple(json.loads(r[6]))) for r in rows]
 

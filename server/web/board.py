@@ -6,7 +6,8 @@ A :class:`Board` reads through the store interface only (``results()``, ``games(
 replays are in the database too). It is refreshed on one thread of its own (SQLite
 connections stay on the thread that opened them, and the referee's event loop never waits for
 a query): :meth:`Board.refresh` opens its store on first use, looks at the counts, and
-rebuilds the snapshot only when a game was recorded or scheduled.
+rebuilds the snapshot only when a game was recorded or scheduled, reading only what is new
+(:class:`_Books`): a competition's 30,000th game costs the board what its 30th did.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from server.errors import UserError
-from server.storage.store import Store, StoreError
-from tournaments.standings import BAD_STATUSES, ISSUE_COUNTERS, Standings, rating_history
+from server.storage.store import GameSlot, Store, StoreError
+from tournaments.standings import BAD_STATUSES, ISSUE_COUNTERS, Standings, Tally
 
 JsonDict = dict[str, Any]
 T = TypeVar("T")
@@ -34,16 +35,18 @@ RATE_WINDOW_S = 60.0
 @dataclass(frozen=True, slots=True)
 class BoardSource:
     """How to read one tournament or ladder: open its store (on the board's thread) and
-    compute its standings (the tournament's or the ladder's rules)."""
+    compute its standings (the tournament's or the ladder's rules): ``new_tally(store)`` is
+    an empty :class:`~tournaments.standings.Tally` of its bots, ``standings(tally,
+    scheduled)`` the standings of the games added to it."""
 
     name: str
     kind: str
     """"tournament" or "ladder"."""
     out_dir: Path | None
     open_store: Callable[[], Any]
-    standings: Callable[[Any], Standings]
+    new_tally: Callable[[Any], Tally]
+    standings: Callable[[Tally, int], Standings]
     bots: Callable[[Any], Sequence[str]]
-    partnerships: bool = False
     replays_in_store: bool = False
     """The replays are read from the store (PostgreSQL), not from the output folder."""
     note: str = ""
@@ -58,23 +61,34 @@ class Snapshot:
     """Recorded games, schedule order."""
     by_id: dict[str, JsonDict] = field(default_factory=dict)
     pending_seeds: frozenset[int] = frozenset()
-    results: list[Any] = field(default_factory=list)
-    """The store's results, for what is computed on demand (ratings over time)."""
 
 
-class _AsRead:
-    """A store whose results are the ones already read: standings, games and ratings over time
-    all describe the same recorded games, however many a running tournament adds meanwhile."""
+class _Books:
+    """What a board has read of its store: the schedule, and the recorded games that are
+    *settled* (every game before them in the schedule is recorded too), added to a tally in
+    schedule order. A refresh reads only the schedule's new games and the results after the
+    settled ones, so it costs the same after 30,000 games as after 30."""
 
-    def __init__(self, store: Any, results: list[Any]) -> None:
-        self._store = store
-        self._results = results
+    def __init__(self, tally: Tally, bots: list[str]) -> None:
+        self.tally = tally
+        self.bots = bots
+        self.slots: list[GameSlot] = []
+        """The schedule, in order."""
+        self.slot_by_id: dict[str, GameSlot] = {}
+        self.results: list[Any] = []
+        """The settled results: those of ``slots[:len(results)]``."""
+        self.games: list[JsonDict] = []
+        """Their rows for the pages."""
+        self.ratings: dict[str, list[JsonDict]] = {}
+        """Each bot's rating after each of its settled games (``rating_history``'s entries)."""
 
-    def results(self, after: int = -1) -> list[Any]:
-        return [r for r in self._results if r.ordinal > after]
+    @property
+    def settled(self) -> int:
+        return len(self.results)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
+    def after(self) -> int:
+        """The schedule position after which results are still to be settled."""
+        return self.slots[self.settled - 1].ordinal if self.settled else -1
 
 
 class Board:
@@ -86,10 +100,10 @@ class Board:
         self._store: Any = None
         self._counts: tuple[int, int] | None = None
         self._samples: deque[tuple[float, int]] = deque()
-        self._bots: list[str] = []
-        self._ratings: dict[str, list[JsonDict]] | None = None
+        self._ratings: dict[str, list[JsonDict]] = {}
         self._copies: dict[str, str] = {}
         self._copies_dir: str | None = None
+        self._books: _Books | None = None
         self.version = 0
 
     def close(self) -> None:
@@ -138,38 +152,68 @@ class Board:
         }
 
     def _rebuild(self, store: Any, counts: tuple[int, int]) -> None:
-        results = _consistent(store.results)
-        standings = self.source.standings(_AsRead(store, results))  # the same games as the ratings
-        slots = {g.game_id: g for g in store.games()}
-        recorded = {r.game_id for r in results}
-        in_store = set(store.replay_ids()) if self.source.replays_in_store else set()
-        games = []
-        for r in results:
-            slot = slots.get(r.game_id)
-            games.append({
-                "game_id": r.game_id,
-                "ordinal": r.ordinal,
-                "bots": list(r.bots),
-                "totals": [str(t) if abs(t) > 2**53 else t for t in r.totals],
-                "placings": list(r.placings),
-                "statuses": [s.status for s in r.seats],
-                "faults": [_faults(s) for s in r.seats],
-                "aborted": r.aborted,
-                "seed": None if slot is None else slot.seed,
-                "replay": ("store" if r.game_id in in_store else None) if self.source.replays_in_store
-                else self._replay(r.replay_path),
-            })
-        document = standings.to_dict()
+        """The snapshot after what changed: new games in the schedule, new results. Read
+        afresh (every game read and rated again) only when the books no longer fit the
+        store: bots changed, games dropped from the schedule, results removed (a resume
+        that plays aborted games again)."""
+        done, scheduled = counts
+        bots = list(self.source.bots(store))
+        books = self._books
+        for fresh in (False, True):
+            if fresh or books is None or books.bots != bots or scheduled < len(books.slots):
+                books = self._books = _Books(self.source.new_tally(store), bots)
+            if scheduled > len(books.slots):
+                new_slots = store.games(after=books.slots[-1].ordinal if books.slots else -1)
+                books.slots.extend(new_slots)
+                books.slot_by_id.update((slot.game_id, slot) for slot in new_slots)
+            after = books.after()
+            window = _consistent(lambda after=after: store.results(after=after))
+            if books.settled + len(window) == done or fresh:  # (else: results removed, or one recorded meanwhile)
+                break
+        assert books is not None
+        in_store = set(store.replay_ids()) if self.source.replays_in_store and window else set()
+        rows = [self._game_row(r, books.slot_by_id.get(r.game_id), in_store) for r in window]
+        settling = 0
+        while (settling < len(window) and books.settled < len(books.slots)
+               and window[settling].game_id == books.slots[books.settled].game_id):
+            books.tally.add(window[settling])
+            _rated(books.tally, window[settling], books.ratings)
+            books.results.append(window[settling])
+            books.games.append(rows[settling])
+            settling += 1
+        beyond, beyond_rows = window[settling:], rows[settling:]
+        tally = books.tally
+        ratings: dict[str, list[JsonDict]] = {}
+        if beyond:  # recorded, but a game before them is still being played
+            tally = tally.copy()
+            for result in beyond:
+                tally.add(result)
+                _rated(tally, result, ratings)
+        games = books.games + beyond_rows
+        recorded = {r.game_id for r in beyond}
         self.snapshot = Snapshot(
-            standings=document,
+            standings=self.source.standings(tally, scheduled).to_dict(),
             progress=self.snapshot.progress,
             games=games,
             by_id={g["game_id"]: g for g in games},
-            pending_seeds=frozenset(s.seed for gid, s in slots.items() if gid not in recorded),
-            results=results,
+            pending_seeds=frozenset(s.seed for s in books.slots[books.settled:] if s.game_id not in recorded),
         )
-        self._bots = list(self.source.bots(store))
-        self._ratings = None
+        self._ratings = {b: books.ratings.get(b, []) + ratings.get(b, []) for b in bots}
+
+    def _game_row(self, r: Any, slot: GameSlot | None, in_store: set[str]) -> JsonDict:
+        return {
+            "game_id": r.game_id,
+            "ordinal": r.ordinal,
+            "bots": list(r.bots),
+            "totals": [str(t) if abs(t) > 2**53 else t for t in r.totals],
+            "placings": list(r.placings),
+            "statuses": [s.status for s in r.seats],
+            "faults": [_faults(s) for s in r.seats],
+            "aborted": r.aborted,
+            "seed": None if slot is None else slot.seed,
+            "replay": ("store" if r.game_id in in_store else None) if self.source.replays_in_store
+            else self._replay(r.replay_path),
+        }
 
     def _replay(self, stored: str | None) -> str | None:
         """This folder's copy of a game's replay (never a file outside it), as a path."""
@@ -206,12 +250,8 @@ class Board:
         return path
 
     def ratings(self) -> dict[str, list[JsonDict]]:
-        """Each bot's rating after each of its games (computed on the first ask after a change;
-        call on the board's thread)."""
-        if self._ratings is None:
-            self._ratings = rating_history(
-                self.snapshot.results, self._bots, partnerships=self.source.partnerships
-            )
+        """Each bot's rating after each of its games, as ``tournaments.standings.rating_history``
+        gives them (call on the board's thread)."""
         return self._ratings
 
     def bot(self, name: str) -> JsonDict | None:
@@ -253,6 +293,17 @@ def _consistent(read: Callable[[], T], tries: int = 5) -> T:
                 raise
             time.sleep(0.05)
     raise AssertionError("unreachable")
+
+
+def _rated(tally: Tally, result: Any, ratings: dict[str, list[JsonDict]]) -> None:
+    """The ratings of ``result``'s bots after it (just added to ``tally``), as entries of
+    ``rating_history``."""
+    if result.aborted:
+        return
+    for bot in dict.fromkeys(result.bots):
+        rating = tally.ratings[bot]
+        ratings.setdefault(bot, []).append(
+            {"game_id": result.game_id, "mu": round(rating.mu, 4), "sigma": round(rating.sigma, 4)})
 
 
 def _faults(seat: Any) -> JsonDict:
@@ -318,8 +369,7 @@ class BoardPlace:
 def _stored_source(row: Any, reopen: Callable[[bool], tuple[Any, Any]], **extra: Any) -> BoardSource:
     """The board of the stored tournament or ladder ``row``: ``reopen(ladder)`` gives its
     (config, store) each time the board reads it."""
-    from tournaments.ladder import ladder_standings
-    from tournaments.runner import LADDER_SCHEDULE, load_standings
+    from tournaments.runner import LADDER_SCHEDULE
 
     ladder = row.schedule_digest == LADDER_SCHEDULE
     opened: dict[str, Any] = {}
@@ -328,19 +378,19 @@ def _stored_source(row: Any, reopen: Callable[[bool], tuple[Any, Any]], **extra:
         opened["config"], store = reopen(ladder)
         return store
 
-    def standings(store: Any) -> Standings:
-        return (ladder_standings if ladder else load_standings)(opened["config"], store)
-
-    def bots(store: Any) -> Sequence[str]:
+    def bots(store: Any) -> Sequence[str]:  # (as ladder_standings and load_standings count them)
         names: Sequence[str] = store.bot_names() if ladder else opened["config"].bot_names
         return names
 
+    def new_tally(store: Any) -> Tally:
+        game = opened["config"].game
+        return Tally(bots(store), partnerships=game.partnerships, lower_wins=not game.crazy_eights)
+
+    def standings(tally: Tally, scheduled: int) -> Standings:
+        return tally.standings(name=opened["config"].name, games_scheduled=scheduled, by_rating=ladder)
+
     return BoardSource(name=row.name, kind="ladder" if ladder else "tournament", open_store=open_store,
-                       standings=standings, bots=bots, partnerships=_partnerships(row), **extra)
-
-
-def _partnerships(row: Any) -> bool:
-    return bool(row.settings.get("game", {}).get("preset") == "crates-partners")
+                       new_tally=new_tally, standings=standings, bots=bots, **extra)
 
 
 LIVE_HERE = (

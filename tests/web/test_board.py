@@ -1,0 +1,70 @@
+"""The board keeps what it has read (its books) and reads only what is new at each refresh:
+at every step its snapshot and ratings must be a fresh board's, however the games arrive."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import random
+from pathlib import Path
+from typing import Any
+
+from server.web.board import Board, folder_source
+from tests.tournaments.configs import builtin_tournament
+from tournaments.config import parse_config
+from tournaments.runner import TournamentRunner, load_standings, local_runner, start_tournament
+from tournaments.standings import rating_history
+
+
+def _same_as_a_fresh_board(kept: Board, out: Path, config: Any, store: Any) -> None:
+    """The kept board against the store read whole: its standings, games, hidden deals and
+    ratings, and against a board that reads it for the first time."""
+    assert kept.snapshot.standings == load_standings(config, store).to_dict()
+    assert [g["game_id"] for g in kept.snapshot.games] == [r.game_id for r in store.results()]
+    assert kept.snapshot.pending_seeds == {slot.seed for slot in store.pending_games()}
+    assert kept.ratings() == rating_history(store.results(), config.bot_names)
+    fresh = Board(folder_source(out))
+    try:
+        fresh.refresh()
+        assert kept.snapshot.standings == fresh.snapshot.standings
+        assert kept.snapshot.games == fresh.snapshot.games
+        assert kept.snapshot.by_id == fresh.snapshot.by_id
+        assert kept.snapshot.pending_seeds == fresh.snapshot.pending_seeds
+        assert kept.ratings() == fresh.ratings()
+    finally:
+        fresh.close()
+
+
+def test_a_board_refreshed_game_by_game_is_the_board_read_afresh(tmp_path: Path) -> None:
+    """Games recorded out of schedule order (as many at once finish), aborted ones among
+    them, then the aborted ones removed (a resume that plays them again)."""
+    text = builtin_tournament("books", seed=3, deals=2, bots={"a": "random", "b": "first", "c": "greedy"},
+                              table_size=3)
+    config = parse_config(text)
+    out = tmp_path / "out"
+    store = start_tournament(config, text, str(tmp_path / "books.toml"), out)
+    board = Board(folder_source(out))
+    try:
+        slots = store.games()
+        order = list(range(len(slots)))
+        random.Random(5).shuffle(order)
+        records = asyncio.run(_play(config, store, out, [slots[i] for i in order]))
+        for n, record in enumerate(records):
+            if n % 4 == 1:  # (an aborted game: recorded, scored nowhere)
+                record = dataclasses.replace(record, aborted="the bot crashed")
+            store.record_game(record)
+            assert board.refresh()
+            _same_as_a_fresh_board(board, out, config, store)
+        assert all(board.ratings().values()) and not board.snapshot.pending_seeds
+        if store.forget_aborted():
+            assert board.refresh()
+            _same_as_a_fresh_board(board, out, config, store)
+    finally:
+        board.close()
+        store.close()
+
+
+async def _play(config: Any, store: Any, out: Path, slots: list[Any]) -> list[Any]:
+    async with local_runner(config, out) as run_game:
+        runner = TournamentRunner(config, store, run_game, out, progress=False, handle_signals=False)
+        return [await run_game(runner.spec_for(slot)) for slot in slots]
