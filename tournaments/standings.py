@@ -37,6 +37,8 @@ from typing import Any, Protocol
 from openskill.models import PlackettLuce
 
 CONFIDENCE = 0.95
+HEAD_TO_HEAD_GRID_BOTS = 12
+"""Up to this many bots the terminal's standings end with the whole head-to-head grid."""
 RATING_MODEL = "OpenSkill Plackett-Luce (default mu=25, sigma=25/3)"
 ISSUE_COUNTERS = ("timeouts", "strikes", "illegal", "malformed", "disconnects", "default_actions")
 BAD_STATUSES = ("struck_out", "disconnected", "never_connected")
@@ -188,8 +190,9 @@ class Standings:
             writer.writerow(["" if values[c] is None else _round(values[c]) for c in columns])
         return out.getvalue()
 
-    def format_table(self) -> str:
-        """The standings and the head-to-head table, for a terminal."""
+    def format_table(self, grid_limit: int = HEAD_TO_HEAD_GRID_BOTS) -> str:
+        """The standings and the head-to-head table, for a terminal (up to ``grid_limit``
+        bots: a class's 30 would make lines of 300 characters; then where to find it)."""
         header = ["#", "bot", "games", "avg pts", "95% CI", "avg place", "wins", "rating mu±sigma", "ordinal", "issues"]
         lines = [header]
         for r in self.rows:
@@ -213,7 +216,11 @@ class Standings:
         )
         text = [title, *_columns(lines, right={0, 2, 3, 5, 6, 8})]
         bots = [r.bot for r in self.rows]
-        if len(bots) > 1:
+        if len(bots) > grid_limit:
+            text += ["", f"head to head: {len(bots)} bots make a grid too wide to print; one bot against each "
+                     "other: the standings command with --against BOT; all of them: head_to_head in the "
+                     "JSON export (standings.json)"]
+        elif len(bots) > 1:
             text += ["", "head to head: row finished ahead-behind (tied) of column when at the same table"]
             grid = [["", *bots]]
             for a in bots:
@@ -227,6 +234,22 @@ class Standings:
                 grid.append(cells)
             text += _columns(grid, right=set(range(1, len(bots) + 1)))
         return "\n".join(text)
+
+
+    def format_against(self, bot: str) -> str:
+        """One bot's head to head against every bot it shared a table with, in standings order."""
+        if bot not in self.head_to_head:
+            known = ", ".join(r.bot for r in self.rows)
+            raise ValueError(f"no bot {bot!r} in the standings of {self.name} (its bots: {known})")
+        lines = [["rank", "against", "games", bot + " ahead", "behind", "tied"]]
+        for row in self.rows:
+            h = self.head_to_head[bot].get(row.bot)
+            if row.bot != bot and h is not None and h.games:
+                lines.append([str(row.rank), row.bot, str(h.games), str(h.ahead), str(h.behind), str(h.tied)])
+        if len(lines) == 1:
+            return f"{bot} has not shared a table with another bot yet"
+        title = f"head to head of {bot}: how often it finished ahead of, behind or tied with each bot at its table"
+        return "\n".join([title, *_columns(lines, right={0, 2, 3, 4, 5})])
 
 
 def _round(value: Any) -> Any:

@@ -111,6 +111,7 @@ def register_cli(subparsers: Any) -> None:
     standings.add_argument("target", help="the tournament's output folder, or its TOML file")
     standings.add_argument("--csv", metavar="FILE", help="also write the standings as CSV")
     standings.add_argument("--json", metavar="FILE", help="also write the standings (with head to head) as JSON")
+    standings.add_argument("--against", metavar="BOT", help="also print BOT's head to head against every other bot")
     _store_option(standings)
     standings.set_defaults(func=cmd_standings)
 
@@ -142,6 +143,8 @@ def register_cli(subparsers: Any) -> None:
     ladder_standings_cmd.add_argument("target", help="the ladder's output folder, or its TOML file")
     ladder_standings_cmd.add_argument("--csv", metavar="FILE", help="also write the standings as CSV")
     ladder_standings_cmd.add_argument("--json", metavar="FILE", help="also write the standings as JSON")
+    ladder_standings_cmd.add_argument("--against", metavar="BOT",
+                                      help="also print BOT's head to head against every other bot")
     _store_option(ladder_standings_cmd)
     ladder_standings_cmd.set_defaults(func=cmd_ladder_standings)
 
@@ -343,8 +346,17 @@ def cmd_standings(args: argparse.Namespace) -> int:
 
 
 def _show_standings(standings: Standings, games: list[dict[str, Any]], args: argparse.Namespace) -> int:
-    """Print the table; write the CSV and JSON exports asked for with --csv and --json."""
+    """Print the table (and one bot's head to head with --against); write the CSV and JSON
+    exports asked for with --csv and --json."""
+    against = getattr(args, "against", None)
+    if against is not None:
+        try:
+            record = standings.format_against(against)
+        except ValueError as err:
+            raise UserError(str(err)) from None
     print(standings.format_table())
+    if against is not None:
+        print(f"\n{record}")
     if args.csv:
         _write(args.csv, standings.to_csv())
     if args.json:

@@ -67,6 +67,16 @@ def test_standings_exports_csv_and_json(tmp_path: Path, capsys: pytest.CaptureFi
     rows = list(csv.DictReader((tmp_path / "s.csv").open()))
     assert sorted(r["bot"] for r in rows) == ["first", "greedy", "random-a", "random-b"]
     assert (tmp_path / "s.json").read_text() == (out / "standings.json").read_text()
+    code, stdout, _ = run(capsys, "standings", str(out), "--against", "greedy")
+    record = stdout.split("head to head of greedy")[1]
+    h2h = json.loads((out / "standings.json").read_text())["head_to_head"]["greedy"]
+    for bot in ("first", "random-a", "random-b"):
+        cell = h2h[bot]
+        line = next(line for line in record.splitlines() if f" {bot} " in line)
+        assert line.split()[2:] == [str(cell["ahead"] + cell["behind"] + cell["tied"]), str(cell["ahead"]),
+                                    str(cell["behind"]), str(cell["tied"])], line
+    code, _, stderr = run(capsys, "standings", str(out), "--against", "nobody")
+    assert code == 2 and "no bot 'nobody' in the standings" in stderr and "greedy, " in stderr
 
 
 def test_resume_refuses_a_changed_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -166,6 +166,29 @@ def test_exports_csv_and_json() -> None:
     assert "avg pts" in table and "head to head" in table and "3-0" in table
 
 
+def test_a_class_of_thirty_gets_its_head_to_head_one_bot_at_a_time() -> None:
+    """Thirty columns of head to head would not fit a terminal: the table says where it is."""
+    bots = [f"student{i:02d}" for i in range(30)]
+    rng = random.Random(2)
+    results = []
+    for ordinal in range(90):
+        seated = tuple(rng.sample(bots, 3))
+        totals = tuple(rng.randrange(100) for _ in seated)
+        results.append(game(ordinal, seated, totals, tuple(sorted(totals).index(t) + 1 for t in totals)))
+    standings = compute_standings(results, bots)
+    table = standings.format_table()
+    assert "too wide to print" in table and "--against BOT" in table
+    assert max(len(line) for line in table.splitlines()) < 200
+    record = standings.format_against("student07")
+    met = {b: h for b, h in standings.head_to_head["student07"].items() if h.games}
+    listed = record.splitlines()[2:]
+    assert len(listed) == len(met) > 0
+    assert [line.split()[1] for line in listed] == [r.bot for r in standings.rows if r.bot in met]
+    with pytest.raises(ValueError, match="no bot 'student99'"):
+        standings.format_against("student99")
+    assert "head to head: row finished" in compute_standings(RESULTS, ["a", "b", "c"]).format_table()
+
+
 def test_mean_ci_edges() -> None:
     assert mean_ci([]) == (None, None, None)
     assert mean_ci([5]) == (5.0, None, None)
