@@ -53,7 +53,7 @@ from procrastinate import worker as pq_worker
 from server.errors import UserError
 from server.logging import Throttle, get_logger
 from server.spec import GameSpec
-from server.storage.postgres import PostgresStore, redact
+from server.storage.postgres import PostgresStore, Refusal, redact
 from server.storage.replay import REPLAY_SUFFIX
 from server.storage.store import GameSlot, StoreError
 from server.transport.launcher import command_problem
@@ -380,6 +380,12 @@ class GameWorker:
                 self._runners[tournament] = (config, run_game)
             return self._runners[tournament]
 
+    async def note_refusal(self, tournament: str, game_id: str, reason: str) -> None:
+        """Say in the store why this worker refused a game, for the organizer to tell (a store
+        that cannot be written, or a tournament that is not in it: the log has said it)."""
+        with contextlib.suppress(StoreError, psycopg.Error):
+            await self._store_call(tournament, "note_refusal", self.settings.name, reason, game_id)
+
     async def play(self, tournament: str, game_id: str) -> str:
         self.in_hand += 1
         try:
@@ -487,6 +493,7 @@ def register_task(app: procrastinate.App, game_worker: GameWorker) -> None:
             return await game_worker.play(tournament, game_id)
         except GameRefused as err:
             game_worker.refusals.refused(game_worker.settings.name, tournament, game_id, str(err))
+            await game_worker.note_refusal(tournament, game_id, str(err))
             raise
 
 
@@ -654,7 +661,7 @@ async def play_queued(
     settings: WorkerSettings,
     runner_for: Callable[[TournamentConfig], RunnerFactory],
     on_progress: Callable[[int, int], None] | None = None,
-    on_refused: Callable[[int], None] | None = None,
+    on_refused: Callable[[int, list[Refusal]], None] | None = None,
     on_database: Callable[[str | None], None] | None = None,
     stop: asyncio.Event | None = None,
     poll_s: float = 0.25,
@@ -663,11 +670,13 @@ async def play_queued(
     is recorded, a game fails, or ``stop`` is set. ``local_workers``: games this process
     plays at once itself; None: ``settings.concurrency`` as soon as no worker is alive
     (at the start, or later, when the last one has gone), else none. ``on_refused`` is told,
-    every heartbeat, how many games workers have refused (they wait for one that can play them).
+    every heartbeat while games wait for a worker that can play them, how many, and why the
+    workers refused them since this call began (what they noted in the store).
     A lost database is waited for as the workers wait (``settings.database_wait_s``), then a
     ``StoreError``; ``on_database`` is told when it is lost (why) and when it is back (None).
     ``stop`` set while it is lost raises a ``StoreError`` at once: the games stay queued."""
     stop = stop or asyncio.Event()
+    started = time.time()
     app = make_app(url)
     register_task(app, GameWorker(url, settings, runner_for))  # (the task must be known to defer it)
     async with app.open_async():
@@ -732,8 +741,9 @@ async def play_queued(
                         failed = await failed_games(app, store.name)
                         if failed:
                             break
-                        if on_refused is not None:
-                            on_refused(await refused_games(app, store.name))
+                        if on_refused is not None and (waiting := await refused_games(app, store.name)):
+                            with contextlib.suppress(StoreError):
+                                on_refused(waiting, await asyncio.to_thread(store.refusals, started))
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(stop.wait(), wait_s)
         finally:

@@ -31,7 +31,7 @@ from server.cli.tournament import (
 from server.errors import UserError
 from server.logging import configure_logging
 from server.spec import GameRecord, GameSpec
-from server.storage.postgres import PostgresStore, redact
+from server.storage.postgres import PostgresStore, Refusal, redact
 from server.storage.store import StoreError
 from server.web.serve import board_place, run_watched
 from tournaments.config import TournamentConfig, load_config
@@ -58,6 +58,8 @@ from tournaments.runner import (
 )
 
 LOG_NAME = "organizer"
+MAX_REASONS_SHOWN = 5
+"""Refusal reasons the organizer's terminal lists at once (each worker may have its own)."""
 """``<out>/organizer.jsonl``: this command's events, the queue's and its local workers' (the
 workers elsewhere keep their own ``worker.jsonl``)."""
 
@@ -146,14 +148,23 @@ def _play_and_report(
             progress.advance(recorded - progress.done)
 
     told = 0
+    reasons_told: set[tuple[str, str]] = set()
 
-    def on_refused(refused: int) -> None:  # (said once, and again if it grows: it may be every game)
+    def on_refused(refused: int, refusals: list[Refusal]) -> None:
+        """Said once, and again if it grows (it may be every game), with each new reason."""
         nonlocal told
-        if refused > 2 * told:
-            told = refused
-            print(("\r\x1b[K" if progress.enabled else "") + f"{config.name}: {refused} game(s) refused by a worker "
-                  "that cannot run their bots (its log says why: game_refused); they wait for a worker that can",
-                  file=sys.stderr, flush=True)
+        new = [r for r in refusals if (r.worker, r.reason) not in reasons_told]
+        if refused <= 2 * told and not new:
+            return
+        told = max(told, refused)
+        reasons_told.update((r.worker, r.reason) for r in new)
+        why = "".join(f"\n  worker {r.worker} refused {r.games} game(s) (last {r.last_game}): {r.reason}"
+                      for r in new[:MAX_REASONS_SHOWN])
+        if len(new) > MAX_REASONS_SHOWN:
+            why += f"\n  ... and {len(new) - MAX_REASONS_SHOWN} more reasons (the workers' logs: game_refused)"
+        print(("\r\x1b[K" if progress.enabled else "") + f"{config.name}: {refused} game(s) refused by a worker "
+              "that cannot run their bots; they wait for a worker that can" + (why or " (its log says why: "
+              "game_refused)"), file=sys.stderr, flush=True)
 
     def on_database(lost: str | None) -> None:  # (once when it goes, once when it is back)
         clear = "\r\x1b[K" if progress.enabled else ""

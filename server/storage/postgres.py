@@ -33,6 +33,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
@@ -206,6 +207,17 @@ def migrate_command(url: str) -> str:
 
 def _one_line(err: BaseException) -> str:
     return " ".join(str(err).split()) or type(err).__name__
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Games a worker refused, for one reason (see :meth:`PostgresStore.note_refusal`)."""
+
+    worker: str
+    reason: str
+    games: int
+    last_game: str
+    last_at: float
 
 
 class PostgresStore:
@@ -488,6 +500,22 @@ class PostgresStore:
             "UPDATE craits_tournaments SET finished_at = %s WHERE name = %s AND finished_at IS NULL",
             (time.time(), self.name),
         ))
+
+    def note_refusal(self, worker: str, reason: str, game_id: str) -> None:
+        """``worker`` refused ``game_id`` for ``reason`` (counted per worker and reason)."""
+        self._retrying("noting a refused game", lambda c: c.execute(
+            "INSERT INTO craits_refusals (tournament, worker, reason, games, last_game, last_at)"
+            " VALUES (%s, %s, %s, 1, %s, %s) ON CONFLICT (tournament, worker, reason) DO UPDATE"
+            " SET games = craits_refusals.games + 1, last_game = EXCLUDED.last_game, last_at = EXCLUDED.last_at",
+            (self.name, worker, reason, game_id, time.time())))
+
+    def refusals(self, since: float = 0.0) -> list[Refusal]:
+        """Why workers refused this tournament's games since ``since`` (a time.time()), the
+        latest first."""
+        rows = self._retrying("reading the refusals", lambda c: c.execute(
+            "SELECT worker, reason, games, last_game, last_at FROM craits_refusals"
+            " WHERE tournament = %s AND last_at >= %s ORDER BY last_at DESC", (self.name, since)).fetchall())
+        return [Refusal(*row) for row in rows]
 
     def delete_tournament(self) -> None:
         """Everything stored of this tournament (``--overwrite``), in one transaction."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -373,9 +374,12 @@ def test_a_game_no_worker_can_play_is_said_once_not_a_log_line_each_time_and_wai
     assert 1 <= len(logged) < refusals(), logged
     assert "'bots' is not a folder" in logged[0]["reason"] and "waits longer each time" in logged[0]["retry"]
     assert recorded(url, "slowcup") == []
-    said = wait_for("the coordinator says so", lambda: [
-        line for line in procs.output("coordinator").splitlines() if "refused by a worker" in line])
-    assert "slowcup: " in said[0] and "game_refused" in said[0], said
+    said = wait_for("the coordinator says so, and why", lambda: [
+        line for line in procs.output("coordinator").splitlines() if "refused by a worker" in line
+        or re.match(r"  worker \S+ refused \d+ game\(s\) \(last \S+\): .*'bots' is not a folder", line)])
+    assert "slowcup: " in said[0] and len(said) == 2, said
+    noted = query(url, "SELECT worker, games FROM craits_refusals WHERE tournament = %s", "slowcup")
+    assert len(noted) == 1 and noted[0][1] >= 1 and noted[0][0] in said[1]
 
     retry = RefusedRetry()
 
