@@ -147,33 +147,8 @@ def _play_and_report(
         if recorded > progress.done:
             progress.advance(recorded - progress.done)
 
-    told = 0
-    reasons_told: set[tuple[str, str]] = set()
-
-    def on_refused(refused: int, refusals: list[Refusal]) -> None:
-        """Said once, and again if it grows (it may be every game), with each new reason."""
-        nonlocal told
-        new = [r for r in refusals if (r.worker, r.reason) not in reasons_told]
-        if refused <= 2 * told and not new:
-            return
-        told = max(told, refused)
-        reasons_told.update((r.worker, r.reason) for r in new)
-        why = "".join(f"\n  worker {r.worker} refused {r.games} game(s) (last {r.last_game}): {r.reason}"
-                      for r in new[:MAX_REASONS_SHOWN])
-        if len(new) > MAX_REASONS_SHOWN:
-            why += f"\n  ... and {len(new) - MAX_REASONS_SHOWN} more reasons (the workers' logs: game_refused)"
-        print(("\r\x1b[K" if progress.enabled else "") + f"{config.name}: {refused} game(s) refused by a worker "
-              "that cannot run their bots; they wait for a worker that can" + (why or " (its log says why: "
-              "game_refused)"), file=sys.stderr, flush=True)
-
-    def on_database(lost: str | None) -> None:  # (once when it goes, once when it is back)
-        clear = "\r\x1b[K" if progress.enabled else ""
-        if lost is None:
-            print(f"{clear}{config.name}: the database is back", file=sys.stderr, flush=True)
-            return
-        print(f"{clear}{config.name}: {lost}; waiting for it as the workers do (up to "
-              f"{_duration(settings.database_wait_s)}): Ctrl-C stops this command, the games stay queued, and "
-              f"`craits tournament resume {config.name} --store URL` continues", file=sys.stderr, flush=True)
+    on_refused, on_database = _tellers(config.name, progress.enabled, settings,
+                                       f"craits tournament resume {config.name} --store URL")
 
     async def follow() -> tuple[int, int, list[tuple[str, str]], bool]:
         stop = asyncio.Event()
@@ -248,12 +223,14 @@ def cmd_ladder_run(args: argparse.Namespace, config: TournamentConfig, url: str)
         configure_logging(out_dir, name=LOG_NAME, console=False)
         adopt_queue_logs()
         settings = _settings(args, config, out_dir)
+        on_refused, on_database = _tellers(config.name, False, settings, again)
 
         async def play_pending(stop: asyncio.Event) -> RunSummary:
             started = time.monotonic()
             before, _ = store.counts()
             followed = await play_queued(url, store, local_workers=args.local_workers, settings=settings,
-                                         runner_for=runner_for(args.runner), stop=stop)
+                                         runner_for=runner_for(args.runner), stop=stop, on_refused=on_refused,
+                                         on_database=on_database)
             if followed.failed:
                 raise TournamentError(f"{len(followed.failed)} game(s) failed on a worker "
                                       f"({', '.join(g for g, _ in followed.failed[:5])}); the worker's log says why")
@@ -272,6 +249,39 @@ async def _no_runner(config: TournamentConfig, out_dir: Path) -> AsyncIterator[R
         raise TournamentError("a ladder on a PostgreSQL store plays through the queue")
 
     yield refuse
+
+
+def _tellers(name: str, progress_shown: bool | None, settings: WorkerSettings, again: str
+             ) -> tuple[Callable[[int, list[Refusal]], None], Callable[[str | None], None]]:
+    """What the organizer's terminal says while the queue's games wait: games workers refused
+    (once, again if it grows, with each new reason) and a database lost and back."""
+    clear = "\r\x1b[K" if progress_shown else ""
+    told = 0
+    reasons_told: set[tuple[str, str]] = set()
+
+    def on_refused(refused: int, refusals: list[Refusal]) -> None:
+        nonlocal told
+        new = [r for r in refusals if (r.worker, r.reason) not in reasons_told]
+        if refused <= 2 * told and not new:
+            return
+        told = max(told, refused)
+        reasons_told.update((r.worker, r.reason) for r in new)
+        why = "".join(f"\n  worker {r.worker} refused {r.games} game(s) (last {r.last_game}): {r.reason}"
+                      for r in new[:MAX_REASONS_SHOWN])
+        if len(new) > MAX_REASONS_SHOWN:
+            why += f"\n  ... and {len(new) - MAX_REASONS_SHOWN} more reasons (the workers' logs: game_refused)"
+        print(f"{clear}{name}: {refused} game(s) refused by a worker that cannot run their bots; they wait for a "
+              "worker that can" + (why or " (its log says why: game_refused)"), file=sys.stderr, flush=True)
+
+    def on_database(lost: str | None) -> None:  # (once when it goes, once when it is back)
+        if lost is None:
+            print(f"{clear}{name}: the database is back", file=sys.stderr, flush=True)
+            return
+        print(f"{clear}{name}: {lost}; waiting for it as the workers do (up to "
+              f"{_duration(settings.database_wait_s)}): Ctrl-C stops this command, the games stay queued, and "
+              f"`{again}` continues", file=sys.stderr, flush=True)
+
+    return on_refused, on_database
 
 
 def _settings(args: argparse.Namespace, config: TournamentConfig, out_dir: Path) -> WorkerSettings:
