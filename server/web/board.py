@@ -75,16 +75,15 @@ class _Books:
         self.slots: list[GameSlot] = []
         """The schedule, in order."""
         self.slot_by_id: dict[str, GameSlot] = {}
-        self.results: list[Any] = []
-        """The settled results: those of ``slots[:len(results)]``."""
         self.games: list[JsonDict] = []
-        """Their rows for the pages."""
+        """The settled games' rows for the pages: those of ``slots[:len(games)]`` (the results
+        themselves are not kept: the tally, the rows and the ratings hold what is shown)."""
         self.ratings: dict[str, list[JsonDict]] = {}
         """Each bot's rating after each of its settled games (``rating_history``'s entries)."""
 
     @property
     def settled(self) -> int:
-        return len(self.results)
+        return len(self.games)
 
     def after(self) -> int:
         """The schedule position after which results are still to be settled."""
@@ -178,7 +177,6 @@ class Board:
                and window[settling].game_id == books.slots[books.settled].game_id):
             books.tally.add(window[settling])
             _rated(books.tally, window[settling], books.ratings)
-            books.results.append(window[settling])
             books.games.append(rows[settling])
             settling += 1
         beyond, beyond_rows = window[settling:], rows[settling:]
