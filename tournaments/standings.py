@@ -158,9 +158,11 @@ class Standings:
 
     # ------------------------------------------------------------- exports
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready document; equal results give equal documents."""
-        return {
+    def to_dict(self, *, head_to_head: bool = True) -> dict[str, Any]:
+        """A JSON-ready document; equal results give equal documents. Without ``head_to_head``
+        (bots squared entries: half a megabyte at 100 bots) for the web board, which shows
+        only the rows."""
+        document = {
             "tournament": self.name,
             "complete": self.complete,
             "games_recorded": self.games_recorded,
@@ -170,11 +172,13 @@ class Standings:
             "confidence_interval": "95%, Student's t on points per game",
             "rating": RATING_MODEL + "; ordinal = mu - 3 sigma",
             "standings": [{k: _round(v) for k, v in asdict(row).items()} for row in self.rows],
-            "head_to_head": {
+        }
+        if head_to_head:
+            document["head_to_head"] = {
                 a: {b: {"ahead": h.ahead, "behind": h.behind, "tied": h.tied} for b, h in sorted(row.items())}
                 for a, row in sorted(self.head_to_head.items())
-            },
-        }
+            }
+        return document
 
     def to_csv(self) -> str:
         columns = [

@@ -431,3 +431,38 @@ def test_craits_web_writes_its_log_under_the_log_folder(tmp_path: Path, capsys: 
     refused = _craits("web", str(out), "--log-dir", str(tmp_path / "afile"), cwd=tmp_path)
     assert refused.returncode == 2 and refused.stderr == (
         f"craits: error: --log-dir {tmp_path / 'afile'}: cannot write the log there: File exists: {tmp_path / 'afile'}\n")
+
+
+def _first_event(url: str, kind: str) -> Any:
+    """The data of the board stream's first ``kind`` event."""
+    with urllib.request.urlopen(url + "api/stream", timeout=60) as response:
+        current = ""
+        while line := response.readline().decode():
+            if line.startswith("event: "):
+                current = line[7:].strip()
+            elif line.startswith("data: ") and current == kind:
+                return json.loads(line[6:])
+    raise AssertionError(f"the stream ended without a {kind!r} event")
+
+
+def test_the_board_leaves_the_head_to_head_to_the_api(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The board's page and stream carry every bot's row but not the head to head: no page
+    shows it, and it has bots x bots entries (half a megabyte at 100 bots, sent again to every
+    browser at every game). ``/api/standings`` keeps it, as ``standings.json`` has it."""
+    file = tmp_path / "h2h.toml"
+    file.write_text(builtin_tournament("h2h", 4, 1, {"a": "random", "b": "first", "c": "random"}), encoding="utf-8")
+    out = tmp_path / "out"
+    assert run_cli(capsys, "tournament", "run", str(file), "--out", str(out), "--no-progress")[0] == 0
+    running = start_craits(["web", str(out), "--address", "127.0.0.1:0"], tmp_path)
+    try:
+        document = running.get("/api/standings")
+        with urllib.request.urlopen(running.url, timeout=10) as response:
+            page = response.read().decode()
+        streamed = _first_event(running.url, "standings")
+    finally:
+        assert running.stop() == 0
+    written = json.loads((out / "standings.json").read_text())
+    assert document["head_to_head"] == written["head_to_head"] and set(document["head_to_head"]) == {"a", "b", "c"}
+    assert "head_to_head" not in streamed and '"head_to_head"' not in page
+    assert streamed["standings"] == document["standings"] and {row["bot"] for row in streamed["standings"]} == {
+        "a", "b", "c"}
