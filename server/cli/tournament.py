@@ -23,6 +23,7 @@ import dataclasses
 import itertools
 import json
 import os
+import re
 import sqlite3
 import sys
 from collections import Counter
@@ -367,7 +368,7 @@ def _show_standings(standings: Standings, games: list[dict[str, Any]], args: arg
 def cmd_plan(args: argparse.Namespace) -> int:
     config = load_config(args.file)
     if config.unrunnable:  # (as run would refuse it)
-        raise UserError(config.unrunnable[0])
+        raise UserError(_first_and_more(config.unrunnable, "whose command cannot run"))
     games = schedule_for(config)
     seats: dict[str, Counter[int]] = {b: Counter() for b in config.bot_names}
     for game in games:
@@ -694,7 +695,7 @@ def _check_sandbox(config: TournamentConfig) -> None:
         print(UNSANDBOXED, file=sys.stderr)
         return
     if config.unsandboxable:
-        raise UserError(config.unsandboxable[0])
+        raise UserError(_first_and_more(config.unsandboxable, "that cannot run sandboxed"))
     try:
         check_sandbox()
     except SandboxError as err:
@@ -705,14 +706,33 @@ def _check_bot_commands(config: TournamentConfig) -> None:
     """Refuse, before any game, a bot whose command cannot run here (else it would lose
     every game as a bot that never connected)."""
     if config.unrunnable:
-        raise UserError(config.unrunnable[0])
+        raise UserError(_first_and_more(config.unrunnable, "whose command cannot run"))
+
+
+def _first_and_more(problems: tuple[str, ...], what: str, shown: int = 10) -> str:
+    """The first of the bots' problems (FILE:LINE: KEY: ...) and the lines of the others, in
+    one line: a file of 100 bots is put right in one go, not one bot per try."""
+    if len(problems) == 1:
+        return problems[0]
+    lines = [match.group(1) if (match := re.match(r".*?:(\d+): ", p)) else "?" for p in problems[1:]]
+    listed = ", ".join(lines[:shown]) + (f" and {len(lines) - shown} more" if len(lines) > shown else "")
+    return f"{problems[0]} (and {len(lines)} more bot{_s(len(lines))} {what}, at line{_s(len(lines))} {listed})"
+
+
+def _names(names: list[str], shown: int = 10) -> str:
+    """'a', 'b' and 3 more."""
+    listed = ", ".join(map(repr, names[:shown]))
+    return listed + (f" and {len(names) - shown} more" if len(names) > shown else "")
 
 
 def _check_referee_builtins(config: TournamentConfig) -> None:
-    """The referee knows fewer in-process policies than the local runner ("greedy" is local only)."""
-    for bot in config.bots:
-        if bot.builtin is not None and bot.builtin not in POLICY_NAMES:
-            raise UserError(
-                f"bot {bot.name!r}: the referee has no builtin {bot.builtin!r} (it has {', '.join(POLICY_NAMES)}); "
-                "use --runner local for a builtin-only tournament"
-            )
+    """The referee knows fewer in-process policies than the local runner ("greedy" is local only);
+    every bot that names one is listed, not only the first."""
+    unknown = [bot for bot in config.bots if bot.builtin is not None and bot.builtin not in POLICY_NAMES]
+    if unknown:
+        kinds = sorted({bot.builtin for bot in unknown if bot.builtin is not None})
+        raise UserError(
+            f"bot{_s(len(unknown))} {_names([bot.name for bot in unknown])}: the referee has no builtin "
+            f"{' or '.join(map(repr, kinds))} (it has {', '.join(POLICY_NAMES)}); "
+            "use --runner local for a builtin-only tournament"
+        )

@@ -156,6 +156,37 @@ def test_a_bot_whose_command_cannot_run_is_refused_before_any_game(tmp_path: Pat
     assert code == 2 and stderr.startswith(f"craits: error: {typo}:38: bots[3].command: cannot run")
 
 
+def test_every_bot_whose_command_cannot_run_is_named_in_one_line(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """A file of many bots with several mistakes is put right in one go: the first in full, the
+    lines of the others, not one bot per try."""
+    bots = "".join(f'[[bots]]\nname = "b{i}"\ncommand = ["python", "bot{i}.py"]\n\n' for i in range(14))
+    file = tmp_path / "many.toml"
+    file.write_text(f'name = "many"\ntable_size = 2\nsandbox = "none"\n\n{bots}')
+    for i in (0, 1, 2, 3, 4, 5):  # bots 6 to 13 (lines 31 to 59) have no script
+        (tmp_path / f"bot{i}.py").write_text("")
+    for command in ("plan", "run"):
+        code, _, stderr = run(capsys, command, str(file), *(["--no-progress"] if command == "run" else []))
+        assert code == 2 and stderr.strip().count("\n") == 0
+        assert stderr.strip() == (f"craits: error: {file}:31: bots[7].command: cannot run '{sys.executable} bot6.py': "
+                                  f"no such file bot6.py (in {tmp_path}) (and 7 more bots whose command cannot run, "
+                                  "at lines 35, 39, 43, 47, 51, 55, 59)")
+
+
+def test_every_bot_the_referee_cannot_play_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """'greedy' is the local runner's alone: a file of a launched bot and many greedy ones names
+    all of them (the first dozen), not the first."""
+    (tmp_path / "bot.py").write_text("")
+    bots = "".join(f'[[bots]]\nname = "g{i}"\nbuiltin = "greedy"\n\n' for i in range(12))
+    file = tmp_path / "greedy.toml"
+    file.write_text(f'name = "greedy"\ntable_size = 2\nsandbox = "none"\n\n[[bots]]\nname = "mine"\ncommand = ["python", "bot.py"]\n\n'
+                    f"{bots}")
+    code, _, stderr = run(capsys, "run", str(file), "--no-progress", "--out", str(tmp_path / "out"))
+    assert code == 2 and stderr.strip() == (
+        "craits: error: bots 'g0', 'g1', 'g2', 'g3', 'g4', 'g5', 'g6', 'g7', 'g8', 'g9' and 2 more: the referee has "
+        "no builtin 'greedy' (it has default, first, random); use --runner local for a builtin-only tournament")
+
+
 def test_the_grpc_runner_plays_tournaments_with_launched_bots() -> None:
     config = load_config(ROOT / "tournaments" / "demo.toml")
     assert choose_runner("grpc", config) is tournament_runner
