@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import copy
 import csv
+import difflib
 import io
 import math
 from collections.abc import Sequence
@@ -243,8 +244,14 @@ class Standings:
     def format_against(self, bot: str) -> str:
         """One bot's head to head against every bot it shared a table with, in standings order."""
         if bot not in self.head_to_head:
-            known = ", ".join(r.bot for r in self.rows)
-            raise ValueError(f"no bot {bot!r} in the standings of {self.name} (its bots: {known})")
+            names = [r.bot for r in self.rows]
+            close = difflib.get_close_matches(bot, names, n=3)
+            if close:
+                hint = f"did you mean {' or '.join(map(repr, close))}?"
+            else:  # (a hundred names are no help in one line: the first dozen, and how many)
+                hint = f"its {len(names)} bots: " + ", ".join(names[:12]) + (
+                    f" and {len(names) - 12} more" if len(names) > 12 else "")
+            raise ValueError(f"no bot {bot!r} in the standings of {self.name}; {hint}")
         lines = [["rank", "against", "games", bot + " ahead", "behind", "tied"]]
         for row in self.rows:
             h = self.head_to_head[bot].get(row.bot)
