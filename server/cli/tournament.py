@@ -605,7 +605,7 @@ def _report(standings: Standings, store: TournamentStore, out_dir: Path, title: 
         if isinstance(store, PostgresStore):  # its replays are in the database: the pages need the files
             store.export_replays(out_dir / REPLAY_DIR)
         json_path, csv_path = write_standings(standings, out_dir, game_links(store, out_dir))
-        index = write_viewer_pages(store, out_dir, title=title)
+        index = write_viewer_pages(store, out_dir, title=title, announce=_announce_pages(out_dir))
     except OSError as err:  # a full disk, say
         print(standings.format_table())
         print(f"\ncraits: error: cannot write the standings files in {out_dir}: {err.strerror or err}; "
@@ -621,6 +621,19 @@ def _report(standings: Standings, store: TournamentStore, out_dir: Path, title: 
           file=sys.stderr)
     _warn_absent_bots(standings, out_dir)
     return True
+
+
+PAGES_ANNOUNCED = 200
+"""From this many viewer pages to write (about half a minute), the run says so before the
+standings: a 100-bot tournament's 3,900 pages take minutes after its last game."""
+
+
+def _announce_pages(out_dir: Path) -> Callable[[int], None]:
+    def announce(n: int) -> None:
+        if n >= PAGES_ANNOUNCED:
+            print(f"viewer: writing {n:,} game pages in {out_dir / 'viewer'} (a page per game, each holding its "
+                  "whole replay); the standings follow", file=sys.stderr, flush=True)
+    return announce
 
 
 def _warn_absent_bots(standings: Standings, out_dir: Path) -> None:

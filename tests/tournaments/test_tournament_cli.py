@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from server.cli import tournament as tournament_cli
 from server.cli.tournament import choose_runner
 from tests.cli import run_cli
 from tests.tournaments.configs import builtin_tournament, class_folder
@@ -38,6 +39,22 @@ def test_run_prints_standings_and_leaves_everything_in_the_output_folder(
         assert (out / name).is_file(), name
     assert len(list((out / "replays").glob("*.jsonl"))) == 36
     assert json.loads((out / "standings.json").read_text())["games_recorded"] == 36
+
+
+def test_a_run_with_many_viewer_pages_to_write_says_so_before_writing_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page per game, each holding its whole replay: a 100-bot tournament's 3,900 pages take
+    minutes after its last game, which must not pass in silence. A resume that finds every
+    page written has nothing to announce."""
+    monkeypatch.setattr(tournament_cli, "PAGES_ANNOUNCED", 30)
+    out = tmp_path / "quick"
+    code, _, stderr = run(capsys, "run", str(QUICK), "--out", str(out), "--no-progress")
+    assert code == 0, stderr
+    said = f"viewer: writing 36 game pages in {out / 'viewer'}"
+    assert said in stderr and stderr.index(said) < stderr.index("standings: "), stderr
+    code, _, stderr = run(capsys, "resume", str(out))
+    assert code == 0 and "viewer: writing" not in stderr, stderr
 
 
 def test_the_default_output_folder_is_logs_name(tmp_path: Path, capsys: pytest.CaptureFixture[str],
