@@ -23,6 +23,7 @@ import pytest
 from server.engine import make_config
 from server.storage.replay import load_records, record_game
 from server.web import app
+from server.web import live as live_module
 from server.web.app import WebOptions, WebServer
 from server.web.live import LiveHub, public_records
 from tests.cli import run_cli
@@ -236,6 +237,29 @@ async def _ends_with_the_server(tmp_path: Path) -> None:
         assert sum(r["type"] == "decision" for r in records) == decisions
     for w in (public_writer, full_writer):
         w.close()
+
+
+def test_only_the_latest_ended_games_keep_their_records_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fast bots end several games a second, each game's records megabytes: past LINGER_KEPT
+    ended games the oldest leave the hub at once, not after linger_s (their replays serve
+    them), and the list of finished games still names every one."""
+    monkeypatch.setattr(live_module, "LINGER_KEPT", 2)
+    asyncio.run(_many_ended(tmp_path))
+
+
+async def _many_ended(tmp_path: Path) -> None:
+    hub = LiveHub(linger_s=600.0)
+    with hub.installed():
+        for i in range(4):
+            await asyncio.to_thread(_play, tmp_path / f"g{i}.jsonl", f"g{i}")
+    for _ in range(400):  # (each end reaches the hub on its loop)
+        if len(hub.finished) == 4:
+            break
+        await asyncio.sleep(0.01)
+    assert [g["game_id"] for g in hub.finished] == ["g0", "g1", "g2", "g3"]
+    assert list(hub.games) == ["g2", "g3"] and all(g.over for g in hub.games.values())
 
 
 def test_a_game_nobody_knows_is_a_404_and_the_full_view_needs_reveal_after(tmp_path: Path) -> None:
