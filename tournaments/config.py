@@ -500,7 +500,10 @@ class _Validator:
         for i, table in enumerate(raw):
             bot = self.bot(table, ("bots", i))
             if bot.name in seen:
-                raise self.fail(("bots", i, "name"), f"{bot.name!r} is already the name of bots[{seen[bot.name] + 1}]")
+                first = seen[bot.name]
+                line = self.index.line_of(("bots", first, "name"))
+                raise self.fail(("bots", i, "name"), f"{bot.name!r} is already the name of bots[{first + 1}]"
+                                + (f" (line {line})" if line else ""))
             seen[bot.name] = i
             if bot.token is not None:
                 if bot.token in tokens:

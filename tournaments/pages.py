@@ -7,6 +7,7 @@ both list every recorded game and one click opens any of them.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -63,19 +64,26 @@ def _find_replay(stored: str | None, out_dir: Path) -> Path | None:
     return None
 
 
-def write_viewer_pages(store: TournamentStore, out_dir: Path, title: str) -> Path:
+def write_viewer_pages(store: TournamentStore, out_dir: Path, title: str,
+                       announce: Callable[[int], None] | None = None) -> Path:
     """Write ``viewer/<game>.html`` for each game with a replay and ``viewer/index.html``.
 
     A page is kept only if it ends with the mark of its replay's last record: a page cut off
     by a full disk or a kill, or made from another replay, is written again. A kept page's
-    replay is not read through again (its first and last lines give the index entry)."""
+    replay is not read through again (its first and last lines give the index entry).
+    ``announce(n)`` is told how many pages are to be written before they are (thousands of
+    games take minutes: a page holds its whole game)."""
     pages = out_dir / VIEWER_DIR
-    entries = []
+    found: list[tuple[dict[str, Any], Path, IndexEntry | None]] = []
     for game in game_links(store, out_dir):
         if game["replay"] is None:
             continue
         page = out_dir / game["viewer"]
-        current = current_page_entry(out_dir / game["replay"], page, page.name)
+        found.append((game, page, current_page_entry(out_dir / game["replay"], page, page.name)))
+    if announce is not None:
+        announce(sum(current is None for _, _, current in found))
+    entries = []
+    for game, page, current in found:
         if current is not None:
             entries.append(current)
             continue

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import copy
 import csv
+import difflib
 import io
 import math
 from collections.abc import Sequence
@@ -158,9 +159,11 @@ class Standings:
 
     # ------------------------------------------------------------- exports
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready document; equal results give equal documents."""
-        return {
+    def to_dict(self, *, head_to_head: bool = True) -> dict[str, Any]:
+        """A JSON-ready document; equal results give equal documents. Without ``head_to_head``
+        (bots squared entries: half a megabyte at 100 bots) for the web board, which shows
+        only the rows."""
+        document = {
             "tournament": self.name,
             "complete": self.complete,
             "games_recorded": self.games_recorded,
@@ -170,11 +173,13 @@ class Standings:
             "confidence_interval": "95%, Student's t on points per game",
             "rating": RATING_MODEL + "; ordinal = mu - 3 sigma",
             "standings": [{k: _round(v) for k, v in asdict(row).items()} for row in self.rows],
-            "head_to_head": {
+        }
+        if head_to_head:
+            document["head_to_head"] = {
                 a: {b: {"ahead": h.ahead, "behind": h.behind, "tied": h.tied} for b, h in sorted(row.items())}
                 for a, row in sorted(self.head_to_head.items())
-            },
-        }
+            }
+        return document
 
     def to_csv(self) -> str:
         columns = [
@@ -239,8 +244,14 @@ class Standings:
     def format_against(self, bot: str) -> str:
         """One bot's head to head against every bot it shared a table with, in standings order."""
         if bot not in self.head_to_head:
-            known = ", ".join(r.bot for r in self.rows)
-            raise ValueError(f"no bot {bot!r} in the standings of {self.name} (its bots: {known})")
+            names = [r.bot for r in self.rows]
+            close = difflib.get_close_matches(bot, names, n=3)
+            if close:
+                hint = f"did you mean {' or '.join(map(repr, close))}?"
+            else:  # (a hundred names are no help in one line: the first dozen, and how many)
+                hint = f"its {len(names)} bots: " + ", ".join(names[:12]) + (
+                    f" and {len(names) - 12} more" if len(names) > 12 else "")
+            raise ValueError(f"no bot {bot!r} in the standings of {self.name}; {hint}")
         lines = [["rank", "against", "games", bot + " ahead", "behind", "tied"]]
         for row in self.rows:
             h = self.head_to_head[bot].get(row.bot)

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
+import contextlib
+import multiprocessing
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,19 +41,46 @@ def _replay_files(items: Sequence[str]) -> list[Path]:
     return files
 
 
+def _verify_one(path: Path) -> tuple[bool, str]:
+    """(verified, its line): in a worker process of ``verify --jobs``."""
+    try:
+        return True, verify_replay(path).line()
+    except ReplayError as err:
+        return False, f"FAIL {err}"
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 1, got {text!r}")
+    return int(text)
+
+
+def _cpus() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def _cmd_verify(args: argparse.Namespace) -> int:
+    """One line per replay, in the order given, then the count: a tournament's thousands of
+    replays are verified on every core (``--jobs``) and end with one line that says how it went."""
+    files = _replay_files(args.files)
+    jobs = max(1, min(args.jobs or _cpus(), len(files)))
     failures = 0
-    for path in _replay_files(args.files):
-        try:
-            summary = verify_replay(path)
-        except ReplayError as err:
-            failures += 1
-            print(f"FAIL {err}", flush=True)
+    with contextlib.ExitStack() as stack:
+        if jobs > 1:
+            pool = stack.enter_context(concurrent.futures.ProcessPoolExecutor(
+                jobs, mp_context=multiprocessing.get_context("spawn")))
+            results: Iterator[tuple[bool, str]] = pool.map(_verify_one, files, chunksize=8)
         else:
-            if not args.quiet:
-                print(summary.line(), flush=True)
+            results = map(_verify_one, files)
+        for ok, line in results:
+            failures += not ok
+            if not ok or not args.quiet:
+                print(line, flush=True)
+    n = len(files)
     if failures:
-        print(f"{failures} replay(s) failed verification")
+        print(f"{failures} of {n} replay{'' if n == 1 else 's'} failed verification")
+    else:
+        print(f"{n} replay{'' if n == 1 else 's'} verified: all OK")
     return 1 if failures else 0
 
 
@@ -112,7 +143,9 @@ def register_cli(subparsers: Any) -> None:
         "verify", help="re-simulate replays with the engine and check every event, score and hash"
     )
     verify.add_argument("files", nargs="+", metavar="FILE", help="replay files or directories of *.jsonl")
-    verify.add_argument("-q", "--quiet", action="store_true", help="print only failures")
+    verify.add_argument("-q", "--quiet", action="store_true", help="print only failures (and the count)")
+    verify.add_argument("-j", "--jobs", type=_positive, default=0, metavar="N",
+                        help="replays verified at once, each in a process (default: one per core)")
     verify.set_defaults(func=_cmd_verify)
 
     show = actions.add_parser("show", help="print a readable walkthrough, hand by hand, with the score sheet")

@@ -23,6 +23,7 @@ import dataclasses
 import itertools
 import json
 import os
+import re
 import sqlite3
 import sys
 from collections import Counter
@@ -367,7 +368,7 @@ def _show_standings(standings: Standings, games: list[dict[str, Any]], args: arg
 def cmd_plan(args: argparse.Namespace) -> int:
     config = load_config(args.file)
     if config.unrunnable:  # (as run would refuse it)
-        raise UserError(config.unrunnable[0])
+        raise UserError(_first_and_more(config.unrunnable, "whose command cannot run"))
     games = schedule_for(config)
     seats: dict[str, Counter[int]] = {b: Counter() for b in config.bot_names}
     for game in games:
@@ -604,7 +605,7 @@ def _report(standings: Standings, store: TournamentStore, out_dir: Path, title: 
         if isinstance(store, PostgresStore):  # its replays are in the database: the pages need the files
             store.export_replays(out_dir / REPLAY_DIR)
         json_path, csv_path = write_standings(standings, out_dir, game_links(store, out_dir))
-        index = write_viewer_pages(store, out_dir, title=title)
+        index = write_viewer_pages(store, out_dir, title=title, announce=_announce_pages(out_dir))
     except OSError as err:  # a full disk, say
         print(standings.format_table())
         print(f"\ncraits: error: cannot write the standings files in {out_dir}: {err.strerror or err}; "
@@ -620,6 +621,19 @@ def _report(standings: Standings, store: TournamentStore, out_dir: Path, title: 
           file=sys.stderr)
     _warn_absent_bots(standings, out_dir)
     return True
+
+
+PAGES_ANNOUNCED = 200
+"""From this many viewer pages to write (about half a minute), the run says so before the
+standings: a 100-bot tournament's 3,900 pages take minutes after its last game."""
+
+
+def _announce_pages(out_dir: Path) -> Callable[[int], None]:
+    def announce(n: int) -> None:
+        if n >= PAGES_ANNOUNCED:
+            print(f"viewer: writing {n:,} game pages in {out_dir / 'viewer'} (a page per game, each holding its "
+                  "whole replay); the standings follow", file=sys.stderr, flush=True)
+    return announce
 
 
 def _warn_absent_bots(standings: Standings, out_dir: Path) -> None:
@@ -694,7 +708,7 @@ def _check_sandbox(config: TournamentConfig) -> None:
         print(UNSANDBOXED, file=sys.stderr)
         return
     if config.unsandboxable:
-        raise UserError(config.unsandboxable[0])
+        raise UserError(_first_and_more(config.unsandboxable, "that cannot run sandboxed"))
     try:
         check_sandbox()
     except SandboxError as err:
@@ -705,14 +719,33 @@ def _check_bot_commands(config: TournamentConfig) -> None:
     """Refuse, before any game, a bot whose command cannot run here (else it would lose
     every game as a bot that never connected)."""
     if config.unrunnable:
-        raise UserError(config.unrunnable[0])
+        raise UserError(_first_and_more(config.unrunnable, "whose command cannot run"))
+
+
+def _first_and_more(problems: tuple[str, ...], what: str, shown: int = 10) -> str:
+    """The first of the bots' problems (FILE:LINE: KEY: ...) and the lines of the others, in
+    one line: a file of 100 bots is put right in one go, not one bot per try."""
+    if len(problems) == 1:
+        return problems[0]
+    lines = [match.group(1) if (match := re.match(r".*?:(\d+): ", p)) else "?" for p in problems[1:]]
+    listed = ", ".join(lines[:shown]) + (f" and {len(lines) - shown} more" if len(lines) > shown else "")
+    return f"{problems[0]} (and {len(lines)} more bot{_s(len(lines))} {what}, at line{_s(len(lines))} {listed})"
+
+
+def _names(names: list[str], shown: int = 10) -> str:
+    """'a', 'b' and 3 more."""
+    listed = ", ".join(map(repr, names[:shown]))
+    return listed + (f" and {len(names) - shown} more" if len(names) > shown else "")
 
 
 def _check_referee_builtins(config: TournamentConfig) -> None:
-    """The referee knows fewer in-process policies than the local runner ("greedy" is local only)."""
-    for bot in config.bots:
-        if bot.builtin is not None and bot.builtin not in POLICY_NAMES:
-            raise UserError(
-                f"bot {bot.name!r}: the referee has no builtin {bot.builtin!r} (it has {', '.join(POLICY_NAMES)}); "
-                "use --runner local for a builtin-only tournament"
-            )
+    """The referee knows fewer in-process policies than the local runner ("greedy" is local only);
+    every bot that names one is listed, not only the first."""
+    unknown = [bot for bot in config.bots if bot.builtin is not None and bot.builtin not in POLICY_NAMES]
+    if unknown:
+        kinds = sorted({bot.builtin for bot in unknown if bot.builtin is not None})
+        raise UserError(
+            f"bot{_s(len(unknown))} {_names([bot.name for bot in unknown])}: the referee has no builtin "
+            f"{' or '.join(map(repr, kinds))} (it has {', '.join(POLICY_NAMES)}); "
+            "use --runner local for a builtin-only tournament"
+        )

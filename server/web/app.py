@@ -433,7 +433,7 @@ class WebServer:
         })
 
     async def api_standings(self, request: web.Request) -> web.Response:
-        return _json(self._standings())
+        return _json(self._standings() if self.board is None else self.board.snapshot.document())
 
     async def api_progress(self, request: web.Request) -> web.Response:
         return _json({**self._progress(), "live": len(self.hub.live())})

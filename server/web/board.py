@@ -56,11 +56,20 @@ class BoardSource:
 @dataclass(slots=True)
 class Snapshot:
     standings: JsonDict = field(default_factory=dict)
+    """The standings document without its head to head (the board's page and stream: rows
+    for every bot, not bots squared cells that no page shows)."""
+    table: Standings | None = None
+    """The standings themselves, for :meth:`document`."""
     progress: JsonDict = field(default_factory=dict)
     games: list[JsonDict] = field(default_factory=list)
     """Recorded games, schedule order."""
     by_id: dict[str, JsonDict] = field(default_factory=dict)
     pending_seeds: frozenset[int] = frozenset()
+
+    def document(self) -> JsonDict:
+        """The whole standings document, head to head included (``/api/standings``, as
+        ``standings.json``)."""
+        return self.standings if self.table is None else self.table.to_dict()
 
 
 class _Books:
@@ -189,8 +198,10 @@ class Board:
                 _rated(tally, result, ratings)
         games = books.games + beyond_rows
         recorded = {r.game_id for r in beyond}
+        table = self.source.standings(tally, scheduled)
         self.snapshot = Snapshot(
-            standings=self.source.standings(tally, scheduled).to_dict(),
+            standings=table.to_dict(head_to_head=False),
+            table=table,
             progress=self.snapshot.progress,
             games=games,
             by_id={g["game_id"]: g for g in games},

@@ -44,6 +44,10 @@ from server.web.fanout import MAX_BUFFER, Fanout, Reader, SharedDeflate
 JsonDict = dict[str, Any]
 
 FINISHED_KEPT = 500
+LINGER_KEPT = 32
+"""Ended games whose records stay after the end (``linger_s``) at most: a field of fast bots
+ends several games a second, each game's records about a megabyte in memory (100 builtin bots
+at 5 games/s: 150 games in 30 s); the oldest go first, to their replays."""
 _NO_SEAT = -2
 """A viewer who owns no seat (as in ``server.engine.observation``)."""
 
@@ -429,6 +433,9 @@ class LiveHub:
                 self._changed(False)
 
         self.loop.call_later(self.linger_s, forget)
+        ended = [g for g in self.games.values() if g.over]
+        for old in ended[:max(0, len(ended) - LINGER_KEPT)]:  # (started first, ended long ago)
+            del self.games[old.game_id]
 
     def _changed(self, started: bool) -> None:
         for callback in list(self.on_change):

@@ -42,9 +42,10 @@ def test_verify_prints_one_ok_line_per_good_file(two_replays: list[Path]) -> Non
     out = craits("verify", *two_replays)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    assert len(lines) == 2
+    assert len(lines) == 3
     assert lines[0].startswith(f"OK {two_replays[0]}: g-1 craits 2p")
     assert lines[1].startswith(f"OK {two_replays[1]}: g-2 crazy-eights 3p")
+    assert lines[2] == "2 replays verified: all OK"
 
 
 def test_verify_takes_a_directory(two_replays: list[Path]) -> None:
@@ -63,7 +64,28 @@ def test_verify_fails_loudly_with_the_file_and_record(two_replays: list[Path]) -
     assert out.returncode == 1
     assert f"OK {two_replays[0]}" in out.stdout
     assert f"FAIL {bad}: record 5: hash mismatch" in out.stdout
-    assert "1 replay(s) failed verification" in out.stdout
+    assert out.stdout.splitlines()[-1] == "1 of 2 replays failed verification"
+
+
+def test_a_folder_of_replays_is_verified_on_every_core_in_order_and_counted(tmp_path: Path) -> None:
+    """A tournament's thousands of replays: verified in processes at once (--jobs), printed in
+    the folder's order as one process prints them, and one last line with the count, which is
+    all --quiet prints when every one is good."""
+    games = tmp_path / "games"
+    for i in range(6):
+        record_game(games / f"g-{i:02d}.jsonl", make_config("crazy-eights", 3), seed=i)
+    lines = (games / "g-02.jsonl").read_bytes().split(b"\n")
+    lines[4] = lines[4].replace(b'"legal":', b'"legal":1', 1)  # still JSON, not what was hashed
+    (games / "g-02.jsonl").write_bytes(b"\n".join(lines))
+    one = craits("verify", "--jobs", "1", games)
+    many = craits("verify", "--jobs", "3", games)
+    assert one.returncode == many.returncode == 1 and many.stdout == one.stdout, many.stderr
+    printed = many.stdout.splitlines()
+    assert [line.split()[1].rstrip(":") for line in printed[:-1]] == [str(games / f"g-{i:02d}.jsonl") for i in range(6)]
+    assert printed[2].startswith("FAIL") and printed[-1] == "1 of 6 replays failed verification"
+    (games / "g-02.jsonl").unlink()
+    quiet = craits("verify", "-q", games)
+    assert quiet.returncode == 0 and quiet.stdout == "5 replays verified: all OK\n"
 
 
 def test_verify_reports_truncation(two_replays: list[Path]) -> None:

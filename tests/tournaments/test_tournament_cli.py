@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from server.cli import tournament as tournament_cli
 from server.cli.tournament import choose_runner
 from tests.cli import run_cli
 from tests.tournaments.configs import builtin_tournament, class_folder
@@ -38,6 +39,22 @@ def test_run_prints_standings_and_leaves_everything_in_the_output_folder(
         assert (out / name).is_file(), name
     assert len(list((out / "replays").glob("*.jsonl"))) == 36
     assert json.loads((out / "standings.json").read_text())["games_recorded"] == 36
+
+
+def test_a_run_with_many_viewer_pages_to_write_says_so_before_writing_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page per game, each holding its whole replay: a 100-bot tournament's 3,900 pages take
+    minutes after its last game, which must not pass in silence. A resume that finds every
+    page written has nothing to announce."""
+    monkeypatch.setattr(tournament_cli, "PAGES_ANNOUNCED", 30)
+    out = tmp_path / "quick"
+    code, _, stderr = run(capsys, "run", str(QUICK), "--out", str(out), "--no-progress")
+    assert code == 0, stderr
+    said = f"viewer: writing 36 game pages in {out / 'viewer'}"
+    assert said in stderr and stderr.index(said) < stderr.index("standings: "), stderr
+    code, _, stderr = run(capsys, "resume", str(out))
+    assert code == 0 and "viewer: writing" not in stderr, stderr
 
 
 def test_the_default_output_folder_is_logs_name(tmp_path: Path, capsys: pytest.CaptureFixture[str],
@@ -154,6 +171,37 @@ def test_a_bot_whose_command_cannot_run_is_refused_before_any_game(tmp_path: Pat
     assert not out.exists()
     code, _, stderr = run(capsys, "plan", str(typo))  # the check of a file says it too
     assert code == 2 and stderr.startswith(f"craits: error: {typo}:38: bots[3].command: cannot run")
+
+
+def test_every_bot_whose_command_cannot_run_is_named_in_one_line(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """A file of many bots with several mistakes is put right in one go: the first in full, the
+    lines of the others, not one bot per try."""
+    bots = "".join(f'[[bots]]\nname = "b{i}"\ncommand = ["python", "bot{i}.py"]\n\n' for i in range(14))
+    file = tmp_path / "many.toml"
+    file.write_text(f'name = "many"\ntable_size = 2\nsandbox = "none"\n\n{bots}')
+    for i in (0, 1, 2, 3, 4, 5):  # bots 6 to 13 (lines 31 to 59) have no script
+        (tmp_path / f"bot{i}.py").write_text("")
+    for command in ("plan", "run"):
+        code, _, stderr = run(capsys, command, str(file), *(["--no-progress"] if command == "run" else []))
+        assert code == 2 and stderr.strip().count("\n") == 0
+        assert stderr.strip() == (f"craits: error: {file}:31: bots[7].command: cannot run '{sys.executable} bot6.py': "
+                                  f"no such file bot6.py (in {tmp_path}) (and 7 more bots whose command cannot run, "
+                                  "at lines 35, 39, 43, 47, 51, 55, 59)")
+
+
+def test_every_bot_the_referee_cannot_play_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """'greedy' is the local runner's alone: a file of a launched bot and many greedy ones names
+    all of them (the first dozen), not the first."""
+    (tmp_path / "bot.py").write_text("")
+    bots = "".join(f'[[bots]]\nname = "g{i}"\nbuiltin = "greedy"\n\n' for i in range(12))
+    file = tmp_path / "greedy.toml"
+    file.write_text(f'name = "greedy"\ntable_size = 2\nsandbox = "none"\n\n[[bots]]\nname = "mine"\ncommand = ["python", "bot.py"]\n\n'
+                    f"{bots}")
+    code, _, stderr = run(capsys, "run", str(file), "--no-progress", "--out", str(tmp_path / "out"))
+    assert code == 2 and stderr.strip() == (
+        "craits: error: bots 'g0', 'g1', 'g2', 'g3', 'g4', 'g5', 'g6', 'g7', 'g8', 'g9' and 2 more: the referee has "
+        "no builtin 'greedy' (it has default, first, random); use --runner local for a builtin-only tournament")
 
 
 def test_the_grpc_runner_plays_tournaments_with_launched_bots() -> None:

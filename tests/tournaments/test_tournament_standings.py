@@ -189,6 +189,20 @@ def test_a_class_of_thirty_gets_its_head_to_head_one_bot_at_a_time() -> None:
     assert "head to head: row finished" in compute_standings(RESULTS, ["a", "b", "c"]).format_table()
 
 
+def test_a_bot_not_in_a_field_of_a_hundred_is_answered_with_the_names_it_resembles() -> None:
+    """--against with a typo among 100 bots: the close names, not all hundred in one line."""
+    bots = [f"entry-{i:03d}" for i in range(100)]
+    results = [game(i, (bots[i], bots[(i + 1) % 100]), (i, 100 - i), (1, 2)) for i in range(100)]
+    standings = compute_standings(results, bots)
+    with pytest.raises(ValueError) as typo:
+        standings.format_against("entry-0071")
+    assert str(typo.value).endswith("; did you mean 'entry-071' or 'entry-007' or 'entry-001'?")
+    with pytest.raises(ValueError) as unknown:
+        standings.format_against("zzz")
+    message = str(unknown.value)
+    assert message.endswith("and 88 more") and len(message) < 250, message
+
+
 def test_mean_ci_edges() -> None:
     assert mean_ci([]) == (None, None, None)
     assert mean_ci([5]) == (5.0, None, None)

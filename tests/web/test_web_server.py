@@ -23,6 +23,7 @@ import pytest
 from server.engine import make_config
 from server.storage.replay import load_records, record_game
 from server.web import app
+from server.web import live as live_module
 from server.web.app import WebOptions, WebServer
 from server.web.live import LiveHub, public_records
 from tests.cli import run_cli
@@ -238,6 +239,29 @@ async def _ends_with_the_server(tmp_path: Path) -> None:
         w.close()
 
 
+def test_only_the_latest_ended_games_keep_their_records_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fast bots end several games a second, each game's records megabytes: past LINGER_KEPT
+    ended games the oldest leave the hub at once, not after linger_s (their replays serve
+    them), and the list of finished games still names every one."""
+    monkeypatch.setattr(live_module, "LINGER_KEPT", 2)
+    asyncio.run(_many_ended(tmp_path))
+
+
+async def _many_ended(tmp_path: Path) -> None:
+    hub = LiveHub(linger_s=600.0)
+    with hub.installed():
+        for i in range(4):
+            await asyncio.to_thread(_play, tmp_path / f"g{i}.jsonl", f"g{i}")
+    for _ in range(400):  # (each end reaches the hub on its loop)
+        if len(hub.finished) == 4:
+            break
+        await asyncio.sleep(0.01)
+    assert [g["game_id"] for g in hub.finished] == ["g0", "g1", "g2", "g3"]
+    assert list(hub.games) == ["g2", "g3"] and all(g.over for g in hub.games.values())
+
+
 def test_a_game_nobody_knows_is_a_404_and_the_full_view_needs_reveal_after(tmp_path: Path) -> None:
     asyncio.run(_statuses(tmp_path))
 
@@ -431,3 +455,38 @@ def test_craits_web_writes_its_log_under_the_log_folder(tmp_path: Path, capsys: 
     refused = _craits("web", str(out), "--log-dir", str(tmp_path / "afile"), cwd=tmp_path)
     assert refused.returncode == 2 and refused.stderr == (
         f"craits: error: --log-dir {tmp_path / 'afile'}: cannot write the log there: File exists: {tmp_path / 'afile'}\n")
+
+
+def _first_event(url: str, kind: str) -> Any:
+    """The data of the board stream's first ``kind`` event."""
+    with urllib.request.urlopen(url + "api/stream", timeout=60) as response:
+        current = ""
+        while line := response.readline().decode():
+            if line.startswith("event: "):
+                current = line[7:].strip()
+            elif line.startswith("data: ") and current == kind:
+                return json.loads(line[6:])
+    raise AssertionError(f"the stream ended without a {kind!r} event")
+
+
+def test_the_board_leaves_the_head_to_head_to_the_api(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The board's page and stream carry every bot's row but not the head to head: no page
+    shows it, and it has bots x bots entries (half a megabyte at 100 bots, sent again to every
+    browser at every game). ``/api/standings`` keeps it, as ``standings.json`` has it."""
+    file = tmp_path / "h2h.toml"
+    file.write_text(builtin_tournament("h2h", 4, 1, {"a": "random", "b": "first", "c": "random"}), encoding="utf-8")
+    out = tmp_path / "out"
+    assert run_cli(capsys, "tournament", "run", str(file), "--out", str(out), "--no-progress")[0] == 0
+    running = start_craits(["web", str(out), "--address", "127.0.0.1:0"], tmp_path)
+    try:
+        document = running.get("/api/standings")
+        with urllib.request.urlopen(running.url, timeout=10) as response:
+            page = response.read().decode()
+        streamed = _first_event(running.url, "standings")
+    finally:
+        assert running.stop() == 0
+    written = json.loads((out / "standings.json").read_text())
+    assert document["head_to_head"] == written["head_to_head"] and set(document["head_to_head"]) == {"a", "b", "c"}
+    assert "head_to_head" not in streamed and '"head_to_head"' not in page
+    assert streamed["standings"] == document["standings"] and {row["bot"] for row in streamed["standings"]} == {
+        "a", "b", "c"}
