@@ -48,6 +48,7 @@ from typing import Any
 
 from server.storage.store import GameSlot, Store, TournamentStore
 from tournaments.config import TournamentConfig, parse_config
+from tournaments.pages import write_game_pages
 from tournaments.runner import (
     LADDER_SCHEDULE,
     LOG_NAME,
@@ -394,6 +395,10 @@ async def run_ladder(
                         break
                     standings = book.standings()
                     write_standings(standings, out_dir)
+                    if play_pending is None:  # (a PostgreSQL store's replays are exported at the end)
+                        # This round's viewer pages now, off the event loop: stopping after weeks
+                        # then lists the games rather than writing a page for each.
+                        await asyncio.to_thread(write_game_pages, out_dir, [g.game_id for r in new for g in r.games])
                     played_rounds += len(new)
                     if on_round is not None:
                         for picked in new:

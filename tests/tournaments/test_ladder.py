@@ -17,6 +17,7 @@ import pytest
 from server.storage.store import Store
 from tests.cli import run_cli
 from tests.tournaments.configs import builtin_tournament
+from tournaments import pages
 from tournaments.config import TournamentConfig, parse_config
 from tournaments.ladder import (
     LadderRound,
@@ -172,6 +173,26 @@ def test_a_running_ladders_standings_after_each_round_are_those_of_all_its_games
                                          on_round=check, handle_signals=False))
         assert summary.games == 3 + 12 and ladder_standings(config, store).games_recorded == 16
     assert checked == [3, 4, 5, 6, 7, 8]
+
+
+def test_a_ladder_writes_each_rounds_viewer_pages_as_it_goes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stopping a ladder that ran for weeks must not write a viewer page for every game it
+    played: each round's pages are written after the round, and the listing at the end
+    finds them current (it reads no replay through)."""
+    config = parse_config(ladder_file(tmp_path, FIVE, 3).read_text())
+    out = tmp_path / "out"
+    with open_ladder(config, "", "ladder.toml", out) as store:
+        asyncio.run(run_ladder(config, store, out, local_runner, rounds=3, concurrency=2, handle_signals=False))
+        games = [r.game_id for r in store.results()]
+        assert len(games) == 9
+        assert sorted(p.stem for p in (out / "viewer").glob("*.html")) == sorted(games)
+
+        def read_through(path: Path) -> None:
+            raise AssertionError(f"{path} was read through again")
+
+        monkeypatch.setattr(pages, "read_replay", read_through)
+        index = pages.write_viewer_pages(store, out, title="ladder")
+    assert all(f'href="{game}.html"' in index.read_text() for game in games)
 
 
 async def _record_one(config: TournamentConfig, store: Store, out: Path, game_id: str) -> None:
