@@ -47,6 +47,7 @@ from typing import Any, TextIO
 
 import structlog
 
+from server.logging import AppendedFile
 from server.spec import GameRecord, GameSpec
 from server.storage.replay import REPLAY_SUFFIX
 from server.storage.store import GameSlot, Store, StoreError, TournamentStore
@@ -491,7 +492,7 @@ def install_stop_handlers(on_stop: Callable[[], None]) -> Callable[[], None]:
 def event_log(path: Path) -> Any:
     """One JSON object per line: what happened, with the game and seats bound."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as stream:
+    with AppendedFile(path) as stream:  # (reopened when logrotate moves it away)
         yield structlog.wrap_logger(
             structlog.WriteLogger(stream),
             processors=[

@@ -195,6 +195,27 @@ def test_a_ladder_writes_each_rounds_viewer_pages_as_it_goes(tmp_path: Path, mon
     assert all(f'href="{game}.html"' in index.read_text() for game in games)
 
 
+def test_a_ladders_log_moved_away_is_written_again_at_its_name(tmp_path: Path) -> None:
+    """A ladder runs for weeks with its tournament.log open: rotating it (logrotate moves it
+    away, no copytruncate) must not leave the ladder writing to the moved file for ever."""
+    config = parse_config(ladder_file(tmp_path, FIVE, 3).read_text())
+    out = tmp_path / "out"
+    log, moved = out / "tournament.log", out / "tournament.log.1"
+
+    def rotate(played: LadderRound, _standings: Standings) -> None:
+        if played.number == 2:
+            log.rename(moved)
+
+    with open_ladder(config, "", "ladder.toml", out) as store:
+        asyncio.run(run_ladder(config, store, out, local_runner, rounds=4, concurrency=1, on_round=rotate,
+                               handle_signals=False))
+
+    def rounds(path: Path) -> list[int]:
+        return [e["round"] for e in map(json.loads, path.read_text().splitlines()) if e["event"] == "ladder_round"]
+
+    assert rounds(moved) == [1, 2] and rounds(log) == [3, 4]
+
+
 async def _record_one(config: TournamentConfig, store: Store, out: Path, game_id: str) -> None:
     """Play and record one stored game, as an interrupted run would have before it stopped."""
     slot = next(g for g in store.games() if g.game_id == game_id)
