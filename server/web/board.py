@@ -75,16 +75,14 @@ class _Books:
         self.slots: list[GameSlot] = []
         """The schedule, in order."""
         self.slot_by_id: dict[str, GameSlot] = {}
-        self.results: list[Any] = []
-        """The settled results: those of ``slots[:len(results)]``."""
+        self.settled = 0
+        """How many results are settled: those of ``slots[:settled]`` (counted, not kept: the
+        tally, the rows and the ratings are what the pages need of them, and a ladder's board
+        runs for weeks)."""
         self.games: list[JsonDict] = []
         """Their rows for the pages."""
         self.ratings: dict[str, list[JsonDict]] = {}
         """Each bot's rating after each of its settled games (``rating_history``'s entries)."""
-
-    @property
-    def settled(self) -> int:
-        return len(self.results)
 
     def after(self) -> int:
         """The schedule position after which results are still to be settled."""
@@ -178,7 +176,7 @@ class Board:
                and window[settling].game_id == books.slots[books.settled].game_id):
             books.tally.add(window[settling])
             _rated(books.tally, window[settling], books.ratings)
-            books.results.append(window[settling])
+            books.settled += 1
             books.games.append(rows[settling])
             settling += 1
         beyond, beyond_rows = window[settling:], rows[settling:]
