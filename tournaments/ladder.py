@@ -386,7 +386,8 @@ async def run_ladder(
                     else:
                         game_runner = TournamentRunner(
                             config, store, run_game, out_dir, concurrency=concurrency, progress=False,
-                            handle_signals=False,
+                            handle_signals=False,  # (new rounds: their games are all that is unrecorded)
+                            pending=[g for r in new for g in r.games] if new else None,
                         )
                         current[:] = [game_runner]
                         summary = await game_runner.run()

@@ -39,7 +39,7 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -350,10 +350,15 @@ class TournamentRunner:
         concurrency: int | None = None,
         progress: bool | None = None,
         handle_signals: bool = True,
+        pending: Sequence[GameSlot] | None = None,
     ) -> None:
+        """``pending``: the games to play, when the caller knows them (a ladder's new rounds:
+        finding the unrecorded games reads the whole schedule, which grows for weeks);
+        None: every game of the store that is not recorded."""
         self.config = config
         self.store = store
         self.run_game = run_game
+        self._pending = None if pending is None else list(pending)
         self.out_dir = out_dir
         self.concurrency = concurrency or config.concurrency
         self.progress_enabled = progress
@@ -379,7 +384,7 @@ class TournamentRunner:
 
     async def run(self) -> RunSummary:
         started = time.monotonic()
-        pending = self.store.pending_games()
+        pending = self.store.pending_games() if self._pending is None else self._pending
         done_before, scheduled = self.store.counts()
         progress = Progress(scheduled, done_before, enabled=self.progress_enabled)
         with event_log(self.out_dir / LOG_NAME) as log:

@@ -11,6 +11,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -193,6 +194,27 @@ def test_a_ladder_writes_each_rounds_viewer_pages_as_it_goes(tmp_path: Path, mon
         monkeypatch.setattr(pages, "read_replay", read_through)
         index = pages.write_viewer_pages(store, out, title="ladder")
     assert all(f'href="{game}.html"' in index.read_text() for game in games)
+
+
+def test_a_ladders_round_reads_no_whole_schedule(tmp_path: Path) -> None:
+    """A round costs the same after weeks: finding the unrecorded games reads the whole
+    schedule, so it is done once, for a round that was cut off, and never for new rounds."""
+    config = parse_config(ladder_file(tmp_path, FIVE, 3).read_text())
+    out = tmp_path / "out"
+    with open_ladder(config, "", "ladder.toml", out) as store:
+        whole = store.pending_games
+        reads: list[int] = []
+
+        def pending_games() -> list[Any]:
+            reads.append(1)
+            return whole()
+
+        store.pending_games = pending_games  # type: ignore[method-assign]
+        asyncio.run(run_ladder(config, store, out, local_runner, rounds=4, concurrency=1, handle_signals=False))
+        assert len(store.results()) == 12 and reads == []
+        next_rounds(config, store, ladder_standings(config, store), None, 1)  # a round stored, not played
+        asyncio.run(run_ladder(config, store, out, local_runner, rounds=1, concurrency=1, handle_signals=False))
+        assert len(store.results()) == 18 and reads == [1]
 
 
 def test_a_ladders_log_moved_away_is_written_again_at_its_name(tmp_path: Path) -> None:
