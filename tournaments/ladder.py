@@ -360,6 +360,7 @@ async def run_ladder(
             game_runner.request_stop()
 
     played_rounds = recorded = 0
+    pages: asyncio.Future[int] | None = None
     restore = install_stop_handlers(request_stop) if handle_signals else (lambda: None)
     try:
         with event_log(out_dir / LOG_NAME) as log:
@@ -397,13 +398,18 @@ async def run_ladder(
                     standings = book.standings()
                     write_standings(standings, out_dir)
                     if play_pending is None:  # (a PostgreSQL store's replays are exported at the end)
-                        # This round's viewer pages now, off the event loop: stopping after weeks
-                        # then lists the games rather than writing a page for each.
-                        await asyncio.to_thread(write_game_pages, out_dir, [g.game_id for r in new for g in r.games])
+                        # This round's viewer pages, on a thread while the next round plays: stopping
+                        # after weeks then lists the games rather than writing a page for each.
+                        if pages is not None:
+                            await pages
+                        pages = asyncio.ensure_future(
+                            asyncio.to_thread(write_game_pages, out_dir, [g.game_id for r in new for g in r.games]))
                     played_rounds += len(new)
                     if on_round is not None:
                         for picked in new:
                             on_round(picked, standings)
+                if pages is not None:
+                    await pages
     finally:
         restore()
     return LadderSummary(played_rounds, recorded, stop.is_set())
