@@ -87,7 +87,8 @@ def test_a_board_keeps_no_result_it_has_settled(tmp_path: Path) -> None:
             store.record_game(record)
         assert board.refresh() and len(board.snapshot.games) == len(store.games())
         gc.collect()
-        assert not [o for o in gc.get_objects() if isinstance(o, StoredResult)]
+        ours = [o for o in gc.get_objects() if isinstance(o, StoredResult) and str(out) in (o.replay_path or "")]
+        assert not ours  # (another test's results may be alive in this process: only this folder's count)
     finally:
         board.close()
         store.close()
