@@ -62,6 +62,48 @@ class _LogFile(logging.handlers.WatchedFileHandler):
                                  f"its events are lost until there is room\n")
 
 
+class AppendedFile:
+    """A text file only appended to, reopened at its name when it was moved away or removed (as
+    logrotate moves it), looked at before each write as ``_LogFile`` does: a tournament's or a
+    ladder's event log, open for as long as it runs (weeks, for a ladder), is rotated like every
+    other log, without ``copytruncate``. Write, flush, close (or use it as a context manager)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._stream = self._open()
+
+    def _open(self) -> Any:
+        stream = self.path.open("a", encoding="utf-8")
+        stat = os.fstat(stream.fileno())
+        self._id = (stat.st_dev, stat.st_ino)
+        return stream
+
+    def write(self, text: str) -> int:
+        try:
+            stat = os.stat(self.path)
+            moved = (stat.st_dev, stat.st_ino) != self._id
+        except FileNotFoundError:
+            moved = True
+        if moved:
+            with contextlib.suppress(OSError):  # (cannot create it again: keep writing where it went)
+                stream = self._open()
+                self._stream.close()
+                self._stream = stream
+        return int(self._stream.write(text))
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def __enter__(self) -> AppendedFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def configure_logging(
     log_dir: str | os.PathLike[str] | None = "logs",
     *,

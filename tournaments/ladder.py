@@ -48,6 +48,7 @@ from typing import Any
 
 from server.storage.store import GameSlot, Store, TournamentStore
 from tournaments.config import TournamentConfig, parse_config
+from tournaments.pages import write_game_pages
 from tournaments.runner import (
     LADDER_SCHEDULE,
     LOG_NAME,
@@ -359,6 +360,7 @@ async def run_ladder(
             game_runner.request_stop()
 
     played_rounds = recorded = 0
+    pages: asyncio.Future[int] | None = None
     restore = install_stop_handlers(request_stop) if handle_signals else (lambda: None)
     try:
         with event_log(out_dir / LOG_NAME) as log:
@@ -385,7 +387,8 @@ async def run_ladder(
                     else:
                         game_runner = TournamentRunner(
                             config, store, run_game, out_dir, concurrency=concurrency, progress=False,
-                            handle_signals=False,
+                            handle_signals=False,  # (new rounds: their games are all that is unrecorded)
+                            pending=[g for r in new for g in r.games] if new else None,
                         )
                         current[:] = [game_runner]
                         summary = await game_runner.run()
@@ -394,10 +397,19 @@ async def run_ladder(
                         break
                     standings = book.standings()
                     write_standings(standings, out_dir)
+                    if play_pending is None:  # (a PostgreSQL store's replays are exported at the end)
+                        # This round's viewer pages, on a thread while the next round plays: stopping
+                        # after weeks then lists the games rather than writing a page for each.
+                        if pages is not None:
+                            await pages
+                        pages = asyncio.ensure_future(
+                            asyncio.to_thread(write_game_pages, out_dir, [g.game_id for r in new for g in r.games]))
                     played_rounds += len(new)
                     if on_round is not None:
                         for picked in new:
                             on_round(picked, standings)
+                if pages is not None:
+                    await pages
     finally:
         restore()
     return LadderSummary(played_rounds, recorded, stop.is_set())

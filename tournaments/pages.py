@@ -7,11 +7,11 @@ both list every recorded game and one click opens any of them.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from server.storage.replay import ReplayError, read_replay
+from server.storage.replay import REPLAY_SUFFIX, ReplayError, read_replay
 from server.storage.store import TournamentStore
 from server.viewer.pages import (
     IndexEntry,
@@ -88,10 +88,38 @@ def write_viewer_pages(store: TournamentStore, out_dir: Path, title: str,
             entries.append(current)
             continue
         try:
-            replay = read_replay(out_dir / game["replay"])
-            if not viewer_is_current(page, replay):
-                write_html(replay, page, index_href="index.html")
-            entries.append(index_entry(replay, page.name))
+            entries.append(_page(out_dir / game["replay"], page))
         except (ReplayError, OSError) as err:  # a damaged replay is reported by `craits replay verify`
             entries.append(IndexEntry(href="", game_id=game["game_id"], seats=tuple(game["bots"]), note=f"no viewer: {err}"))
     return write_index_html(entries, pages / "index.html", title=title)
+
+
+def _page(replay_path: Path, page: Path) -> IndexEntry:
+    """The index entry of a game's viewer page, the page written first unless it is current."""
+    current = current_page_entry(replay_path, page, page.name)
+    if current is not None:
+        return current
+    replay = read_replay(replay_path)
+    if not viewer_is_current(page, replay):
+        write_html(replay, page, index_href="index.html")
+    return index_entry(replay, page.name)
+
+
+def write_game_pages(out_dir: Path, game_ids: Iterable[str]) -> int:
+    """Write the viewer pages of these games (their replays in ``replays/``) as they are
+    played, so that :func:`write_viewer_pages` at the end finds them current and only lists
+    them: a ladder writes each round's pages after the round, and stopping it after weeks
+    costs a listing, not a page for every game of the run. Touches no store (a thread may
+    run it); a game without a readable replay is skipped (the final listing says why).
+    Returns the number of pages that are current."""
+    written = 0
+    for game_id in game_ids:
+        replay = out_dir / REPLAY_DIR / f"{game_id}{REPLAY_SUFFIX}"
+        if not replay.is_file():
+            continue
+        try:
+            _page(replay, out_dir / VIEWER_DIR / f"{game_id}.html")
+        except (ReplayError, OSError):
+            continue
+        written += 1
+    return written

@@ -39,7 +39,7 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -47,6 +47,7 @@ from typing import Any, TextIO
 
 import structlog
 
+from server.logging import AppendedFile
 from server.spec import GameRecord, GameSpec
 from server.storage.replay import REPLAY_SUFFIX
 from server.storage.store import GameSlot, Store, StoreError, TournamentStore
@@ -349,10 +350,15 @@ class TournamentRunner:
         concurrency: int | None = None,
         progress: bool | None = None,
         handle_signals: bool = True,
+        pending: Sequence[GameSlot] | None = None,
     ) -> None:
+        """``pending``: the games to play, when the caller knows them (a ladder's new rounds:
+        finding the unrecorded games reads the whole schedule, which grows for weeks);
+        None: every game of the store that is not recorded."""
         self.config = config
         self.store = store
         self.run_game = run_game
+        self._pending = None if pending is None else list(pending)
         self.out_dir = out_dir
         self.concurrency = concurrency or config.concurrency
         self.progress_enabled = progress
@@ -378,7 +384,7 @@ class TournamentRunner:
 
     async def run(self) -> RunSummary:
         started = time.monotonic()
-        pending = self.store.pending_games()
+        pending = self.store.pending_games() if self._pending is None else self._pending
         done_before, scheduled = self.store.counts()
         progress = Progress(scheduled, done_before, enabled=self.progress_enabled)
         with event_log(self.out_dir / LOG_NAME) as log:
@@ -491,7 +497,7 @@ def install_stop_handlers(on_stop: Callable[[], None]) -> Callable[[], None]:
 def event_log(path: Path) -> Any:
     """One JSON object per line: what happened, with the game and seats bound."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as stream:
+    with AppendedFile(path) as stream:  # (reopened when logrotate moves it away)
         yield structlog.wrap_logger(
             structlog.WriteLogger(stream),
             processors=[

@@ -206,6 +206,7 @@ class LaunchedBot:
         self._pipe = pipe
         self.jail = jail
         self._cpu_watch: asyncio.Task[None] | None = None
+        self._exit: asyncio.Task[int] | None = None
         if jail is not None and jail.cpu_group is not None:
             jail.new_game()
             self._cpu_watch = asyncio.get_running_loop().create_task(self._watch_cpu(jail))
@@ -294,6 +295,18 @@ class LaunchedBot:
     def alive(self) -> bool:
         return self.process.returncode is None
 
+    async def exited(self) -> int:
+        """Wait for the process to exit; its code. May be cancelled any number of times: every
+        caller waits on one ``process.wait()`` (asyncio keeps each cancelled ``process.wait()``
+        in the process's transport until the process exits, so a bot kept between games, whose
+        watcher each game cancels, would pile them up for as long as it lives)."""
+        if self.process.returncode is not None:
+            return self.process.returncode
+        if self._exit is None or self._exit.cancelled():
+            self._exit = asyncio.ensure_future(self.process.wait())
+        await asyncio.wait((self._exit,))
+        return self._exit.result()
+
     def new_game(self) -> None:
         """The bot is kept for another game (a process pool): its CPU seconds count afresh."""
         if self.jail is not None:
@@ -328,16 +341,16 @@ class LaunchedBot:
         try:
             if self.alive:
                 with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self.process.wait(), grace_s)
+                    await asyncio.wait_for(self.exited(), grace_s)
             if self.alive:
                 self._signal_group(signal.SIGTERM)
                 with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self.process.wait(), 1.0)
+                    await asyncio.wait_for(self.exited(), 1.0)
             # Whatever the bot started in its group goes too, even after the bot exited.
             self._signal_group(signal.SIGKILL)
             self._kill_strays()
             if self.alive:
-                await self.process.wait()
+                await self.exited()
             if self._copier is not None:  # the last of the output (a process outside the group may hold the pipe)
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(asyncio.shield(self._copier), 1.0)

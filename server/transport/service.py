@@ -522,7 +522,7 @@ class Arena:
         index = next(i for i, (s, _) in enumerate(leased) if s is seat)
         while True:
             pooled = leased[index][1]
-            exited = asyncio.ensure_future(pooled.process.process.wait())
+            exited = asyncio.ensure_future(pooled.process.exited())
             lost = asyncio.ensure_future(pooled.lost.wait())
             try:
                 await asyncio.wait((exited, lost), return_when=asyncio.FIRST_COMPLETED)
@@ -535,7 +535,7 @@ class Arena:
             if answered or fresh or game.over or self.closing:
                 if code is None:
                     pooled.lost.clear()  # a stream lost mid-game: the bot may reconnect (the game decides)
-                    await pooled.process.process.wait()
+                    await pooled.process.exited()
                 why = pooled.process.verdict()
                 if why:
                     log.warning("bot_limit_hit", seat=seat.index, bot=seat.name, why=why)
@@ -591,7 +591,7 @@ class Arena:
         )
 
     async def _watch(self, game: GameReferee, seat: Seat, bot: LaunchedBot) -> None:
-        code = await bot.process.wait()
+        code = await bot.exited()
         why = bot.verdict()
         if why:
             log.warning("bot_limit_hit", seat=seat.index, bot=seat.name, why=why)

@@ -11,12 +11,14 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from server.storage.store import Store
 from tests.cli import run_cli
 from tests.tournaments.configs import builtin_tournament
+from tournaments import pages
 from tournaments.config import TournamentConfig, parse_config
 from tournaments.ladder import (
     LadderRound,
@@ -172,6 +174,68 @@ def test_a_running_ladders_standings_after_each_round_are_those_of_all_its_games
                                          on_round=check, handle_signals=False))
         assert summary.games == 3 + 12 and ladder_standings(config, store).games_recorded == 16
     assert checked == [3, 4, 5, 6, 7, 8]
+
+
+def test_a_ladder_writes_each_rounds_viewer_pages_as_it_goes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stopping a ladder that ran for weeks must not write a viewer page for every game it
+    played: each round's pages are written after the round, and the listing at the end
+    finds them current (it reads no replay through)."""
+    config = parse_config(ladder_file(tmp_path, FIVE, 3).read_text())
+    out = tmp_path / "out"
+    with open_ladder(config, "", "ladder.toml", out) as store:
+        asyncio.run(run_ladder(config, store, out, local_runner, rounds=3, concurrency=2, handle_signals=False))
+        games = [r.game_id for r in store.results()]
+        assert len(games) == 9
+        assert sorted(p.stem for p in (out / "viewer").glob("*.html")) == sorted(games)
+
+        def read_through(path: Path) -> None:
+            raise AssertionError(f"{path} was read through again")
+
+        monkeypatch.setattr(pages, "read_replay", read_through)
+        index = pages.write_viewer_pages(store, out, title="ladder")
+    assert all(f'href="{game}.html"' in index.read_text() for game in games)
+
+
+def test_a_ladders_round_reads_no_whole_schedule(tmp_path: Path) -> None:
+    """A round costs the same after weeks: finding the unrecorded games reads the whole
+    schedule, so it is done once, for a round that was cut off, and never for new rounds."""
+    config = parse_config(ladder_file(tmp_path, FIVE, 3).read_text())
+    out = tmp_path / "out"
+    with open_ladder(config, "", "ladder.toml", out) as store:
+        whole = store.pending_games
+        reads: list[int] = []
+
+        def pending_games() -> list[Any]:
+            reads.append(1)
+            return whole()
+
+        store.pending_games = pending_games  # type: ignore[method-assign]
+        asyncio.run(run_ladder(config, store, out, local_runner, rounds=4, concurrency=1, handle_signals=False))
+        assert len(store.results()) == 12 and reads == []
+        next_rounds(config, store, ladder_standings(config, store), None, 1)  # a round stored, not played
+        asyncio.run(run_ladder(config, store, out, local_runner, rounds=1, concurrency=1, handle_signals=False))
+        assert len(store.results()) == 18 and reads == [1]
+
+
+def test_a_ladders_log_moved_away_is_written_again_at_its_name(tmp_path: Path) -> None:
+    """A ladder runs for weeks with its tournament.log open: rotating it (logrotate moves it
+    away, no copytruncate) must not leave the ladder writing to the moved file for ever."""
+    config = parse_config(ladder_file(tmp_path, FIVE, 3).read_text())
+    out = tmp_path / "out"
+    log, moved = out / "tournament.log", out / "tournament.log.1"
+
+    def rotate(played: LadderRound, _standings: Standings) -> None:
+        if played.number == 2:
+            log.rename(moved)
+
+    with open_ladder(config, "", "ladder.toml", out) as store:
+        asyncio.run(run_ladder(config, store, out, local_runner, rounds=4, concurrency=1, on_round=rotate,
+                               handle_signals=False))
+
+    def rounds(path: Path) -> list[int]:
+        return [e["round"] for e in map(json.loads, path.read_text().splitlines()) if e["event"] == "ladder_round"]
+
+    assert rounds(moved) == [1, 2] and rounds(log) == [3, 4]
 
 
 async def _record_one(config: TournamentConfig, store: Store, out: Path, game_id: str) -> None:

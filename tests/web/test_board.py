@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import random
 from pathlib import Path
 from typing import Any
 
+from server.storage.store import StoredResult
 from server.web.board import Board, folder_source
 from tests.tournaments.configs import builtin_tournament
 from tournaments.config import parse_config
@@ -69,3 +71,25 @@ async def _play(config: Any, store: Any, out: Path, slots: list[Any]) -> list[An
     async with local_runner(config, out) as run_game:
         runner = TournamentRunner(config, store, run_game, out, progress=False, handle_signals=False)
         return [await run_game(runner.spec_for(slot)) for slot in slots]
+
+
+def test_a_board_keeps_no_result_it_has_settled(tmp_path: Path) -> None:
+    """A ladder's board runs for weeks: of each settled game it keeps the row and the ratings
+    its pages show, not the store's result (its seats' rows and counters were most of what a
+    game cost the board). Counted: the results alive once the board has added them up."""
+    text = builtin_tournament("kept", seed=4, deals=2, bots={"a": "random", "b": "first", "c": "greedy"},
+                              table_size=3)
+    config = parse_config(text)
+    out = tmp_path / "out"
+    store = start_tournament(config, text, str(tmp_path / "kept.toml"), out)
+    board = Board(folder_source(out))
+    try:
+        for record in asyncio.run(_play(config, store, out, store.games())):
+            store.record_game(record)
+        assert board.refresh() and len(board.snapshot.games) == len(store.games())
+        gc.collect()
+        ours = [o for o in gc.get_objects() if isinstance(o, StoredResult) and str(out) in (o.replay_path or "")]
+        assert not ours  # (another test's results may be alive in this process: only this folder's count)
+    finally:
+        board.close()
+        store.close()
