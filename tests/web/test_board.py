@@ -4,9 +4,11 @@ at every step its snapshot and ratings must be a fresh board's, however the game
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import gc
 import random
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,13 +43,7 @@ def _same_as_a_fresh_board(kept: Board, out: Path, config: Any, store: Any) -> N
 def test_a_board_refreshed_game_by_game_is_the_board_read_afresh(tmp_path: Path) -> None:
     """Games recorded out of schedule order (as many at once finish), aborted ones among
     them, then the aborted ones removed (a resume that plays them again)."""
-    text = builtin_tournament("books", seed=3, deals=2, bots={"a": "random", "b": "first", "c": "greedy"},
-                              table_size=3)
-    config = parse_config(text)
-    out = tmp_path / "out"
-    store = start_tournament(config, text, str(tmp_path / "books.toml"), out)
-    board = Board(folder_source(out))
-    try:
+    with _watched(tmp_path, "books", seed=3) as (config, store, board, out):
         slots = store.games()
         order = list(range(len(slots)))
         random.Random(5).shuffle(order)
@@ -62,6 +58,19 @@ def test_a_board_refreshed_game_by_game_is_the_board_read_afresh(tmp_path: Path)
         if store.forget_aborted():
             assert board.refresh()
             _same_as_a_fresh_board(board, out, config, store)
+
+
+@contextlib.contextmanager
+def _watched(tmp_path: Path, name: str, *, seed: int) -> Iterator[tuple[Any, Any, Board, Path]]:
+    """A tournament of three builtin bots, stored and not played, and a board on its folder."""
+    text = builtin_tournament(name, seed=seed, deals=2, bots={"a": "random", "b": "first", "c": "greedy"},
+                              table_size=3)
+    config = parse_config(text)
+    out = tmp_path / "out"
+    store = start_tournament(config, text, str(tmp_path / f"{name}.toml"), out)
+    board = Board(folder_source(out))
+    try:
+        yield config, store, board, out
     finally:
         board.close()
         store.close()
@@ -77,19 +86,10 @@ def test_a_board_keeps_no_result_it_has_settled(tmp_path: Path) -> None:
     """A ladder's board runs for weeks: of each settled game it keeps the row and the ratings
     its pages show, not the store's result (its seats' rows and counters were most of what a
     game cost the board). Counted: the results alive once the board has added them up."""
-    text = builtin_tournament("kept", seed=4, deals=2, bots={"a": "random", "b": "first", "c": "greedy"},
-                              table_size=3)
-    config = parse_config(text)
-    out = tmp_path / "out"
-    store = start_tournament(config, text, str(tmp_path / "kept.toml"), out)
-    board = Board(folder_source(out))
-    try:
+    with _watched(tmp_path, "kept", seed=4) as (config, store, board, out):
         for record in asyncio.run(_play(config, store, out, store.games())):
             store.record_game(record)
         assert board.refresh() and len(board.snapshot.games) == len(store.games())
         gc.collect()
         ours = [o for o in gc.get_objects() if isinstance(o, StoredResult) and str(out) in (o.replay_path or "")]
         assert not ours  # (another test's results may be alive in this process: only this folder's count)
-    finally:
-        board.close()
-        store.close()
