@@ -192,6 +192,19 @@ def test_the_progress_bar_shows_on_a_terminal_only() -> None:
     assert text.startswith("\r[") and "5/10" in text and "ETA" in text and text.endswith("\n")
 
 
+def test_the_time_left_follows_the_last_minute_not_a_slow_start() -> None:
+    """The first games also launch every bot: a run whose first game took 50 s and which then
+    plays 2 games a second is shown at 2 games a second once the start is a minute behind."""
+    bar = Progress(1000, 0, stream=Terminal())
+    t0 = bar.started
+    bar.advance(now=t0 + 50.0)
+    for i in range(1, 201):
+        bar.advance(now=t0 + 50.0 + i / 2)
+    line = bar.line(now=t0 + 150.0)
+    assert "201/1000" in line and " 2.0 games/s" in line, line
+    assert "ETA 06:" in line, line  # 799 games at 2 a second (from the start: 1.3 a second, 10 min)
+
+
 class Launching(Fake):
     """A run_game that launches a real process per game and, as the contract asks,
     kills it in a finally block."""
