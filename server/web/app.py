@@ -56,6 +56,8 @@ RECENT_GAMES = 30
 LIVE_PROGRESS_S = 1.0
 """... and this often while games are being played (their decisions and hands move on)."""
 BOT_GAMES = 200
+GAMES_PER_PAGE = 500
+"""Recorded games on one page of /games (newest first)."""
 FINAL_REFRESH_S = 5.0
 """How long a stopping server waits for the store's last state (a run's finish) for its board."""
 
@@ -356,9 +358,23 @@ class WebServer:
         return self._page(self.title, body, script=_asset("board.js"))
 
     async def page_games(self, request: web.Request) -> web.Response:
-        rows = [_game_row(g) for g in self._games()]
-        data = {"live": self._live_games(), "games": rows[::-1]}
-        body = _fill(_asset("games.html"), {"DATA": _embed(data)})
+        """The recorded games, newest first, :data:`GAMES_PER_PAGE` at a time (``?page=N``):
+        a ladder that has run for weeks has a hundred thousand."""
+        games = self._games()
+        pages = max(1, -(-len(games) // GAMES_PER_PAGE))
+        asked = request.query.get("page", "1")
+        number = min(int(asked), pages) if asked.isdigit() and int(asked) >= 1 else 1
+        newest = len(games) - (number - 1) * GAMES_PER_PAGE
+        shown = games[max(0, newest - GAMES_PER_PAGE):newest][::-1]
+        data = {"live": self._live_games(), "games": [_game_row(g) for g in shown]}
+        nav = ""
+        if pages > 1:
+            links = [f'<a id="newer" href="/games?page={number - 1}">newer</a>' if number > 1 else "",
+                     f'<a id="older" href="/games?page={number + 1}">older</a>' if number < pages else ""]
+            nav = (f'<p class="meta" id="pages" data-page="{number}" data-pages="{pages}">games '
+                   f"{len(games) - newest + 1:,} to {len(games) - newest + len(shown):,} of {len(games):,}, newest "
+                   f"first &middot; {' &middot; '.join(link for link in links if link)}</p>")
+        body = _fill(_asset("games.html"), {"DATA": _embed(data), "NAV": nav})
         return self._page(f"{self.title}: games", body, script=_asset("board.js"))
 
     async def page_bot(self, request: web.Request) -> web.Response:

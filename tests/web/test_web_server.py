@@ -22,9 +22,11 @@ import pytest
 
 from server.engine import make_config
 from server.storage.replay import load_records, record_game
+from server.storage.store import Store
 from server.web import app
 from server.web import live as live_module
 from server.web.app import WebOptions, WebServer
+from server.web.board import Board, folder_source
 from server.web.live import LiveHub, public_records
 from tests.cli import run_cli
 from tests.recorded import play_recorded
@@ -490,3 +492,43 @@ def test_the_board_leaves_the_head_to_head_to_the_api(tmp_path: Path, capsys: py
     assert "head_to_head" not in streamed and '"head_to_head"' not in page
     assert streamed["standings"] == document["standings"] and {row["bot"] for row in streamed["standings"]} == {
         "a", "b", "c"}
+
+
+def test_the_games_page_shows_the_newest_games_a_page_at_a_time(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ladder that has run for weeks has a hundred thousand games: /games shows them newest
+    first, a page at a time (here 4 of the 9), with links to the newer and older pages."""
+    file = tmp_path / "pages.toml"
+    file.write_text(builtin_tournament("pages", 4, 3, {"a": "random", "b": "first", "c": "random"}), encoding="utf-8")
+    out = tmp_path / "out"
+    assert run_cli(capsys, "tournament", "run", str(file), "--out", str(out), "--no-progress")[0] == 0
+    monkeypatch.setattr(app, "GAMES_PER_PAGE", 4)
+    asyncio.run(_pages(out))
+
+
+async def _pages(out: Path) -> None:
+    with Store(out / Store.FILENAME) as store:
+        recorded = [r.game_id for r in store.results()][::-1]  # (newest first)
+    web = WebServer(LiveHub(), Board(folder_source(out)), WebOptions(port=0), title="test")
+    url = await web.start()
+
+    def shown(query: str) -> tuple[list[str], str]:
+        with urllib.request.urlopen(f"{url}games{query}", timeout=10) as response:
+            page = response.read().decode()
+        data = json.loads(page.split('<script type="application/json" id="board-data">')[1].split("</script>")[0])
+        return [g["game_id"] for g in data["games"]], page
+
+    try:
+        pages = {query: await asyncio.to_thread(shown, query) for query in ("", "?page=2", "?page=3", "?page=99",
+                                                                            "?page=x")}
+    finally:
+        await web.stop()
+    assert len(recorded) == 9
+    first, page = pages[""]
+    assert first == recorded[:4] and "games 1 to 4 of 9" in page and 'id="older" href="/games?page=2"' in page
+    assert 'id="newer"' not in page
+    assert pages["?page=2"][0] == recorded[4:8] and 'href="/games?page=1">newer' in pages["?page=2"][1]
+    assert pages["?page=3"][0] == recorded[8:] and 'id="older"' not in pages["?page=3"][1]
+    assert "games 9 to 9 of 9" in pages["?page=3"][1]
+    assert pages["?page=99"][0] == recorded[8:] and pages["?page=x"][0] == first
