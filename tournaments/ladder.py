@@ -60,10 +60,12 @@ from tournaments.runner import (
     event_log,
     install_stop_handlers,
     settings_of,
+    standings_of,
+    standings_tally,
     write_standings,
 )
 from tournaments.schedule import derive_seed, rotate
-from tournaments.standings import Standings, Tally, compute_standings
+from tournaments.standings import Standings
 
 KIND = "ladder"
 """``settings["kind"]`` of a ladder's database."""
@@ -226,16 +228,7 @@ def _settings_text(settings: Mapping[str, Any], keys: Sequence[str]) -> str:
 
 def ladder_standings(config: TournamentConfig, store: TournamentStore) -> Standings:
     """Every bot the ladder has known, ordered by rating (from every recorded game)."""
-    _, scheduled = store.counts()
-    return compute_standings(
-        store.results(),
-        store.bot_names(),
-        name=config.name,
-        games_scheduled=scheduled,
-        partnerships=config.game.partnerships,
-        lower_wins=not config.game.crazy_eights,
-        by_rating=True,
-    )
+    return standings_of(config, store, store.bot_names(), by_rating=True)
 
 
 class LadderBook:
@@ -255,8 +248,7 @@ class LadderBook:
         self._start_tally()
 
     def _start_tally(self) -> None:
-        self.tally = Tally(self.store.bot_names(), partnerships=self.config.game.partnerships,
-                           lower_wins=not self.config.game.crazy_eights)
+        self.tally = standings_tally(self.config, self.store.bot_names())
 
     def standings(self) -> Standings:
         """The standings of every game recorded now: :func:`ladder_standings`, from the tally."""

@@ -56,7 +56,7 @@ from tournaments.config import TournamentConfig, TournamentFileError, parse_conf
 from tournaments.local import LocalRunner
 from tournaments.pages import write_game_pages
 from tournaments.schedule import schedule_digest, schedule_for
-from tournaments.standings import Standings, compute_standings
+from tournaments.standings import Standings, Tally
 
 RunGame = Callable[[GameSpec], Awaitable[GameRecord]]
 RunnerFactory = Callable[[TournamentConfig, Path], AbstractAsyncContextManager[RunGame]]
@@ -219,16 +219,24 @@ def open_tournament(out_dir: Path, *, readonly: bool = False) -> tuple[Tournamen
     return config, store
 
 
-def load_standings(config: TournamentConfig, store: TournamentStore) -> Standings:
+def standings_tally(config: TournamentConfig, bots: Sequence[str]) -> Tally:
+    """An empty tally of ``bots`` for this file's game (its partnerships, its sense of the totals):
+    the one place a tournament's, a ladder's and a board's standings start from."""
+    return Tally(bots, partnerships=config.game.partnerships, lower_wins=not config.game.crazy_eights)
+
+
+def standings_of(config: TournamentConfig, store: TournamentStore, bots: Sequence[str], *,
+                 by_rating: bool = False) -> Standings:
+    """The standings of every game recorded in ``store`` (read in schedule order)."""
     _, scheduled = store.counts()
-    return compute_standings(
-        store.results(),
-        config.bot_names,
-        name=config.name,
-        games_scheduled=scheduled,
-        partnerships=config.game.partnerships,
-        lower_wins=not config.game.crazy_eights,
-    )
+    tally = standings_tally(config, bots)
+    for result in store.results():
+        tally.add(result)
+    return tally.standings(name=config.name, games_scheduled=scheduled, by_rating=by_rating)
+
+
+def load_standings(config: TournamentConfig, store: TournamentStore) -> Standings:
+    return standings_of(config, store, config.bot_names)
 
 
 def write_standings(

@@ -378,7 +378,7 @@ class BoardPlace:
 def _stored_source(row: Any, reopen: Callable[[bool], tuple[Any, Any]], **extra: Any) -> BoardSource:
     """The board of the stored tournament or ladder ``row``: ``reopen(ladder)`` gives its
     (config, store) each time the board reads it."""
-    from tournaments.runner import LADDER_SCHEDULE
+    from tournaments.runner import LADDER_SCHEDULE, standings_tally
 
     ladder = row.schedule_digest == LADDER_SCHEDULE
     opened: dict[str, Any] = {}
@@ -392,8 +392,7 @@ def _stored_source(row: Any, reopen: Callable[[bool], tuple[Any, Any]], **extra:
         return names
 
     def new_tally(store: Any) -> Tally:
-        game = opened["config"].game
-        return Tally(bots(store), partnerships=game.partnerships, lower_wins=not game.crazy_eights)
+        return standings_tally(opened["config"], bots(store))
 
     def standings(tally: Tally, scheduled: int) -> Standings:
         return tally.standings(name=opened["config"].name, games_scheduled=scheduled, by_rating=ladder)
