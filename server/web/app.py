@@ -205,9 +205,8 @@ class WebServer:
         if self.board is not None and self._runner is not None:  # (a store that stopped answering: not for long)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._refresh_board(), FINAL_REFRESH_S)
-        self.hub.publish("live", self._live_games())
+        self._publish_live()
         if self.board is None:
-            self.hub.publish("games", self._recent_games())
             self.hub.publish("progress", self._progress())
         self.hub.publish("closed", {"why": "the server has stopped"})
         self.hub.flush_feed()
@@ -266,10 +265,15 @@ class WebServer:
             if self._live_dirty or (due and (self._live_stale or self.hub.live())):
                 self._live_dirty = self._live_stale = False
                 live_sent = loop.time()
-                self.hub.publish("live", self._live_games())
-                if self.board is None:  # no store to poll: the games this process finished
-                    self.hub.publish("games", self._recent_games())
+                self._publish_live()
             self.hub.flush_feed()
+
+    def _publish_live(self) -> None:
+        """The live list for the board's readers, and with no store to poll, the games this
+        process finished."""
+        self.hub.publish("live", self._live_games())
+        if self.board is None:
+            self.hub.publish("games", self._recent_games())
 
     def _live_changed(self, started: bool) -> None:
         """A game started: the next tick publishes the live list (spectators find it there).
