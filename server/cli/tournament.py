@@ -31,6 +31,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from server.cli.tls_options import add_tls_options, tls_request
 from server.errors import UserError
 from server.game.policies import POLICY_NAMES
 from server.logging import configure_logging
@@ -168,6 +169,7 @@ def _runner_options(parser: argparse.ArgumentParser, *, progress: bool = True) -
     )
     if progress:
         parser.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
+    add_tls_options(parser)
     add_web_options(parser)
     _store_option(parser)
     parser.add_argument(
@@ -224,9 +226,11 @@ def _whole(text: str, low: int) -> int:
 
 
 def _with_address(config: TournamentConfig, args: argparse.Namespace) -> TournamentConfig:
-    """The file's configuration with ``--address`` (and ``--no-sandbox``) applied."""
+    """The file's configuration with ``--address`` (and ``--no-sandbox``, ``--tls*``) applied."""
     if getattr(args, "no_sandbox", False):
         config = dataclasses.replace(config, sandbox="none")
+    if (tls := tls_request(args)) is not None:
+        config = dataclasses.replace(config, tls=tls)
     if args.address is None:
         return config
     if (problem := address_problem(args.address)) is not None:
