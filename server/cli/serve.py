@@ -31,7 +31,7 @@ from server.transport.service import (
     listening_text,
     security_notes,
 )
-from server.transport.tls import server_tls
+from server.transport.tls import ServerTLS, server_tls
 from server.web.serve import add_web_options, run_watched, web_options
 
 
@@ -106,7 +106,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 
 async def _serve(args: argparse.Namespace, tokens: list[tuple[str, str]], bots: list[Any], settings: Any,
-                 log_path: Path | None, tls: Any = None) -> int:
+                 log_path: Path | None, tls: ServerTLS | None = None) -> int:
     try:
         arena = await Arena.start(args.address, ArenaOptions(bot_log_dir=Path(args.log_dir) / "bots",
                                                              sandbox=args.sandbox), tls)
