@@ -310,3 +310,31 @@ def test_the_command_line_tls_options_override_the_files_and_reach_a_workers_ref
     worker = argparse.Namespace(tls="self-signed", tls_cert=None, tls_key=None, log_dir="worker-logs")
     _with_tls(choose, worker)(classroom)(dataclasses.replace(classroom, tls=TLSRequest()), Path("work"))
     assert played_with == [TLSRequest(self_signed=True, folder="worker-logs")]  # (kept where the worker logs)
+
+
+def test_a_tournament_over_tls_is_played_by_kit_bots_given_its_certificate(tmp_path: Path) -> None:
+    """The classroom's way: the file says tls = "self-signed", the referee says where the
+    certificate is and its fingerprint, the students' bots connect with it."""
+    need_node()
+    from server.storage.store import Store
+    from tests.tournaments.test_remote_bots import TOKENS, craits, remote_file
+
+    file = remote_file(tmp_path)
+    file.write_text(file.read_text().replace('address = "127.0.0.1:0"\n', 'address = "127.0.0.1:0"\ntls = "self-signed"\n'))
+    out = tmp_path / "out"
+    with craits("tournament", "run", str(file), "--out", str(out), "--no-progress") as (proc, lines):
+        made = wait_for_line(lines, r"TLS: self-signed certificate (\S+) \(made now\), SHA-256 ([0-9A-F:]{95});")
+        listening = wait_for_line(lines, r"referee listening on (127\.0\.0\.1:\d+) \(this machine only\), over TLS; "
+                                         r"alice, bob connect")
+        bots = [start_bot(command, "-q", env={"CRAITS_SERVER": f"grpcs://{listening[1]}", "CRAITS_TLS_CA": made[1],
+                                               "CRAITS_TOKEN": TOKENS[name], "CRAITS_BOT_NAME": name})
+                for name, command in (("alice", PY_RANDOM), ("bob", JS_RANDOM))]
+        proc.wait(timeout=120)
+        outcomes = [finish(bot) for bot in bots]  # (their streams end with the tournament)
+    assert proc.returncode == 0, "".join(lines.queue)
+    assert [code for code, _ in outcomes] == [0, 0], outcomes
+    assert Path(made[1]) == out / "tls" / "referee-cert.pem"
+    assert load_pair(Path(made[1]), out / "tls" / "referee-key.pem").fingerprint == made[2]
+    with Store(out / Store.FILENAME) as store:
+        results = store.results()
+    assert len(results) == 3 and {seat.status for result in results for seat in result.seats} == {"ok"}
