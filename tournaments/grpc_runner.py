@@ -62,7 +62,7 @@ async def tournament_runner(
     for note in security_notes(arena):
         print(note, file=sys.stderr, flush=True)
     if remote:
-        print(listening_text(arena.target, [bot.name for bot in remote], tls), file=sys.stderr, flush=True)
+        print(listening_text(arena, [bot.name for bot in remote]), file=sys.stderr, flush=True)
     arena.keep_bots(restart)
     logs = log_file()
     setup = WorkerSetup(options, restart, str(logs.parent) if logs else None, logs.stem if logs else "referee")

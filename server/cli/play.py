@@ -321,7 +321,7 @@ async def _play(args: argparse.Namespace, bots: list[BotSpec], settings: GameSet
     for note in security_notes(arena):  # (a public --address: its risk, in one line)
         print(note, file=sys.stderr, flush=True)
     if remote:
-        print(listening_text(arena.target, [bot.name for bot in remote])
+        print(listening_text(arena, [bot.name for bot in remote])
               + f"; the game waits up to {settings.clocks.connect_timeout_s:g} s for them", file=sys.stderr, flush=True)
     wins: dict[str, float] = {b.name: 0.0 for b in bots}
     places: dict[str, list[int]] = {b.name: [] for b in bots}

@@ -121,7 +121,7 @@ async def _serve(args: argparse.Namespace, tokens: list[tuple[str, str]], bots: 
     for note in security_notes(arena):
         print(f"craits serve: {note}", file=sys.stderr, flush=True)
     if remote:
-        print(f"craits serve: {listening_text(arena.target, [bot.name for bot in remote], tls)}; each game waits up to "
+        print(f"craits serve: {listening_text(arena, [bot.name for bot in remote])}; each game waits up to "
               f"{settings.clocks.connect_timeout_s:g} s for them", file=sys.stderr, flush=True)
     hint = "" if bots else " (games start with --bot: one seat per bot, remote:NAME:TOKEN for this one)"
 

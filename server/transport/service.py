@@ -46,7 +46,7 @@ from server.spec import BotSpec, GameRecord, GameSpec, SeatStatus
 from server.transport import sandbox as sandboxes
 from server.transport.launcher import DEFAULT_OUTPUT_LIMIT, LaunchedBot, LaunchError
 from server.transport.pool import BotPool, PooledBot, RestartPolicy
-from server.transport.tls import ServerTLS, plain_text_warning
+from server.transport.tls import ServerTLS, is_loopback, plain_text_warning
 
 log = get_logger()
 _perf = time.perf_counter
@@ -811,21 +811,18 @@ class Arena:
             seat.note(what)
 
 
-def listening_text(target: str, remote: Sequence[str], tls: ServerTLS | None = None) -> str:
+def listening_text(arena: Arena, remote: Sequence[str]) -> str:
     """Where bots that connect on their own find the referee, for the one who tells them."""
-    if tls is not None:
-        return f"{_where(target)}, over TLS; {', '.join(remote)} connect there with their tokens (CRAITS_SERVER=grpcs://" \
-               f"HOST:PORT, CRAITS_TOKEN{', CRAITS_TLS_CA' if tls.self_signed else ''})"
-    return f"{_where(target)}; {', '.join(remote)} connect there with their tokens (CRAITS_SERVER, CRAITS_TOKEN)"
-
-
-def _where(target: str) -> str:
-    host, _, port = target.rpartition(":")
-    if host in ("0.0.0.0", "::", "[::]"):
-        where = f"{target}, every network interface: bots connect to this machine's address, e.g. {socket.gethostname()}:{port}"
+    host, port = arena.host, arena.port
+    if host in ("0.0.0.0", "", "::"):
+        where = (f"{host or '0.0.0.0'}:{port}, every network interface: bots connect to this machine's address, "
+                 f"e.g. {socket.gethostname()}:{port}")
     else:
-        where = target + (" (this machine only)" if host in ("127.0.0.1", "localhost", "::1", "[::1]") else "")
-    return f"referee listening on {where}"
+        where = arena.target + (" (this machine only)" if is_loopback(host) else "")
+    if arena.tls is not None:
+        return (f"referee listening on {where}, over TLS; {', '.join(remote)} connect there with their tokens "
+                f"(CRAITS_SERVER=grpcs://HOST:PORT, CRAITS_TOKEN{', CRAITS_TLS_CA' if arena.tls.self_signed else ''})")
+    return f"referee listening on {where}; {', '.join(remote)} connect there with their tokens (CRAITS_SERVER, CRAITS_TOKEN)"
 
 
 def security_notes(arena: Arena) -> list[str]:
