@@ -25,10 +25,15 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import grpc
 
 from server.errors import UserError
+
+if TYPE_CHECKING:  # (cryptography is imported when a certificate is read or made: not by every referee)
+    from cryptography.hazmat.primitives.asymmetric.types import PublicKeyTypes
+    from cryptography.x509 import Certificate
 
 SELF_SIGNED = "self-signed"
 MODES = (SELF_SIGNED, "off")
@@ -272,18 +277,17 @@ def _make(dns: list[str], ips: list[str]) -> tuple[bytes, bytes]:
     return cert.public_bytes(serialization.Encoding.PEM), key_pem
 
 
-def _fingerprint(cert: object) -> str:
+def _fingerprint(cert: Certificate) -> str:
     from cryptography.hazmat.primitives import serialization
 
-    der = cert.public_bytes(serialization.Encoding.DER)  # type: ignore[attr-defined]
+    der = cert.public_bytes(serialization.Encoding.DER)
     return ":".join(f"{b:02X}" for b in hashlib.sha256(der).digest())
 
 
-def _public(key: object) -> bytes:
+def _public(key: PublicKeyTypes) -> bytes:
     from cryptography.hazmat.primitives import serialization
 
-    return key.public_bytes(serialization.Encoding.DER,  # type: ignore[attr-defined, no-any-return]
-                            serialization.PublicFormat.SubjectPublicKeyInfo)
+    return key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
 
 
 def _read(path: Path, option: str) -> bytes:
