@@ -253,7 +253,11 @@ function connection(server, { tls = false, caFile = '' } = {}) {
 /** Why a TLS connection could not be made, from the status details (null: not a TLS failure). */
 function tlsRefusal(details) {
   const lower = details.toLowerCase();
-  if (/self[- ]signed|unable to (get|verify)|certificate|cert_|hostname|altnames/.test(lower)) {
+  if (/altnames|hostname/.test(lower)) {
+    return `the referee's certificate does not name the host dialled (${details}): connect by a name or address it names `
+      + '(the one the organizer gave); this bot never falls back to plain text';
+  }
+  if (/self[- ]signed|unable to (get|verify)|certificate|cert_/.test(lower)) {
     return `the referee's certificate is not one this bot trusts (${details}): set CRAITS_TLS_CA (or --tls-ca) to the `
       + 'certificate file the organizer gave you, and check its SHA-256 fingerprint with them; this bot never falls back to plain text';
   }

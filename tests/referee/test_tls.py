@@ -33,8 +33,8 @@ from craits.v1 import referee_pb2 as pb
 from craits.v1 import referee_pb2_grpc
 
 from server.spec import BotSpec, Clocks, SeatStatus
-from server.transport.service import Arena, ArenaOptions
-from server.transport.tls import ServerTLS, TLSRequest, load_pair, self_signed, server_tls
+from server.transport.service import Arena, ArenaOptions, security_notes
+from server.transport.tls import ServerTLS, TLSRequest, _make, load_pair, self_signed, server_tls
 from tests.bots.commands import JS_RANDOM, PY_RANDOM, ROOT, finish, need_node, start_bot
 from tests.cli import run_cli, wait_for_line
 from tests.referee.conftest import spec, token
@@ -188,6 +188,42 @@ def test_a_tls_kit_never_falls_back_to_a_plain_text_referee(tmp_path: Path, refe
     assert "does not speak TLS on that port" in err
 
 
+@pytest.mark.parametrize("kit", sorted(KITS))
+def test_a_certificate_that_does_not_name_the_host_dialled_is_refused(tmp_path: Path, kit: str) -> None:
+    if kit == "js":
+        need_node()
+    cert_pem, key_pem = _make(["referee.example"], [])  # (not 127.0.0.1, where the bot dials)
+    (tmp_path / "cert.pem").write_bytes(cert_pem)
+    (tmp_path / "key.pem").write_bytes(key_pem)
+    elsewhere = load_pair(tmp_path / "cert.pem", tmp_path / "key.pem")
+
+    async def dial() -> tuple[int, str, int]:
+        arena = await Arena.start("127.0.0.1:0", ArenaOptions(sandbox="none"), elsewhere)
+        streams = 0
+        read_stream = arena.read_stream
+
+        async def spy(session: Any, messages: Any) -> None:
+            nonlocal streams
+            streams += 1
+            await read_stream(session, messages)
+
+        arena.read_stream = spy  # type: ignore[method-assign]
+        try:
+            secret = token()
+            arena.register_token(secret, "named")
+            env = {"CRAITS_SERVER": f"grpcs://127.0.0.1:{arena.port}", "CRAITS_TLS_CA": str(elsewhere.cert_path),
+                   "CRAITS_TOKEN": secret}
+            code, err = await asyncio.to_thread(finish, start_bot(KITS[kit], env=env))
+            return code, err, streams
+        finally:
+            await arena.shutdown(0)
+
+    code, err, streams = asyncio.run(dial())
+    assert code == 3, err
+    assert "certificate does not name the host dialled" in err
+    assert streams == 0
+
+
 def test_the_self_signed_certificate_is_kept_reused_and_its_key_private() -> None:
     folder = Path(tempfile.mkdtemp(prefix="craits-tls-test-"))
     try:
@@ -240,15 +276,24 @@ def test_a_key_that_is_not_the_certificates_is_refused_in_one_line(
 
 def test_a_public_address_is_said_at_start_in_plain_text_and_over_tls(tmp_path: Path) -> None:
     """Bound to every interface (0.0.0.0), reached in the test on 127.0.0.1 only."""
-    plain = _serve_first_lines(tmp_path / "plain", [], r"referee listening|warning:")
+    plain = _serve_first_lines(tmp_path / "plain", [], r"warning:")
     warning = next(line for line in plain if "warning:" in line)
     assert re.search(r"warning: listening on 0\.0\.0\.0:\d+ without TLS: anyone on that network can read the bots' "
                      r"tokens and hands, and play as them; add --tls self-signed", warning), warning
 
-    secure = _serve_first_lines(tmp_path / "tls", ["--tls", "self-signed"], r"TLS: self-signed certificate")
-    assert not any("warning:" in line for line in secure), secure
+    async def over_tls() -> list[str]:
+        tls = server_tls(TLSRequest(self_signed=True), tmp_path / "tls", "0.0.0.0:0")
+        arena = await Arena.start("0.0.0.0:0", ArenaOptions(sandbox="none"), tls)
+        try:
+            return security_notes(arena)
+        finally:
+            await arena.shutdown(0)
+
+    notes = asyncio.run(over_tls())
     made = load_pair(tmp_path / "tls" / "tls" / "referee-cert.pem", tmp_path / "tls" / "tls" / "referee-key.pem")
-    assert f"SHA-256 {made.fingerprint}" in secure[-1] and str(made.cert_path) in secure[-1]
+    assert len(notes) == 1 and "warning" not in notes[0]
+    assert f"SHA-256 {made.fingerprint}" in notes[0] and str(made.cert_path) in notes[0]
+    assert f"grpcs://{socket.gethostname()}:" in notes[0]  # (the machine's name, for the other machines)
 
 
 def _serve_first_lines(log_dir: Path, extra: list[str], until: str) -> list[str]:

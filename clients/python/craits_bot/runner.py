@@ -113,6 +113,9 @@ def connection(server: str, *, tls: bool = False, ca_file: str | None = None) ->
 
 def _tls_refusal(details: str) -> str | None:
     """Why a TLS connection could not be made, from gRPC's details (None: not a TLS failure)."""
+    if "Hostname Verification Check failed" in details:
+        return ("the referee's certificate does not name the host dialled: connect by a name or address it names "
+                "(the one the organizer gave); this bot never falls back to plain text")
     if "handshake failed" not in details.lower():
         return None
     reason = details[details.lower().index("handshake failed"):].removesuffix(": OK")
