@@ -133,20 +133,20 @@ def load_pair(cert_path: Path, key_path: Path) -> ServerTLS:
     from cryptography import x509
     from cryptography.hazmat.primitives import serialization
 
-    cert_pem = _read(cert_path, "--tls-cert")
-    key_pem = _read(key_path, "--tls-key")
+    cert_pem = _read(cert_path, "TLS certificate")
+    key_pem = _read(key_path, "TLS key")
     try:
         certs = x509.load_pem_x509_certificates(cert_pem)
     except ValueError:
-        raise TLSError(f"--tls-cert {cert_path}: not a PEM certificate (-----BEGIN CERTIFICATE-----)") from None
+        raise TLSError(f"TLS certificate {cert_path}: not a PEM certificate (-----BEGIN CERTIFICATE-----)") from None
     try:
         key = serialization.load_pem_private_key(key_pem, password=None)
     except (ValueError, TypeError) as err:
         why = "it is protected by a password: give a key without one" if isinstance(err, TypeError) else (
             "not a PEM private key (-----BEGIN ... PRIVATE KEY-----)")
-        raise TLSError(f"--tls-key {key_path}: {why}") from None
+        raise TLSError(f"TLS key {key_path}: {why}") from None
     if _public(key.public_key()) != _public(certs[0].public_key()):
-        raise TLSError(f"--tls-key {key_path} is not the private key of --tls-cert {cert_path}")
+        raise TLSError(f"TLS key {key_path} is not the private key of the certificate {cert_path}")
     return ServerTLS(cert_path, key_path, cert_pem, key_pem, _fingerprint(certs[0]))
 
 
@@ -290,11 +290,11 @@ def _public(key: PublicKeyTypes) -> bytes:
     return key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
 
 
-def _read(path: Path, option: str) -> bytes:
+def _read(path: Path, what: str) -> bytes:
     try:
         return path.read_bytes()
     except OSError as err:
-        raise TLSError(f"{option} {path}: cannot read it: {err.strerror or err}") from None
+        raise TLSError(f"{what} {path}: cannot read it: {err.strerror or err}") from None
 
 
 def _write(path: Path, data: bytes, mode: int) -> None:

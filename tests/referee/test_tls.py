@@ -269,7 +269,7 @@ def test_a_key_that_is_not_the_certificates_is_refused_in_one_line(
     code, _, err = run_cli(capsys, "serve", "--address", "127.0.0.1:0", "--tls-cert", str(ours.cert_path),
                            "--tls-key", str(other.key_path))
     assert code == 2
-    assert err.strip() == f"craits: error: --tls-key {other.key_path} is not the private key of --tls-cert {ours.cert_path}"
+    assert err.strip() == f"craits: error: TLS key {other.key_path} is not the private key of the certificate {ours.cert_path}"
     code, _, err = run_cli(capsys, "serve", "--tls-cert", str(ours.cert_path))
     assert code == 2 and "--tls-cert needs --tls-key too" in err
 
