@@ -678,7 +678,21 @@ def choose_runner(
     _check_sandbox(config)
     if out_dir is not None:
         _check_output_unseen(config, out_dir, resuming=resuming)
+    _check_key_unseen(config)
     return tournament_runner
+
+
+def _check_key_unseen(config: TournamentConfig) -> None:
+    """The referee's TLS private key must not be readable by a sandboxed bot (in its cwd, by
+    default the file's folder, or an allow_read path): with it, whoever has it can pose as the referee."""
+    key = config.tls.key
+    if key is None or config.sandbox == "none":
+        return
+    for bot in config.launched_bots:
+        for seen in (bot.cwd, *bot.allow_read):
+            if seen is not None and Path(key).resolve().is_relative_to(Path(seen).resolve()):
+                raise UserError(f"bot {bot.name!r} could read the referee's TLS key {key}, which is inside its folder "
+                                f"{seen}: keep the key out of every bot's folder (and allow_read)")
 
 
 def _check_output_unseen(config: TournamentConfig, out_dir: Path, *, resuming: bool = False) -> None:

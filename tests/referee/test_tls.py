@@ -383,3 +383,19 @@ def test_a_tournament_over_tls_is_played_by_kit_bots_given_its_certificate(tmp_p
     with Store(out / Store.FILENAME) as store:
         results = store.results()
     assert len(results) == 3 and {seat.status for result in results for seat in result.seats} == {"ok"}
+
+
+def test_a_launched_bot_that_could_read_the_referees_key_is_refused(tmp_path: Path) -> None:
+    from server.cli.tournament import _check_key_unseen
+    from server.errors import UserError
+
+    (tmp_path / "bot").mkdir()
+    (tmp_path / "cert.pem").write_text("x")
+    (tmp_path / "key.pem").write_text("x")
+    text = ('name = "t"\ntable_size = 2\ntls_cert = "cert.pem"\ntls_key = "key.pem"\n'
+            '[[bots]]\nname = "a"\nbuiltin = "random"\n[[bots]]\nname = "mine"\ncommand = ["python3", "-c", "0"]\n')
+    beside = parse_config(text, "t.toml", tmp_path)  # (its cwd: the file's folder, where the key is)
+    with pytest.raises(UserError, match=r"bot 'mine' could read the referee's TLS key .*key\.pem"):
+        _check_key_unseen(beside)
+    _check_key_unseen(parse_config(text.replace('command = ', 'cwd = "bot"\ncommand = '), "t.toml", tmp_path))
+    _check_key_unseen(dataclasses.replace(beside, sandbox="none"))  # (trusted bots read all of yours anyway)
