@@ -41,7 +41,9 @@ CONFIDENCE = 0.95
 HEAD_TO_HEAD_GRID_BOTS = 12
 """Up to this many bots the terminal's standings end with the whole head-to-head grid."""
 RATING_MODEL = "OpenSkill Plackett-Luce (default mu=25, sigma=25/3)"
-ISSUE_COUNTERS = ("timeouts", "strikes", "illegal", "malformed", "disconnects", "default_actions")
+ISSUE_COUNTERS = ("timeouts", "strikes", "illegal", "malformed", "disconnects", "default_actions", "bot_errors")
+"""Per-seat fault counters the standings sum (``bot_errors``: the bot's own code failed and
+its kit answered in its place, Answer.bot_error)."""
 BAD_STATUSES = ("struck_out", "disconnected", "never_connected")
 
 # Student's t, two-sided 95% (the 0.975 quantile), for 1..30 degrees of freedom.

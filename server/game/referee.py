@@ -86,6 +86,12 @@ def _seat_entry(seat: Seat) -> dict[str, Any]:
     return entry
 
 
+def _one_line(text: str, limit: int = 200) -> str:
+    """A bot's text for a record: its first line, at most ``limit`` characters."""
+    line = text.strip().split("\n", 1)[0].strip()
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
 def _exit_text(returncode: int | None) -> str:
     if returncode is not None and returncode < 0:
         with contextlib.suppress(ValueError):
@@ -454,6 +460,8 @@ class GameReferee:
                         )
                     continue
                 answer = item.answer
+                if answer.HasField("bot_error"):
+                    self._bot_error(seat, decision_id, answer.bot_error, notes)
                 action_id = answer.action_id
                 judgement = None if action_id in legal else judge_answer(state, legal, action_id)
                 if judgement is not None and not judgement.refused:
@@ -519,6 +527,18 @@ class GameReferee:
             seat.session.send_error(judgement.code, message, rule=judgement.rule, game_id=self.game_id,
                                     decision_id=decision_id, strikes=seat.strikes)
         return judgement.note
+
+    def _bot_error(self, seat: Seat, decision_id: int, error: pb.BotError, notes: list[str]) -> None:
+        """The bot's kit says its code failed on this decision and answered in its place: a
+        fault of its own kind (no strike), kept with its first line for the organizer."""
+        text = _one_line(error.message) or "(no message)"
+        if error.where:
+            text += f" at {_one_line(error.where)[:100]}"
+        seat.bot_errors += 1
+        if not seat.bot_error:
+            seat.bot_error = text
+        self._event(seat, f"bot error on decision {decision_id}: {text}", warn=seat.bot_errors == 1)
+        notes.append(f"bot error: {text}")
 
     def _timed_out(self, seat: Seat, decision_id: int, legal: list[int], notes: list[str]) -> tuple[int, str, None, None, str]:
         seat.timeouts += 1

@@ -394,6 +394,9 @@ class Seat:
         self.stale = 0
         self.disconnects = 0
         self.default_actions = 0
+        self.bot_errors = 0
+        self.bot_error = ""
+        """The first bot error's text (the report's ``bot_error``)."""
         self.think_s = 0.0
         self.transport_s = 0.0
         self.events: list[str] = []
@@ -434,6 +437,8 @@ class Seat:
             think_s=self.think_s,
             transport_s=self.transport_s,
             stale=self.stale,
+            bot_errors=self.bot_errors,
+            bot_error=self.bot_error,
             events=tuple(self.events)
             + ((f"... and {self.events_not_kept} more, not kept here (the log has them all)",)
                if self.events_not_kept else ()),

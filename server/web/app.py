@@ -623,6 +623,14 @@ def rating_svg(points: list[dict[str, Any]], width: int = 640, height: int = 220
     )
 
 
+def _fault_text(faults: dict[str, Any]) -> str:
+    """A seat's faults in one game, in words: "timeouts 2, bot errors 3 (first: KeyError: 'x' at bot.py:9)"."""
+    first = faults.get("first_bot_error")
+    return ", ".join(
+        f"{k.replace('_', ' ')} {v}" + (f" (first: {first})" if k == "bot_errors" and first else "")
+        for k, v in faults.items() if k != "first_bot_error")
+
+
 def _bot_body(name: str, info: dict[str, Any]) -> str:
     e = html.escape
     row = info["standing"]
@@ -638,7 +646,7 @@ def _bot_body(name: str, info: dict[str, Any]) -> str:
     plot = f'<section class="panel"><h2>Rating over time</h2>{rating_svg(info["ratings"])}</section>'
     fault_rows = "".join(
         f'<tr><td><a href="/games/{e(f["game_id"], quote=True)}">{e(f["game_id"])}</a></td><td>{f["seat"]}</td>'
-        f'<td>{e(", ".join(f"{k} {v}" for k, v in f["faults"].items()))}</td></tr>'
+        f'<td>{e(_fault_text(f["faults"]))}</td></tr>'
         for f in info["faults"]
     ) or '<tr><td colspan="3">no faults</td></tr>'
     faults = (

@@ -320,6 +320,8 @@ def _faults(seat: Any) -> JsonDict:
     out: JsonDict = {k: seat.counters.get(k, 0) for k in ISSUE_COUNTERS if seat.counters.get(k, 0)}
     if seat.status in BAD_STATUSES:
         out["status"] = seat.status
+    if getattr(seat, "bot_error", ""):  # the first failure of the bot's own code, in its words
+        out["first_bot_error"] = seat.bot_error
     return out
 
 
