@@ -54,6 +54,9 @@ class SeatStatus(enum.StrEnum):
     DISCONNECTED = "disconnected"
     """Gone past the reconnect grace: the default policy played the rest."""
     NEVER_CONNECTED = "never_connected"
+    LEFT = "left"
+    """A bot that connects on its own closed its stream cleanly mid-game (its process stopped):
+    the default policy played the rest at once, without waiting for the reconnect grace."""
 
 
 @dataclass(frozen=True, slots=True)

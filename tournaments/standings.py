@@ -44,7 +44,9 @@ RATING_MODEL = "OpenSkill Plackett-Luce (default mu=25, sigma=25/3)"
 ISSUE_COUNTERS = ("timeouts", "strikes", "illegal", "malformed", "disconnects", "default_actions", "bot_errors")
 """Per-seat fault counters the standings sum (``bot_errors``: the bot's own code failed and
 its kit answered in its place, Answer.bot_error)."""
-BAD_STATUSES = ("struck_out", "disconnected", "never_connected")
+BAD_STATUSES = ("struck_out", "disconnected", "never_connected", "left")
+"""Seat statuses counted as faults: ``left`` is a clean exit mid-game (the bot closed its stream),
+told apart from ``disconnected`` (a crash or a network drop, waited for)."""
 
 # Student's t, two-sided 95% (the 0.975 quantile), for 1..30 degrees of freedom.
 _T975 = (

@@ -155,16 +155,23 @@ class GameReferee:
             if seat.open_decision:
                 seat.mailbox.put(CONNECTED)
 
-    def seat_disconnected(self, seat: Seat, session: Session, why: str) -> None:
-        """The seat's stream ended (the bot closed it, died, or was cut off)."""
+    def seat_disconnected(self, seat: Seat, session: Session, why: str, *, clean: bool = False) -> None:
+        """The seat's stream ended (the bot closed it, died, or was cut off). ``clean``: the bot
+        closed its side itself; a bot that connects on its own then left for good (its
+        process stopped), so its seat goes to the default policy at once rather than after
+        the reconnect grace. (A launched bot's exit is its process's to tell.)"""
         if seat.session is not session:
             return
         seat.session = None
         if self.over:
             return
-        seat.disconnects += 1
         seat.disconnected_at = time.monotonic()
-        self._event(seat, f"disconnected: {why}")
+        if clean and seat.bot.command is None:
+            seat.left_cleanly = True
+            self._event(seat, f"left: {why}")
+        else:
+            seat.disconnects += 1
+            self._event(seat, f"disconnected: {why}")
         seat.mailbox.put(DISCONNECTED)
 
     def seat_process_exited(self, seat: Seat, returncode: int | None, why: str = "") -> None:
@@ -499,7 +506,7 @@ class GameReferee:
 
     def _grace_end(self, seat: Seat) -> float:
         """When a disconnected seat's grace runs out, on the perf_counter clock."""
-        if seat.process_exited or seat.disconnected_at is None:
+        if seat.process_exited or seat.left_cleanly or seat.disconnected_at is None:
             return 0.0
         left = seat.disconnected_at + self.clocks.reconnect_grace_s - time.monotonic()
         return _perf() + left
@@ -575,10 +582,11 @@ class GameReferee:
             seat.session.send_error(pb.ERROR_CODE_STRUCK_OUT, message, game_id=self.game_id, strikes=seat.strikes)
 
     def _gone(self, seat: Seat, legal: list[int], notes: list[str]) -> tuple[int, str, None, None, str]:
-        seat.status = SeatStatus.DISCONNECTED
+        seat.status = SeatStatus.LEFT if seat.left_cleanly else SeatStatus.DISCONNECTED
         seat.policy = DefaultPolicy()
         seat.default_actions += 1
-        why = "its process exited" if seat.process_exited else f"not back within {self.clocks.reconnect_grace_s:g} s"
+        why = ("its process exited" if seat.process_exited else "it closed its stream" if seat.left_cleanly
+               else f"not back within {self.clocks.reconnect_grace_s:g} s")
         self._event(seat, f"gone ({why}): the default policy plays this seat", warn=True)
         notes.append(f"disconnected ({why}): default action")
         return default_action(legal), "disconnected", None, None, "; ".join(notes)
