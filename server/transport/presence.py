@@ -13,10 +13,12 @@ as streams come and go; whoever shows it (``tournaments.grpc_runner``) subscribe
 
 from __future__ import annotations
 
+import json
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 MAX_REFUSED = 20
@@ -89,3 +91,27 @@ class Presence:
         self.bots[name] = BotPresence(state, time.time())
         if self.on_change is not None:
             self.on_change("bot", name)
+
+
+FILENAME = "connections.json"
+"""The presence as a tournament's or a ladder's output folder keeps it, for its board."""
+
+
+def write_file(path: Path, snapshot: dict[str, Any]) -> None:
+    """Write ``snapshot`` (:meth:`Presence.snapshot`) to ``path`` atomically (a board reads it
+    from another process at any moment)."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(json.dumps({**snapshot, "updated": time.time()}, sort_keys=True), encoding="utf-8")
+        tmp.replace(path)
+    except OSError:  # (a full disk: the board shows the previous one; the games go on)
+        tmp.unlink(missing_ok=True)
+
+
+def read_file(path: Path) -> dict[str, Any] | None:
+    """The presence written at ``path``, or None when there is none (or it cannot be read)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None

@@ -41,6 +41,7 @@ from server.storage.store import StoreError
 from server.web.board import Board
 from server.web.fanout import MAX_BUFFER, Reader, accepts_deflate, finish, open_stream
 from server.web.live import END, GameStream, LiveHub, public_records, strip_full
+from tournaments.standings import RATING_HEADERS, RATING_LEGEND
 
 log = get_logger()
 T = TypeVar("T")
@@ -358,6 +359,8 @@ class WebServer:
         note = self.board.source.note if self.board is not None else ""
         body = _fill(_asset("board.html"), {
             "DATA": _embed(data), "NOTE": f'<p id="live-note" class="legend">{html.escape(note)}</p>' if note else "",
+            "LEGEND": html.escape(RATING_LEGEND), "RATING": html.escape(RATING_HEADERS[0]),
+            "SPREAD": html.escape(RATING_HEADERS[1]),
         })
         return self._page(self.title, body, script=_asset("board.js"))
 
@@ -638,8 +641,8 @@ def _bot_body(name: str, info: dict[str, Any]) -> str:
     faults_total = sum(issues.values())
     head = (
         f'<h1 id="bot-name">{e(name)}</h1>'
-        f'<p class="meta">rank {row["rank"]} &middot; rating {_fmt(row["rating_mu"])} &plusmn; '
-        f'{_fmt(row["rating_sigma"])} (ordinal {_fmt(row["rating_ordinal"])}) &middot; average placing '
+        f'<p class="meta">rank {row["rank"]} &middot; {RATING_HEADERS[0]} {_fmt(row["rating_ordinal"])} '
+        f'({e(RATING_HEADERS[1])} {_fmt(row["rating_mu"])} &plusmn; {_fmt(row["rating_sigma"])}) &middot; average placing '
         f'{_fmt(row["avg_placing"])} &middot; {row["games"]} games &middot; {row["wins"]} wins &middot; '
         f"{faults_total} faults</p>"
     )
