@@ -120,7 +120,7 @@
     if (p.kind === "server") text = p.done + " games played, " + (p.live || 0) + " being played";
     if (p.rate) text += " \u00b7 " + p.rate.toFixed(2) + " games/s";
     if (p.kind !== "ladder" && !p.finished && p.eta_s != null) text += " \u00b7 ETA " + clock(p.eta_s);
-    if (p.finished) text += " \u00b7 finished";
+    if (p.finished && p.kind !== "ladder") text += " \u00b7 finished"; // (a ladder between runs is stopped, not finished)
     const t = $("progress-text");
     t.textContent = text;
     t.dataset.done = String(p.done);
