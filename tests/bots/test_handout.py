@@ -69,7 +69,7 @@ def test_a_handout_installs_into_a_fresh_venv_and_its_bot_plays(tmp_path: Path) 
             bot.terminate()
             output, _ = bot.communicate(timeout=60)
     assert "connected to " + address + " as 'alice'" in output, output
-    config, store = reopen_ladder(tmp_path / "out")
+    _, store = reopen_ladder(tmp_path / "out")
     with store:
         results = store.results()
     assert results and all(r.seats[r.bots.index("alice")].status == "ok" for r in results)

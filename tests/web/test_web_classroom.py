@@ -63,8 +63,8 @@ def classroom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Runnin
         running.stop()
 
 
-def _connection(page: Any, bot: str) -> str:
-    return str(page.evaluate(
+def _connection(tab: Any, bot: str) -> str:
+    return str(tab.evaluate(
         f"() => (document.querySelector('#standings tr[data-bot=\"{bot}\"] td.conn-cell') || {{}}).textContent || ''"))
 
 
