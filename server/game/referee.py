@@ -544,7 +544,11 @@ class GameReferee:
         seat.bot_errors += 1
         if not seat.bot_error:
             seat.bot_error = text
-        self._event(seat, f"bot error on decision {decision_id}: {text}", warn=seat.bot_errors == 1)
+        what = f"bot error on decision {decision_id}: {text}"
+        if seat.bot_errors == 1:
+            self._event(seat, what, warn=True)
+        else:  # (the log has the first: a bot failing at every decision would write a line each)
+            seat.note(what)
         notes.append(f"bot error: {text}")
 
     def _timed_out(self, seat: Seat, decision_id: int, legal: list[int], notes: list[str]) -> tuple[int, str, None, None, str]:
