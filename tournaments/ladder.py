@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from server.storage.replay.format import write_text_atomic
 from server.storage.store import GameSlot, Store, TournamentStore
 from tournaments.config import TournamentConfig, parse_config
 from tournaments.pages import write_game_pages
@@ -104,14 +105,9 @@ never "complete", and a normal stop is not an incomplete one)."""
 def write_state(out_dir: Path, *, running: bool, rounds: int = 0, why: str = "") -> None:
     """Record whether the ladder runs, or why it stopped, and when, in its folder (atomically;
     a write that fails changes nothing: the standings then say less)."""
-    path = out_dir / STATE_FILE
-    tmp = path.with_name(path.name + ".tmp")
     state = {"running": running, "rounds": rounds, "why": why, "at": time.time()}
-    try:
-        tmp.write_text(json.dumps(state, sort_keys=True) + "\n", encoding="utf-8")
-        tmp.replace(path)
-    except OSError:
-        tmp.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        write_text_atomic(out_dir / STATE_FILE, json.dumps(state, sort_keys=True) + "\n")
 
 
 def read_state(out_dir: Path) -> dict[str, Any] | None:

@@ -13,6 +13,7 @@ as streams come and go; whoever shows it (``tournaments.grpc_runner``) subscribe
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections import deque
@@ -20,6 +21,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from server.storage.replay.format import write_text_atomic
 
 MAX_REFUSED = 20
 """Refused Hellos kept (the latest), so a bot retrying with a wrong token for hours keeps it small."""
@@ -100,12 +103,8 @@ FILENAME = "connections.json"
 def write_file(path: Path, snapshot: dict[str, Any]) -> None:
     """Write ``snapshot`` (:meth:`Presence.snapshot`) to ``path`` atomically (a board reads it
     from another process at any moment)."""
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_text(json.dumps({**snapshot, "updated": time.time()}, sort_keys=True), encoding="utf-8")
-        tmp.replace(path)
-    except OSError:  # (a full disk: the board shows the previous one; the games go on)
-        tmp.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):  # (a full disk: the board shows the previous one; the games go on)
+        write_text_atomic(path, json.dumps({**snapshot, "updated": time.time()}, sort_keys=True))
 
 
 def read_file(path: Path) -> dict[str, Any] | None:
