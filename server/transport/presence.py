@@ -33,12 +33,14 @@ LEFT = "left cleanly"
 """The bot closed its stream itself (its process stopped, Ctrl-C, the kit's normal end)."""
 LOST = "connection lost"
 """The stream broke without the bot closing it: a crash, a kill, a network drop."""
+ENDED = "the referee stopped"
+"""The referee ended the stream as it shut down (the run is over)."""
 
 
 @dataclass(frozen=True, slots=True)
 class BotPresence:
     state: str
-    """:data:`CONNECTED`, :data:`NEVER`, :data:`LEFT` or :data:`LOST`."""
+    """:data:`CONNECTED`, :data:`NEVER`, :data:`LEFT`, :data:`LOST` or :data:`ENDED`."""
     since: float | None
     """Wall-clock time (seconds since the epoch) of the change; None: never connected."""
 
@@ -73,9 +75,9 @@ class Presence:
         if name in self.bots and not self.bots[name].connected:
             self._set(name, CONNECTED)
 
-    def left(self, name: str, *, clean: bool) -> None:
+    def left(self, name: str, *, clean: bool, shutdown: bool = False) -> None:
         if name in self.bots and self.bots[name].connected:
-            self._set(name, LEFT if clean else LOST)
+            self._set(name, ENDED if shutdown else LEFT if clean else LOST)
 
     def refuse(self, claimed: str, why: str) -> None:
         refusal = Refusal(claimed, why, time.time())

@@ -744,7 +744,7 @@ class Arena:
         if entry is None or entry.session is not session:
             return
         entry.session = None
-        self.presence.left(entry.name, clean=session.half_closed)
+        self.presence.left(entry.name, clean=session.half_closed, shutdown=self.closing)
         for seat in list(entry.seats):
             seat.game.seat_disconnected(seat, session, why, clean=session.half_closed)
         if self.pool is not None:
