@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from server.spec import BotSpec
 from server.storage.replay import read_replay, verify_replay
 from server.transport.rerun import first_fault
 from tests.cli import run_cli
-from server.spec import BotSpec
 from tests.referee.conftest import FAST, builtin, spec, token, with_arena
 
 BOT = Path(__file__).resolve().parent / "bots" / "seeded_bot.py"
@@ -70,6 +70,7 @@ def test_a_bot_that_answers_differently_is_reported_at_its_first_difference(
         crashed: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     replay = read_replay(crashed)
     code, out, err = _rerun(capsys, crashed, tmp_path, bot=("--seed", "2"))
+    assert code == 0, out + err  # it differs, but does not crash
     line = next(line for line in out.splitlines() if line.startswith("first difference at decision "))
     n = int(line.split()[4].rstrip(":"))
     rec = replay.decisions[n - 1]
