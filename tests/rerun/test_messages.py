@@ -3,11 +3,17 @@ on the wire, byte for byte, at every seat (tests/rerun/conftest.py records it)."
 
 from __future__ import annotations
 
+import base64
+import json
+from pathlib import Path
+
+import pytest
 from craits.v1 import referee_pb2 as pb
 
 from server.engine import DecisionKind
 from server.game.transcript import Answered, transcript
 from server.storage.replay import read_replay, verify_replay
+from tests.cli import run_cli
 from tests.rerun.conftest import WireGame
 
 
@@ -36,3 +42,44 @@ def test_the_game_asked_every_kind_of_decision_and_met_every_fault(wire_game: Wi
     assert {pb.ERROR_CODE_ILLEGAL_ACTION, pb.ERROR_CODE_MALFORMED, pb.ERROR_CODE_TIMEOUT} <= codes
     assert {"bank", "timeout"} <= {d["status"] for d in replay.decisions}
     assert sum(len(d.get("wire", {}).get("refused", [])) for d in replay.decisions) == 2
+
+
+def _delimited(data: bytes) -> list[bytes]:
+    out, i = [], 0
+    while i < len(data):
+        size = shift = 0
+        while True:
+            byte = data[i]
+            i += 1
+            size |= (byte & 0x7F) << shift
+            shift += 7
+            if byte < 0x80:
+                break
+        out.append(data[i:i + size])
+        i += size
+    return out
+
+
+def test_the_command_writes_both_forms_with_the_answers(wire_game: WireGame, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    binary, lines = tmp_path / "seat1.bin", tmp_path / "seat1.jsonl"
+    code, _, err = run_cli(capsys, "replay", "messages", str(wire_game.replay), "--seat", "1", "--format", "binary",
+                           "-o", str(binary))
+    assert code == 0 and f"wrote {binary}: {len(wire_game.received[1])} messages to seat 1 (rec1)" in err
+    assert _delimited(binary.read_bytes()) == wire_game.received[1]
+    assert run_cli(capsys, "replay", "messages", str(wire_game.replay), "--seat", "1", "-o", str(lines))[0] == 0
+    items = [json.loads(line) for line in lines.read_text().splitlines()]
+    assert items[0] == {"from": "replay", "game_id": "wire-game", "seat": 1, "bot": "rec1", "caveats": []}
+    sent = [base64.b64decode(item["bytes"]) for item in items if item["from"] == "referee"]
+    assert sent == wire_game.received[1]
+    answers = [item for item in items if item["from"] == "bot"]
+    assert [int(a["answer"]["action_id"]) for a in answers] == [a.action_id for a in wire_game.answers[1]]
+    assert [a["refused"] for a in answers].count(True) == 1  # its malformed answer
+    first = next(item for item in items if item["from"] == "referee" and "decision" in item["message"])
+    assert first["n"] >= 1 and first["message"]["decision"]["legal_actions"]
+
+
+def test_a_seat_the_game_does_not_have_is_a_clear_error(wire_game: WireGame, capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
+    code, _, err = run_cli(capsys, "replay", "messages", str(wire_game.replay), "--seat", "3")
+    assert code == 2 and "--seat 3: this game's seats are 0 rec0, 1 rec1, 2 rec2" in err
