@@ -131,7 +131,8 @@ def _command(words: list[str], missing: str) -> list[str]:
 
 async def _rerun(args: argparse.Namespace, replay: Replay, seat: int, command: list[str],
                  others: str | list[str], sandbox: str, out: Path) -> int:
-    from server.transport.rerun import RerunGames, first_fault, outcome, rerun_spec
+    from server.storage.replay.faults import first_fault
+    from server.transport.rerun import RerunGames, outcome, rerun_spec
     from server.transport.service import Arena, ArenaError, ArenaOptions
 
     fault_n = first_fault(replay, seat)

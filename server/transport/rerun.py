@@ -26,31 +26,10 @@ from server.game.transcript import replay_clocks
 from server.protocol import wire
 from server.spec import BotSpec, Clocks, GameRecord, GameSpec
 from server.storage.replay import Replay
+from server.storage.replay.faults import FINE, fault_words, is_fault
 
 OTHERS = ("default", "random", "greedy")
 """The in-process policies the other seats may play once the game leaves the recorded path."""
-
-FINE = frozenset(("ok", "auto", "bank"))
-"""Decision statuses that are not a fault of the seat's bot. ``default`` (the seat played by
-the default policy after an earlier fault) is the consequence of a fault, not a new one; any
-other status, present or future (a newer referee may add kinds), is a fault."""
-
-
-def is_fault(rec: dict[str, Any]) -> bool:
-    """True when a decision record shows a fault of the bot that was asked: a fault status, or
-    an answer refused on the way to the one played."""
-    status = str(rec.get("status", ""))
-    wire_facts = rec.get("wire")
-    refused = isinstance(wire_facts, dict) and bool(wire_facts.get("refused"))
-    return (status not in FINE and status != "default") or refused
-
-
-def first_fault(replay: Replay, seat: int) -> int | None:
-    """The number of the first decision at which ``seat``'s bot faulted, if any."""
-    for rec in replay.decisions:
-        if rec["seat"] == seat and is_fault(rec):
-            return int(rec["n"])
-    return None
 
 
 def describe_state(state: GameState, seat: int) -> str:
@@ -220,12 +199,8 @@ class RerunGames:
 
 
 def outcome(game: RerunReferee, record: GameRecord, new: Replay, fault_n: int | None) -> RerunOutcome:
-    faults = [(int(rec["n"]), _fault_words(rec)) for rec in new.decisions
+    faults = [(int(rec["n"]), fault_words(rec)) for rec in new.decisions
               if rec["seat"] == game.seat_index and rec["n"] >= game.from_n and is_fault(rec)]
     return RerunOutcome(game.from_n, fault_n, record, game.difference, game.compared, game.path.left_at, faults)
 
 
-def _fault_words(rec: dict[str, Any]) -> str:
-    status = str(rec.get("status", ""))
-    note = str(rec.get("note", ""))
-    return f"{status}: {note}" if note else status

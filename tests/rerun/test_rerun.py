@@ -12,7 +12,7 @@ import pytest
 
 from server.spec import BotSpec
 from server.storage.replay import read_replay, verify_replay
-from server.transport.rerun import first_fault
+from server.storage.replay.faults import first_fault
 from tests.cli import run_cli
 from tests.referee.conftest import FAST, builtin, spec, token, with_arena
 
