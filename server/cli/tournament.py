@@ -349,7 +349,7 @@ def cmd_standings(args: argparse.Namespace) -> int:
         with store:
             standings = load_standings(config, store)
             games = game_links(store, out_dir)
-            faults = fault_links(store, out_dir, bot_commands(config)) if args.faults else None
+            faults = fault_links(store, out_dir, bot_commands(config), Path.cwd()) if args.faults else None
     return _show_standings(standings, games, args, faults)
 
 
@@ -500,7 +500,7 @@ def cmd_ladder_standings(args: argparse.Namespace) -> int:
         with store:
             standings = ladder_standings(config, store)
             games = game_links(store, out_dir)
-            faults = fault_links(store, out_dir, bot_commands(config)) if args.faults else None
+            faults = fault_links(store, out_dir, bot_commands(config), Path.cwd()) if args.faults else None
     return _show_standings(standings, games, args, faults)
 
 

@@ -198,7 +198,7 @@ def cmd_standings(args: argparse.Namespace, url: str, *, ladder: bool = False) -
         with store:
             standings = ladder_standings(config, store) if ladder else load_standings(config, store)
             games = game_links(store, out or config.output_dir())
-            faults = (fault_links(store, out or config.output_dir(), bot_commands(config))
+            faults = (fault_links(store, out or config.output_dir(), bot_commands(config), Path.cwd())
                       if getattr(args, "faults", False) else None)
     return _show_standings(standings, games, args, faults)
 
