@@ -12,6 +12,7 @@ from typing import Any
 
 from server.errors import UserError
 from server.game.transcript import transcript
+from server.storage.replay.faults import fault_words
 from server.storage.replay.format import ReplayError
 from server.storage.replay.reader import Replay, read_replay
 from server.storage.replay.verify import verify_replay
@@ -174,18 +175,18 @@ def _report(replay: Replay, seat: int, found: Any, path: Path, bot_log: Path) ->
     else:
         lines.append(found.difference.line())
     if found.fault_n is not None:
-        rec = replay.decisions[found.fault_n - 1]
-        was = f"{rec['status']}" + (f": {rec['note']}" if rec.get("note") else "")
+        was = fault_words(replay.decisions[found.fault_n - 1])
         now = [what for n, what in found.faults if n == found.fault_n]
         if now:
             lines.append(f"the fault at decision {found.fault_n} is reproduced: {now[0]} (recorded: {was})")
         else:
             lines.append(f"the fault at decision {found.fault_n} is gone (recorded: {was})")
     later = [(n, what) for n, what in found.faults if n != found.fault_n]
+    reproduced = any(n == found.fault_n for n, _ in found.faults)
     if later:
         n, what = later[0]
         lines.append(f"a fault at decision {n}: {what}" + (f" (and {len(later) - 1} more)" if len(later) > 1 else ""))
-    elif found.from_n <= decisions:
+    elif found.from_n <= decisions and not reproduced:
         lines.append(f"no fault from decision {found.from_n} to the end of the game")
     if found.left_at is not None:
         lines.append(f"the game left the recorded path at decision {found.left_at}; the other seats played "
@@ -196,7 +197,7 @@ def _report(replay: Replay, seat: int, found: Any, path: Path, bot_log: Path) ->
     if bot_log.exists():
         lines.append(f"the bot's output: {bot_log}")
     if not found.fault_gone:
-        lines.append("FAULT: the bot still faults" if found.fault_n in [n for n, _ in found.faults] else "FAULT")
+        lines.append("FAULT: the bot still faults" if reproduced else "FAULT")
     else:
         lines.append("FAULT GONE" if found.fault_n is not None else "NO FAULT")
     return "\n".join(lines)

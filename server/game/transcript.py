@@ -188,7 +188,7 @@ class _Rebuild:
         if report.get("stale"):
             self.caveats.append(f"the bot sent {report['stale']} stale answer(s): the errors refusing them "
                                 "are not in the replay")
-        if report.get("disconnects"):
+        if int(report.get("disconnects") or 0) > int(gone):  # (a bot gone for good left once, at the end)
             self.caveats.append(f"the bot disconnected {report['disconnects']} time(s): what it was sent "
                                 "around a reconnect is not rebuilt")
         bot = replay.bots[seat]
@@ -204,7 +204,7 @@ class _Rebuild:
         self.history_sent = len(state.log) - state.hand_log_start
         if facts.get("away") or facts.get("reconnects"):
             self.caveats.append(f"decision {n}: the bot was away or reconnected; its requests are not rebuilt")
-            return False
+            return rec["status"] == "disconnected"
         deadline = facts.get("deadline_ms", max(0, int(self.clocks.decision_s * 1000)))
 
         def request(deadline_ms: int, bank_ms: int, repeated: bool) -> None:

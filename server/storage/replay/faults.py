@@ -33,6 +33,8 @@ def fault_words(rec: JsonDict) -> str:
     note = str(rec.get("note", ""))
     if status in FINE:  # an answer refused before the one played
         status = "refused answer"
+    if note.startswith(status):
+        return note
     return f"{status}: {note}" if note else status
 
 
