@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from server.errors import UserError
-from server.game.transcript import transcript
+from server.game.transcript import is_builtin, transcript
 from server.storage.replay.faults import fault_words
 from server.storage.replay.format import ReplayError
 from server.storage.replay.reader import Replay, read_replay
@@ -51,7 +51,11 @@ def _seat(replay: Replay, seat: int) -> int:
 
 def _cmd_messages(args: argparse.Namespace) -> int:
     replay = load_verified(args.file)
-    rebuilt = transcript(replay, _seat(replay, args.seat))
+    seat = _seat(replay, args.seat)
+    if is_builtin(replay, seat):
+        raise UserError(f"seat {seat} is the built-in bot {replay.bots[seat]}: it plays inside the referee and "
+                        "is sent no messages")
+    rebuilt = transcript(replay, seat)
     out_path = Path(args.output) if args.output else None
     if args.format == "binary":
         data = rebuilt.delimited()

@@ -166,10 +166,14 @@ class _Rebuild:
             self.send("hand_start", wire.hand_start(state, self.game_id))
         gone = False
         hands_done = 0
+        unknown = 0
+        builtin = is_builtin(replay, seat)
         for rec in replay.decisions:
             facts = rec.get("wire")
             if rec["seat"] == seat and facts is not None and not gone:
                 gone = self.asked(rec, facts)
+            elif rec["seat"] == seat and not gone and rec["status"] not in ("auto", "default") and not builtin:
+                unknown += 1  # asked, but recorded by a referee that kept no wire facts
             state.apply(rec["action"])
             if len(state.hand_results) != hands_done and not gone:
                 for result in state.hand_results[hands_done:]:
@@ -184,6 +188,9 @@ class _Rebuild:
                 self.error(None, code, aborted_text(aborted))
                 self.caveats.append("the game was aborted: the code of its last Error is inferred from its reason")
             self.send("game_end", wire.game_end(state, self.game_id, aborted))
+        if unknown:
+            self.caveats.append(f"{unknown} request(s) to this seat are left out: the replay does not keep what "
+                                "they carried (recorded before replays kept it)")
         report = _seat_report(replay, seat)
         if report.get("stale"):
             self.caveats.append(f"the bot sent {report['stale']} stale answer(s): the errors refusing them "
@@ -243,6 +250,12 @@ class _Rebuild:
         elif status == "disconnected":
             return True
         return False
+
+
+def is_builtin(replay: Replay, seat: int) -> bool:
+    """True for a seat played in-process by a built-in bot (it is sent no messages)."""
+    entry = replay.header["seats"][seat]
+    return isinstance(entry, dict) and entry.get("via") == "builtin"
 
 
 def _seat_report(replay: Replay, seat: int) -> dict[str, Any]:
