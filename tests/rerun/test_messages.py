@@ -12,7 +12,7 @@ from craits.v1 import referee_pb2 as pb
 
 from server.engine import DecisionKind
 from server.game.transcript import Answered, transcript
-from server.storage.replay import read_replay, verify_replay
+from server.storage.replay import canonical_json, read_replay, verify_replay
 from tests.cli import run_cli
 from tests.rerun.conftest import WireGame
 
@@ -30,6 +30,11 @@ def test_the_rebuilt_messages_equal_the_recorded_wire_at_every_seat(wire_game: W
         answers = [item.answer for item in rebuilt.items if isinstance(item, Answered)]
         assert [(a.decision_id, a.action_id) for a in answers] == [
             (a.decision_id, a.action_id) for a in wire_game.answers[seat]]
+
+
+def test_the_replay_lines_with_wire_facts_are_canonical(wire_game: WireGame) -> None:
+    for line in wire_game.replay.read_text(encoding="utf-8").splitlines():
+        assert line == canonical_json(json.loads(line))
 
 
 def test_the_game_asked_every_kind_of_decision_and_met_every_fault(wire_game: WireGame) -> None:

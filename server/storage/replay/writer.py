@@ -84,6 +84,13 @@ def _decision_line(
     return f'{{{head},"hash":"{digest}",{tail}}}', digest
 
 
+def _wire_text(wire: Mapping[str, Any]) -> str:
+    """``canonical_json(wire)``; the usual decision's (its id and bank alone) put together directly."""
+    if len(wire) == 2 and "id" in wire and "bank_ms" in wire:
+        return f'{{"bank_ms":{int(wire["bank_ms"]):d},"id":{int(wire["id"]):d}}}'
+    return canonical_json(wire)
+
+
 def _micros(ms: float | None) -> int | None:
     """Milliseconds (float) to whole microseconds: every number in a replay is an integer,
     so the canonical JSON is the same in any language."""
@@ -354,7 +361,7 @@ class ReplayWriter:
         line, self._prev = _decision_line(
             self._prev, self._n, hand, seat, p_kind, len(legal), applied, None if applied == action_id else action_id,
             status, _micros(think_ms), _micros(transport_ms), events, note,
-            canonical_json(wire) if wire else "",
+            _wire_text(wire) if wire else "",
         )
         out.write(line + "\n")
         if self._tap is not None:
