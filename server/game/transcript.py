@@ -73,7 +73,7 @@ class Transcript:
     def delimited(self) -> bytes:
         """The referee's messages, each as a varint length then its bytes (protobuf's
         length-delimited stream: ``parseDelimitedFrom`` in Java, ``decodeDelimited`` in JS)."""
-        return b"".join(_varint(len(s.data)) + s.data for s in self.sent)
+        return b"".join(wire.delimited(s.data) for s in self.sent)
 
     def json_lines(self) -> Iterator[str]:
         """A first line about the game, then one line per message and answer, in order.
@@ -97,15 +97,6 @@ class Transcript:
                     "answer": json_format.MessageToDict(item.answer, preserving_proto_field_name=True),
                     "refused": item.refused,
                 }, ensure_ascii=False)
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while n > 0x7F:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 def replay_clocks(replay: Replay) -> Clocks:

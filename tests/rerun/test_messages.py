@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from craits.v1 import referee_pb2 as pb
+from craits_bot.offline import split_delimited
 
 from server.engine import DecisionKind
 from server.game.transcript import Answered, transcript
@@ -49,29 +50,13 @@ def test_the_game_asked_every_kind_of_decision_and_met_every_fault(wire_game: Wi
     assert sum(len(d.get("wire", {}).get("refused", [])) for d in replay.decisions) == 2
 
 
-def _delimited(data: bytes) -> list[bytes]:
-    out, i = [], 0
-    while i < len(data):
-        size = shift = 0
-        while True:
-            byte = data[i]
-            i += 1
-            size |= (byte & 0x7F) << shift
-            shift += 7
-            if byte < 0x80:
-                break
-        out.append(data[i:i + size])
-        i += size
-    return out
-
-
 def test_the_command_writes_both_forms_with_the_answers(wire_game: WireGame, tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     binary, lines = tmp_path / "seat1.bin", tmp_path / "seat1.jsonl"
     code, _, err = run_cli(capsys, "replay", "messages", str(wire_game.replay), "--seat", "1", "--format", "binary",
                            "-o", str(binary))
     assert code == 0 and f"wrote {binary}: {len(wire_game.received[1])} messages to seat 1 (rec1)" in err
-    assert _delimited(binary.read_bytes()) == wire_game.received[1]
+    assert list(split_delimited(binary.read_bytes())) == wire_game.received[1]
     assert run_cli(capsys, "replay", "messages", str(wire_game.replay), "--seat", "1", "-o", str(lines))[0] == 0
     items = [json.loads(line) for line in lines.read_text().splitlines()]
     assert items[0] == {"from": "replay", "game_id": "wire-game", "seat": 1, "bot": "rec1", "caveats": []}

@@ -86,12 +86,18 @@ def read_messages(path: str | os.PathLike[str]) -> Iterator[tuple[pb.RefereeMess
             except (ValueError, KeyError, TypeError, AttributeError) as err:
                 raise ValueError(f"{path}: line {number} is not a messages line: {err}") from None
         return
+    for message in split_delimited(data, str(path)):
+        yield pb.RefereeMessage.FromString(message), None
+
+
+def split_delimited(data: bytes, name: str = "the data") -> Iterator[bytes]:
+    """The messages of a length-delimited stream (each a varint length, then its bytes)."""
     i = 0
     while i < len(data):
         size = shift = 0
         while True:
             if i >= len(data) or shift > 63:
-                raise ValueError(f"{path}: cut short at byte {i}: not a length-delimited messages file")
+                raise ValueError(f"{name}: cut short at byte {i}: not a length-delimited messages file")
             byte = data[i]
             i += 1
             size |= (byte & 0x7F) << shift
@@ -99,8 +105,8 @@ def read_messages(path: str | os.PathLike[str]) -> Iterator[tuple[pb.RefereeMess
             if byte < 0x80:
                 break
         if i + size > len(data):
-            raise ValueError(f"{path}: cut short at byte {i}: not a length-delimited messages file")
-        yield pb.RefereeMessage.FromString(data[i:i + size]), None
+            raise ValueError(f"{name}: cut short at byte {i}: not a length-delimited messages file")
+        yield data[i:i + size]
         i += size
 
 
