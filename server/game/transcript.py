@@ -202,7 +202,7 @@ class _Rebuild:
         self.history_sent = len(state.log) - state.hand_log_start
         if facts.get("away") or facts.get("reconnects"):
             self.caveats.append(f"decision {n}: the bot was away or reconnected; its requests are not rebuilt")
-            return rec["status"] == "disconnected"
+            return bool(rec["status"] == "disconnected")
         deadline = facts.get("deadline_ms", max(0, int(self.clocks.decision_s * 1000)))
 
         def request(deadline_ms: int, bank_ms: int, repeated: bool) -> None:
