@@ -15,23 +15,30 @@ FINE = frozenset(("ok", "auto", "bank"))
 CONSEQUENCE = "default"
 """The seat played by the default policy after an earlier fault: a consequence, not a new fault."""
 
+FAULT_NOTES = ("bot error",)
+"""Notes that make a decision whose answer was played a fault all the same: the bot's kit
+reporting that the bot's own code failed and answering in its place (issue 30)."""
+
 JsonDict = dict[str, Any]
 
 
 def is_fault(rec: JsonDict) -> bool:
-    """True when a decision record shows a fault of the bot that was asked: a fault status, or
-    an answer refused on the way to the one played."""
+    """True when a decision record shows a fault of the bot that was asked: a fault status, an
+    answer refused on the way to the one played, or a note that names a fault."""
     status = str(rec.get("status", ""))
     facts = rec.get("wire")
     refused = isinstance(facts, dict) and bool(facts.get("refused"))
-    return (status not in FINE and status != CONSEQUENCE) or refused
+    note = str(rec.get("note", ""))
+    return (status not in FINE and status != CONSEQUENCE) or refused or any(f in note for f in FAULT_NOTES)
 
 
 def fault_words(rec: JsonDict) -> str:
     """What went wrong at a faulty decision, in a few words."""
     status = str(rec.get("status", ""))
     note = str(rec.get("note", ""))
-    if status in FINE:  # an answer refused before the one played
+    if status in FINE and note:  # played, but a fault all the same (a refused answer first, a bot error)
+        return note
+    if status in FINE:
         status = "refused answer"
     if note.startswith(status):
         return note
