@@ -23,7 +23,7 @@ from server.spec import Clocks
 from tests.referee.conftest import remote, spec, with_arena
 
 SEED = 5
-CLOCKS = Clocks(decision_s=0.3, bank_s=0.3, max_strikes=3, reconnect_grace_s=1.0, connect_timeout_s=15.0)
+CLOCKS = Clocks(decision_s=0.5, bank_s=0.5, max_strikes=3, reconnect_grace_s=1.0, connect_timeout_s=15.0)
 ILLEGAL, MALFORMED, LATE, SILENT = (0, 2), (1, 3), (2, 4), (0, 6)
 """(seat, its k-th request from 0) where the scripted bot misbehaves."""
 
