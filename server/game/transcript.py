@@ -186,6 +186,8 @@ class _Rebuild:
         if report.get("stale"):
             self.caveats.append(f"the bot sent {report['stale']} stale answer(s): the errors refusing them "
                                 "are not in the replay")
+        if report.get("status") == "never_connected":
+            self.caveats.append("the bot did not connect in time: it was sent nothing before it came (if it came)")
         if int(report.get("disconnects") or 0) > int(gone):  # (a bot gone for good left once, at the end)
             self.caveats.append(f"the bot disconnected {report['disconnects']} time(s): what it was sent "
                                 "around a reconnect is not rebuilt")
