@@ -34,7 +34,10 @@ def test_the_rebuilt_messages_equal_the_recorded_wire_at_every_seat(wire_game: W
 
 
 def test_the_replay_lines_with_wire_facts_are_canonical(wire_game: WireGame) -> None:
-    for line in wire_game.replay.read_text(encoding="utf-8").splitlines():
+    data = wire_game.replay.read_bytes()
+    if not data.startswith(b"{"):
+        pytest.skip("not a JSON Lines replay (craits-replay/1): its records are checked by verify")
+    for line in data.decode("utf-8").splitlines():
         assert line == canonical_json(json.loads(line))
 
 
