@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from server.engine import ACTIONS, DecisionKind, GameConfig, GameState
+from server.storage.replay.compact import CompactWriter, decision_line, result_line
 from server.storage.replay.format import (
     GENESIS,
     SCHEMA,
@@ -192,9 +193,13 @@ class ReplayWriter:
         clocks: Any = None,
         started_at: str | None = None,
         extra: Mapping[str, Any] | None = None,
+        format: int = 2,
     ) -> None:
         """``seats``: one bot name, BotSpec or mapping per seat. ``started_at``: None for now,
-        "" to leave the time out (golden files must not change when regenerated)."""
+        "" to leave the time out (golden files must not change when regenerated). ``format``:
+        2 (compact, the default) or 1 (one hash-chained JSON line per record)."""
+        if format not in (1, 2):
+            raise ValueError(f"replay format {format!r}: this writer writes 1 or 2")
         if state.decisions or state.game_over:
             raise ReplayUsageError("a ReplayWriter starts from a fresh game (no decision applied yet)")
         self.path = Path(path)
@@ -205,7 +210,12 @@ class ReplayWriter:
         self._prev = GENESIS
         self._done = False
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._out: TextIO | None = self.tmp_path.open("w", encoding="utf-8", newline="\n")
+        self._compact: CompactWriter | None = None
+        self._out: TextIO | None = None
+        if format == 2:
+            self._compact = CompactWriter(self.path, self.tmp_path)
+        else:
+            self._out = self.tmp_path.open("w", encoding="utf-8", newline="\n")
         header: JsonDict = {
             "type": "header",
             "schema": SCHEMA,
@@ -225,9 +235,13 @@ class ReplayWriter:
             header["extra"] = dict(extra)
         self._tap: Any = None
         try:
-            self._write(header)
             self.start_events = [event_json(e) for e in self._take_new_events()]
-            self._write({"type": "start", "events": self.start_events})
+            if self._compact is not None:  # (format 2 keeps no start record: the seed gives it)
+                self._compact.header(header)
+                self._compact.flush()
+            else:
+                self._write(header)
+                self._write({"type": "start", "events": self.start_events})
         except BaseException:
             self.abort()
             raise
@@ -339,25 +353,34 @@ class ReplayWriter:
             raise ReplayUsageError(
                 f"decision {self._n + 1}: action {action_id!r} was not legal, so the game cannot have applied it"
             )
-        out = self._out
-        if out is None:
+        out, compact = self._out, self._compact
+        if out is None and (compact is None or compact.closed):
             raise ReplayUsageError(f"replay {self.path} is already finished or aborted")
         self._n += 1
         raw_events = self._take_new_events()
-        events = "[" + ",".join([_event_text(raw) for raw in raw_events]) + "]"
         hand = self._pending_hand
-        line, self._prev = _decision_line(
-            self._prev, self._n, hand, seat, p_kind, len(legal), applied, None if applied == action_id else action_id,
-            status, _micros(think_ms), _micros(transport_ms), events, note,
-        )
-        out.write(line + "\n")
+        sent = None if applied == action_id else action_id
+        if compact is not None:
+            compact.line(decision_line(applied, status, _micros(think_ms), _micros(transport_ms), sent, note))
+        else:
+            assert out is not None
+            events = "[" + ",".join([_event_text(raw) for raw in raw_events]) + "]"
+            line, self._prev = _decision_line(
+                self._prev, self._n, hand, seat, p_kind, len(legal), applied, sent,
+                status, _micros(think_ms), _micros(transport_ms), events, note,
+            )
+            out.write(line + "\n")
         if self._tap is not None:
             think_us, transport_us = _micros(think_ms), _micros(transport_ms)
             fields = (self._n, hand, seat, p_kind.name, applied, _ACTION_TEXT[applied], status, think_us, transport_us)
             self._tell_tap("decision", fields, raw_events)
         self._snapshot()
         if self._pending_hand != hand or self._pending is None:
-            out.flush()
+            if compact is not None:
+                compact.flush()
+            else:
+                assert out is not None
+                out.flush()
 
     def _tell_tap(self, method: str, *args: Any) -> None:
         """Pass a record to the tap; a tap that fails is dropped and never stops the game."""
@@ -393,6 +416,15 @@ class ReplayWriter:
             record["seat_reports"] = [_seat_report_entry(r) for r in reports]
         if aborted:
             record["aborted"] = aborted
+        if self._compact is not None:
+            if self._compact.closed:
+                raise ReplayUsageError(f"replay {self.path} is already finished or aborted")
+            self._compact.line(result_line(record))
+            self._tell_tap("finish", record)
+            self._tap = None
+            self._compact.close()
+            self._done = True
+            return self.path
         self._write(record)
         self._tell_tap("finish", record)
         self._tap = None
@@ -412,6 +444,9 @@ class ReplayWriter:
         if self._out is not None:
             self._out.close()
             self._out = None
+        compact = getattr(self, "_compact", None)
+        if compact is not None:
+            compact.abort()
         self.tmp_path.unlink(missing_ok=True)
         self._done = True
         if getattr(self, "_tap", None) is not None:
@@ -456,6 +491,7 @@ def record_game(
     game_id: str = "",
     tournament: str = "",
     started_at: str | None = "",
+    format: int = 2,
 ) -> GameState:
     """Play a whole game in-process with ``policy`` and record it (golden files, tests, demos).
 
@@ -472,6 +508,7 @@ def record_game(
         game_id=game_id or Path(path).name.split(".")[0],
         tournament=tournament,
         started_at=started_at,
+        format=format,
     ) as writer:
         while (decision := state.decision) is not None:
             legal = state.legal_action_ids()
