@@ -17,7 +17,13 @@ from server.storage.replay.convert import convert_replay
 from server.storage.replay.format import V1_SUFFIX, V2_SUFFIX, ReplayError, replay_files_in, replay_name
 from server.storage.replay.reader import read_replay
 from server.storage.replay.verify import verify_replay
-from server.viewer.pages import index_entry, write_game_page, write_html, write_index_html, write_shared_viewer
+from server.viewer.pages import (
+    index_entry,
+    write_game_page,
+    write_html,
+    write_index_html,
+    write_shared_viewer,
+)
 from server.viewer.walkthrough import format_walkthrough
 
 JsonDict = dict[str, Any]

@@ -5,6 +5,7 @@ format: canonical JSON, the chain, atomic writes; compact: format 2's encoder; w
 referee's ReplayWriter and record_game; reader: read_replay with every field checked (format
 2 re-played into format 1's records); verify: re-simulation; convert: one format to the other.
 """
+from server.storage.replay.convert import convert_replay
 from server.storage.replay.format import (
     GENESIS,
     REPLAY_SUFFIX,
@@ -40,7 +41,6 @@ from server.storage.replay.verify import (
     simulate,
     verify_replay,
 )
-from server.storage.replay.convert import convert_replay
 from server.storage.replay.writer import (
     Policy,
     ReplayWriter,

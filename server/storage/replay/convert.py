@@ -4,7 +4,6 @@ verified first, so a converted replay says exactly what the original did."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from server.storage.replay.compact import write_compact
 from server.storage.replay.format import SCHEMA, canonical_json, chain_records, write_text_atomic

@@ -19,6 +19,7 @@ from server.storage.replay.compact import CompactWriter, decision_line, result_l
 from server.storage.replay.format import (
     GENESIS,
     SCHEMA,
+    V1_SUFFIX,
     ReplayUsageError,
     _fsync_dir,
     canonical_json,
@@ -193,11 +194,14 @@ class ReplayWriter:
         clocks: Any = None,
         started_at: str | None = None,
         extra: Mapping[str, Any] | None = None,
-        format: int = 2,
+        format: int | None = None,
     ) -> None:
         """``seats``: one bot name, BotSpec or mapping per seat. ``started_at``: None for now,
         "" to leave the time out (golden files must not change when regenerated). ``format``:
-        2 (compact, the default) or 1 (one hash-chained JSON line per record)."""
+        2 (compact) or 1 (one hash-chained JSON line per record); by default the one the
+        file's name says (``.jsonl`` is format 1, anything else, ``.jsonl.gz`` first, 2)."""
+        if format is None:
+            format = format_for(path)
         if format not in (1, 2):
             raise ValueError(f"replay format {format!r}: this writer writes 1 or 2")
         if state.decisions or state.game_over:
@@ -454,6 +458,12 @@ class ReplayWriter:
             self._tap = None
 
 
+def format_for(path: str | os.PathLike[str]) -> int:
+    """The format a replay named ``path`` is written in: 1 for ``*.jsonl``, else 2 (new games
+    are named ``*.jsonl.gz``)."""
+    return 1 if Path(path).name.endswith(V1_SUFFIX) else 2
+
+
 def _tap_failed() -> None:
     from server.logging import get_logger
 
@@ -491,7 +501,7 @@ def record_game(
     game_id: str = "",
     tournament: str = "",
     started_at: str | None = "",
-    format: int = 2,
+    format: int | None = None,
 ) -> GameState:
     """Play a whole game in-process with ``policy`` and record it (golden files, tests, demos).
 
