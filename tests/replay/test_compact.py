@@ -122,7 +122,8 @@ def test_a_resealed_changed_action_is_still_refused_by_the_engine(pair: tuple[Pa
 def test_a_cut_off_or_unsealed_file_is_refused(pair: tuple[Path, Path], tmp_path: Path) -> None:
     data = pair[1].read_bytes()
     bad = tmp_path / "bad.jsonl.gz"
-    for cut, says in ((len(data) - 1, "seal mismatch"), (20, "gzip file without the header")):
+    for cut, says in ((len(data) - 1, "damaged gzip stream"), (len(data) // 2, "record [0-9]+: truncated"),
+                      (20, "gzip file without the header")):
         bad.write_bytes(data[:cut])
         with pytest.raises(ReplayError, match=says):
             read_replay(bad)
@@ -159,6 +160,6 @@ def test_convert_on_the_command_line(tmp_path: Path) -> None:
     assert (tmp_path / "back.jsonl").read_bytes() == golden.read_bytes()
     (tmp_path / "bad.jsonl.gz").write_bytes((out / "craits-2p.jsonl.gz").read_bytes()[:-3])
     failed = craits("convert", tmp_path / "bad.jsonl.gz", "-o", tmp_path / "bad.jsonl")
-    assert failed.returncode == 1 and failed.stdout.startswith("FAIL ") and "seal mismatch" in failed.stdout
+    assert failed.returncode == 1 and failed.stdout.startswith("FAIL ") and "gzip stream" in failed.stdout
     assert not (tmp_path / "bad.jsonl").exists()
     assert craits("verify", out).returncode == 0

@@ -488,12 +488,6 @@ def _compact_lines(target: Path) -> tuple[list[bytes], str]:
         raise ReplayError(target, None, "a gzip file without the header craits writes (recompressed by "
                           "another tool, or not a replay): `zcat` it to a .jsonl of format 1 to read it")
     body = data[V2_HEADER_SIZE:]
-    if seal == bytes(32):
-        raise ReplayError(target, None, "not sealed: the game's writer did not finish it (a crash?)")
-    if hashlib.sha256(body).digest() != seal:
-        raise ReplayError(target, None, "seal mismatch: the file was changed or cut short after it was "
-                          f"written (its header says {seal.hex()[:16]}..., its bytes hash to "
-                          f"{hashlib.sha256(body).hexdigest()[:16]}...)")
     inflate = zlib.decompressobj(-15)
     try:
         text = inflate.decompress(body, MAX_COMPACT_BYTES)
@@ -502,12 +496,20 @@ def _compact_lines(target: Path) -> tuple[list[bytes], str]:
     trailer = inflate.unused_data
     if inflate.unconsumed_tail:
         raise ReplayError(target, None, f"inflates to more than {MAX_COMPACT_BYTES} bytes: not a replay")
-    if not inflate.eof or len(trailer) != 8:
+    if not inflate.eof:  # (the records before the cut are whole: say where it is)
+        raise ReplayError(target, text.count(b"\n") + 1, "truncated: the file is cut off here (its gzip stream "
+                          "does not end)")
+    if len(trailer) != 8:
         raise ReplayError(target, None, "damaged gzip stream: it does not end where the file does")
     if int.from_bytes(trailer[:4], "little") != zlib.crc32(text) or int.from_bytes(trailer[4:], "little") != len(
         text
     ) & 0xFFFFFFFF:
         raise ReplayError(target, None, "damaged gzip stream: its CRC or length does not match its content")
+    if seal == bytes(32):
+        raise ReplayError(target, None, "not sealed: the game's writer did not finish it (a crash?)")
+    if hashlib.sha256(body).digest() != seal:
+        raise ReplayError(target, None, "seal mismatch: the file was changed after it was written (its header "
+                          f"says {seal.hex()[:16]}..., its bytes hash to {hashlib.sha256(body).hexdigest()[:16]}...)")
     if not text.endswith(b"\n"):
         raise ReplayError(target, None, "truncated: the last line is cut off (no end of line)")
     lines = text[:-1].split(b"\n")
