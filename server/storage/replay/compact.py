@@ -10,6 +10,7 @@ crash still holds every finished hand."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import zlib
@@ -35,6 +36,11 @@ def _int_text(value: int | None) -> str:
     return "null" if value is None else str(int(value))
 
 
+@functools.lru_cache(maxsize=64)
+def _status_text(status: str) -> str:
+    return canonical_json(status)
+
+
 def decision_line(action: int, status: str, think_us: int | None, transport_us: int | None,
                   sent: int | None = None, note: str = "") -> str:
     """A decision's line (without its end of line), in canonical JSON."""
@@ -46,7 +52,7 @@ def decision_line(action: int, status: str, think_us: int | None, transport_us: 
         if sent is not None:
             fields["sent"] = int(sent)
         extra = "," + canonical_json(fields)
-    return f"[{action:d},{canonical_json(status)},{_int_text(think_us)},{_int_text(transport_us)}{extra}]"
+    return f"[{action:d},{_status_text(status)},{_int_text(think_us)},{_int_text(transport_us)}{extra}]"
 
 
 def result_line(result: Mapping[str, Any]) -> str:
