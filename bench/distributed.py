@@ -49,6 +49,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -141,8 +142,8 @@ async def workers_run(
                 proc.kill()
 
 
-def instant_games(deals: int) -> dict[int, tuple[Any, bytes]]:
-    """A full four-seat game per deal's seed, played once now: (its result, its replay's bytes)."""
+def instant_games(deals: int) -> dict[int, tuple[Any, str, bytes]]:
+    """A full four-seat game per deal's seed, played once now: (its result, digest, replay's bytes)."""
     from server.engine import make_config
     from server.storage.replay import record_game
 
@@ -152,7 +153,7 @@ def instant_games(deals: int) -> dict[int, tuple[Any, bytes]]:
         for seed in deals_seeds(deals):
             path = Path(tmp) / f"{seed}.jsonl.gz"
             state = record_game(path, config, seed)
-            games[seed] = (state, path.read_bytes())
+            games[seed] = (state.result(), state.digest(), path.read_bytes())
     return games
 
 
@@ -165,29 +166,64 @@ def deals_seeds(deals: int) -> list[int]:
 
 
 @contextlib.asynccontextmanager
-async def instant_runner(games: dict[int, tuple[Any, bytes]]) -> AsyncIterator[Callable[[Any], Any]]:
+async def instant_runner(games: dict[int, tuple[Any, str, bytes]]) -> AsyncIterator[Callable[[Any], Any]]:
     """A runner whose games cost nothing: the deal's game recorded beforehand, as this game."""
     from server.spec import GameRecord, SeatReport
 
     async def run_game(spec: Any) -> Any:
-        state, body = games[spec.seed]
+        result, digest, body = games[spec.seed]
         Path(spec.replay_path).parent.mkdir(parents=True, exist_ok=True)
         Path(spec.replay_path).write_bytes(body)
-        return GameRecord(game_id=spec.game_id, result=state.result(),
+        return GameRecord(game_id=spec.game_id, result=result,
                           seats=tuple(SeatReport(bot=bot.name) for bot in spec.seats),
-                          replay_path=spec.replay_path, digest=state.digest())
+                          replay_path=spec.replay_path, digest=digest)
 
     yield run_game
 
 
-async def queue_run(url: str, deals: int, concurrency: int) -> tuple[int, float]:
+class StoreTimer:
+    """Wall time spent in the store calls a worker makes per game (taking a game, recording
+    it), by wrapping them for the run: where the queue's ceiling goes."""
+
+    METHODS = ("game_to_play", "record_game_once")
+
+    def __init__(self) -> None:
+        self.spent = dict.fromkeys(self.METHODS, 0.0)
+        self._lock = threading.Lock()
+        self._saved: dict[str, Any] = {}
+
+    def __enter__(self) -> StoreTimer:
+        from server.storage.postgres import PostgresStore
+
+        for name in self.METHODS:
+            original = self._saved[name] = getattr(PostgresStore, name)
+
+            def timed(store: Any, *args: Any, _original: Any = original, _name: str = name, **kwargs: Any) -> Any:
+                started = time.perf_counter()
+                try:
+                    return _original(store, *args, **kwargs)
+                finally:
+                    with self._lock:
+                        self.spent[_name] += time.perf_counter() - started
+
+            setattr(PostgresStore, name, timed)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        from server.storage.postgres import PostgresStore
+
+        for name, original in self._saved.items():
+            setattr(PostgresStore, name, original)
+
+
+async def queue_run(url: str, deals: int, concurrency: int, timer: StoreTimer) -> tuple[int, float]:
     """Games a second the queue, the coordinator and PostgreSQL hand out and record when the
     games cost nothing: ``concurrency`` instant games at once in this process."""
     games = instant_games(deals)
     text = tournament_text("bench-queue", deals, concurrency, "local")
     config = parse_config(text, source="bench", base_dir=ROOT)
     store = start_tournament_pg(config, text, str(ROOT / "bench.toml"), url, overwrite=True)
-    with store:
+    with store, timer:
         started = time.perf_counter()
         followed = await play_queued(url, store, local_workers=concurrency,
                                      settings=WorkerSettings(concurrency=concurrency),
@@ -211,12 +247,19 @@ def pg_bytes_per_game(url: str) -> float:
 
 def queue_ceiling(url: str, args: argparse.Namespace) -> tuple[float, float]:
     """(games a second with instant games, bytes a game in the database); printed."""
-    deals = 5 if args.quick else 25
-    games, elapsed = asyncio.run(queue_run(url, deals, args.queue_concurrency))
+    deals = args.deals or (5 if args.quick else 25)
+    timer = StoreTimer()
+    games, elapsed = asyncio.run(queue_run(url, deals, args.queue_concurrency, timer))
     rate = games / elapsed
     size = pg_bytes_per_game(url)
+    taking, recording = (1000 * timer.spent[m] / games for m in StoreTimer.METHODS)
+    game_ms = 1000 * elapsed / games
     print(f"queue ceiling: {games} instant games ({args.queue_concurrency} at once, in this process) in "
           f"{elapsed:.2f} s = {rate:.0f} games/s: one database feeds about {rate / 5:.0f} workers at 5 games/s each")
+    print(f"  where a game's {game_ms:.1f} ms go: recording it (one transaction: result, seats, hands, replay) "
+          f"{recording:.1f} ms and taking it {taking:.1f} ms, both on the worker's one store connection, one at a "
+          f"time; the rest ({max(0.0, game_ms - recording - taking):.1f} ms) the queue's own round trips (a job "
+          "fetched, then finished) and the coordinator's")
     print(f"postgresql holds {size:,.0f} B per game recorded (results, seats, hands, the replay compressed)")
     return rate, size
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from server.storage.replay.format import write_text_atomic
+from server.storage.replay.format import ReplayError, write_text_atomic
 from server.storage.replay.reader import Replay, read_ends, read_replay
 
 JsonDict = dict[str, Any]
@@ -138,8 +138,8 @@ def current_page_entry(
         if b'<script src="' in _tail(page) and not Path(page).with_suffix(".js").is_file():
             return None  # (a folder's page whose data script is gone)
         return _index_entry(header, result, Path(replay).name, href)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
-        return None
+    except (ReplayError, OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        return None  # (written again from the whole replay, whose reading says what is wrong)
 
 
 def _tail(page: str | os.PathLike[str], size: int = 4096) -> bytes:

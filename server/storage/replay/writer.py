@@ -8,6 +8,7 @@ import contextvars
 import datetime as _dt
 import functools
 import hashlib
+import itertools
 import os
 import random
 from collections.abc import Callable, Mapping, Sequence
@@ -40,6 +41,9 @@ whatever thread plays the game. A context variable, so only the games started in
 block that set it are seen (their tasks, and ``asyncio.to_thread``, copy the context). Unset,
 a writer costs nothing more."""
 
+
+_WRITERS = itertools.count(1)
+"""Numbers the writers of this process, for their temporary files' names."""
 
 _ACTION_TEXT = tuple("" if action is None else str(action) for action in ACTIONS)
 
@@ -207,7 +211,9 @@ class ReplayWriter:
         if state.decisions or state.game_over:
             raise ReplayUsageError("a ReplayWriter starts from a fresh game (no decision applied yet)")
         self.path = Path(path)
-        self.tmp_path = self.path.with_name(self.path.name + ".tmp")
+        # (a name of its own: a game played twice at once, a worker's stalled game given again,
+        # must not write into the other's file; the last to finish is renamed into place)
+        self.tmp_path = self.path.with_name(f"{self.path.name}.{os.getpid()}-{next(_WRITERS)}.tmp")
         self.state = state
         self._seen = 0
         self._n = 0
