@@ -21,8 +21,8 @@ from typing import Any, BinaryIO
 from server.storage.replay.format import (
     SCHEMA_V2,
     V2_DIGEST_OFFSET,
-    _fsync_dir,
     canonical_json,
+    commit_file,
     v2_header,
 )
 
@@ -112,13 +112,8 @@ class CompactWriter:
                    + (self._size & 0xFFFFFFFF).to_bytes(4, "little"))
         out.seek(V2_DIGEST_OFFSET)
         out.write(self._sha.digest())
-        out.flush()
-        os.fsync(out.fileno())
-        out.close()
         self._out = None
-        os.replace(self.tmp_path, self.path)
-        _fsync_dir(self.path.parent)
-        return self.path
+        return commit_file(out, self.tmp_path, self.path)
 
     def abort(self) -> None:
         if self._out is not None:

@@ -120,6 +120,17 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def commit_file(handle: Any, tmp_path: Path, path: Path) -> Path:
+    """Flush, fsync and close ``handle`` (open on ``tmp_path``), then rename it to ``path``
+    and fsync the folder: after this the file is complete at its name, or (a crash) not there."""
+    handle.flush()
+    os.fsync(handle.fileno())
+    handle.close()
+    os.replace(tmp_path, path)
+    _fsync_dir(path.parent)
+    return path
+
+
 def config_from_dict(data: Mapping[str, Any]) -> GameConfig:
     """Rebuild (and re-validate) a configuration from ``GameConfig.to_dict()``.
 

@@ -22,8 +22,8 @@ from server.storage.replay.format import (
     SCHEMA,
     V1_SUFFIX,
     ReplayUsageError,
-    _fsync_dir,
     canonical_json,
+    commit_file,
     event_json,
     hashed_line,
 )
@@ -440,12 +440,8 @@ class ReplayWriter:
         self._tap = None
         out = self._out
         assert out is not None
-        out.flush()
-        os.fsync(out.fileno())
-        out.close()
         self._out = None
-        os.replace(self.tmp_path, self.path)
-        _fsync_dir(self.path.parent)
+        commit_file(out, self.tmp_path, self.path)
         self._done = True
         return self.path
 
