@@ -123,7 +123,7 @@ def test_a_cut_off_or_unsealed_file_is_refused(pair: tuple[Path, Path], tmp_path
     data = pair[1].read_bytes()
     bad = tmp_path / "bad.jsonl.gz"
     for cut, says in ((len(data) - 1, "damaged gzip stream"), (len(data) // 2, "record [0-9]+: truncated"),
-                      (20, "gzip file without the header")):
+                      (20, "gzip file without the sealed header")):
         bad.write_bytes(data[:cut])
         with pytest.raises(ReplayError, match=says):
             read_replay(bad)

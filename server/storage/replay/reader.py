@@ -485,8 +485,8 @@ def _compact_lines(target: Path) -> tuple[list[bytes], str]:
         raise ReplayError(target, None, f"larger than {MAX_COMPACT_BYTES} bytes: not a replay")
     seal = v2_header_digest(data[:V2_HEADER_SIZE])
     if seal is None:
-        raise ReplayError(target, None, "a gzip file without the header craits writes (recompressed by "
-                          "another tool, or not a replay): `zcat` it to a .jsonl of format 1 to read it")
+        raise ReplayError(target, None, "a gzip file without the sealed header craits writes (recompressed "
+                          "by another tool, or not a replay)")
     body = data[V2_HEADER_SIZE:]
     inflate = zlib.decompressobj(-15)
     try:
