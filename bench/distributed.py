@@ -216,22 +216,22 @@ class StoreTimer:
             setattr(PostgresStore, name, original)
 
 
-async def queue_run(url: str, deals: int, concurrency: int, timer: StoreTimer) -> tuple[int, float]:
-    """Games a second the queue, the coordinator and PostgreSQL hand out and record when the
-    games cost nothing: ``concurrency`` instant games at once in this process."""
+async def queue_run(url: str, deals: int, concurrency: int, timer: StoreTimer) -> tuple[int, float, float]:
+    """(games, seconds, this process's CPU seconds) of the queue, the coordinator and PostgreSQL
+    handing out and recording games that cost nothing, ``concurrency`` at once in this process."""
     games = instant_games(deals)
     text = tournament_text("bench-queue", deals, concurrency, "local")
     config = parse_config(text, source="bench", base_dir=ROOT)
     store = start_tournament_pg(config, text, str(ROOT / "bench.toml"), url, overwrite=True)
     with store, timer:
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         followed = await play_queued(url, store, local_workers=concurrency,
                                      settings=WorkerSettings(concurrency=concurrency),
                                      runner_for=lambda c: (lambda config, out: instant_runner(games)), poll_s=0.05)
-        elapsed = time.perf_counter() - started
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
     if followed.recorded != followed.scheduled:
         raise SystemExit(f"bench: the instant games did not finish: {followed}")
-    return followed.recorded, elapsed
+    return followed.recorded, elapsed, cpu
 
 
 def pg_bytes_per_game(url: str) -> float:
@@ -249,17 +249,16 @@ def queue_ceiling(url: str, args: argparse.Namespace) -> tuple[float, float]:
     """(games a second with instant games, bytes a game in the database); printed."""
     deals = args.deals or (5 if args.quick else 25)
     timer = StoreTimer()
-    games, elapsed = asyncio.run(queue_run(url, deals, args.queue_concurrency, timer))
+    games, elapsed, cpu = asyncio.run(queue_run(url, deals, args.queue_concurrency, timer))
     rate = games / elapsed
     size = pg_bytes_per_game(url)
     taking, recording = (1000 * timer.spent[m] / games for m in StoreTimer.METHODS)
-    game_ms = 1000 * elapsed / games
     print(f"queue ceiling: {games} instant games ({args.queue_concurrency} at once, in this process) in "
           f"{elapsed:.2f} s = {rate:.0f} games/s: one database feeds about {rate / 5:.0f} workers at 5 games/s each")
-    print(f"  where a game's {game_ms:.1f} ms go: recording it (one transaction: result, seats, hands, replay) "
-          f"{recording:.1f} ms and taking it {taking:.1f} ms, both on the worker's one store connection, one at a "
-          f"time; the rest ({max(0.0, game_ms - recording - taking):.1f} ms) the queue's own round trips (a job "
-          "fetched, then finished) and the coordinator's")
+    print(f"  a game waits {recording:.1f} ms on PostgreSQL to be recorded (one transaction: result, seats, hands, "
+          f"replay) and {taking:.1f} ms to be taken, besides the queue's job fetched and finished (the games in hand "
+          f"each on a store connection of their own, so these overlap); this process used {cpu:.2f} s of CPU in "
+          f"the {elapsed:.2f} s: {'it waits on the database' if cpu < 0.7 * elapsed else 'it is busy'}")
     print(f"postgresql holds {size:,.0f} B per game recorded (results, seats, hands, the replay compressed)")
     return rate, size
 
