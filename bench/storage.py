@@ -14,8 +14,8 @@ Then, per game:
   game, timings and all, byte for byte what the referee wrote), its self-contained page
   (viewer and data inlined), and the same store rows;
 * the writer's cost: each game's decisions fed again to a ``ReplayWriter`` of each format,
-  less the engine's own time for the same moves (measured in the same loop without a
-  writer); verify: ``verify_replay`` of each file.
+  in CPU time, less the engine's own for the same moves (the same loop without a writer);
+  verify: ``verify_replay`` of each file, wall time; each the best of three.
 
 With ``--postgres`` (Debian's PostgreSQL, started in a temporary folder) it also stores each
 game's replay both ways in a table made like ``craits_replays`` (lz4 where the server has
@@ -25,8 +25,8 @@ it) and gives the table's size per game.
     python bench/storage.py --quick     # 1 deal = 4 games
 
 The last line is machine-readable: ``bytes_per_game=X v1_bytes_per_game=Y write_ms=W
-verify_ms=V`` (format 2's bytes, format 1's, and format 2's writer and verify milliseconds
-per game; format 1's are on the line before, with the ratios).
+verify_ms=V`` (format 2's bytes, format 1's, and format 2's writer CPU and verify wall
+milliseconds per game; format 1's are on the line before, and the ratios above it).
 """
 
 from __future__ import annotations
