@@ -21,7 +21,7 @@ def test_the_demo_plays_every_game_with_the_bundled_bots_and_leaves_verifiable_r
     document = json.loads((out / "standings.json").read_text())
     assert {row["bot"] for row in document["standings"]} == {"py-random", "py-heuristic", "js-heuristic", "house-random"}
     assert all(sum(row["issues"].values()) == 0 for row in document["standings"]), document["standings"]
-    replays = sorted((out / "replays").glob("*.jsonl"))
+    replays = sorted((out / "replays").glob("*.jsonl.gz"))
     assert len(replays) == 24
     for replay in replays:
         verify_replay(replay)

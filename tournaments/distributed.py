@@ -37,7 +37,6 @@ import random
 import shutil
 import socket
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -319,7 +318,12 @@ class GameWorker:
         self.runner_for = runner_for
         self._own_dir = settings.work_dir is None
         self.work_dir = settings.work_dir or Path(tempfile.mkdtemp(prefix="craits-worker-"))
-        self._stores: dict[str, tuple[PostgresStore, threading.Lock]] = {}
+        self._stores: dict[str, list[PostgresStore]] = {}
+        """Every store (a connection each) opened per tournament; ``_free`` those not in a call.
+        A call takes a free one or opens another, so the games in hand record at once, each on
+        its own connection (one shared connection recorded one game at a time: the queue's
+        ceiling, bench/distributed.py)."""
+        self._free: dict[str, list[PostgresStore]] = {}
         self._runners: dict[str, tuple[TournamentConfig, RunGame]] = {}
         self._opening: dict[str, asyncio.Lock] = {}
         self._exits = contextlib.AsyncExitStack()
@@ -332,29 +336,32 @@ class GameWorker:
     def stop_waiting(self) -> None:
         """Give up the database at once, if it is lost: a game being recorded is left to come
         back as a stalled job (the organizer stopped while the database was gone)."""
-        for store, _ in self._stores.values():
-            store.stop_waiting.set()
+        for stores in self._stores.values():
+            for store in stores:
+                store.stop_waiting.set()
 
     async def aclose(self) -> None:
         await self._exits.aclose()
-        for store, _ in self._stores.values():
-            store.close()
+        for stores in self._stores.values():
+            for store in stores:
+                store.close()
         self._stores.clear()
+        self._free.clear()
         if self._own_dir:
             shutil.rmtree(self.work_dir, ignore_errors=True)
 
     async def _store_call(self, tournament: str, method: str, *args: Any, **kwargs: Any) -> Any:
-        if tournament not in self._stores:
+        free = self._free.setdefault(tournament, [])
+        if free:
+            store = free.pop()
+        else:
             store = await asyncio.to_thread(PostgresStore, self.url, tournament,
                                             retry_s=self.settings.database_wait_s, create=False)
-            self._stores.setdefault(tournament, (store, threading.Lock()))
-        store, lock = self._stores[tournament]
-
-        def call() -> Any:
-            with lock:
-                return getattr(store, method)(*args, **kwargs)
-
-        return await asyncio.to_thread(call)
+            self._stores.setdefault(tournament, []).append(store)
+        try:
+            return await asyncio.to_thread(getattr(store, method), *args, **kwargs)
+        finally:
+            free.append(store)
 
     async def _runner(self, tournament: str, seats: tuple[str, ...]) -> tuple[TournamentConfig, RunGame]:
         """The tournament's file as stored, and the runner this worker keeps open for it. The

@@ -46,8 +46,8 @@ from server.spec import BotSpec, GameRecord, GameSpec, SeatStatus
 from server.transport import sandbox as sandboxes
 from server.transport.launcher import DEFAULT_OUTPUT_LIMIT, LaunchedBot, LaunchError
 from server.transport.pool import BotPool, PooledBot, RestartPolicy
-from server.transport.tls import ServerTLS, is_loopback, plain_text_warning
 from server.transport.presence import Presence
+from server.transport.tls import ServerTLS, is_loopback, plain_text_warning
 
 log = get_logger()
 _perf = time.perf_counter

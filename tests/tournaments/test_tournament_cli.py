@@ -37,7 +37,7 @@ def test_run_prints_standings_and_leaves_everything_in_the_output_folder(
     assert "local-quick: 36/36 games (complete)" in stdout and "head to head" in stdout
     for name in ("tournament.db", "tournament.log", "standings.json", "standings.csv"):
         assert (out / name).is_file(), name
-    assert len(list((out / "replays").glob("*.jsonl"))) == 36
+    assert len(list((out / "replays").glob("*.jsonl.gz"))) == 36
     assert json.loads((out / "standings.json").read_text())["games_recorded"] == 36
 
 
