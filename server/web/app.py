@@ -489,7 +489,7 @@ class WebServer:
         # (format 2 is served as stored, gzip: `curl URL | zcat`, as `craits replay verify` reads it)
         compact = is_compact(path)
         kind = "application/gzip" if compact else "application/x-ndjson"
-        name = download_name(game_id) + (".gz" if compact else "")
+        name = download_name(game_id, compact)
         return web.FileResponse(path, headers={"Content-Type": kind,
                                                "Content-Disposition": f'attachment; filename="{name}"'})
 
@@ -655,7 +655,7 @@ def _fault_row(fault: dict[str, Any]) -> str:
             f'{e(fault["game_id"])}, decision {first["decision"]}</a>')
     what = f'{first["what"]}' + (f' (and {first["count"] - 1} more)' if first["count"] > 1 else "")
     reproduce = (f'<a class="fault-replay" href="/api/games/{e(game, quote=True)}/replay" download="'
-                 f'{e(download_name(fault["game_id"]), quote=True)}">replay</a> <code class="fault-command">'
+                 f'{e(first["file"], quote=True)}">replay</a> <code class="fault-command">'
                  f'{e(first["command"])}</code>')
     return (f'<tr><td>{link}</td><td>{fault["seat"]}</td><td>{e(what)}<br><small>{e(counters)}</small></td>'
             f"<td>{reproduce}</td></tr>")
