@@ -95,7 +95,7 @@ def register_cli(subparsers: Any) -> None:
     run.add_argument("--overwrite", action="store_true", help="replace an earlier run in the output folder")
     run.add_argument("--yes", action="store_true", help=f"play a schedule of more than {LARGE_PLAN:,} games")
     _runner_options(run)
-    run.set_defaults(func=cmd_run)
+    run.set_defaults(func=cmd_run, unsandboxed_said=False)  # (craits demo says it its own way)
 
     resume = sub.add_parser("resume", help="play the games a stopped or killed run did not record",
                             epilog=bot_command_help())
@@ -243,7 +243,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         return tournament_pg.cmd_run(args, config, url)
     out_dir = config.output_dir(args.out)
-    factory = choose_runner(args.runner, config, out_dir)
+    factory = choose_runner(args.runner, config, out_dir, unsandboxed_said=args.unsandboxed_said)
     text = Path(args.file).read_text(encoding="utf-8")
     with _locked(out_dir), _database_errors(out_dir):
         try:
@@ -658,10 +658,12 @@ def _quiet_referee_logs(out_dir: Path) -> None:
 
 
 def choose_runner(
-    name: str, config: TournamentConfig, out_dir: Path | None = None, *, resuming: bool = False
+    name: str, config: TournamentConfig, out_dir: Path | None = None, *, resuming: bool = False,
+    unsandboxed_said: bool = False,
 ) -> RunnerFactory:
     """The local runner for builtin-only tournaments (or when asked), else the referee's (its
-    launched bots checked, and that none of them can read ``out_dir``)."""
+    launched bots checked, and that none of them can read ``out_dir``). ``unsandboxed_said``:
+    the caller has said why its bots run unsandboxed (``craits demo``)."""
     if name == "local" or (name == "auto" and all(b.builtin for b in config.bots)):
         others = [b.name for b in config.bots if b.builtin is None]
         if others:
@@ -671,7 +673,7 @@ def choose_runner(
         return local_runner
     _check_referee_builtins(config)
     _check_bot_commands(config)
-    _check_sandbox(config)
+    _check_sandbox(config, unsandboxed_said)
     if out_dir is not None:
         _check_output_unseen(config, out_dir, resuming=resuming)
     return tournament_runner
@@ -699,13 +701,14 @@ def _check_output_unseen(config: TournamentConfig, out_dir: Path, *, resuming: b
                 )
 
 
-def _check_sandbox(config: TournamentConfig) -> None:
+def _check_sandbox(config: TournamentConfig, unsandboxed_said: bool = False) -> None:
     """Launched bots run sandboxed, or the file says they need not be (then said once, aloud);
     never silently unsandboxed because bwrap cannot run here."""
     if not config.launched_bots:
         return
     if config.sandbox == "none":
-        print(UNSANDBOXED, file=sys.stderr)
+        if not unsandboxed_said:
+            print(UNSANDBOXED, file=sys.stderr)
         return
     if config.unsandboxable:
         raise UserError(_first_and_more(config.unsandboxable, "that cannot run sandboxed"))
