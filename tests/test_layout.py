@@ -23,7 +23,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("server.protocol", "server.storage"),
     ("server.game",),
     ("server.transport", "server.viewer"),
-    ("server.checker",),
+    ("server.checker", "server.doctor"),
     ("tournaments",),
     ("server.web",),
     ("server.cli",),
