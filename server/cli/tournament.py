@@ -180,6 +180,11 @@ def _runner_options(parser: argparse.ArgumentParser, *, progress: bool = True) -
         help="with --store: a worker silent this long is dead, its games go to another (default 30; keep it "
         "well above the workers' --heartbeat, 5 s by default)",
     )
+    parser.add_argument(
+        "--wait-for-workers", action="store_true",
+        help="with --store: when every connected worker refuses games (a bot's files missing on its machine, no "
+        "sandbox there), keep waiting for one that can play them (default: say why and stop at once)",
+    )
 
 
 def _store_option(parser: argparse.ArgumentParser) -> None:

@@ -157,23 +157,28 @@ def _play_and_report(
             followed = await play_queued(
                 url, store, local_workers=args.local_workers, settings=settings,
                 runner_for=runner_for(args.runner), on_progress=on_progress, on_refused=on_refused,
-                on_database=on_database, stop=stop,
+                on_database=on_database, stop=stop, wait_for_workers=args.wait_for_workers,
             )
         finally:
             restore()
             progress.close()
-        return followed.recorded, followed.scheduled, followed.failed, followed.stopped
+        return followed
 
     title = f"Craits tournament {config.name}"
     try:
-        recorded, scheduled, failed, _ = asyncio.run(run_watched(args, board_place(store, out_dir), title, follow))
+        followed = asyncio.run(run_watched(args, board_place(store, out_dir), title, follow))
     except StoreError as err:  # (the database gone longer than this command waits: the workers wait on)
         raise UserError(f"{err}; the games stay queued for the workers: once the database is back, continue "
                         f"with: craits tournament resume {config.name} --store URL") from None
+    recorded, scheduled, failed = followed.recorded, followed.scheduled, followed.failed
     if recorded == scheduled:
         store.mark_finished()
     written = _report(load_standings(config, store), store, out_dir, f"Craits tournament {config.name}")
     again = f"craits tournament resume {config.name} --store URL"
+    if followed.refused:
+        print(f"craits: error: {refused_text(config.name, followed.refused)}\n{recorded}/{scheduled} games are "
+              f"recorded; continue with: {again}", file=sys.stderr)
+        return 1
     if failed:
         games = ", ".join(game for game, _ in failed[:5])
         print(f"craits: error: {len(failed)} game(s) failed on a worker ({games}); the worker's log says why\n"
@@ -230,7 +235,9 @@ def cmd_ladder_run(args: argparse.Namespace, config: TournamentConfig, url: str)
             before, _ = store.counts()
             followed = await play_queued(url, store, local_workers=args.local_workers, settings=settings,
                                          runner_for=runner_for(args.runner), stop=stop, on_refused=on_refused,
-                                         on_database=on_database)
+                                         on_database=on_database, wait_for_workers=args.wait_for_workers)
+            if followed.refused:
+                raise TournamentError(refused_text(config.name, followed.refused))
             if followed.failed:
                 raise TournamentError(f"{len(followed.failed)} game(s) failed on a worker "
                                       f"({', '.join(g for g, _ in followed.failed[:5])}); the worker's log says why")
@@ -282,6 +289,17 @@ def _tellers(name: str, progress_shown: bool | None, settings: WorkerSettings, a
               f"`{again}` continues", file=sys.stderr, flush=True)
 
     return on_refused, on_database
+
+
+def refused_text(name: str, refusals: list[Refusal]) -> str:
+    """Why a run stopped: every connected worker refused games, with each worker's reasons and the way on."""
+    why = "".join(f"\n  worker {r.worker} refused {r.games} game(s) (last {r.last_game}): {r.reason}"
+                  for r in refusals[:MAX_REASONS_SHOWN])
+    if len(refusals) > MAX_REASONS_SHOWN:
+        why += f"\n  ... and {len(refusals) - MAX_REASONS_SHOWN} more (the workers' logs: game_refused)"
+    return (f"{name}: every connected worker refuses games it cannot play, and waiting will not change that:{why}"
+            "\nthe games stay queued: fix the workers' machines (`craits doctor` there) or start a worker that can "
+            "play them (or run with --wait-for-workers to wait for one)")
 
 
 def _settings(args: argparse.Namespace, config: TournamentConfig, out_dir: Path) -> WorkerSettings:
