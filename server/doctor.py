@@ -124,7 +124,7 @@ def check_postgres_client() -> Finding:
         import psycopg
 
         libpq = psycopg.pq.version()
-    except Exception as err:  # noqa: BLE001  (an ImportError, or a libpq that does not load: either says why)
+    except Exception as err:  # (an ImportError, or a libpq that does not load: either says why)
         return Finding("postgresql client", "missing", f"psycopg cannot be used: {err}", "make setup", (TEST,), used)
     return Finding("postgresql client", "ok", f"psycopg {psycopg.__version__}, libpq {libpq // 10000}.{libpq % 100}",
                    used_for=used)
@@ -179,16 +179,13 @@ def check_disk(logs: Path) -> Finding:
         return Finding("disk", "broken", f"{where}: {err.strerror or err}", f"mkdir -p {logs}", README_COMMANDS, used)
     text = f"{free / 2**30:.1f} GiB free under {where}"
     if free < DISK_LOW:
-        return Finding("disk", "warn", text, f"free some space on that disk, or give tournaments --out DIR elsewhere",
+        return Finding("disk", "warn", text, "free some space on that disk, or give tournaments --out DIR elsewhere",
                        used_for=used)
     return Finding("disk", "ok", text, used_for=used)
 
 
 def check_python() -> Finding:
-    version = ".".join(map(str, sys.version_info[:3]))
-    if sys.version_info < (3, 11):
-        return Finding("python", "missing", f"Python {version} (3.11 or newer is needed)", apt("python3"),
-                       README_COMMANDS)
+    version = ".".join(map(str, sys.version_info[:3]))  # (an older one does not get this far: craits needs 3.11)
     return Finding("python", "ok", f"Python {version} ({sys.executable})", used_for="craits itself")
 
 

@@ -82,6 +82,9 @@ REFUSED_LOG_EVERY_S = 60.0
 often, with how many games it refused meanwhile: a bot that runs on no worker is not a log
 line per game per second for as long as nobody looks."""
 
+REASONS_SHOWN = 5
+"""Refusal reasons said at once (each worker may have its own)."""
+
 DATABASE_WAIT_S = 24 * 3600.0
 """How long a worker, and the organizer's ``tournament run|resume --store``, wait for a lost
 database before they give up (``$CRAITS_DATABASE_WAIT_S`` seconds, if set)."""
@@ -654,6 +657,22 @@ class Followed:
     refused: list[Refusal] = field(default_factory=list)
     """Why every connected worker refused games, when that stopped the following (a refusal
     does not change by waiting: a bot's program or files missing, no sandbox)."""
+
+
+def refusal_lines(refusals: list[Refusal]) -> str:
+    """One indented line per worker and reason (the first ``REASONS_SHOWN``), each after a newline."""
+    why = "".join(f"\n  worker {r.worker} refused {r.games} game(s) (last {r.last_game}): {r.reason}"
+                  for r in refusals[:REASONS_SHOWN])
+    if len(refusals) > REASONS_SHOWN:
+        why += f"\n  ... and {len(refusals) - REASONS_SHOWN} more reasons (the workers' logs: game_refused)"
+    return why
+
+
+def refusals_text(name: str, refusals: list[Refusal]) -> str:
+    """Why a run stopped: every connected worker refused games, with each worker's reasons and the way on."""
+    return (f"{name}: every connected worker refuses games it cannot play, and waiting will not change that:"
+            f"{refusal_lines(refusals)}\nthe games stay queued: fix the workers' machines (`craits doctor` there) "
+            "or start a worker that can play them (or run with --wait-for-workers to wait for one)")
 
 
 def everyone_refused(refusals: list[Refusal], live: int, within_s: float, now: float | None = None) -> bool:

@@ -36,12 +36,15 @@ from server.storage.store import StoreError
 from server.web.serve import board_place, run_watched
 from tournaments.config import TournamentConfig, load_config
 from tournaments.distributed import (
+    Followed,
     GameRefused,
     WorkerSettings,
     adopt_queue_logs,
     forget,
     open_tournament_pg,
     play_queued,
+    refusal_lines,
+    refusals_text,
     start_tournament_pg,
 )
 from tournaments.ladder import ladder_standings, open_ladder
@@ -58,8 +61,6 @@ from tournaments.runner import (
 )
 
 LOG_NAME = "organizer"
-MAX_REASONS_SHOWN = 5
-"""Refusal reasons the organizer's terminal lists at once (each worker may have its own)."""
 """``<out>/organizer.jsonl``: this command's events, the queue's and its local workers' (the
 workers elsewhere keep their own ``worker.jsonl``)."""
 
@@ -150,7 +151,7 @@ def _play_and_report(
     on_refused, on_database = _tellers(config.name, progress.enabled, settings,
                                        f"craits tournament resume {config.name} --store URL")
 
-    async def follow() -> tuple[int, int, list[tuple[str, str]], bool]:
+    async def follow() -> Followed:
         stop = asyncio.Event()
         restore = install_stop_handlers(stop.set)
         try:
@@ -176,7 +177,7 @@ def _play_and_report(
     written = _report(load_standings(config, store), store, out_dir, f"Craits tournament {config.name}")
     again = f"craits tournament resume {config.name} --store URL"
     if followed.refused:
-        print(f"craits: error: {refused_text(config.name, followed.refused)}\n{recorded}/{scheduled} games are "
+        print(f"craits: error: {refusals_text(config.name, followed.refused)}\n{recorded}/{scheduled} games are "
               f"recorded; continue with: {again}", file=sys.stderr)
         return 1
     if failed:
@@ -237,7 +238,7 @@ def cmd_ladder_run(args: argparse.Namespace, config: TournamentConfig, url: str)
                                          runner_for=runner_for(args.runner), stop=stop, on_refused=on_refused,
                                          on_database=on_database, wait_for_workers=args.wait_for_workers)
             if followed.refused:
-                raise TournamentError(refused_text(config.name, followed.refused))
+                raise TournamentError(refusals_text(config.name, followed.refused))
             if followed.failed:
                 raise TournamentError(f"{len(followed.failed)} game(s) failed on a worker "
                                       f"({', '.join(g for g, _ in followed.failed[:5])}); the worker's log says why")
@@ -273,10 +274,7 @@ def _tellers(name: str, progress_shown: bool | None, settings: WorkerSettings, a
             return
         told = max(told, refused)
         reasons_told.update((r.worker, r.reason) for r in new)
-        why = "".join(f"\n  worker {r.worker} refused {r.games} game(s) (last {r.last_game}): {r.reason}"
-                      for r in new[:MAX_REASONS_SHOWN])
-        if len(new) > MAX_REASONS_SHOWN:
-            why += f"\n  ... and {len(new) - MAX_REASONS_SHOWN} more reasons (the workers' logs: game_refused)"
+        why = refusal_lines(new)
         print(f"{clear}{name}: {refused} game(s) refused by a worker that cannot run their bots; they wait for a "
               "worker that can" + (why or " (its log says why: game_refused)"), file=sys.stderr, flush=True)
 
@@ -289,17 +287,6 @@ def _tellers(name: str, progress_shown: bool | None, settings: WorkerSettings, a
               f"`{again}` continues", file=sys.stderr, flush=True)
 
     return on_refused, on_database
-
-
-def refused_text(name: str, refusals: list[Refusal]) -> str:
-    """Why a run stopped: every connected worker refused games, with each worker's reasons and the way on."""
-    why = "".join(f"\n  worker {r.worker} refused {r.games} game(s) (last {r.last_game}): {r.reason}"
-                  for r in refusals[:MAX_REASONS_SHOWN])
-    if len(refusals) > MAX_REASONS_SHOWN:
-        why += f"\n  ... and {len(refusals) - MAX_REASONS_SHOWN} more (the workers' logs: game_refused)"
-    return (f"{name}: every connected worker refuses games it cannot play, and waiting will not change that:{why}"
-            "\nthe games stay queued: fix the workers' machines (`craits doctor` there) or start a worker that can "
-            "play them (or run with --wait-for-workers to wait for one)")
 
 
 def _settings(args: argparse.Namespace, config: TournamentConfig, out_dir: Path) -> WorkerSettings:
