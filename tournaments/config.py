@@ -47,7 +47,14 @@ from server.transport.commands import bot_command
 from server.transport.launcher import command_problem
 from server.transport.pool import DEFAULT_ABOVE_MB, RestartPolicy
 from server.transport.sandbox import LIMIT_NAMES, SANDBOXES, Limits, outside_problem, parse_limit
-from tournaments.schedule import ScheduleError, check_balanced, games_per_deal
+from tournaments.schedule import (
+    ScheduledGame,
+    ScheduleError,
+    check_balanced,
+    games_per_deal,
+    make_balanced_schedule,
+    make_schedule,
+)
 
 MIN_TABLE, MAX_TABLE = 2, 5
 DEFAULT_REMOTE_ADDRESS = "127.0.0.1:50051"
@@ -595,3 +602,31 @@ def _portable_command(command: list[str]) -> list[str]:
     ``python`` means the interpreter running craits, so a bundled bot runs in the same
     environment on a machine where only one of python and python3 exists."""
     return bot_command(command)
+
+
+def schedule_for(config: TournamentConfig) -> tuple[ScheduledGame, ...]:
+    """The schedule of a tournament file."""
+    if config.schedule == "balanced":
+        return make_balanced_schedule(
+            config.bot_names,
+            config.table_size,
+            config.games_per_bot,
+            config.seed,
+            partnerships=config.game.partnerships,
+            duplicate=config.duplicate,
+        )
+    return make_schedule(
+        config.bot_names,
+        config.table_size,
+        config.deals,
+        config.seed,
+        partnerships=config.game.partnerships,
+        duplicate=config.duplicate,
+    )
+
+
+def planned_games(config: TournamentConfig) -> int:
+    """How many games the file's schedule has, without building it."""
+    if config.schedule == "balanced":
+        return len(config.bots) * config.games_per_bot // config.table_size
+    return config.deals * games_per_deal(len(config.bots), config.table_size, config.game.partnerships)

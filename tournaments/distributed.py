@@ -57,7 +57,7 @@ from server.storage.postgres import PostgresStore, Refusal, redact
 from server.storage.replay import REPLAY_SUFFIX
 from server.storage.store import GameSlot, StoreError
 from server.transport.launcher import command_problem
-from tournaments.config import TournamentConfig, parse_config
+from tournaments.config import TournamentConfig, parse_config, schedule_for
 from tournaments.ladder import bot_rows
 from tournaments.runner import (
     LADDER_SCHEDULE,
@@ -66,7 +66,7 @@ from tournaments.runner import (
     TournamentError,
     settings_of,
 )
-from tournaments.schedule import schedule_digest, schedule_for
+from tournaments.schedule import schedule_digest
 
 TASK = "craits.play_game"
 QUEUE = "craits"

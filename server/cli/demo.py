@@ -19,7 +19,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from server.cli import tournament
 from server.engine import ConfigError, GameState, make_config
+from server.errors import UserError
 from server.transport import sandbox
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,12 +47,12 @@ def register_cli(sub: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     if args.game:
         return print_demo_game(args.seed, args.players, args.preset, args.short)
-    from server.cli import build_parser  # the scheduler's own command, with its own defaults
-
     why = sandbox.problem()
     if why is not None:
         print(unsandboxed_line(why), file=sys.stderr, flush=True)
-    run = build_parser().parse_args(demo_argv(args.out, unsandboxed=why is not None))
+    parser = argparse.ArgumentParser(prog="craits")  # the scheduler's own command, with its own defaults
+    tournament.register_cli(parser.add_subparsers())
+    run = parser.parse_args(demo_argv(args.out, unsandboxed=why is not None))
     run.unsandboxed_said = True  # (that one line, not the tournament's warning about strangers' bots)
     return int(run.func(run))
 
@@ -68,8 +70,6 @@ def demo_argv(out: str | None = None, *, unsandboxed: bool = False) -> list[str]
 
 
 def print_demo_game(seed: int, players: int, preset: str, short: bool) -> int:
-    from server.cli import UserError
-
     flags = {"short_game": True} if short else {}
     try:
         config = make_config(preset, players, **flags)

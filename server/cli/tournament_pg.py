@@ -18,7 +18,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
-from server.cli.tournament import (
+from server.cli.tournament_shared import (
     _announce_resume,
     _check_output_unseen,
     _locked,
@@ -28,6 +28,7 @@ from server.cli.tournament import (
     _with_address,
     choose_runner,
 )
+from server.cli.web_options import web_options
 from server.errors import UserError
 from server.logging import configure_logging
 from server.spec import GameRecord, GameSpec
@@ -167,7 +168,7 @@ def _play_and_report(
 
     title = f"Craits tournament {config.name}"
     try:
-        followed = asyncio.run(run_watched(args, board_place(store, out_dir), title, follow))
+        followed = asyncio.run(run_watched(web_options(args), board_place(store, out_dir), title, follow))
     except StoreError as err:  # (the database gone longer than this command waits: the workers wait on)
         raise UserError(f"{err}; the games stay queued for the workers: once the database is back, continue "
                         f"with: craits tournament resume {config.name} --store URL") from None

@@ -26,6 +26,7 @@ from typing import Any
 
 from server.cli.tournament import RUNNERS, _positive, store_url
 from server.cli.tournament_pg import runner_for
+from server.cli.web_options import add_web_options, web_options
 from server.errors import UserError
 from server.logging import configure_logging, get_logger
 from server.storage.postgres import (
@@ -39,7 +40,7 @@ from server.storage.postgres import (
 )
 from server.storage.store import StoreError
 from server.transport import sandbox
-from server.web.serve import add_web_options, watching, web_options
+from server.web.serve import watching
 from tournaments.distributed import (
     DATABASE_WAIT_ENV,
     WorkerService,
