@@ -605,24 +605,11 @@ def _portable_command(command: list[str]) -> list[str]:
 
 
 def schedule_for(config: TournamentConfig) -> tuple[ScheduledGame, ...]:
-    """The schedule of a tournament file."""
-    if config.schedule == "balanced":
-        return make_balanced_schedule(
-            config.bot_names,
-            config.table_size,
-            config.games_per_bot,
-            config.seed,
-            partnerships=config.game.partnerships,
-            duplicate=config.duplicate,
-        )
-    return make_schedule(
-        config.bot_names,
-        config.table_size,
-        config.deals,
-        config.seed,
-        partnerships=config.game.partnerships,
-        duplicate=config.duplicate,
-    )
+    """The schedule of a tournament file: ``games_per_bot`` games per bot, or ``deals`` of every table."""
+    balanced = config.schedule == "balanced"
+    make = make_balanced_schedule if balanced else make_schedule
+    return make(config.bot_names, config.table_size, config.games_per_bot if balanced else config.deals, config.seed,
+                partnerships=config.game.partnerships, duplicate=config.duplicate)
 
 
 def planned_games(config: TournamentConfig) -> int:
