@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from server.cli.tls_options import add_tls_options
 from server.cli.tournament_shared import (
     _announce_resume,
     _first_and_more,
@@ -165,6 +166,7 @@ def _runner_options(parser: argparse.ArgumentParser, *, progress: bool = True) -
     )
     if progress:
         parser.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
+    add_tls_options(parser)
     add_web_options(parser)
     _store_option(parser)
     parser.add_argument(
