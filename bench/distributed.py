@@ -61,12 +61,13 @@ if str(ROOT) not in sys.path:  # allow `python bench/distributed.py` as well as 
 
 import psycopg  # noqa: E402
 
+from bench import bots_output, bots_sandboxed, played_by_their_bots  # noqa: E402
 from bench.tournament import KIT_BOTS, LOCAL_BOTS, grpc_available  # noqa: E402
 from server.logging import configure_logging  # noqa: E402
 from server.storage.postgres import migrate  # noqa: E402
 from tests.postgres_server import PostgresServer, find_pg_bin  # noqa: E402
 from tournaments.config import parse_config  # noqa: E402
-from tournaments.distributed import WorkerSettings, play_queued, start_tournament_pg  # noqa: E402
+from tournaments.distributed import WorkerSettings, play_queued, refusals_text, start_tournament_pg  # noqa: E402
 from tournaments.grpc_runner import tournament_runner  # noqa: E402
 from tournaments.runner import TournamentRunner, local_runner, start_tournament  # noqa: E402
 
@@ -89,7 +90,10 @@ async def sqlite_run(deals: int, concurrency: int, runner: str) -> tuple[int, fl
             summary = await TournamentRunner(config, store, run_game, out, progress=False,
                                              handle_signals=False).run()
             elapsed = time.perf_counter() - started
-        store.close()
+        try:
+            played_by_their_bots(store.results(), bots_output(out / "bots"))
+        finally:
+            store.close()
     if not summary.complete:
         raise SystemExit("bench: the SQLite run did not finish")
     return summary.played, elapsed
@@ -127,8 +131,12 @@ async def workers_run(
         with store:
             started = time.perf_counter()
             followed = await play_queued(url, store, local_workers=0, settings=WorkerSettings(concurrency=concurrency),
-                                         runner_for=lambda c: local_runner, poll_s=0.1)  # (unused: no local workers)
+                                         runner_for=lambda c: local_runner, poll_s=0.1,  # (unused: no local workers)
+                                         wait_for_workers=False)
             elapsed = time.perf_counter() - started
+            if followed.refused:
+                raise SystemExit(f"bench: {refusals_text(name, followed.refused)}; no figures")
+            played_by_their_bots(store.results(), f"the workers' logs in {log_dir}")
         if followed.recorded != followed.scheduled:
             raise SystemExit(f"bench: {k} worker(s) did not finish: {followed}")
         return followed.recorded, elapsed
@@ -281,6 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     deals = args.deals or {("grpc", True): 2, ("grpc", False): 6, ("local", True): 10, ("local", False): 40}[
         (runner, args.quick)]
     configure_logging(None, console=False)
+    bots = bots_sandboxed() if runner == "grpc" else "builtin bots, in-process"  # (no figures where they cannot run)
     server = None
     url = args.store
     if url is None:
@@ -292,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
         url = server.new_database()
     try:
         migrate(url)
-        print(f"distributed bench: 4 bots ({runner} runner), tables of 4, {deals} deals x 4 rotations = "
+        print(f"distributed bench: 4 bots ({runner} runner, {bots}), tables of 4, {deals} deals x 4 rotations = "
               f"{deals * 4} games per leg, concurrency {args.concurrency} in every process, {os.cpu_count()} cpus")
         games, elapsed = asyncio.run(sqlite_run(deals, args.concurrency, runner))
         sqlite_rate = games / elapsed

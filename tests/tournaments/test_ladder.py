@@ -403,7 +403,7 @@ def test_ctrl_c_is_named_as_the_ladders_stop(tmp_path: Path) -> None:
 def test_a_ladders_progress_is_rounds_games_and_rate_and_no_bar(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A ladder has no end: its terminal line counts rounds (out of --rounds N) and games, and
     its board's progress has the rounds (a bar only with a goal)."""
-    from server.cli.tournament import RoundProgress
+    from server.cli.tournament_shared import RoundProgress
     from server.web.board import Board, BoardPlace
 
     out = tmp_path / "out"
