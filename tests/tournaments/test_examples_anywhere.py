@@ -10,6 +10,7 @@ checks it, and played there: the classroom's with four kit bots connecting with 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -18,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from tests.bots.commands import PY_RANDOM
-from tests.tournaments.test_remote_bots import craits, wait_for_address
+from tests.cli import wait_for_line
+from tests.tournaments.test_remote_bots import craits
 from tournaments.config import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,11 +75,13 @@ def test_the_classroom_example_plays_from_its_copy_with_its_house_bot_and_the_st
     assert house.command is not None and "craits_bot.examples.heuristic_bot" in house.command
     args = ("ladder", "run", str(copy), "--out", str(tmp_path / "out"), "--rounds", "1", "--address", "127.0.0.1:0")
     with craits(*args) as (proc, lines):
-        address, _ = wait_for_address(lines)
+        # the classroom's referee serves its bot port over TLS, with a certificate it made itself
+        address = wait_for_line(lines, re.compile(r"referee listening on (127\.0\.0\.1:\d+) .*over TLS")).group(1)
+        certificate = tmp_path / "out" / "tls" / "referee-cert.pem"
         bots = [
             subprocess.Popen(PY_RANDOM, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             env={**os.environ, "CRAITS_SERVER": address, "CRAITS_TOKEN": bot.token,
-                                  "CRAITS_BOT_NAME": bot.name})
+                             env={**os.environ, "CRAITS_SERVER": f"grpcs://{address}", "CRAITS_TLS_CA": str(certificate),
+                                  "CRAITS_TOKEN": bot.token, "CRAITS_BOT_NAME": bot.name})
             for bot in students[: config.table_size - 1]
         ]
         try:
