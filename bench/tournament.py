@@ -255,6 +255,16 @@ def main(argv: list[str] | None = None) -> int:
         "--before", action="store_true",
         help="grpc: play as before issue 13 (a fresh bot process every game, one referee process), for comparison",
     )
+    parser.add_argument(
+        "--baseline", metavar="CHECKOUT", type=Path,
+        help="grpc: first play the same bench with another checkout's code (its .venv, its "
+        "bench/tournament.py; e.g. `git worktree add /tmp/perf-base main && make -C /tmp/perf-base setup`) "
+        "and print this code's CPU per decision as a ratio to its",
+    )
+    parser.add_argument(
+        "--breakdown", action="store_true",
+        help="grpc: where each decision's CPU goes in the referee and the bots (bench/breakdown.py), then exit",
+    )
     args = parser.parse_args(argv)
     runner = args.runner
     if runner == "auto":
@@ -289,10 +299,22 @@ def main(argv: list[str] | None = None) -> int:
         )
     elif runner == "local":
         print("note: builtin bots in threads share one core (GIL): expect a ratio near 1")
+    if args.breakdown:
+        if runner != "grpc":
+            raise SystemExit("bench: --breakdown needs the grpc runner")
+        from bench import breakdown
+
+        meter = CpuMeter()
+        try:
+            breakdown.run(config, text, factory_for(runner, 1, one_referee=True), meter)
+        finally:
+            meter.close()
+        return 0
+    baseline = run_baseline(args.baseline, deals) if args.baseline and runner == "grpc" else None
     machine = machine_parallelism(rounds=1 if args.quick else 3)
     print(f"this machine: two CPU-bound Python processes do {machine:.2f}x the work of one (2.00 on two independent idle cores)")
     rates, cpu_per_game, busy = {}, {}, {}
-    referee_cpu, sizes = 0.0, []
+    referee_cpu, system_cpu, sizes, echo = 0.0, 0.0, [], 0.0
     meter = CpuMeter()
     print(f"CPU counted by {meter.source}")
     try:
@@ -305,6 +327,7 @@ def main(argv: list[str] | None = None) -> int:
             if isinstance(counting, Decisions):
                 sizes = counting.sizes
                 referee_cpu = own / max(1, len(sizes))
+                system_cpu = cpu / max(1, len(sizes))
             rates[concurrency] = games / elapsed
             cpu_per_game[concurrency] = cpu / games
             busy[concurrency] = cpu / elapsed
@@ -322,6 +345,22 @@ def main(argv: list[str] | None = None) -> int:
             f"{len(sizes)} requests); bare grpc.aio echo server: {echo * 1e3:.3f} ms per round trip; "
             f"ratio {referee_cpu / echo:.2f}"
         )
+        print(
+            f"all processes' CPU per decision put to a bot at concurrency 1 (referee, bots, their start-up): "
+            f"{system_cpu * 1e3:.3f} ms"
+        )
+    tail = ""
+    if sizes:
+        tail = (f" cpu_ms_per_decision={system_cpu * 1e3:.3f} referee_ms_per_decision={referee_cpu * 1e3:.3f}"
+                f" referee_vs_echo={referee_cpu / echo:.2f}")
+    if baseline is not None and sizes:
+        base_cpu, base_referee = baseline
+        print(
+            f"against the baseline ({args.baseline}), same run: all processes {system_cpu * 1e3:.3f} / "
+            f"{base_cpu * 1e3:.3f} ms = {system_cpu / base_cpu:.2f}x; referee {referee_cpu * 1e3:.3f} / "
+            f"{base_referee * 1e3:.3f} ms = {referee_cpu / base_referee:.2f}x"
+        )
+        tail += f" cpu_vs_baseline={system_cpu / base_cpu:.2f} referee_vs_baseline={referee_cpu / base_referee:.2f}"
     speedup = rates[2] / rates[1]
     cores = os.cpu_count() or 1
     print(
@@ -330,9 +369,41 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"speedup_2_vs_1={speedup:.2f} games_per_s={rates[2]:.2f} cpu_s_per_game={cpu_per_game[2]:.3f} "
-        f"machine_2_vs_1={machine:.2f} cores_busy_1={busy[1]:.2f}"
+        f"machine_2_vs_1={machine:.2f} cores_busy_1={busy[1]:.2f}{tail}"
     )
     return 0
+
+
+def run_baseline(checkout: Path, deals: int) -> tuple[float, float]:
+    """All processes' and the referee's CPU seconds per decision of another checkout's code, by
+    its own bench (its .venv), read from the lines it prints at concurrency 1."""
+    import re
+    import subprocess
+
+    python = checkout / ".venv" / "bin" / "python"
+    script = checkout / "bench" / "tournament.py"
+    if not python.exists() or not script.exists():
+        raise SystemExit(f"bench: --baseline {checkout}: no .venv/bin/python or bench/tournament.py there (make setup)")
+    print(f"baseline: {checkout} (commit {_commit(checkout)}), {deals} deals ...", flush=True)
+    done = subprocess.run([str(python), str(script), "--runner", "grpc", "--deals", str(deals)],
+                          cwd=checkout, capture_output=True, text=True, check=False)
+    games = re.search(r"concurrency 1: (\d+) games in [\d.]+ s = [\d.]+ games/s, ([\d.]+) CPU s per game", done.stdout)
+    referee = re.search(r"referee CPU per decision put to a bot: ([\d.]+) ms .*?: (\d+) requests", done.stdout)
+    if done.returncode or games is None or referee is None:
+        raise SystemExit(f"bench: the baseline's bench failed:\n{done.stdout}\n{done.stderr}")
+    cpu = float(games[2]) * int(games[1]) / int(referee[2])
+    referee_cpu = float(referee[1]) / 1e3
+    print(f"baseline: all processes {cpu * 1e3:.3f} ms, referee {referee_cpu * 1e3:.3f} ms per decision put to a bot "
+          f"({done.stdout.strip().splitlines()[-1]})")
+    return cpu, referee_cpu
+
+
+def _commit(checkout: Path) -> str:
+    import subprocess
+
+    done = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True, check=False)
+    return done.stdout.strip() or "?"
 
 if __name__ == "__main__":
     sys.exit(main())
