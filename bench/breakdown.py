@@ -28,6 +28,7 @@ import asyncio
 import contextlib
 import os
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -101,6 +102,19 @@ class Steps:
         self.wrap(ReplayWriter, "decision", "replay record and hash")
         self.wrap(GameState, "apply", "engine")
         self.wrap(GameState, "legal_action_ids", "engine")
+        import gc
+
+        collecting = [0.0]
+
+        def on_gc(phase: str, _info: dict[str, int]) -> None:
+            if phase == "start":
+                collecting[0] = time.thread_time()
+            elif threading.get_ident() == main:
+                self.seconds["garbage collection"] += time.thread_time() - collecting[0]
+
+        main = threading.get_ident()
+        gc.callbacks.append(on_gc)
+        self._undo.append(lambda: gc.callbacks.remove(on_gc))
         select = selectors.EpollSelector.select
 
         def counted_select(selector: Any, timeout: Any = None) -> Any:
@@ -127,14 +141,15 @@ class Steps:
 
 
 def bot_processes(group: Path | None) -> list[int]:
-    """The pids of the kit's bot processes in the bench's cgroup (sandboxed or not)."""
+    """The pids of the kit's bot processes in the bench's cgroup (sandboxed or not; not bwrap's own)."""
     pids = []
     if group is None:
         return pids
     for procs in group.rglob("cgroup.procs"):
         for pid in procs.read_text().split():
             with contextlib.suppress(OSError):
-                if b"craits_bot" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                if (b"craits_bot" in Path(f"/proc/{pid}/cmdline").read_bytes()
+                        and Path(f"/proc/{pid}/comm").read_text().strip() != "bwrap"):
                     pids.append(int(pid))
     return pids
 
@@ -254,7 +269,7 @@ def run(config: Any, text: str, factory: Any, meter: Any) -> None:
             label = "event loop thread" if name == "main" else f"thread {name!r}"
             print(f"  {label:40} {cpu * per:7.3f}   {switches / decisions:5.2f} sleeps per decision")
     mine = 0.0
-    for name in dict.fromkeys(["build the request (wire)", "replay record and hash", "engine"]):
+    for name in dict.fromkeys(["build the request (wire)", "replay record and hash", "engine", "garbage collection"]):
         cpu = steps.seconds[name] - seconds0[name]
         mine += cpu
         print(f"    {name:38} {cpu * per:7.3f}")

@@ -225,12 +225,15 @@ async def measure(rounds: int, per_round: int) -> dict[str, list[tuple[float, fl
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="6 rounds of 3,000 round trips (default 10 of 5,000)")
+    parser.add_argument("--rounds", type=int, help="rounds (each side once a round)")
+    parser.add_argument("--round-trips", type=int, help="round trips per side per round")
     parser.add_argument("--frames-client", metavar="SOCKET", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.frames_client:
         frames_client(args.frames_client)
         return 0
     rounds, per_round = (6, 3000) if args.quick else (10, 5000)
+    rounds, per_round = args.rounds or rounds, args.round_trips or per_round
     print(f"framing bench: {rounds} rounds x {per_round} round trips each way, one bot on a Unix socket, "
           f"{os.cpu_count()} cpus, load average {os.getloadavg()[0]:.1f}")
     results = asyncio.run(measure(rounds, per_round))
@@ -240,7 +243,8 @@ def main(argv: list[str] | None = None) -> int:
         client = sum(r[1] for r in rows) / (len(rows) * per_round) * 1e6
         us[name] = (server, client)
         print(f"  {name:7} server {server:6.1f} us, client {client:6.1f} us CPU per round trip")
-    s_ratio, c_ratio = us["frames"][0] / us["grpc"][0], us["frames"][1] / us["grpc"][1]
+    s_ratio = us["frames"][0] / max(us["grpc"][0], 1e-9)  # (a tick-coarse count may read 0 on a tiny run)
+    c_ratio = us["frames"][1] / max(us["grpc"][1], 1e-9)
     print(
         f"server_ratio_frames_vs_grpc={s_ratio:.2f} client_ratio_frames_vs_grpc={c_ratio:.2f} "
         f"server_us_grpc={us['grpc'][0]:.1f} server_us_frames={us['frames'][0]:.1f} "
