@@ -202,6 +202,8 @@ def answer_parse_cost(n: int = 20000) -> float:
 
 def run(config: Any, text: str, factory: Any, meter: Any) -> None:
     """Play the tournament once at concurrency 1 and print where each process's CPU went."""
+    from craits import grpc_io
+
     from server.game.seats import framed
     from server.protocol import wire
     from tournaments.runner import TournamentRunner, start_tournament
@@ -254,14 +256,15 @@ def run(config: Any, text: str, factory: Any, meter: Any) -> None:
         store.close()
 
     with tempfile.TemporaryDirectory(prefix="craits-bench-") as tmp:
-        asyncio.run(play(Path(tmp)))
+        grpc_io.run(play(Path(tmp)))
     steps: Steps = result["steps"]
     seconds0, selects0, logs0, asked0 = result["steps0"]
     decisions = len(requests) - asked0
     per = 1e3 / decisions
     threads = minus(result["threads1"], result["threads0"])
     loop_cpu = threads.get("main", (0.0, 0))[0]
-    print(f"\nwhere a decision's CPU goes (ms per decision put to a bot; {decisions} decisions in "
+    print(f"\nwhere a decision's CPU goes on {grpc_io.loop_name()}'s event loop "
+          f"(ms per decision put to a bot; {decisions} decisions in "
           f"{result['summary'].played - 1} games after the first, which launches the bots):")
     print(f"referee (this process): {(result['cpu1'] - result['cpu0']) * per:.3f} ms in all")
     for name, (cpu, switches) in sorted(threads.items(), key=lambda kv: -kv[1][0]):
@@ -275,8 +278,9 @@ def run(config: Any, text: str, factory: Any, meter: Any) -> None:
         print(f"    {name:38} {cpu * per:7.3f}")
     parse = answer_parse_cost()
     print(f"    {'parse the answer (protobuf, measured apart)':38} {parse * 1e3:7.3f}")
-    print(f"    {'gRPC asyncio layer, event loop, glue':38} {(loop_cpu - mine) * per - parse * 1e3:7.3f}"
-          f"   {(steps.selects - selects0) / decisions:.2f} loop turns per decision")
+    turns = steps.selects - selects0
+    print(f"    {'gRPC asyncio layer, event loop, glue':38} {(loop_cpu - mine) * per - parse * 1e3:7.3f}   "
+          + (f"{turns / decisions:.2f} loop turns per decision" if turns else "(uvloop's turns are not counted)"))
     print(f"    {'log events':38} {(steps.logs - logs0) / decisions:7.3f} per decision")
     bots = {pid: minus(bots_after[pid], bots_before[pid]) for pid in bots_after if pid in bots_before}
     total: Counter[str] = Counter()

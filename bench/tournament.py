@@ -63,6 +63,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # allow `python bench/tournament.py` as well as `-m`
     sys.path.insert(0, str(ROOT))
 
+import craits.grpc_io  # noqa: E402
+
 from bench import grpc_io, machine_parallelism  # noqa: E402  # (first: it chooses gRPC's I/O layer before grpc is imported)
 from tournaments.config import TournamentConfig, parse_config  # noqa: E402
 from tournaments.grpc_runner import tournament_runner  # noqa: E402
@@ -289,7 +291,8 @@ def main(argv: list[str] | None = None) -> int:
 
     print(
         f"tournament bench: 4 bots, tables of 4, {deals} deals x 4 rotations = {deals * 4} games, "
-        f"runner {runner}, {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.1f}; {grpc_io()}"
+        f"runner {runner}, {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.1f}; {grpc_io()}; "
+        f"event loop: {craits.grpc_io.loop_name()}"
     )
     if before:
         print("before issue 13: a fresh process for every bot in every game, every game in one referee process")
@@ -314,14 +317,14 @@ def main(argv: list[str] | None = None) -> int:
     machine = machine_parallelism(rounds=1 if args.quick else 3)
     print(f"this machine: two CPU-bound Python processes do {machine:.2f}x the work of one (2.00 on two independent idle cores)")
     rates, cpu_per_game, busy = {}, {}, {}
-    referee_cpu, system_cpu, sizes, echo = 0.0, 0.0, [], 0.0
+    referee_cpu, system_cpu, sizes, echo, same_loop = 0.0, 0.0, [], 0.0, 0.0
     meter = CpuMeter()
     print(f"CPU counted by {meter.source}")
     try:
         for concurrency in (1, 2):
             counting = Decisions() if runner == "grpc" and concurrency == 1 else nullcontext()
             with tempfile.TemporaryDirectory(prefix="craits-bench-") as tmp, counting:
-                games, elapsed, cpu, own = asyncio.run(
+                games, elapsed, cpu, own = craits.grpc_io.run(
                     timed_run(config, text, Path(tmp), factory_for(runner, concurrency, before), concurrency, meter)
                 )
             if isinstance(counting, Decisions):
@@ -339,11 +342,13 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         meter.close()
     if sizes:
-        echo = asyncio.run(echo_cpu(sizes[:3000]))
+        echo = asyncio.run(echo_cpu(sizes[:3000]))  # the bare echo as bench/referee.py runs it: asyncio's loop
+        same_loop = craits.grpc_io.run(echo_cpu(sizes[:3000]))
         print(
             f"referee CPU per decision put to a bot: {referee_cpu * 1e3:.3f} ms (this process at concurrency 1: "
-            f"{len(sizes)} requests); bare grpc.aio echo server: {echo * 1e3:.3f} ms per round trip; "
-            f"ratio {referee_cpu / echo:.2f}"
+            f"{len(sizes)} requests, on {craits.grpc_io.loop_name()}'s loop); bare grpc.aio echo server: "
+            f"{echo * 1e3:.3f} ms per round trip on asyncio's loop, {same_loop * 1e3:.3f} ms on "
+            f"{craits.grpc_io.loop_name()}'s; ratio {referee_cpu / echo:.2f} and {referee_cpu / same_loop:.2f}"
         )
         print(
             f"all processes' CPU per decision put to a bot at concurrency 1 (referee, bots, their start-up): "
@@ -352,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     tail = ""
     if sizes:
         tail = (f" cpu_ms_per_decision={system_cpu * 1e3:.3f} referee_ms_per_decision={referee_cpu * 1e3:.3f}"
-                f" referee_vs_echo={referee_cpu / echo:.2f}")
+                f" referee_vs_echo={referee_cpu / echo:.2f} referee_vs_echo_same_loop={referee_cpu / same_loop:.2f}")
     if baseline is not None and sizes:
         base_cpu, base_referee = baseline
         print(

@@ -15,6 +15,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from craits import grpc_io
+
 from server.cli import play
 from server.cli.play import game_settings, make_spec, parse_bots, record_summary
 from server.errors import UserError
@@ -90,7 +92,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     except OSError as err:
         raise UserError(f"--log-dir {args.log_dir}: cannot write the log there: {_why(err)}") from None
     web_options(args)
-    return asyncio.run(run_watched(args, None, "Craits serve", lambda: _serve(args, tokens, bots, settings, log_path)))
+    return grpc_io.run(run_watched(args, None, "Craits serve", lambda: _serve(args, tokens, bots, settings, log_path)))
 
 
 async def _serve(args: argparse.Namespace, tokens: list[tuple[str, str]], bots: list[Any], settings: Any,

@@ -31,6 +31,8 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from craits import grpc_io
+
 from server.errors import UserError
 from server.game.policies import POLICY_NAMES
 from server.logging import configure_logging
@@ -437,7 +439,7 @@ def _play_ladder(
     if factory is not local_runner:
         _quiet_referee_logs(out_dir)
     try:
-        summary = asyncio.run(run_watched(args, board_place(store, out_dir), f"Craits ladder {config.name}", lambda: run_ladder(
+        summary = grpc_io.run(run_watched(args, board_place(store, out_dir), f"Craits ladder {config.name}", lambda: run_ladder(
             config, store, out_dir, factory, rounds=args.rounds, concurrency=args.concurrency,
             on_round=_print_round, play_pending=play_pending,
         )))
@@ -576,7 +578,7 @@ def _play_and_report(
     summary: RunSummary | None = None
     failure: TournamentError | None = None
     try:
-        summary = asyncio.run(run_watched(
+        summary = grpc_io.run(run_watched(
             args, board_place(store, out_dir), f"Craits tournament {config.name}",
             lambda: play(config, store, out_dir, factory, concurrency=args.concurrency,
                          progress=False if args.no_progress else None),

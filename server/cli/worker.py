@@ -17,12 +17,13 @@ when a worker dies or the database goes away.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import os
 import sys
 from pathlib import Path
 from typing import Any
+
+from craits import grpc_io
 
 from server.cli.tournament import RUNNERS, _positive, store_url
 from server.cli.tournament_pg import runner_for
@@ -139,7 +140,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
             logging.shutdown()
             os._exit(0)
 
-    asyncio.run(serve())
+    grpc_io.run(serve())
     stopped()
     return 0
 

@@ -17,11 +17,16 @@ kit do it first thing).
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import os
 import re
 import sys
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 EXPERIMENTS = "-event_engine_client,-event_engine_listener"
 TESTED = ((1, 80), (1, 86))
@@ -58,3 +63,39 @@ def grpcio_version() -> tuple[int, int] | None:
 chosen = prefer_grpc_io()
 """True when this process chose (not its environment): a referee then launches bots with its
 own environment minus this choice, so a bot in another language keeps gRPC's default."""
+
+
+LOOP_ENV = "CRAITS_EVENT_LOOP"
+"""``asyncio``: run on asyncio's own event loop even where uvloop is installed."""
+
+
+def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """The event loop grpc.aio runs on: uvloop's where it is installed (and ``CRAITS_EVENT_LOOP``
+    is not ``asyncio``), else None for asyncio's own.
+
+    Every message of the protocol wakes the loop a few times (gRPC's completions reach it
+    through a socket its poller thread writes to), so the loop's own cost per turn is a good
+    part of a decision's: uvloop's loop takes about a fifth off the CPU of each round trip in
+    both the referee and a bot (``bench/framing.py``, ``bench/tournament.py --breakdown``)."""
+    if os.environ.get(LOOP_ENV, "").strip().lower() == "asyncio":
+        return None
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
+
+
+def loop_name() -> str:
+    """``uvloop`` or ``asyncio``: which loop :func:`run` uses here."""
+    return "asyncio" if loop_factory() is None else "uvloop"
+
+
+def run(main: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(main)`` on the loop of :func:`loop_factory` (the referee's and the kit's
+    entry points run their event loop through this; Python 3.10 keeps asyncio's own)."""
+    factory = loop_factory()
+    if factory is None or not hasattr(asyncio, "Runner"):
+        return asyncio.run(main)
+    with asyncio.Runner(loop_factory=factory) as runner:
+        return runner.run(main)
