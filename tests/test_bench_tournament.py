@@ -16,7 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LAST_LINE = re.compile(r"speedup_2_vs_1=\d+\.\d\d games_per_s=\d+\.\d\d cpu_s_per_game=\d+\.\d{3} machine_2_vs_1=\d+\.\d\d cores_busy_1=\d+\.\d\d"
-    r" cpu_ms_per_decision=\d+\.\d{3} referee_ms_per_decision=\d+\.\d{3} referee_vs_echo=\d+\.\d\d")
+    r" cpu_ms_per_decision=\d+\.\d{3} referee_ms_per_decision=\d+\.\d{3} referee_vs_echo=\d+\.\d\d referee_vs_echo_same_loop=\d+\.\d\d")
 
 
 def test_one_deal_at_each_concurrency_prints_every_figure_and_the_machine_readable_line() -> None:

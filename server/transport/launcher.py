@@ -238,6 +238,12 @@ class Child:
     async def wait(self) -> int:
         return await asyncio.shield(self._exited)
 
+    def kill(self) -> None:
+        """SIGKILL the process (not its group), unless it has been seen to exit."""
+        if self.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+
 
 class LaunchedBot:
     """One bot process in its own process group."""
