@@ -75,8 +75,10 @@ def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
 
     Every message of the protocol wakes the loop a few times (gRPC's completions reach it
     through a socket its poller thread writes to), so the loop's own cost per turn is a good
-    part of a decision's: uvloop's loop takes about a fifth off the CPU of each round trip in
-    both the referee and a bot (``bench/framing.py``, ``bench/tournament.py --breakdown``)."""
+    part of a decision's: on uvloop's a round trip costs a gRPC server and a kit bot about a
+    fifth less CPU back to back (``bench/framing.py``), a tournament's referee about 7% less
+    per decision (``bench/tournament.py --breakdown``); its bots, which sleep between their
+    turns, not measurably less. The referee depends on uvloop; the kit uses it when present."""
     if os.environ.get(LOOP_ENV, "").strip().lower() == "asyncio":
         return None
     try:
