@@ -264,6 +264,10 @@ def main(argv: list[str] | None = None) -> int:
         "and print this code's CPU per decision as a ratio to its",
     )
     parser.add_argument(
+        "--rounds", type=int, default=2,
+        help="with --baseline: this many runs of each checkout's bench, alternating (the ratios are of the medians)",
+    )
+    parser.add_argument(
         "--breakdown", action="store_true",
         help="grpc: where each decision's CPU goes in the referee and the bots (bench/breakdown.py), then exit",
     )
@@ -313,7 +317,9 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             meter.close()
         return 0
-    baseline = run_baseline(args.baseline, deals) if args.baseline and runner == "grpc" else None
+    baseline = (
+        compare_with(args.baseline, deals, max(1, args.rounds)) if args.baseline and runner == "grpc" else None
+    )
     machine = machine_parallelism(rounds=1 if args.quick else 3)
     print(f"this machine: two CPU-bound Python processes do {machine:.2f}x the work of one (2.00 on two independent idle cores)")
     rates, cpu_per_game, busy = {}, {}, {}
@@ -358,14 +364,9 @@ def main(argv: list[str] | None = None) -> int:
     if sizes:
         tail = (f" cpu_ms_per_decision={system_cpu * 1e3:.3f} referee_ms_per_decision={referee_cpu * 1e3:.3f}"
                 f" referee_vs_echo={referee_cpu / echo:.2f} referee_vs_echo_same_loop={referee_cpu / same_loop:.2f}")
-    if baseline is not None and sizes:
-        base_cpu, base_referee = baseline
-        print(
-            f"against the baseline ({args.baseline}), same run: all processes {system_cpu * 1e3:.3f} / "
-            f"{base_cpu * 1e3:.3f} ms = {system_cpu / base_cpu:.2f}x; referee {referee_cpu * 1e3:.3f} / "
-            f"{base_referee * 1e3:.3f} ms = {referee_cpu / base_referee:.2f}x"
-        )
-        tail += f" cpu_vs_baseline={system_cpu / base_cpu:.2f} referee_vs_baseline={referee_cpu / base_referee:.2f}"
+    if baseline is not None:
+        cpu_ratio, referee_ratio = baseline
+        tail += f" cpu_vs_baseline={cpu_ratio:.2f} referee_vs_baseline={referee_ratio:.2f}"
     speedup = rates[2] / rates[1]
     cores = os.cpu_count() or 1
     print(
@@ -379,28 +380,48 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def run_baseline(checkout: Path, deals: int) -> tuple[float, float]:
-    """All processes' and the referee's CPU seconds per decision of another checkout's code, by
-    its own bench (its .venv), read from the lines it prints at concurrency 1."""
-    import re
-    import subprocess
+def compare_with(checkout: Path, deals: int, rounds: int) -> tuple[float, float]:
+    """This code's and another checkout's bench (each its own .venv), run in turn ``rounds``
+    times each (a busy machine moves every figure; in turn, both see the same load): the ratios
+    of this code's median CPU per decision put to a bot to the other's, all processes and the
+    referee."""
+    import statistics
 
     python = checkout / ".venv" / "bin" / "python"
     script = checkout / "bench" / "tournament.py"
     if not python.exists() or not script.exists():
         raise SystemExit(f"bench: --baseline {checkout}: no .venv/bin/python or bench/tournament.py there (make setup)")
-    print(f"baseline: {checkout} (commit {_commit(checkout)}), {deals} deals ...", flush=True)
-    done = subprocess.run([str(python), str(script), "--runner", "grpc", "--deals", str(deals)],
-                          cwd=checkout, capture_output=True, text=True, check=False)
+    print(f"baseline: {checkout} (commit {_commit(checkout)}) against this code ({_commit(ROOT)}), "
+          f"{deals} deals, {rounds} runs each in turn ...", flush=True)
+    figures: dict[str, list[tuple[float, float]]] = {"baseline": [], "this code": []}
+    for _ in range(rounds):
+        for name, (py, bench, cwd) in (("baseline", (python, script, checkout)),
+                                       ("this code", (Path(sys.executable), Path(__file__).resolve(), ROOT))):
+            cpu, referee = bench_figures(py, bench, cwd, deals)
+            figures[name].append((cpu, referee))
+            print(f"  {name}: all processes {cpu * 1e3:.3f} ms, referee {referee * 1e3:.3f} ms per decision",
+                  flush=True)
+    medians = {name: (statistics.median(r[0] for r in rows), statistics.median(r[1] for r in rows))
+               for name, rows in figures.items()}
+    (base_cpu, base_referee), (cpu, referee) = medians["baseline"], medians["this code"]
+    print(f"medians: all processes {cpu * 1e3:.3f} / {base_cpu * 1e3:.3f} ms = {cpu / base_cpu:.2f}x the baseline; "
+          f"referee {referee * 1e3:.3f} / {base_referee * 1e3:.3f} ms = {referee / base_referee:.2f}x")
+    return cpu / base_cpu, referee / base_referee
+
+
+def bench_figures(python: Path, script: Path, cwd: Path, deals: int) -> tuple[float, float]:
+    """All processes' and the referee's CPU seconds per decision put to a bot at concurrency 1,
+    read from the lines a checkout's bench prints (the same lines before and after issue 32)."""
+    import re
+    import subprocess
+
+    done = subprocess.run([str(python), str(script), "--quick", "--runner", "grpc", "--deals", str(deals)],
+                          cwd=cwd, capture_output=True, text=True, check=False)
     games = re.search(r"concurrency 1: (\d+) games in [\d.]+ s = [\d.]+ games/s, ([\d.]+) CPU s per game", done.stdout)
     referee = re.search(r"referee CPU per decision put to a bot: ([\d.]+) ms .*?: (\d+) requests", done.stdout)
     if done.returncode or games is None or referee is None:
-        raise SystemExit(f"bench: the baseline's bench failed:\n{done.stdout}\n{done.stderr}")
-    cpu = float(games[2]) * int(games[1]) / int(referee[2])
-    referee_cpu = float(referee[1]) / 1e3
-    print(f"baseline: all processes {cpu * 1e3:.3f} ms, referee {referee_cpu * 1e3:.3f} ms per decision put to a bot "
-          f"({done.stdout.strip().splitlines()[-1]})")
-    return cpu, referee_cpu
+        raise SystemExit(f"bench: {script} failed:\n{done.stdout}\n{done.stderr}")
+    return float(games[2]) * int(games[1]) / int(referee[2]), float(referee[1]) / 1e3
 
 
 def _commit(checkout: Path) -> str:
