@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import dataclasses
 import itertools
@@ -26,6 +27,7 @@ import os
 import re
 import sqlite3
 import sys
+import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -51,6 +53,7 @@ from tournaments.ladder import (
     ladder_standings,
     open_ladder,
     reopen_ladder,
+    rounds_played,
     run_ladder,
     tables_at_once,
 )
@@ -75,7 +78,7 @@ from tournaments.schedule import (
     schedule_for,
     suggest_balanced,
 )
-from tournaments.standings import Standings
+from tournaments.standings import RATING_HEADERS, Standings
 
 RUNNERS = ("auto", "local", "grpc")
 LARGE_PLAN = 20_000
@@ -442,27 +445,57 @@ def _play_ladder(
           f"recorded so far; playing {until}; output in {out_dir}", file=sys.stderr)
     if factory is not local_runner:
         _quiet_referee_logs(out_dir)
+    goal = 0
+    if args.rounds is not None:
+        goal = rounds_played(store.games(), {g.game_id for g in store.pending_games()}) + args.rounds
+    progress = RoundProgress(done, goal)
     try:
-        summary = grpc_io.run(run_watched(args, board_place(store, out_dir), f"Craits ladder {config.name}", lambda: run_ladder(
-            config, store, out_dir, factory, rounds=args.rounds, concurrency=args.concurrency,
-            on_round=_print_round, play_pending=play_pending,
-        )))
+        summary = grpc_io.run(run_watched(
+            args, board_place(store, out_dir, goal_rounds=goal), f"Craits ladder {config.name}", lambda: run_ladder(
+                config, store, out_dir, factory, rounds=args.rounds, concurrency=args.concurrency,
+                on_round=progress.round_played, play_pending=play_pending,
+            )))
     except TournamentError as err:
-        _report(ladder_standings(config, store), store, out_dir, f"Craits ladder {config.name}")
+        _report(ladder_standings(config, store, out_dir), store, out_dir, f"Craits ladder {config.name}")
         print(f"craits: error: {err}\n{store.counts()[0]} games are recorded; after fixing it, "
               f"continue with: {again}", file=sys.stderr)
         return 1
-    written = _report(ladder_standings(config, store), store, out_dir, f"Craits ladder {config.name}")
-    if summary.stopped:
-        print(f"stopped after {summary.rounds} new round(s) ({summary.games} games recorded by this run); "
-              f"continue with: {again}", file=sys.stderr)
+    written = _report(ladder_standings(config, store, out_dir), store, out_dir, f"Craits ladder {config.name}")
+    print(f"stopped after {summary.rounds} new round(s) ({summary.why}; {summary.games} games recorded by this run); "
+          f"continue with: {again}", file=sys.stderr)
     return 0 if written else 1
 
 
-def _print_round(played: LadderRound, standings: Standings) -> None:
-    leader = standings.rows[0]
-    print(f"round {played.number}: {', '.join(played.seats)}; leader {leader.bot} "
-          f"(rating {leader.rating_ordinal:.2f} after {leader.games} games)", file=sys.stderr, flush=True)
+class RoundProgress:
+    """A ladder's progress on the organizer's terminal, one line a round: a ladder has no end,
+    so no bar; the rounds and games played, the rate over the last minute, and the leader (with
+    ``--rounds N``, the rounds out of the goal)."""
+
+    WINDOW_S = 60.0
+
+    def __init__(self, games_before: int, goal_rounds: int = 0) -> None:
+        self.games = games_before
+        self.rounds = 0
+        self.goal = goal_rounds
+        self._samples: collections.deque[tuple[float, int]] = collections.deque([(time.monotonic(), games_before)])
+
+    def round_played(self, played: LadderRound, standings: Standings) -> None:
+        print(self.line(played, standings), file=sys.stderr, flush=True)
+
+    def line(self, played: LadderRound, standings: Standings, now: float | None = None) -> str:
+        now = time.monotonic() if now is None else now
+        self.rounds += 1
+        self.games = standings.games_recorded
+        self._samples.append((now, self.games))
+        while len(self._samples) > 2 and now - self._samples[1][0] > self.WINDOW_S:
+            self._samples.popleft()
+        first_t, first_games = self._samples[0]
+        rate = (self.games - first_games) / (now - first_t) if now > first_t else 0.0
+        leader = standings.rows[0]
+        goal = f"; round {played.number} of {self.goal}" if self.goal else ""
+        return (f"round {played.number}: {', '.join(played.seats)}; {self.games} games played, "
+                f"{rate:.2f} games/s; leader {leader.bot} ({RATING_HEADERS[0]} {leader.rating_ordinal:.2f} "
+                f"after {leader.games} games){goal}")
 
 
 def cmd_ladder_standings(args: argparse.Namespace) -> int:
@@ -477,7 +510,7 @@ def cmd_ladder_standings(args: argparse.Namespace) -> int:
         except TournamentError as err:
             raise UserError(str(err)) from None
         with store:
-            standings = ladder_standings(config, store)
+            standings = ladder_standings(config, store, out_dir)
             games = game_links(store, out_dir)
     return _show_standings(standings, games, args)
 

@@ -197,7 +197,7 @@ def cmd_standings(args: argparse.Namespace, url: str, *, ladder: bool = False) -
     with _errors():
         config, store = open_tournament_pg(url, name, ladder=ladder, readonly=True)
         with store:
-            standings = ladder_standings(config, store) if ladder else load_standings(config, store)
+            standings = ladder_standings(config, store, with_status=True) if ladder else load_standings(config, store)
             games = game_links(store, out or config.output_dir())
     return _show_standings(standings, games, args)
 

@@ -86,6 +86,12 @@ def _seat_entry(seat: Seat) -> dict[str, Any]:
     return entry
 
 
+def _one_line(text: str, limit: int = 200) -> str:
+    """A bot's text for a record: its first line, at most ``limit`` characters."""
+    line = text.strip().split("\n", 1)[0].strip()
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
 def _exit_text(returncode: int | None) -> str:
     if returncode is not None and returncode < 0:
         with contextlib.suppress(ValueError):
@@ -149,16 +155,23 @@ class GameReferee:
             if seat.open_decision:
                 seat.mailbox.put(CONNECTED)
 
-    def seat_disconnected(self, seat: Seat, session: Session, why: str) -> None:
-        """The seat's stream ended (the bot closed it, died, or was cut off)."""
+    def seat_disconnected(self, seat: Seat, session: Session, why: str, *, clean: bool = False) -> None:
+        """The seat's stream ended (the bot closed it, died, or was cut off). ``clean``: the bot
+        closed its side itself; a bot that connects on its own then left for good (its
+        process stopped), so its seat goes to the default policy at once rather than after
+        the reconnect grace. (A launched bot's exit is its process's to tell.)"""
         if seat.session is not session:
             return
         seat.session = None
         if self.over:
             return
-        seat.disconnects += 1
         seat.disconnected_at = time.monotonic()
-        self._event(seat, f"disconnected: {why}")
+        if clean and seat.bot.command is None:
+            seat.left_cleanly = True
+            self._event(seat, f"left: {why}")
+        else:
+            seat.disconnects += 1
+            self._event(seat, f"disconnected: {why}")
         seat.mailbox.put(DISCONNECTED)
 
     def seat_process_exited(self, seat: Seat, returncode: int | None, why: str = "") -> None:
@@ -454,6 +467,8 @@ class GameReferee:
                         )
                     continue
                 answer = item.answer
+                if answer.HasField("bot_error"):
+                    self._bot_error(seat, decision_id, answer.bot_error, notes)
                 action_id = answer.action_id
                 judgement = None if action_id in legal else judge_answer(state, legal, action_id)
                 if judgement is not None and not judgement.refused:
@@ -491,7 +506,7 @@ class GameReferee:
 
     def _grace_end(self, seat: Seat) -> float:
         """When a disconnected seat's grace runs out, on the perf_counter clock."""
-        if seat.process_exited or seat.disconnected_at is None:
+        if seat.process_exited or seat.left_cleanly or seat.disconnected_at is None:
             return 0.0
         left = seat.disconnected_at + self.clocks.reconnect_grace_s - time.monotonic()
         return _perf() + left
@@ -519,6 +534,22 @@ class GameReferee:
             seat.session.send_error(judgement.code, message, rule=judgement.rule, game_id=self.game_id,
                                     decision_id=decision_id, strikes=seat.strikes)
         return judgement.note
+
+    def _bot_error(self, seat: Seat, decision_id: int, error: pb.BotError, notes: list[str]) -> None:
+        """The bot's kit says its code failed on this decision and answered in its place: a
+        fault of its own kind (no strike), kept with its first line for the organizer."""
+        text = _one_line(error.message) or "(no message)"
+        if error.where:
+            text += f" at {_one_line(error.where)[:100]}"
+        seat.bot_errors += 1
+        if not seat.bot_error:
+            seat.bot_error = text
+        what = f"bot error on decision {decision_id}: {text}"
+        if seat.bot_errors == 1:
+            self._event(seat, what, warn=True)
+        else:  # (the log has the first: a bot failing at every decision would write a line each)
+            seat.note(what)
+        notes.append(f"bot error: {text}")
 
     def _timed_out(self, seat: Seat, decision_id: int, legal: list[int], notes: list[str]) -> tuple[int, str, None, None, str]:
         seat.timeouts += 1
@@ -555,10 +586,11 @@ class GameReferee:
             seat.session.send_error(pb.ERROR_CODE_STRUCK_OUT, message, game_id=self.game_id, strikes=seat.strikes)
 
     def _gone(self, seat: Seat, legal: list[int], notes: list[str]) -> tuple[int, str, None, None, str]:
-        seat.status = SeatStatus.DISCONNECTED
+        seat.status = SeatStatus.LEFT if seat.left_cleanly else SeatStatus.DISCONNECTED
         seat.policy = DefaultPolicy()
         seat.default_actions += 1
-        why = "its process exited" if seat.process_exited else f"not back within {self.clocks.reconnect_grace_s:g} s"
+        why = ("its process exited" if seat.process_exited else "it closed its stream" if seat.left_cleanly
+               else f"not back within {self.clocks.reconnect_grace_s:g} s")
         self._event(seat, f"gone ({why}): the default policy plays this seat", warn=True)
         notes.append(f"disconnected ({why}): default action")
         return default_action(legal), "disconnected", None, None, "; ".join(notes)

@@ -41,6 +41,7 @@ from server.storage.store import StoreError
 from server.web.board import Board
 from server.web.fanout import MAX_BUFFER, Reader, accepts_deflate, finish, open_stream
 from server.web.live import END, GameStream, LiveHub, public_records, strip_full
+from tournaments.standings import RATING_HEADERS, RATING_LEGEND
 
 log = get_logger()
 T = TypeVar("T")
@@ -358,6 +359,8 @@ class WebServer:
         note = self.board.source.note if self.board is not None else ""
         body = _fill(_asset("board.html"), {
             "DATA": _embed(data), "NOTE": f'<p id="live-note" class="legend">{html.escape(note)}</p>' if note else "",
+            "LEGEND": html.escape(RATING_LEGEND), "RATING": html.escape(RATING_HEADERS[0]),
+            "SPREAD": html.escape(RATING_HEADERS[1]),
         })
         return self._page(self.title, body, script=_asset("board.js"))
 
@@ -623,6 +626,14 @@ def rating_svg(points: list[dict[str, Any]], width: int = 640, height: int = 220
     )
 
 
+def _fault_text(faults: dict[str, Any]) -> str:
+    """A seat's faults in one game, in words: "timeouts 2, bot errors 3 (first: KeyError: 'x' at bot.py:9)"."""
+    first = faults.get("first_bot_error")
+    return ", ".join(
+        f"{k.replace('_', ' ')} {v}" + (f" (first: {first})" if k == "bot_errors" and first else "")
+        for k, v in faults.items() if k != "first_bot_error")
+
+
 def _bot_body(name: str, info: dict[str, Any]) -> str:
     e = html.escape
     row = info["standing"]
@@ -630,15 +641,15 @@ def _bot_body(name: str, info: dict[str, Any]) -> str:
     faults_total = sum(issues.values())
     head = (
         f'<h1 id="bot-name">{e(name)}</h1>'
-        f'<p class="meta">rank {row["rank"]} &middot; rating {_fmt(row["rating_mu"])} &plusmn; '
-        f'{_fmt(row["rating_sigma"])} (ordinal {_fmt(row["rating_ordinal"])}) &middot; average placing '
+        f'<p class="meta">rank {row["rank"]} &middot; {RATING_HEADERS[0]} {_fmt(row["rating_ordinal"])} '
+        f'({e(RATING_HEADERS[1])} {_fmt(row["rating_mu"])} &plusmn; {_fmt(row["rating_sigma"])}) &middot; average placing '
         f'{_fmt(row["avg_placing"])} &middot; {row["games"]} games &middot; {row["wins"]} wins &middot; '
         f"{faults_total} faults</p>"
     )
     plot = f'<section class="panel"><h2>Rating over time</h2>{rating_svg(info["ratings"])}</section>'
     fault_rows = "".join(
         f'<tr><td><a href="/games/{e(f["game_id"], quote=True)}">{e(f["game_id"])}</a></td><td>{f["seat"]}</td>'
-        f'<td>{e(", ".join(f"{k} {v}" for k, v in f["faults"].items()))}</td></tr>'
+        f'<td>{e(_fault_text(f["faults"]))}</td></tr>'
         for f in info["faults"]
     ) or '<tr><td colspan="3">no faults</td></tr>'
     faults = (

@@ -76,7 +76,7 @@ deeper values could overflow the JSON encoder when the viewer page embeds them."
 
 _SEAT_REPORT_INTS = (
     "decisions", "timeouts", "strikes", "illegal", "malformed", "disconnects",
-    "default_actions", "think_us", "transport_us", "stale",
+    "default_actions", "think_us", "transport_us", "stale", "bot_errors",
 )  # fmt: skip
 
 
@@ -267,7 +267,7 @@ def _check_result(rec: JsonDict, players: int) -> None:
         for i, report in enumerate(reports):
             at = f"result field seat_reports[{i}]"
             entry = _check_object(report, at)
-            for key in ("bot", "status"):
+            for key in ("bot", "status", "bot_error"):
                 if key in entry:
                     _check_str(entry[key], f"{at}.{key}")
             for key in _SEAT_REPORT_INTS:
