@@ -25,6 +25,7 @@ import itertools
 import json
 import os
 import re
+import shlex
 import sqlite3
 import sys
 import time
@@ -57,7 +58,7 @@ from tournaments.ladder import (
     run_ladder,
     tables_at_once,
 )
-from tournaments.pages import REPLAY_DIR, game_links, write_viewer_pages
+from tournaments.pages import REPLAY_DIR, fault_links, game_links, write_viewer_pages
 from tournaments.runner import (
     RunnerFactory,
     RunSummary,
@@ -119,6 +120,9 @@ def register_cli(subparsers: Any) -> None:
     standings.add_argument("--csv", metavar="FILE", help="also write the standings as CSV")
     standings.add_argument("--json", metavar="FILE", help="also write the standings (with head to head) as JSON")
     standings.add_argument("--against", metavar="BOT", help="also print BOT's head to head against every other bot")
+    standings.add_argument("--faults", action="store_true",
+                           help="also list each bot's faults: the decision in the replay and the command that "
+                                "reruns it (docs/rerun.md)")
     _store_option(standings)
     standings.set_defaults(func=cmd_standings)
 
@@ -150,6 +154,8 @@ def register_cli(subparsers: Any) -> None:
     ladder_standings_cmd.add_argument("target", help="the ladder's output folder, or its TOML file")
     ladder_standings_cmd.add_argument("--csv", metavar="FILE", help="also write the standings as CSV")
     ladder_standings_cmd.add_argument("--json", metavar="FILE", help="also write the standings as JSON")
+    ladder_standings_cmd.add_argument("--faults", action="store_true",
+                                      help="also list each bot's faults and the commands that rerun them")
     ladder_standings_cmd.add_argument("--against", metavar="BOT",
                                       help="also print BOT's head to head against every other bot")
     _store_option(ladder_standings_cmd)
@@ -352,12 +358,31 @@ def cmd_standings(args: argparse.Namespace) -> int:
         with store:
             standings = load_standings(config, store)
             games = game_links(store, out_dir)
-    return _show_standings(standings, games, args)
+            faults = fault_links(store, out_dir, bot_commands(config), Path.cwd()) if args.faults else None
+    return _show_standings(standings, games, args, faults)
 
 
-def _show_standings(standings: Standings, games: list[dict[str, Any]], args: argparse.Namespace) -> int:
-    """Print the table (and one bot's head to head with --against); write the CSV and JSON
-    exports asked for with --csv and --json."""
+def bot_commands(config: Any) -> dict[str, str]:
+    """Each launched bot's command as one line (for the rerun commands of ``--faults``)."""
+    return {bot.name: shlex.join(bot.command) for bot in config.bots if getattr(bot, "command", None)}
+
+
+def format_faults(faults: list[dict[str, Any]]) -> str:
+    """``--faults``: each bot's first fault per game, where it is, and how to play it again."""
+    if not faults:
+        return "faults: none"
+    lines = [f"faults ({len(faults)}: each bot's first per game; rerun them with your bot, docs/rerun.md):"]
+    for f in faults:
+        more = f" (and {f['count'] - 1} more)" if f["count"] > 1 else ""
+        lines += [f"  {f['bot']}: game {f['game_id']}, seat {f['seat']}, decision {f['decision']}: {f['what']}{more}",
+                  f"    viewer: {f['viewer']}", f"    rerun:  {f['command']}"]
+    return "\n".join(lines)
+
+
+def _show_standings(standings: Standings, games: list[dict[str, Any]], args: argparse.Namespace,
+                    faults: list[dict[str, Any]] | None = None) -> int:
+    """Print the table (and one bot's head to head with --against, the faults with --faults);
+    write the CSV and JSON exports asked for with --csv and --json."""
     against = getattr(args, "against", None)
     if against is not None:
         try:
@@ -367,6 +392,8 @@ def _show_standings(standings: Standings, games: list[dict[str, Any]], args: arg
     print(standings.format_table())
     if against is not None:
         print(f"\n{record}")
+    if faults is not None:
+        print(f"\n{format_faults(faults)}")
     if args.csv:
         _write(args.csv, standings.to_csv())
     if args.json:
@@ -512,7 +539,8 @@ def cmd_ladder_standings(args: argparse.Namespace) -> int:
         with store:
             standings = ladder_standings(config, store, out_dir)
             games = game_links(store, out_dir)
-    return _show_standings(standings, games, args)
+            faults = fault_links(store, out_dir, bot_commands(config), Path.cwd()) if args.faults else None
+    return _show_standings(standings, games, args, faults)
 
 
 # ------------------------------------------------------------------ helpers

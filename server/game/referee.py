@@ -92,6 +92,27 @@ def _one_line(text: str, limit: int = 200) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
+def refusal_text(judgement: Judgement, strikes: int, max_strikes: int) -> str:
+    """The Error message of a refused answer (the texts a bot is sent are also rebuilt from
+    replays, by :mod:`server.game.transcript`: one place for each)."""
+    return f"{judgement.message} (strike {strikes} of {max_strikes})"
+
+
+def timeout_text(action: int, strikes: int, max_strikes: int) -> str:
+    return (
+        f"no answer within the decision time and the time bank: the referee played "
+        f"{ACTIONS[action]} (the default action); strike {strikes} of {max_strikes}"
+    )
+
+
+def struck_out_text(strikes: int) -> str:
+    return f"{strikes} strikes: the default policy plays this seat for the rest of the game"
+
+
+def aborted_text(aborted: str) -> str:
+    return f"game aborted: {aborted}"
+
+
 def _exit_text(returncode: int | None) -> str:
     if returncode is not None and returncode < 0:
         with contextlib.suppress(ValueError):
@@ -126,6 +147,10 @@ class GameReferee:
         """Why the game was stopped short (an abort or a cancellation), once it is over."""
         """The GameEnd, framed, once the game is over."""
         self._unrecorded: tuple[Any, ...] | None = None
+        self._wire: dict[str, Any] | None = None
+        """What the decision being asked put on the wire beyond what the engine derives (its id,
+        the bank it offered, each refused answer and the request sent again): kept in the replay so
+        ``craits replay messages`` rebuilds every message byte for byte."""
         self._record_failed: Exception | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         """The decision last applied, until the replay has it (see :meth:`_record`)."""
@@ -340,6 +365,7 @@ class GameReferee:
             self._record()
             state.apply(action)
             if replay is not None:
+                wire_facts, self._wire = self._wire, None
                 self._unrecorded = (
                     decision.seat,
                     decision.kind,
@@ -348,6 +374,7 @@ class GameReferee:
                     None if think is None else think * 1000,
                     None if transport is None else transport * 1000,
                     note,
+                    wire_facts,
                 )
             if len(state.hand_results) != hands_done:
                 hands_done = self._hands_ended(hands_done)
@@ -424,6 +451,12 @@ class GameReferee:
         seat.history_hand = state.hand_number
         seat.history_sent = len(state.log) - state.hand_log_start
         message = self._request(seat, decision_id, history_from, decision_s, seat.bank_s, False)
+        facts: dict[str, Any] = {"id": decision_id, "bank_ms": _ms(seat.bank_s)}
+        if _ms(decision_s) != _ms(round(decision_s * 1000) / 1000):  # not what the header's decision_ms gives
+            facts["deadline_ms"] = _ms(decision_s)
+        if seat.session is None:
+            facts["away"] = 1  # the request reached no bot (it was disconnected)
+        self._wire = facts
         hub.open_decisions[decision_id] = seat
         seat.open_decision = decision_id
         seat.asked.add(decision_id)
@@ -457,6 +490,7 @@ class GameReferee:
                     now = _perf()
                     if item is CONNECTED:
                         resend_from = 0  # the bot may have restarted: the hand's history from its start
+                        facts["reconnects"] = facts.get("reconnects", 0) + 1
                         seat.history_hand = state.hand_number
                         elapsed = now - sent
                         last_sent = now
@@ -489,14 +523,16 @@ class GameReferee:
                     seat.transport_s += transport
                     return action_id, status, think, transport, "; ".join(notes) if notes else ""
                 notes.append(self._refuse(seat, decision_id, judgement))
+                refused = [action_id]
+                facts.setdefault("refused", []).append(refused)
                 if seat.strikes >= clocks.max_strikes:
                     return self._strike_out(seat, legal, notes, "malformed" if judgement.malformed else "illegal")
                 now = last_sent = _perf()
                 elapsed = now - sent
+                deadline_left, bank_left = decision_s - elapsed, seat.bank_s - max(0.0, elapsed - decision_s)
+                refused += (_ms(deadline_left), _ms(bank_left))
                 self._send_request(
-                    seat,
-                    self._request(seat, decision_id, resend_from, decision_s - elapsed,
-                                  seat.bank_s - max(0.0, elapsed - decision_s), True),
+                    seat, self._request(seat, decision_id, resend_from, deadline_left, bank_left, True)
                 )
         finally:
             hub.open_decisions.pop(decision_id, None)
@@ -528,7 +564,7 @@ class GameReferee:
             seat.malformed += 1
         else:
             seat.illegal += 1
-        message = f"{judgement.message} (strike {seat.strikes} of {self.clocks.max_strikes})"
+        message = refusal_text(judgement, seat.strikes, self.clocks.max_strikes)
         self._event(seat, f"{judgement.note}: {message}")
         if seat.session is not None:
             seat.session.send_error(judgement.code, message, rule=judgement.rule, game_id=self.game_id,
@@ -557,10 +593,7 @@ class GameReferee:
         seat.bank_s = 0.0
         action = default_action(legal)
         seat.default_actions += 1
-        message = (
-            f"no answer within the decision time and the time bank: the referee played "
-            f"{ACTIONS[action]} (the default action); strike {seat.strikes} of {self.clocks.max_strikes}"
-        )
+        message = timeout_text(action, seat.strikes, self.clocks.max_strikes)
         self._event(seat, f"timeout on decision {decision_id}")
         if seat.session is not None:
             seat.session.send_error(pb.ERROR_CODE_TIMEOUT, message, game_id=self.game_id, decision_id=decision_id,
@@ -580,7 +613,7 @@ class GameReferee:
     def _struck_out(self, seat: Seat) -> None:
         seat.status = SeatStatus.STRUCK_OUT
         seat.policy = DefaultPolicy()
-        message = f"{seat.strikes} strikes: the default policy plays this seat for the rest of the game"
+        message = struck_out_text(seat.strikes)
         self._event(seat, f"struck out: {message}", warn=True)
         if seat.session is not None:
             seat.session.send_error(pb.ERROR_CODE_STRUCK_OUT, message, game_id=self.game_id, strikes=seat.strikes)
@@ -627,7 +660,7 @@ class GameReferee:
         for seat in self.seats:
             if seat.session is not None:
                 if aborted:
-                    seat.session.send_error(self.abort_code, f"game aborted: {aborted}", game_id=self.game_id)
+                    seat.session.send_error(self.abort_code, aborted_text(aborted), game_id=self.game_id)
                 seat.session.send(end)
         record = GameRecord(
             game_id=self.game_id,

@@ -181,19 +181,8 @@ class Session:
         strikes: int = 0,
         fatal: bool = False,
     ) -> None:
-        self.send(
-            pb.RefereeMessage(
-                error=pb.Error(
-                    code=code,
-                    message=message,
-                    rule=rule,
-                    game_id=game_id,
-                    decision_id=decision_id,
-                    fatal=fatal,
-                    strikes=strikes,
-                )
-            )
-        )
+        self.send(error_message(code, message, rule=rule, game_id=game_id, decision_id=decision_id,
+                                strikes=strikes, fatal=fatal))
 
     def close(self, status: StreamEnd | None = None, details: str = "") -> None:
         """End the stream after the queued messages (status None: OK)."""
@@ -206,6 +195,15 @@ class Session:
 
     def __repr__(self) -> str:
         return f"Session({self.id} {self.name or '?'} {self.peer})"
+
+
+def error_message(
+    code: int, message: str, *, game_id: str = "", decision_id: int = 0, rule: str = "", strikes: int = 0,
+    fatal: bool = False,
+) -> pb.RefereeMessage:
+    """The Error a session sends (also rebuilt by :mod:`server.game.transcript`)."""
+    return pb.RefereeMessage(error=pb.Error(
+        code=code, message=message, rule=rule, game_id=game_id, decision_id=decision_id, fatal=fatal, strikes=strikes))
 
 
 def is_close(item: object) -> bool:

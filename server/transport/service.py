@@ -376,12 +376,13 @@ class Arena:
 
     # ------------------------------------------------------------------ games
 
-    async def run_game(self, spec: GameSpec) -> GameRecord:
+    async def run_game(self, spec: GameSpec, referee: Callable[..., GameReferee] = GameReferee) -> GameRecord:
         """Play one game and return its record (the tournament scheduler's entry point).
 
         Raises ArenaClosed when shutting down, ArenaError for a spec that cannot be
         played (duplicate game id, unknown built-in bot, unwritable replay path);
-        nothing a bot does raises.
+        nothing a bot does raises. ``referee`` makes the game's referee from the spec, the
+        seats and this hub (``craits replay rerun`` gives one that follows a recorded game).
         """
         if self.closing:
             raise ArenaClosed(f"game {spec.game_id}: the referee is shutting down")
@@ -404,7 +405,7 @@ class Arena:
                 seat.token = secrets.token_urlsafe(24)
             seats.append(seat)
         try:
-            game = GameReferee(spec, seats, self)
+            game = referee(spec, seats, self)
             replay = game.open_replay()
         except (ValueError, OSError) as err:
             raise ArenaError(f"game {spec.game_id}: {err}") from None

@@ -30,6 +30,9 @@ from tournaments.standings import BAD_STATUSES, ISSUE_COUNTERS, Standings, Tally
 JsonDict = dict[str, Any]
 T = TypeVar("T")
 
+FAULTS_LOCATED = 50
+"""A bot page locates its most recent faults in their replays (a bot that faulted in every one
+of ten thousand games is not made to wait for ten thousand files)."""
 RATE_WINDOW_S = 60.0
 """The games-per-second rate is measured over this much recent time."""
 
@@ -130,6 +133,8 @@ class Board:
         self._samples: deque[tuple[float, int]] = deque()
         self._ratings: dict[str, list[JsonDict]] = {}
         self._copies: dict[str, str] = {}
+        self._faults: dict[str, list[Any]] = {}
+        """Game id -> its replay's faults (server.storage.replay.faults): a recorded replay never changes."""
         self._copies_dir: str | None = None
         self._books: _Books | None = None
         self.version = 0
@@ -309,13 +314,43 @@ class Board:
             }
             games.append(entry)
             if g["faults"][seat]:
-                faults.append({**entry, "faults": g["faults"][seat]})
+                faults.append({**entry, "faults": g["faults"][seat], "first": None, "_game": g})
+        for fault in faults[-FAULTS_LOCATED:]:  # (each reads its game's replay once)
+            fault["first"] = self._first_fault(fault["_game"], fault["seat"])
+        for fault in faults:
+            del fault["_game"]
         return {"standing": row, "games": games, "faults": faults, "ratings": self.ratings().get(name, [])}
+
+    def _first_fault(self, game: JsonDict, seat: int) -> JsonDict | None:
+        """Where the seat's first fault is in the game's replay (decision, what, the viewer's
+        anchor, a command that reruns it), or None when the replay is missing or shows none."""
+        from server.storage.replay import ReplayError, read_replay
+        from server.storage.replay.faults import replay_faults
+
+        game_id = game["game_id"]
+        if game.get("replay") is None:
+            return None
+        found = self._faults.get(game_id)
+        if found is None:
+            try:
+                found = self._faults[game_id] = replay_faults(read_replay(self.replay_file(game)))
+            except (ReplayError, StoreError, OSError):
+                return None
+        fault = next((f for f in found if f.seat == seat), None)
+        if fault is None:
+            return None
+        return {"decision": fault.n, "what": fault.what, "count": fault.count, "anchor": fault.anchor(),
+                "command": fault.command(download_name(game_id))}
 
     def hidden_deal(self, game: JsonDict) -> bool:
         """True while a game with the same deal (seed) is still to be played: its full replay
         would show those cards in advance."""
         return game.get("seed") in self.snapshot.pending_seeds
+
+
+def download_name(game_id: str) -> str:
+    """The file name a game's replay is downloaded as (letters, digits, - _ . kept, else _)."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in game_id) + ".jsonl"
 
 
 def _consistent(read: Callable[[], T], tries: int = 5) -> T:

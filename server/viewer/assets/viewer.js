@@ -711,6 +711,11 @@
   bind();
   render();
 
+  /* A link to a decision (a fault's, from a bot's page): #decision=N, with seat=S for that seat's view. */
+  const wanted = new URLSearchParams(location.hash.slice(1));
+  if (wanted.has("seat")) setViewer(wanted.get("seat"));
+  if (wanted.has("decision")) gotoDecision(wanted.get("decision"));
+
   /* Live: add records as they come; a viewer on the last frame follows the game. */
   function append(records) {
     const following = ui.frame >= FRAMES.length - 1;
