@@ -149,9 +149,14 @@ async def _start_echo_server(stream: Any, service: str = "bench.Echo", method: s
 
 
 async def _start_echo_client(port: int, reply_size: int) -> Any:
-    return await asyncio.create_subprocess_exec(
-        sys.executable, str(Path(__file__).resolve()), "--echo-client", f"127.0.0.1:{port}", str(reply_size)
-    )
+    """The echo's client process, started as the referee starts bots (vfork and exec on any loop)."""
+    import subprocess
+
+    from server.transport.launcher import Child
+
+    return Child(subprocess.Popen(
+        [sys.executable, str(Path(__file__).resolve()), "--echo-client", f"127.0.0.1:{port}", str(reply_size)]
+    ))
 
 
 async def _idle(seconds: float) -> None:

@@ -63,6 +63,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # allow `python bench/tournament.py` as well as `-m`
     sys.path.insert(0, str(ROOT))
 
+import craits.grpc_io  # noqa: E402
+
 from bench import bots_output, bots_sandboxed, grpc_io, machine_parallelism, played_by_their_bots  # noqa: E402  # (first: it chooses gRPC's I/O layer before grpc is imported)
 from tournaments.config import TournamentConfig, parse_config  # noqa: E402
 from tournaments.grpc_runner import tournament_runner  # noqa: E402
@@ -258,6 +260,20 @@ def main(argv: list[str] | None = None) -> int:
         "--before", action="store_true",
         help="grpc: play as before issue 13 (a fresh bot process every game, one referee process), for comparison",
     )
+    parser.add_argument(
+        "--baseline", metavar="CHECKOUT", type=Path,
+        help="grpc: first play the same bench with another checkout's code (its .venv, its "
+        "bench/tournament.py; e.g. `git worktree add /tmp/perf-base main && make -C /tmp/perf-base setup`) "
+        "and print this code's CPU per decision as a ratio to its",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=2,
+        help="with --baseline: this many runs of each checkout's bench, alternating (the ratios are of the medians)",
+    )
+    parser.add_argument(
+        "--breakdown", action="store_true",
+        help="grpc: where each decision's CPU goes in the referee and the bots (bench/breakdown.py), then exit",
+    )
     args = parser.parse_args(argv)
     runner = args.runner
     if runner == "auto":
@@ -283,7 +299,8 @@ def main(argv: list[str] | None = None) -> int:
     bots = bots_sandboxed(config.sandbox) if runner == "grpc" else "builtin bots, in-process"
     print(
         f"tournament bench: 4 bots, tables of 4, {deals} deals x 4 rotations = {deals * 4} games, "
-        f"runner {runner}, {bots}, {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.1f}; {grpc_io()}"
+        f"runner {runner}, {bots}, {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.1f}; {grpc_io()}; "
+        f"event loop: {craits.grpc_io.loop_name()}"
     )
     if before:
         print("before issue 13: a fresh process for every bot in every game, every game in one referee process")
@@ -293,22 +310,37 @@ def main(argv: list[str] | None = None) -> int:
         )
     elif runner == "local":
         print("note: builtin bots in threads share one core (GIL): expect a ratio near 1")
+    if args.breakdown:
+        if runner != "grpc":
+            raise SystemExit("bench: --breakdown needs the grpc runner")
+        from bench import breakdown
+
+        meter = CpuMeter()
+        try:
+            breakdown.run(config, text, factory_for(runner, 1, one_referee=True), meter)
+        finally:
+            meter.close()
+        return 0
+    baseline = (
+        compare_with(args.baseline, deals, max(1, args.rounds)) if args.baseline and runner == "grpc" else None
+    )
     machine = machine_parallelism(rounds=1 if args.quick else 3)
     print(f"this machine: two CPU-bound Python processes do {machine:.2f}x the work of one (2.00 on two independent idle cores)")
     rates, cpu_per_game, busy = {}, {}, {}
-    referee_cpu, sizes = 0.0, []
+    referee_cpu, system_cpu, sizes, echo, same_loop = 0.0, 0.0, [], 0.0, 0.0
     meter = CpuMeter()
     print(f"CPU counted by {meter.source}")
     try:
         for concurrency in (1, 2):
             counting = Decisions() if runner == "grpc" and concurrency == 1 else nullcontext()
             with tempfile.TemporaryDirectory(prefix="craits-bench-") as tmp, counting:
-                games, elapsed, cpu, own = asyncio.run(
+                games, elapsed, cpu, own = craits.grpc_io.run(
                     timed_run(config, text, Path(tmp), factory_for(runner, concurrency, before), concurrency, meter)
                 )
             if isinstance(counting, Decisions):
                 sizes = counting.sizes
                 referee_cpu = own / max(1, len(sizes))
+                system_cpu = cpu / max(1, len(sizes))
             rates[concurrency] = games / elapsed
             cpu_per_game[concurrency] = cpu / games
             busy[concurrency] = cpu / elapsed
@@ -320,12 +352,25 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         meter.close()
     if sizes:
-        echo = asyncio.run(echo_cpu(sizes[:3000]))
+        echo = asyncio.run(echo_cpu(sizes[:3000]))  # the bare echo as bench/referee.py runs it: asyncio's loop
+        same_loop = craits.grpc_io.run(echo_cpu(sizes[:3000]))
         print(
             f"referee CPU per decision put to a bot: {referee_cpu * 1e3:.3f} ms (this process at concurrency 1: "
-            f"{len(sizes)} requests); bare grpc.aio echo server: {echo * 1e3:.3f} ms per round trip; "
-            f"ratio {referee_cpu / echo:.2f}"
+            f"{len(sizes)} requests, on {craits.grpc_io.loop_name()}'s loop); bare grpc.aio echo server: "
+            f"{echo * 1e3:.3f} ms per round trip on asyncio's loop, {same_loop * 1e3:.3f} ms on "
+            f"{craits.grpc_io.loop_name()}'s; ratio {referee_cpu / echo:.2f} and {referee_cpu / same_loop:.2f}"
         )
+        print(
+            f"all processes' CPU per decision put to a bot at concurrency 1 (referee, bots, their start-up): "
+            f"{system_cpu * 1e3:.3f} ms"
+        )
+    tail = ""
+    if sizes:
+        tail = (f" cpu_ms_per_decision={system_cpu * 1e3:.3f} referee_ms_per_decision={referee_cpu * 1e3:.3f}"
+                f" referee_vs_echo={referee_cpu / echo:.2f} referee_vs_echo_same_loop={referee_cpu / same_loop:.2f}")
+    if baseline is not None:
+        cpu_ratio, referee_ratio = baseline
+        tail += f" cpu_vs_baseline={cpu_ratio:.2f} referee_vs_baseline={referee_ratio:.2f}"
     speedup = rates[2] / rates[1]
     cores = os.cpu_count() or 1
     print(
@@ -334,9 +379,61 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"speedup_2_vs_1={speedup:.2f} games_per_s={rates[2]:.2f} cpu_s_per_game={cpu_per_game[2]:.3f} "
-        f"machine_2_vs_1={machine:.2f} cores_busy_1={busy[1]:.2f}"
+        f"machine_2_vs_1={machine:.2f} cores_busy_1={busy[1]:.2f}{tail}"
     )
     return 0
+
+
+def compare_with(checkout: Path, deals: int, rounds: int) -> tuple[float, float]:
+    """This code's and another checkout's bench (each its own .venv), run in turn ``rounds``
+    times each (a busy machine moves every figure; in turn, both see the same load): the ratios
+    of this code's median CPU per decision put to a bot to the other's, all processes and the
+    referee."""
+    import statistics
+
+    python = checkout / ".venv" / "bin" / "python"
+    script = checkout / "bench" / "tournament.py"
+    if not python.exists() or not script.exists():
+        raise SystemExit(f"bench: --baseline {checkout}: no .venv/bin/python or bench/tournament.py there (make setup)")
+    print(f"baseline: {checkout} (commit {_commit(checkout)}) against this code ({_commit(ROOT)}), "
+          f"{deals} deals, {rounds} runs each in turn ...", flush=True)
+    figures: dict[str, list[tuple[float, float]]] = {"baseline": [], "this code": []}
+    for _ in range(rounds):
+        for name, (py, bench, cwd) in (("baseline", (python, script, checkout)),
+                                       ("this code", (Path(sys.executable), Path(__file__).resolve(), ROOT))):
+            cpu, referee = bench_figures(py, bench, cwd, deals)
+            figures[name].append((cpu, referee))
+            print(f"  {name}: all processes {cpu * 1e3:.3f} ms, referee {referee * 1e3:.3f} ms per decision",
+                  flush=True)
+    medians = {name: (statistics.median(r[0] for r in rows), statistics.median(r[1] for r in rows))
+               for name, rows in figures.items()}
+    (base_cpu, base_referee), (cpu, referee) = medians["baseline"], medians["this code"]
+    print(f"medians: all processes {cpu * 1e3:.3f} / {base_cpu * 1e3:.3f} ms = {cpu / base_cpu:.2f}x the baseline; "
+          f"referee {referee * 1e3:.3f} / {base_referee * 1e3:.3f} ms = {referee / base_referee:.2f}x")
+    return cpu / base_cpu, referee / base_referee
+
+
+def bench_figures(python: Path, script: Path, cwd: Path, deals: int) -> tuple[float, float]:
+    """All processes' and the referee's CPU seconds per decision put to a bot at concurrency 1,
+    read from the lines a checkout's bench prints (the same lines before and after issue 32)."""
+    import re
+    import subprocess
+
+    done = subprocess.run([str(python), str(script), "--quick", "--runner", "grpc", "--deals", str(deals)],
+                          cwd=cwd, capture_output=True, text=True, check=False)
+    games = re.search(r"concurrency 1: (\d+) games in [\d.]+ s = [\d.]+ games/s, ([\d.]+) CPU s per game", done.stdout)
+    referee = re.search(r"referee CPU per decision put to a bot: ([\d.]+) ms .*?: (\d+) requests", done.stdout)
+    if done.returncode or games is None or referee is None:
+        raise SystemExit(f"bench: {script} failed:\n{done.stdout}\n{done.stderr}")
+    return float(games[2]) * int(games[1]) / int(referee[2]), float(referee[1]) / 1e3
+
+
+def _commit(checkout: Path) -> str:
+    import subprocess
+
+    done = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True, check=False)
+    return done.stdout.strip() or "?"
 
 if __name__ == "__main__":
     sys.exit(main())

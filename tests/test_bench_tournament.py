@@ -27,7 +27,8 @@ from tournaments.config import parse_config
 from tournaments.grpc_runner import tournament_runner
 
 ROOT = Path(__file__).resolve().parents[1]
-LAST_LINE = re.compile(r"speedup_2_vs_1=\d+\.\d\d games_per_s=\d+\.\d\d cpu_s_per_game=\d+\.\d{3} machine_2_vs_1=\d+\.\d\d cores_busy_1=\d+\.\d\d")
+LAST_LINE = re.compile(r"speedup_2_vs_1=\d+\.\d\d games_per_s=\d+\.\d\d cpu_s_per_game=\d+\.\d{3} machine_2_vs_1=\d+\.\d\d cores_busy_1=\d+\.\d\d"
+    r" cpu_ms_per_decision=\d+\.\d{3} referee_ms_per_decision=\d+\.\d{3} referee_vs_echo=\d+\.\d\d referee_vs_echo_same_loop=\d+\.\d\d")
 
 
 def test_one_deal_at_each_concurrency_prints_every_figure_and_the_machine_readable_line() -> None:
@@ -77,3 +78,19 @@ def test_games_whose_bots_never_played_give_no_figures(tmp_path: Path) -> None:
     said = str(stopped.value)
     assert "the games were not played by their bots (quitter-a never connected in 4 of 4 games;" in said
     assert "no figures" in said and "no bot kit here" in said
+
+
+def test_the_breakdown_names_each_process_and_step() -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "tournament.py"), "--runner", "grpc", "--deals", "1", "--breakdown"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    for row in ("referee (this process): ", "  event loop thread ", "build the request (wire)", "replay record and hash",
+                "engine", "gRPC asyncio layer, event loop, glue", "log events",
+                "the kit's dispatch and choose()", "gRPC asyncio layer and event loop"):
+        assert row in out, out
+    assert "loop turns per decision" in out or "(uvloop's turns are not counted)" in out, out
+    if Path("/sys/fs/cgroup/cpuacct/cgroup.procs").is_file() and os.geteuid() == 0:  # bots found in the cgroup
+        assert re.search(r"bots \(\d+ processes", out) and "bots (0 processes" not in out, out

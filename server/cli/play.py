@@ -10,7 +10,6 @@ CRAITS_SERVER, and with remote seats it says on standard error where to connect.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import secrets
 import shlex
@@ -19,6 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from craits import grpc_io
 
 from server.checker.report import EXITED_AT_ONCE
 from server.engine import FLAG_NAMES, ConfigError, GameConfig, make_config
@@ -298,7 +299,7 @@ def _cmd_play(args: argparse.Namespace) -> int:
     bots = parse_bots(args.bots)
     settings = game_settings(args, bots)
     configure_logging(args.log_dir, name="play", console=False)
-    return asyncio.run(_play(args, bots, settings))
+    return grpc_io.run(_play(args, bots, settings))
 
 
 async def _play(args: argparse.Namespace, bots: list[BotSpec], settings: GameSettings) -> int:

@@ -15,6 +15,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from craits import grpc_io
+
 from server.cli import play
 from server.cli.play import game_settings, make_spec, parse_bots, record_summary
 from server.cli.tls_options import add_tls_options, tls_request
@@ -102,7 +104,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     except OSError as err:
         raise UserError(f"--log-dir {args.log_dir}: cannot write the log there: {_why(err)}") from None
     web_options(args)
-    return asyncio.run(run_watched(web_options(args), None, "Craits serve",
+    return grpc_io.run(run_watched(web_options(args), None, "Craits serve",
                                    lambda: _serve(args, tokens, bots, settings, log_path, tls)))
 
 

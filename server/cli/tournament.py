@@ -17,7 +17,6 @@ Everything a run produces lands in its output folder (``logs/<name>/`` unless
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import itertools
 import json
@@ -28,6 +27,8 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from craits import grpc_io
 
 from server.cli.tls_options import add_tls_options
 from server.cli.tournament_shared import (
@@ -483,7 +484,7 @@ def _play_and_report(
     summary: RunSummary | None = None
     failure: TournamentError | None = None
     try:
-        summary = asyncio.run(run_watched(
+        summary = grpc_io.run(run_watched(
             web_options(args), board_place(store, out_dir), f"Craits tournament {config.name}",
             lambda: play(config, store, out_dir, factory, concurrency=args.concurrency,
                          progress=False if args.no_progress else None),

@@ -18,6 +18,8 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
+from craits import grpc_io
+
 from server.cli.tournament_shared import (
     _announce_resume,
     _check_output_unseen,
@@ -169,7 +171,7 @@ def _play_and_report(
 
     title = f"Craits tournament {config.name}"
     try:
-        followed = asyncio.run(run_watched(web_options(args), board_place(store, out_dir), title, follow))
+        followed = grpc_io.run(run_watched(web_options(args), board_place(store, out_dir), title, follow))
     except StoreError as err:  # (the database gone longer than this command waits: the workers wait on)
         raise UserError(f"{err}; the games stay queued for the workers: once the database is back, continue "
                         f"with: craits tournament resume {config.name} --store URL") from None

@@ -23,6 +23,8 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from craits import grpc_io
+
 from server.cli.tls_options import tls_request
 from server.cli.web_options import web_options
 from server.errors import UserError
@@ -147,7 +149,7 @@ def _play_ladder(
         goal = rounds_played(store.games(), {g.game_id for g in store.pending_games()}) + args.rounds
     progress = RoundProgress(done, goal)
     try:
-        summary = asyncio.run(run_watched(
+        summary = grpc_io.run(run_watched(
             web_options(args), board_place(store, out_dir, goal_rounds=goal), f"Craits ladder {config.name}", lambda: run_ladder(
                 config, store, out_dir, factory, rounds=args.rounds, concurrency=args.concurrency,
                 on_round=progress.round_played, play_pending=play_pending,

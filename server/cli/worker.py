@@ -17,7 +17,6 @@ when a worker dies or the database goes away.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import dataclasses
 import logging
 import os
@@ -25,6 +24,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from craits import grpc_io
 
 from server.cli.tls_options import add_tls_options, tls_request
 from server.cli.tournament import RUNNERS, _positive, store_url
@@ -149,7 +150,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
             logging.shutdown()
             os._exit(0)
 
-    asyncio.run(serve())
+    grpc_io.run(serve())
     stopped()
     return 0
 

@@ -24,6 +24,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
@@ -197,10 +198,64 @@ def _kill_strays(launch: str) -> None:
             continue
 
 
+class Child:
+    """A started process as the launcher uses asyncio's: ``pid``, ``returncode`` (set as soon as it
+    exits) and ``await wait()``, whatever the event loop.
+
+    Started by ``subprocess.Popen``, which on Linux starts it with vfork() and exec: the event
+    loop's own way may be a plain fork() (uvloop's is, libuv's), which in a process full of
+    gRPC's threads runs gRPC's fork handlers (see _setpriv). Its exit is seen through a pidfd
+    the loop watches (Linux 5.3), elsewhere by a thread that waits for it, as asyncio's own
+    child watcher does."""
+
+    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
+        self._popen = popen
+        self.pid = popen.pid
+        self.returncode: int | None = None
+        self._loop = asyncio.get_running_loop()
+        self._exited: asyncio.Future[int] = self._loop.create_future()
+        self._fd = -1
+        try:
+            self._fd = os.pidfd_open(popen.pid)
+            self._loop.add_reader(self._fd, self._reap)
+        except (AttributeError, OSError, NotImplementedError):
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
+            threading.Thread(target=self._wait_in_thread, name=f"wait-{popen.pid}", daemon=True).start()
+
+    def _reap(self) -> None:
+        code = self._popen.poll()
+        if code is not None:
+            self._loop.remove_reader(self._fd)
+            os.close(self._fd)
+            self._fd = -1
+            self._set(code)
+
+    def _wait_in_thread(self) -> None:
+        code = self._popen.wait()
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits any more
+            self._loop.call_soon_threadsafe(self._set, code)
+
+    def _set(self, code: int) -> None:
+        self.returncode = code
+        if not self._exited.done():
+            self._exited.set_result(code)
+
+    async def wait(self) -> int:
+        return await asyncio.shield(self._exited)
+
+    def kill(self) -> None:
+        """SIGKILL the process (not its group), unless it has been seen to exit."""
+        if self.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+
+
 class LaunchedBot:
     """One bot process in its own process group."""
 
-    def __init__(self, process: asyncio.subprocess.Process, command: Sequence[str],
+    def __init__(self, process: Child, command: Sequence[str],
                  output: IO[bytes] | None = None, copier: asyncio.Task[None] | None = None,
                  pipe: asyncio.ReadTransport | None = None, launch: str = "", jail: Jail | None = None) -> None:
         self.process = process
@@ -265,15 +320,15 @@ class LaunchedBot:
         # process.wait() from returning while anything the bot started still holds it open.
         read_end, write_end = os.pipe() if output is not None else (-1, subprocess.DEVNULL)
         try:
-            process = await asyncio.create_subprocess_exec(
-                *argv,
+            process = Child(subprocess.Popen(
+                argv,
                 cwd=cwd,
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=write_end,
                 stderr=write_end,
                 start_new_session=True,
-            )
+            ))
         except OSError as err:
             if output is not None:
                 output.close()

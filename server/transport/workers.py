@@ -38,6 +38,8 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
+from craits import grpc_io
+
 from server.logging import configure_logging, get_logger
 from server.spec import GameRecord, GameSpec
 from server.storage.replay.relay import RELAY_S, Relay, Replayer
@@ -81,7 +83,7 @@ def worker_main(conn: Connection, setup: WorkerSetup, number: int) -> None:
     """A worker process: serve games from ``conn`` until told to close (or the pipe closes)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     configure_logging(setup.log_dir, name=setup.log_name, console=False)
-    asyncio.run(_serve(conn, setup, number))
+    grpc_io.run(_serve(conn, setup, number))
 
 
 async def _serve(conn: Connection, setup: WorkerSetup, number: int) -> None:

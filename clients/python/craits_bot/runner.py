@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import grpc
+from craits import grpc_io
 from craits.v1 import referee_pb2 as pb
 from craits.v1 import referee_pb2_grpc
 
@@ -234,7 +235,7 @@ class Runner:
 
     def _session(self) -> ExitCode | None:
         """One stream from Hello to its end: an exit code, or None to reconnect."""
-        return asyncio.run(self._stream())
+        return grpc_io.run(self._stream())
 
     async def _stream(self) -> ExitCode | None:
         """The stream itself, on grpc.aio: one thread reads, answers and writes (the threads

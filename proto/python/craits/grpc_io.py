@@ -17,11 +17,16 @@ kit do it first thing).
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import os
 import re
 import sys
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 EXPERIMENTS = "-event_engine_client,-event_engine_listener"
 TESTED = ((1, 80), (1, 86))
@@ -67,3 +72,41 @@ def describe() -> str:
         return "gRPC I/O: its default (EventEngine from grpcio 1.80)"
     who = "chosen by craits.grpc_io" if chosen else "from the environment"
     return f"gRPC I/O: GRPC_EXPERIMENTS={value!r} ({who})"
+
+
+LOOP_ENV = "CRAITS_EVENT_LOOP"
+"""``asyncio``: run on asyncio's own event loop even where uvloop is installed."""
+
+
+def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """The event loop grpc.aio runs on: uvloop's where it is installed (and ``CRAITS_EVENT_LOOP``
+    is not ``asyncio``), else None for asyncio's own.
+
+    Every message of the protocol wakes the loop a few times (gRPC's completions reach it
+    through a socket its poller thread writes to), so the loop's own cost per turn is a good
+    part of a decision's: on uvloop's a round trip costs a gRPC server and a kit bot about a
+    fifth less CPU back to back (``bench/framing.py``), a tournament's referee about 7% less
+    per decision (``bench/tournament.py --breakdown``); its bots, which sleep between their
+    turns, not measurably less. The referee depends on uvloop; the kit uses it when present."""
+    if os.environ.get(LOOP_ENV, "").strip().lower() == "asyncio":
+        return None
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
+
+
+def loop_name() -> str:
+    """``uvloop`` or ``asyncio``: which loop :func:`run` uses here."""
+    return "asyncio" if loop_factory() is None else "uvloop"
+
+
+def run(main: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(main)`` on the loop of :func:`loop_factory` (the referee's and the kit's
+    entry points run their event loop through this; Python 3.10 keeps asyncio's own)."""
+    factory = loop_factory()
+    if factory is None or not hasattr(asyncio, "Runner"):
+        return asyncio.run(main)
+    with asyncio.Runner(loop_factory=factory) as runner:
+        return runner.run(main)
