@@ -131,7 +131,9 @@ def make_schedule(
 
 
 def schedule_for(config: TournamentConfig) -> tuple[ScheduledGame, ...]:
-    """The schedule of a tournament file."""
+    """The schedule of a tournament file (an adaptive one's grows as it plays: empty here)."""
+    if config.schedule == "adaptive":
+        return ()
     if config.schedule == "balanced":
         return make_balanced_schedule(
             config.bot_names,
@@ -532,7 +534,9 @@ def make_balanced_schedule(
 
 
 def planned_games(config: TournamentConfig) -> int:
-    """How many games the file's schedule has, without building it."""
+    """How many games the file's schedule has, without building it (an adaptive one's: at most)."""
+    if config.schedule == "adaptive":
+        return config.max_games
     if config.schedule == "balanced":
         return len(config.bots) * config.games_per_bot // config.table_size
     return config.deals * games_per_deal(len(config.bots), config.table_size, config.game.partnerships)

@@ -40,6 +40,7 @@ from server.transport.commands import bot_command_help
 from server.transport.sandbox import UNSANDBOXED, SandboxError
 from server.transport.sandbox import check as check_sandbox
 from server.web.serve import add_web_options, board_place, run_watched, web_options
+from tournaments.adaptive import adaptive_finished, play_adaptive, tables_per_batch
 from tournaments.config import STORE_URL_PREFIXES, TournamentConfig, address_problem, load_config
 from tournaments.grpc_runner import tournament_runner
 from tournaments.ladder import (
@@ -239,6 +240,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     config = _with_address(load_config(args.file), args)
     _refuse_a_large_plan(config, args)
     if url := store_url(args, config):
+        _refuse_adaptive_store(config)
         from server.cli import tournament_pg
 
         return tournament_pg.cmd_run(args, config, url)
@@ -268,6 +270,9 @@ def _plan_text(config: TournamentConfig) -> str:
     """Bots, tables and games of the file's schedule, in one line."""
     games = planned_games(config)
     k = config.table_size
+    if config.schedule == "adaptive":
+        return (f"{len(config.bots)} bots, adaptive: tables of {k} x {k} seat rotations until stop = "
+                f"{config.stop!r} at {config.confidence:.0%} (at most {games:,} games)")
     if config.schedule == "balanced":
         return (f"{len(config.bots)} bots, balanced: {config.games_per_bot} games per bot = "
                 f"{games // k:,} table{_s(games // k)} of {k} x {k} seat rotations = {games:,} games")
@@ -291,9 +296,16 @@ def _refuse_a_large_plan(config: TournamentConfig, args: argparse.Namespace) -> 
                     f"play it with --yes{smaller}")
 
 
+def _refuse_adaptive_store(config: TournamentConfig | None) -> None:
+    if config is not None and config.schedule == "adaptive":
+        raise UserError(f'{config.source}: an adaptive schedule plays on the SQLite store of its output folder only, '
+                        f"for now: run it without --store (and {STORE_ENV})")
+
+
 def cmd_resume(args: argparse.Namespace) -> int:
     web_options(args)
     if url := store_url(args, _file_config(args.target), args.target):
+        _refuse_adaptive_store(_file_config(args.target))
         from server.cli import tournament_pg
 
         return tournament_pg.cmd_resume(args, url)
@@ -307,7 +319,11 @@ def _announce_resume(config: TournamentConfig, store: TournamentStore, out_dir: 
     if retry_aborted:
         print(f"{config.name}: {store.forget_aborted()} aborted game(s) will be played again", file=sys.stderr)
     done, total = store.counts()
-    if done == total:
+    if config.schedule == "adaptive":
+        why = adaptive_finished(config, store)
+        print(f"{config.name}: {why}" if why else f"{config.name}: resuming the adaptive schedule, {done} games "
+              f"recorded; output in {out_dir}", file=sys.stderr)
+    elif done == total:
         print(f"{config.name}: all {total} games are already recorded", file=sys.stderr)
     else:
         print(f"{config.name}: resuming, {done}/{total} games recorded; output in {out_dir}", file=sys.stderr)
@@ -318,7 +334,8 @@ def _resume(args: argparse.Namespace, out_dir: Path) -> int:
     with store:
         done, total = store.counts()
         retried = args.retry_aborted and any(result.aborted for result in store.results())
-    if done == total and not retried:  # nothing to play, so nothing to launch: the standings
+        over = config.schedule != "adaptive" or adaptive_finished(config, store) is not None
+    if done == total and not retried and over:  # nothing to play, so nothing to launch: the standings
         with Store(out_dir / Store.FILENAME) as finished:
             finished.mark_finished()  # (a run killed between its last game and its end)
             _announce_resume(config, finished, out_dir, retry_aborted=args.retry_aborted)
@@ -369,6 +386,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
     config = load_config(args.file)
     if config.unrunnable:  # (as run would refuse it)
         raise UserError(_first_and_more(config.unrunnable, "whose command cannot run"))
+    if config.schedule == "adaptive":
+        print(f"{config.name}: {_plan_text(config)}")
+        print(f"tables picked as results come in: each seats a pair the stop still waits for, the other seats "
+              f"drawn from all bots; tied within {config.tie_within:g} counts as settled")
+        print(f"seed {config.seed}; concurrency {config.concurrency} ({tables_per_batch(config)} table(s) a batch)")
+        print(f"output: {config.output_dir()}")
+        return 0
     games = schedule_for(config)
     seats: dict[str, Counter[int]] = {b: Counter() for b in config.bot_names}
     for game in games:
@@ -578,8 +602,9 @@ def _play_and_report(
     try:
         summary = asyncio.run(run_watched(
             args, board_place(store, out_dir), f"Craits tournament {config.name}",
-            lambda: play(config, store, out_dir, factory, concurrency=args.concurrency,
-                         progress=False if args.no_progress else None),
+            lambda: (play_adaptive if config.schedule == "adaptive" else play)(
+                config, store, out_dir, factory, concurrency=args.concurrency,
+                progress=False if args.no_progress else None),
         ))
     except TournamentError as err:
         failure = err
