@@ -4,8 +4,8 @@
 ``tournaments.anytime``) plays batches of tables until the rule's verdicts are all in, or
 ``max_games`` is reached:
 
-* **a table** seats one pair the rule still waits for (picked by the table's seeded draw
-  among them: two neighbours whose pair interval is open, for ``settled``), and fills the
+* **a table** seats pairs the rule still waits for (in the table's seeded order: two
+  neighbours whose pair interval is open, for ``settled``), as many as fit, and fills the
   other seats uniformly from all the other bots, so each bot's figure keeps meaning "against
   the field"; its deal is played in every seat rotation (a unit of the intervals);
 * **a batch** is as many tables as keep the file's ``concurrency`` busy; the next batch is
@@ -48,10 +48,17 @@ from tournaments.standings import Tally
 def pick_table(
     bots: Sequence[str], table_size: int, open_pairs: Sequence[tuple[str, str]], seed: int, table_no: int
 ) -> tuple[str, ...]:
-    """The seating of table ``table_no`` (its first rotation): one of ``open_pairs`` (none:
-    any bots), the other seats drawn uniformly from the rest of ``bots``, in a seeded order."""
+    """The seating of table ``table_no`` (its first rotation): pairs of ``open_pairs`` in a
+    seeded order, each whose bots still fit (two at a table of four, or a chain A-B, B-C at
+    three), the other seats drawn uniformly from the rest of ``bots``, in a seeded order."""
     rng = random.Random(derive_seed(seed, "adaptive", table_no))
-    seated: list[str] = list(open_pairs[rng.randrange(len(open_pairs))]) if open_pairs else []
+    seated: list[str] = []
+    for a, b in rng.sample(list(open_pairs), len(open_pairs)):
+        new = [x for x in (a, b) if x not in seated]
+        if len(seated) + len(new) <= table_size:
+            seated += new
+        if len(seated) == table_size:
+            break
     rest = [b for b in bots if b not in seated]
     seated += rng.sample(rest, table_size - len(seated))
     rng.shuffle(seated)
@@ -144,9 +151,11 @@ async def play_adaptive(
     progress: bool | None = None,
     stop: asyncio.Event | None = None,
     handle_signals: bool = True,
+    pages: bool = True,
 ) -> RunSummary:
     """Play batches until the stop is met, max_games is reached, or ``stop`` is set (SIGINT or
-    SIGTERM set it too); the games in flight then stay unrecorded, for a resume."""
+    SIGTERM set it too); the games in flight then stay unrecorded, for a resume. ``pages``:
+    write each game's viewer page as it is recorded (as ``runner.play`` does)."""
     started = time.monotonic()
     stop = stop or asyncio.Event()
     current: list[TournamentRunner] = []
@@ -170,7 +179,7 @@ async def play_adaptive(
                 while not stop.is_set():
                     if store.pending_games():
                         batch = TournamentRunner(config, store, run_game, out_dir, concurrency=concurrency,
-                                                 progress=False, handle_signals=False, pages=True)
+                                                 progress=False, handle_signals=False, pages=pages)
                         current[:] = [batch]
                         summary = await batch.run()
                         played += summary.played

@@ -48,6 +48,8 @@ TIE_WITHIN = 0.05
 LABEL = "valid at any time"
 _LAMBDA_CAP = 0.5
 """The bet's cap (the paper's c = 1/2, a usual choice)."""
+HORIZON = 0
+"""The bets are tuned to be narrowest from this many values on (0: the paper's t log(1 + t))."""
 
 AHEAD, BEHIND, TIED, OPEN = "ahead", "behind", "tied", "open"
 
@@ -76,7 +78,8 @@ class ConfidenceSequence:
             raise ValueError(f"a confidence sequence on [0, 1] got {x}")
         t = self.n + 1
         variance = self._sq / t  # sigma^2_{t-1}
-        lam = min(math.sqrt(2 * self._log / (variance * t * math.log(1 + t))), _LAMBDA_CAP)
+        spread = max(t, HORIZON) if HORIZON else t * math.log(1 + t)
+        lam = min(math.sqrt(2 * self._log / (variance * spread)), _LAMBDA_CAP)
         self._penalty += 4 * (x - self._mu) ** 2 * (-math.log1p(-lam) - lam) / 4
         self._lam_sum += lam
         self._lam_x += lam * x
@@ -120,10 +123,15 @@ class Neighbour:
         return self.verdict in (AHEAD, TIED)
 
 
-def unit_figures(rotations: Sequence[Mapping[str, int]]) -> tuple[dict[str, float], dict[tuple[str, str], float]]:
+PAIR_STATISTICS = ("beaten", "above")
+
+
+def unit_figures(rotations: Sequence[Mapping[str, int]], pair_statistic: str = "beaten",
+                 ) -> tuple[dict[str, float], dict[tuple[str, str], float]]:
     """The figures of one unit (each rotation: bot -> placing, 1 best): per bot the fraction
-    of tablemates beaten, per pair (in the order the first rotation lists them) the fraction
-    of rotations the first placed above the second; ties count half."""
+    of tablemates beaten; per pair (in the order the first rotation lists them), with
+    ``pair_statistic`` "beaten", (1 + the first's fraction beaten - the second's) / 2, or
+    with "above" the fraction of rotations the first placed above the second; ties count half."""
     bots = list(rotations[0])
     beaten = dict.fromkeys(bots, 0.0)
     above = {pair: 0.0 for pair in itertools.combinations(bots, 2)}
@@ -136,7 +144,10 @@ def unit_figures(rotations: Sequence[Mapping[str, int]]) -> tuple[dict[str, floa
             beaten[a] += score
             beaten[b] += 1.0 - score
     n = len(rotations)
-    return ({b: v / (n * others) for b, v in beaten.items()}, {p: v / n for p, v in above.items()})
+    figures = {b: v / (n * others) for b, v in beaten.items()}
+    if pair_statistic == "above":
+        return figures, {p: v / n for p, v in above.items()}
+    return figures, {(a, b): (1 + figures[a] - figures[b]) / 2 for a, b in above}
 
 
 class Rankings:
@@ -145,11 +156,12 @@ class Rankings:
     whole confidence for itself (``stop = "pair:A,B"``)."""
 
     def __init__(self, bots: Sequence[str], *, confidence: float = CONFIDENCE, tie_within: float = TIE_WITHIN,
-                 focus: tuple[str, str] | None = None) -> None:
+                 focus: tuple[str, str] | None = None, pair_statistic: str = "beaten") -> None:
         self.bots = tuple(bots)
         self.confidence = confidence
         self.tie_within = tie_within
         self.focus = focus
+        self.pair_statistic = pair_statistic
         alpha = 1 - confidence
         n = max(len(self.bots), 1)
         self.bot_alpha = alpha / n
@@ -168,7 +180,7 @@ class Rankings:
         rotations = [{b: p for b, p in r.items() if b in self._index} for r in rotations]
         if not rotations or len(rotations[0]) < 2:
             return
-        beaten, above = unit_figures(rotations)
+        beaten, above = unit_figures(rotations, self.pair_statistic)
         self.units += 1
         for bot, x in beaten.items():
             self._bot[bot].add(x)
