@@ -185,9 +185,10 @@ def wrong(rankings: Rankings, w: dict[str, float]) -> bool:
 
 
 def fixed_error_curve(w: dict[str, float], reps: int, max_games: int, tie_within: float, seed: int,
-                      chunk_tables: int = 10) -> list[tuple[int, float]]:
+                      chunk_tables: int = 10, settled_below: float = 0.0) -> list[tuple[int, float]]:
     """(games, how often the order by average placing is wrong) for the round robin's tables
-    in a seeded order, repeated ``reps`` times with the model (numpy: all repetitions at once)."""
+    in a seeded order, repeated ``reps`` times with the model (numpy: all repetitions at once);
+    ends once the error has stayed at most ``settled_below`` for 50 chunks running."""
     rng = np.random.default_rng(seed)
     index = {b: i for i, b in enumerate(BOTS)}
     combos = [tuple(index[b] for b in c) for c in itertools.combinations(BOTS, TABLE)]
@@ -218,6 +219,8 @@ def fixed_error_curve(w: dict[str, float], reps: int, max_games: int, tie_within
         for a, b in clear:  # a better than b: a wrong order places a's average after b's
             bad |= average[:, a] > average[:, b]
         curve.append((games, float(bad.mean())))
+        if len(curve) > 50 and all(error <= settled_below for _, error in curve[-50:]):
+            break
     return curve
 
 
@@ -347,9 +350,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     # 3. the fixed schedule on the model
     t0 = time.monotonic()
-    curve = fixed_error_curve(w, fixed_reps, args.max_games, args.tie_within, args.seed)
     floor = 1 / reps
     target = min(max(wrong_rate, floor), 1 - args.confidence)
+    curve = fixed_error_curve(w, fixed_reps, args.max_games, args.tie_within, args.seed, settled_below=target)
     fixed_same = games_at(curve, target)
     fixed_promise = games_at(curve, 1 - args.confidence)
     print(f"fixed round robin, model: {fixed_reps} runs in {time.monotonic() - t0:.0f} s: wrong at most "
@@ -358,11 +361,12 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"(the promise) from {fixed_promise if fixed_promise else '>' + str(args.max_games)} games")
 
     t0 = time.monotonic()
-    certified = fixed_certified_curve(w, max(reps // 4, 20), args.max_games, args.confidence, args.tie_within, args.seed)
+    certified = fixed_certified_curve(w, max(reps // 4, 20), min(args.max_games, 4 * round(mean_games)),
+                                      args.confidence, args.tie_within, args.seed)
     fixed_certain = games_at(certified, 1 - args.confidence)
     print(f"fixed round robin, model, as sure at its end (fixed-count intervals settle every neighbour rightly in "
           f"{args.confidence:.0%} of {max(reps // 4, 20)} runs, {time.monotonic() - t0:.0f} s): from "
-          f"{fixed_certain if fixed_certain else '>' + str(args.max_games)} games"
+          f"{fixed_certain if fixed_certain else '>' + str(min(args.max_games, 4 * round(mean_games)))} games"
           + (f"; ratio {fixed_certain / mean_games:.2f}" if fixed_certain else ""))
 
     # 4. real games

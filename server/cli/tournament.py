@@ -479,8 +479,11 @@ def _play_ladder(
 
 def _print_round(played: LadderRound, standings: Standings) -> None:
     leader = standings.rows[0]
+    neighbours = (standings.anytime or {}).get("neighbours", [])
+    settled = sum(n["settled"] for n in neighbours)
     print(f"round {played.number}: {', '.join(played.seats)}; leader {leader.bot} "
-          f"(rating {leader.rating_ordinal:.2f} after {leader.games} games)", file=sys.stderr, flush=True)
+          f"(rating {leader.rating_ordinal:.2f} after {leader.games} games); {settled}/{len(neighbours)} "
+          f"neighbours settled (valid at any time)", file=sys.stderr, flush=True)
 
 
 def cmd_ladder_standings(args: argparse.Namespace) -> int:
