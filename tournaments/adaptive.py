@@ -200,8 +200,7 @@ async def play_adaptive(
                 if why is not None:
                     store.mark_finished()
                     log.info("adaptive_finished", why=why, recorded=recorded)
-                    if talk:
-                        print(f"{config.name}: {why}", file=sys.stderr, flush=True)
+                    print(f"{config.name}: {why}", file=sys.stderr, flush=True)  # (the result, not progress)
     finally:
         restore()
         stopper.cancel()

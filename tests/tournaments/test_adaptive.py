@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import pytest
+
 from server.spec import GameRecord, GameSpec
 from server.storage.store import Store
+from tests.cli import run_cli
 from tests.tournaments.configs import builtin_tournament
 from tournaments.adaptive import adaptive_finished, pick_table, play_adaptive
 from tournaments.config import TournamentConfig, parse_config
@@ -105,3 +109,23 @@ def test_a_stopped_adaptive_tournament_resumes_to_the_very_same_games(tmp_path: 
         with straight:
             assert resumed == [(g.game_id, g.seed, g.seats) for g in straight.games()]
             assert load_standings(config2, store).to_dict() == load_standings(config, straight).to_dict()
+
+
+def test_the_command_line_plans_runs_and_resumes_an_adaptive_tournament(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text, _ = adaptive('stop = "pair:greedy,random"\nmax_games = 300\n')
+    path = tmp_path / "ad.toml"
+    path.write_text(text)
+    code, stdout, stderr = run_cli(capsys, "tournament", "plan", str(path))
+    assert code == 0 and "adaptive: tables of 3 x 3 seat rotations until stop = 'pair:greedy,random'" in stdout
+    out = tmp_path / "out"
+    code, stdout, stderr = run_cli(capsys, "tournament", "run", str(path), "--out", str(out), "--runner", "local",
+                                   "--no-progress")
+    assert code == 0, stderr
+    assert "stop 'pair:greedy,random' met: greedy is better than random" in stderr
+    assert "order valid at any time" in stdout and "beaten (any time)" in stdout
+    document = json.loads((out / "standings.json").read_text())
+    assert document["anytime"]["stop_met"] and document["standings"][0]["beaten_low"] is not None
+    code, stdout, stderr = run_cli(capsys, "tournament", "resume", str(out), "--runner", "local")
+    assert code == 0 and "ad: stop 'pair:greedy,random' met" in stderr and "stop = 'pair:greedy,random': met" in stdout
