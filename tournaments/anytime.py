@@ -14,10 +14,12 @@ continuously and stopped on. This module keeps one per bot and one per pair of b
 * **A bot's figure** per unit: the fraction of its tablemates it beat, averaged over the
   rotations (a tie counts half); in [0, 1], higher is better. The average placing is a
   function of it (placing = 1 + (table size - 1) x (1 - figure) without ties).
-* **A pair's figure** per unit they share: the fraction of rotations in which the first
-  placed above the second (a tie counts half). Above 1/2 for certain means the first is
-  better; a pair's interval compares the two on the very same cards, so it is the one the
-  stopping rules read.
+* **A pair's figure** per unit they share: (1 + the first's figure - the second's) / 2.
+  Above 1/2 for certain means the first is better; a pair's interval compares the two on
+  the very same cards and tables, so it is the one the stopping rules read. (The fraction of
+  rotations in which one placed above the other, ``pair_statistic = "above"``, uses one of
+  the table's comparisons where this uses all those of the two: ``bench/stopping.py`` needed
+  more games with it.)
 * **The interval** is the predictable plug-in empirical-Bernstein confidence sequence of
   Waudby-Smith & Ramdas ("Estimating means of bounded random variables by betting", JRSS B
   2023, Theorem 2), intersected with its earlier values so that it only narrows. It adapts
@@ -244,7 +246,10 @@ class Rankings:
             "tie_within": self.tie_within,
             "units": self.units,
             "statistic": "per bot: fraction of tablemates beaten per deal (every seat rotation of one deal at "
-                         "one table); per pair: fraction of shared rotations placed above the other",
+                         "one table); per pair: " + ("fraction of shared rotations placed above the other"
+                                                     if self.pair_statistic == "above" else
+                                                     "(1 + the difference of their fractions beaten) / 2, "
+                                                     "per deal they shared"),
             "correction": f"Bonferroni: each bot's interval at {1 - self.bot_alpha:.6g}, each pair's at "
                           f"{1 - self.pair_alpha:.6g}",
             "neighbours": [
