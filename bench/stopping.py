@@ -16,11 +16,11 @@ card it values least), so that eight steps of noise span a clear range of streng
    tournament runs) is repeated many times with each table's placings drawn from the model,
    two tables a batch, until settled: the games it took, and whether a verdict contradicts the
    model's true order (a pair said ahead that is behind, or tied within ``tie_within`` when
-   farther apart than that).
+   its mean pair figure, the scale the verdict reads, is farther from 1/2 than that).
 3. **The fixed schedule**: the round robin's tables (every table of four, in a seeded order,
    each deal in every rotation), ordered by average placing, repeated with the same model:
-   the smallest number of games from which its order is wrong (two bots more than
-   ``tie_within`` apart the wrong way round) at most as often as the adaptive one's was
+   the smallest number of games from which its order is wrong (two bots whose mean pair
+   figure is more than ``tie_within`` from 1/2 the wrong way round) at most as often as the adaptive one's was
    (floored at one repetition's worth), and at most 1 - confidence.
 4. **A smaller real-games run** plays the adaptive schedule with the real bots (the engine
    in-process) a few times, to check the model's figures hold.
@@ -56,7 +56,7 @@ import numpy as np  # noqa: E402
 from server.engine import GameState, make_config  # noqa: E402
 from server.game.policies import GreedyPolicy  # noqa: E402
 from tournaments.adaptive import pick_table  # noqa: E402
-from tournaments.anytime import AHEAD, TIED, Rankings, StopRule, unit_figures  # noqa: E402
+from tournaments.anytime import AHEAD, TIE_WITHIN, TIED, Rankings, StopRule, unit_figures  # noqa: E402
 from tournaments.schedule import derive_seed, rotate  # noqa: E402
 
 NOISE = (0.0, 0.15, 0.3, 0.45, 0.6, 0.75, 0.9, 1.0)
@@ -147,6 +147,34 @@ def truth(w: dict[str, float], a: str, b: str) -> float:
     return w[a] / (w[a] + w[b])
 
 
+FIGURE: dict[tuple[str, str], float] = {}
+"""The model's mean of each pair's figure (the pair statistic's own scale, which the tie
+verdict reads), at a table of the two and others drawn uniformly: :func:`figure_truth`."""
+
+
+def figure_truth(w: dict[str, float], seed: int, units: int = 4000) -> dict[tuple[str, str], float]:
+    """Each ordered pair's mean figure under the model, by simulation (error about 0.003)."""
+    if PAIR_STATISTIC == "above":
+        return {(a, b): truth(w, a, b) for a, b in itertools.permutations(BOTS, 2)}
+    rng = random.Random(derive_seed(seed, "figure-truth"))
+    log_w = {b: math.log(v) for b, v in w.items()}
+    out: dict[tuple[str, str], float] = {}
+    for a, b in itertools.combinations(BOTS, 2):
+        others = [x for x in BOTS if x not in (a, b)]
+        total = 0.0
+        for _ in range(units):
+            seating = (a, b, *rng.sample(others, TABLE - 2))
+            pairs = unit_figures(model_unit(seating, log_w, rng), PAIR_STATISTIC)[1]
+            total += pairs[a, b] if (a, b) in pairs else 1 - pairs[b, a]
+        out[a, b] = total / units
+        out[b, a] = 1 - out[a, b]
+    return out
+
+
+def figure(w: dict[str, float], a: str, b: str) -> float:
+    return FIGURE[a, b] if FIGURE else truth(w, a, b)
+
+
 # ------------------------------------------------------------------ the adaptive schedule
 
 
@@ -176,7 +204,7 @@ def wrong(rankings: Rankings, w: dict[str, float]) -> bool:
         p = truth(w, n.upper, n.lower)
         if n.verdict == AHEAD and p <= 0.5:
             return True
-        if n.verdict == TIED and abs(p - 0.5) > rankings.tie_within:
+        if n.verdict == TIED and abs(figure(w, n.upper, n.lower) - 0.5) > rankings.tie_within:
             return True
     return False
 
@@ -193,7 +221,7 @@ def fixed_error_curve(w: dict[str, float], reps: int, max_games: int, tie_within
     index = {b: i for i, b in enumerate(BOTS)}
     combos = [tuple(index[b] for b in c) for c in itertools.combinations(BOTS, TABLE)]
     log_w = np.log(np.array([w[b] for b in BOTS]))
-    clear = [(index[a], index[b]) for a, b in itertools.permutations(BOTS, 2) if truth(w, a, b) > 0.5 + tie_within]
+    clear = [(index[a], index[b]) for a, b in itertools.permutations(BOTS, 2) if figure(w, a, b) > 0.5 + tie_within]
     sums = np.zeros((reps, len(BOTS)))
     counts = np.zeros(len(BOTS))
     curve: list[tuple[int, float]] = []
@@ -269,7 +297,7 @@ def fixed_certified_curve(w: dict[str, float], reps: int, max_games: int, confid
                 low, high = mean - z * sd / math.sqrt(n), mean + z * sd / math.sqrt(n)
                 p = truth(w, a, b)
                 ahead = low > 0.5 and p > 0.5
-                tied = 0.5 - tie_within <= low and high <= 0.5 + tie_within and abs(p - 0.5) <= tie_within
+                tied = 0.5 - tie_within <= low and high <= 0.5 + tie_within and abs(figure(w, a, b) - 0.5) <= tie_within
                 if not (ahead or tied):
                     ok = False
                     break
@@ -298,7 +326,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--fit-deals", type=int, help="round robin deals of real games to fit the model")
     parser.add_argument("--real-reps", type=int, help="adaptive runs with real games")
     parser.add_argument("--confidence", type=float, default=0.95)
-    parser.add_argument("--tie-within", type=float, default=0.05)
+    parser.add_argument("--tie-within", type=float, default=TIE_WITHIN)
     parser.add_argument("--max-games", type=int, default=40_000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--pair-statistic", choices=("beaten", "above"), default="beaten",
@@ -310,7 +338,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     reps = args.reps or (60 if args.quick else 400)
     fixed_reps = args.fixed_reps or (1000 if args.quick else 4000)
     fit_deals = args.fit_deals or (2 if args.quick else 6)
-    real_reps = args.real_reps if args.real_reps is not None else (1 if args.quick else 6)
+    real_reps = args.real_reps if args.real_reps is not None else (1 if args.quick else 3)
     started = time.monotonic()
 
     # 1. real games fit the model
@@ -329,6 +357,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"  {BOTS[-1]}: strength {w[BOTS[-1]]:6.3f}")
     if any(truth(w, a, b) <= 0.5 for a, b in itertools.pairwise(BOTS)):
         print("  (the fitted order is not the noise order: the model's order is the truth below)")
+    FIGURE.update(figure_truth(w, args.seed))
+    print("  pair figures of neighbours (the scale of tie_within): "
+          + ", ".join(f"{figure(w, a, b):.3f}" for a, b in itertools.pairwise(BOTS)))
 
     # 2. the adaptive schedule on the model
     t0 = time.monotonic()

@@ -45,8 +45,9 @@ from dataclasses import dataclass
 from typing import Any
 
 CONFIDENCE = 0.95
-TIE_WITHIN = 0.05
-"""Default margin of the tie verdict: a pair's chance of placing above the other within 0.45..0.55."""
+TIE_WITHIN = 0.025
+"""Default margin of the tie verdict: a pair figure within 0.475..0.525, i.e. their fractions of
+tablemates beaten within 0.05 of each other (0.15 of a place at tables of four)."""
 LABEL = "valid at any time"
 _LAMBDA_CAP = 0.5
 """The bet's cap (the paper's c = 1/2, a usual choice)."""

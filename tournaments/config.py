@@ -47,7 +47,7 @@ from server.transport.commands import bot_command
 from server.transport.launcher import command_problem
 from server.transport.pool import DEFAULT_ABOVE_MB, RestartPolicy
 from server.transport.sandbox import LIMIT_NAMES, SANDBOXES, Limits, outside_problem, parse_limit
-from tournaments.anytime import StopRule
+from tournaments.anytime import TIE_WITHIN, StopRule
 from tournaments.schedule import ScheduleError, check_balanced, games_per_deal
 
 MIN_TABLE, MAX_TABLE = 2, 5
@@ -159,8 +159,8 @@ class TournamentConfig:
     """Of the intervals valid at any time, and so of the stop's verdicts."""
     max_games: int = 0
     """An adaptive schedule's cap (0 for the fixed schedules)."""
-    tie_within: float = 0.05
-    """Two bots whose chance of placing above each other is within 1/2 +- this, for certain,
+    tie_within: float = TIE_WITHIN
+    """Two bots whose pair figure (``tournaments.anytime``) is within 1/2 +- this, for certain,
     are "tied within" it: a settled verdict."""
     store: str | None = None
     """A PostgreSQL URL (``postgresql://...``) to keep the results in, and queue the games
@@ -415,7 +415,7 @@ class _Validator:
         (``confidence`` and ``tie_within`` also set the intervals every standings show)."""
         data = self.data
         confidence = self.fraction("confidence", 0.95, 0.5, 0.9999)
-        tie_within = self.fraction("tie_within", 0.05, 0.0, 0.5)
+        tie_within = self.fraction("tie_within", TIE_WITHIN, 0.0, 0.5)
         if schedule != "adaptive":
             for key in ("stop", "max_games"):
                 if key in data:

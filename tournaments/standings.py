@@ -45,7 +45,7 @@ from typing import Any, Protocol
 
 from openskill.models import PlackettLuce
 
-from tournaments.anytime import LABEL, Rankings, StopRule, UnitBuilder
+from tournaments.anytime import LABEL, TIE_WITHIN, Rankings, StopRule, UnitBuilder
 
 CONFIDENCE = 0.95
 HEAD_TO_HEAD_GRID_BOTS = 12
@@ -352,7 +352,7 @@ class Tally:
     same standings as :func:`compute_standings` of all of them."""
 
     def __init__(self, bots: Sequence[str], *, partnerships: bool = False, lower_wins: bool = True,
-                 confidence: float = CONFIDENCE, tie_within: float = 0.05, stop: str = "") -> None:
+                 confidence: float = CONFIDENCE, tie_within: float = TIE_WITHIN, stop: str = "") -> None:
         """``confidence`` and ``tie_within``: the intervals valid at any time; ``stop``: the
         stopping rule whose state the standings report (an adaptive tournament's)."""
         self.bots = tuple(bots)

@@ -189,4 +189,4 @@ def test_a_file_with_a_bad_stopping_rule_is_refused_naming_the_key(extra: str, m
 
 def test_an_adaptive_file_takes_its_defaults() -> None:
     config = parse_config(adaptive_file('schedule = "adaptive"\n'))
-    assert (config.stop, config.confidence, config.max_games, config.tie_within) == ("settled", 0.95, 20_000, 0.05)
+    assert (config.stop, config.confidence, config.max_games, config.tie_within) == ("settled", 0.95, 20_000, 0.025)
