@@ -47,6 +47,8 @@ from server.transport.commands import bot_command
 from server.transport.launcher import command_problem
 from server.transport.pool import DEFAULT_ABOVE_MB, RestartPolicy
 from server.transport.sandbox import LIMIT_NAMES, SANDBOXES, Limits, outside_problem, parse_limit
+from server.transport.tls import TLSRequest
+from server.transport.tls import request as tls_request
 from tournaments.anytime import TIE_WITHIN, StopRule
 from tournaments.schedule import ScheduleError, check_balanced, games_per_deal
 
@@ -73,6 +75,7 @@ TOP_KEYS = (
     "name", "table_size", "preset", "schedule", "deals", "games", "games_per_bot", "seed", "concurrency",
     "duplicate", "output", "address", "store", "sandbox", "flags", "clocks", "limits", "bots",
     "restart", "restart_after_games", "restart_above_mb",  # launched bots kept between games
+    "tls", "tls_cert", "tls_key",  # the referee's bot port over TLS (server.transport.tls)
     "stop", "confidence", "max_games", "tie_within",  # an adaptive schedule's stopping rule
 )
 RESTART_MODES = ("keep", "game")
@@ -134,6 +137,9 @@ class TournamentConfig:
     output: str | None = None
     address: str | None = None
     """Where the referee listens (HOST:PORT); None: the default of :meth:`listen_address`."""
+    tls: TLSRequest = field(default_factory=TLSRequest)
+    """The referee's bot port over TLS: ``tls = "self-signed"``, or ``tls_cert`` and ``tls_key``
+    (paths relative to the file); plain text by default."""
     schedule: str = "round-robin"
     games_per_bot: int = 0
     """With ``schedule = "balanced"``: the games each bot plays (0 for the round robin)."""
@@ -408,6 +414,7 @@ class _Validator:
             schedule=schedule, games_per_bot=games_per_bot, source=self.source, restart=self.restart(),
             sandbox=sandbox, limits=limits, unsandboxable=unsandboxable, unrunnable=unrunnable, store=store,
             stop=stop, confidence=confidence, max_games=max_games, tie_within=tie_within,
+            tls=self.tls(),
         )
 
     def stopping(self, schedule: str, bots: tuple[BotEntry, ...], table_size: int) -> tuple[str, float, int, float]:
@@ -439,6 +446,23 @@ class _Validator:
         if not (low < value < high or (key == "tie_within" and value == low)):
             raise self.fail((key,), f"must be above {low:g} and below {high:g}, e.g. {default}, got {value!r}")
         return float(value)
+
+    def tls(self) -> TLSRequest:
+        """``tls = "self-signed"`` or ``tls_cert`` with ``tls_key`` (read when the referee starts)."""
+        keys = ("tls", "tls_cert", "tls_key")
+        mode, cert, key = (self.text(self.data, name, ()) for name in keys)
+        paths = []
+        for name, value in (("tls_cert", cert), ("tls_key", key)):
+            if value is not None:
+                value = str((self.base_dir / Path(value).expanduser()).resolve())
+                if self.check_paths and not Path(value).is_file():
+                    raise self.fail((name,), f"no such file {value}")
+            paths.append(value)
+        try:
+            wanted = tls_request(mode, paths[0], paths[1], names=("tls =", "tls_cert", "tls_key"))
+        except UserError as err:
+            raise self.fail((next(name for name in keys if name in self.data),), str(err)) from None
+        return wanted or TLSRequest()
 
     def games_per_bot(self, n_bots: int, table_size: int, seed: int) -> int:
         """``games_per_bot`` of a balanced schedule, checked by building it (see
