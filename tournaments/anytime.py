@@ -51,8 +51,6 @@ tablemates beaten within 0.05 of each other (0.15 of a place at tables of four).
 LABEL = "valid at any time"
 _LAMBDA_CAP = 0.5
 """The bet's cap (the paper's c = 1/2, a usual choice)."""
-HORIZON = 0
-"""The bets are tuned to be narrowest from this many values on (0: the paper's t log(1 + t))."""
 
 AHEAD, BEHIND, TIED, OPEN = "ahead", "behind", "tied", "open"
 
@@ -81,9 +79,9 @@ class ConfidenceSequence:
             raise ValueError(f"a confidence sequence on [0, 1] got {x}")
         t = self.n + 1
         variance = self._sq / t  # sigma^2_{t-1}
-        spread = max(t, HORIZON) if HORIZON else t * math.log(1 + t)
-        lam = min(math.sqrt(2 * self._log / (variance * spread)), _LAMBDA_CAP)
-        self._penalty += 4 * (x - self._mu) ** 2 * (-math.log1p(-lam) - lam) / 4
+        lam = min(math.sqrt(2 * self._log / (variance * t * math.log(1 + t))), _LAMBDA_CAP)
+        # v_t psi_E(lambda_t), with v_t = 4 (x - mu_{t-1})^2 and psi_E(l) = (-log(1 - l) - l) / 4
+        self._penalty += (x - self._mu) ** 2 * (-math.log1p(-lam) - lam)
         self._lam_sum += lam
         self._lam_x += lam * x
         self.n = t
