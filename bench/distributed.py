@@ -167,7 +167,7 @@ def instant_games(deals: int) -> dict[int, tuple[Any, str, bytes]]:
 
 def deals_seeds(deals: int) -> list[int]:
     """The seeds the tournament's games use (``tournaments.schedule``'s, read from a schedule)."""
-    from tournaments.schedule import schedule_for
+    from tournaments.config import schedule_for
 
     text = tournament_text("seeds", deals, 1, "local")
     return sorted({game.seed for game in schedule_for(parse_config(text, source="bench", base_dir=ROOT))})

@@ -49,6 +49,7 @@ from server.transport.pool import DEFAULT_ABOVE_MB, RestartPolicy
 from server.transport.sandbox import LIMIT_NAMES, SANDBOXES, Limits, outside_problem, parse_limit
 from server.transport.tls import TLSRequest
 from server.transport.tls import request as tls_request
+from tournaments.anytime import TIE_WITHIN, StopRule
 from tournaments.schedule import (
     ScheduledGame,
     ScheduleError,
@@ -67,9 +68,12 @@ MAX_GAMES = 1_000_000
 BUILTINS = ("random", "first", "greedy", "default")
 """In-process policies a bot may be (see ``tournaments.local``)."""
 DUPLICATE_MODES = ("tournament", "table")
-SCHEDULES = ("round-robin", "balanced")
+SCHEDULES = ("round-robin", "balanced", "adaptive")
 """round-robin: every combination of bots is a table; balanced: ``games_per_bot`` games for
-each bot, every pair meeting about equally often (``tournaments.schedule``)."""
+each bot, every pair meeting about equally often (``tournaments.schedule``); adaptive: tables
+picked from the results so far until ``stop`` is met (``tournaments.adaptive``)."""
+DEFAULT_MAX_GAMES = 20_000
+"""An adaptive tournament's cap unless ``max_games`` says otherwise."""
 STORE_URL_PREFIXES = ("postgresql://", "postgres://")
 MIB = 2**20
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,39}$")
@@ -79,6 +83,7 @@ TOP_KEYS = (
     "duplicate", "output", "address", "store", "sandbox", "flags", "clocks", "limits", "bots",
     "restart", "restart_after_games", "restart_above_mb",  # launched bots kept between games
     "tls", "tls_cert", "tls_key",  # the referee's bot port over TLS (server.transport.tls)
+    "stop", "confidence", "max_games", "tie_within",  # an adaptive schedule's stopping rule
 )
 RESTART_MODES = ("keep", "game")
 BOT_KEYS = ("name", "command", "builtin", "token", "cwd", "allow_read")
@@ -160,6 +165,16 @@ class TournamentConfig:
     """Why launched bots' commands cannot run here (FILE:LINE: bots[N].command: ... each: a program
     not found or not executable, a script that is not there); refused before a run plays a game,
     as it would lose every game as a bot that never connected."""
+    stop: str = ""
+    """With ``schedule = "adaptive"``: when to stop (``tournaments.anytime.StopRule``: "settled",
+    "top:K", "pair:A,B"); empty for the fixed schedules."""
+    confidence: float = 0.95
+    """Of the intervals valid at any time, and so of the stop's verdicts."""
+    max_games: int = 0
+    """An adaptive schedule's cap (0 for the fixed schedules)."""
+    tie_within: float = TIE_WITHIN
+    """Two bots whose pair figure (``tournaments.anytime``) is within 1/2 +- this, for certain,
+    are "tied within" it: a settled verdict."""
     store: str | None = None
     """A PostgreSQL URL (``postgresql://...``) to keep the results in, and queue the games
     for workers; None: SQLite in the output folder."""
@@ -382,7 +397,17 @@ class _Validator:
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise self.fail(("schedule",), f"must be one of {', '.join(SCHEDULES)}, got {schedule!r}{hint}")
         games_per_bot = 0
-        if schedule == "balanced":
+        stop, confidence, max_games, tie_within = self.stopping(schedule, bots, table_size)
+        if schedule == "adaptive":
+            for key in ("deals", "games", "games_per_bot"):
+                if key in data:
+                    raise self.fail((key,), 'an adaptive schedule plays until its stop is met (or max_games): '
+                                    f"remove {key!r}")
+            if store is not None:
+                raise self.fail(("schedule",), 'an adaptive schedule plays on the SQLite store of its output folder '
+                                "only, for now: remove store (or use a fixed schedule)")
+            deals = 1
+        elif schedule == "balanced":
             games_per_bot = self.games_per_bot(len(bots), table_size, seed)
             deals = 1
         else:
@@ -395,8 +420,39 @@ class _Validator:
             clocks=clocks, concurrency=concurrency, duplicate=duplicate, output=output, address=address,
             schedule=schedule, games_per_bot=games_per_bot, source=self.source, restart=self.restart(),
             sandbox=sandbox, limits=limits, unsandboxable=unsandboxable, unrunnable=unrunnable, store=store,
+            stop=stop, confidence=confidence, max_games=max_games, tie_within=tie_within,
             tls=self.tls(),
         )
+
+    def stopping(self, schedule: str, bots: tuple[BotEntry, ...], table_size: int) -> tuple[str, float, int, float]:
+        """``stop``, ``confidence``, ``max_games`` and ``tie_within``: an adaptive schedule's
+        (``confidence`` and ``tie_within`` also set the intervals every standings show)."""
+        data = self.data
+        confidence = self.fraction("confidence", 0.95, 0.5, 0.9999)
+        tie_within = self.fraction("tie_within", TIE_WITHIN, 0.0, 0.5)
+        if schedule != "adaptive":
+            for key in ("stop", "max_games"):
+                if key in data:
+                    raise self.fail((key,), f'applies only to schedule = "adaptive" (the {schedule} schedule plays '
+                                    f"a fixed number of games)")
+            return "", confidence, 0, tie_within
+        stop = self.text(data, "stop", (), "settled")
+        assert stop is not None
+        try:
+            StopRule.parse(stop, [b.name for b in bots])
+        except ValueError as err:
+            raise self.fail(("stop",), str(err)) from None
+        max_games = self.integer(data, "max_games", table_size, MAX_GAMES, DEFAULT_MAX_GAMES)
+        return stop, confidence, max_games, tie_within
+
+    def fraction(self, key: str, default: float, low: float, high: float) -> float:
+        """A number strictly between ``low`` and ``high`` (``tie_within`` may be 0: no tie verdict)."""
+        value = self.data.get(key, default)
+        if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
+            raise self.fail((key,), f"must be a number, e.g. {default}, got {value!r}")
+        if not (low < value < high or (key == "tie_within" and value == low)):
+            raise self.fail((key,), f"must be above {low:g} and below {high:g}, e.g. {default}, got {value!r}")
+        return float(value)
 
     def tls(self) -> TLSRequest:
         """``tls = "self-signed"`` or ``tls_cert`` with ``tls_key`` (read when the referee starts)."""
@@ -629,7 +685,10 @@ def _portable_command(command: list[str]) -> list[str]:
 
 
 def schedule_for(config: TournamentConfig) -> tuple[ScheduledGame, ...]:
-    """The schedule of a tournament file: ``games_per_bot`` games per bot, or ``deals`` of every table."""
+    """The schedule of a tournament file: ``games_per_bot`` games per bot, or ``deals`` of every
+    table (an adaptive one's grows as it plays: empty here)."""
+    if config.schedule == "adaptive":
+        return ()
     balanced = config.schedule == "balanced"
     make = make_balanced_schedule if balanced else make_schedule
     return make(config.bot_names, config.table_size, config.games_per_bot if balanced else config.deals, config.seed,
@@ -637,7 +696,9 @@ def schedule_for(config: TournamentConfig) -> tuple[ScheduledGame, ...]:
 
 
 def planned_games(config: TournamentConfig) -> int:
-    """How many games the file's schedule has, without building it."""
+    """How many games the file's schedule has, without building it (an adaptive one's: at most)."""
+    if config.schedule == "adaptive":
+        return config.max_games
     if config.schedule == "balanced":
         return len(config.bots) * config.games_per_bot // config.table_size
     return config.deals * games_per_deal(len(config.bots), config.table_size, config.game.partnerships)

@@ -188,7 +188,8 @@ def settings_of(config: TournamentConfig) -> dict[str, Any]:
         "duplicate": config.duplicate,
         "concurrency": config.concurrency,
         "clocks": asdict(config.clocks),
-    }
+    } | ({"stop": config.stop, "confidence": config.confidence, "max_games": config.max_games,
+          "tie_within": config.tie_within} if config.schedule == "adaptive" else {})
 
 
 def open_tournament(out_dir: Path, *, readonly: bool = False) -> tuple[TournamentConfig, Store]:
@@ -222,7 +223,8 @@ def open_tournament(out_dir: Path, *, readonly: bool = False) -> tuple[Tournamen
 def standings_tally(config: TournamentConfig, bots: Sequence[str]) -> Tally:
     """An empty tally of ``bots`` for this file's game (its partnerships, its sense of the totals):
     the one place a tournament's, a ladder's and a board's standings start from."""
-    return Tally(bots, partnerships=config.game.partnerships, lower_wins=not config.game.crazy_eights)
+    return Tally(bots, partnerships=config.game.partnerships, lower_wins=not config.game.crazy_eights,
+                 confidence=config.confidence, tie_within=config.tie_within, stop=config.stop)
 
 
 def standings_of(config: TournamentConfig, store: TournamentStore, bots: Sequence[str], *,

@@ -17,6 +17,13 @@ For each bot:
   struck out of, lost the connection in or never joined; aborted games are
   counted but do not score.
 
+* **beaten**: the fraction of tablemates the bot beat per deal (a deal played in every seat
+  rotation at one table), with an interval *valid at any time*: it may be looked at after
+  every game and stopped on (``tournaments.anytime``; the t interval above holds only at a
+  number of games fixed in advance, such as a fixed schedule's final table). The order's
+  neighbours are marked settled when their pair's interval says which is better, or that
+  they are tied within ``tie_within``.
+
 The table is ordered by average placing (the one number every game format
 shares), then rating ordinal, then name; a ladder's by rating ordinal first.
 The head-to-head table says, for every pair of bots, how often each finished
@@ -30,12 +37,15 @@ import csv
 import difflib
 import io
 import math
+import textwrap
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from statistics import NormalDist
 from typing import Any, Protocol
 
 from openskill.models import PlackettLuce
+
+from tournaments.anytime import LABEL, TIE_WITHIN, Rankings, StopRule, UnitBuilder
 
 CONFIDENCE = 0.95
 HEAD_TO_HEAD_GRID_BOTS = 12
@@ -141,6 +151,11 @@ class BotStanding:
     placing_counts: dict[str, int] = field(default_factory=dict)
     issues: dict[str, int] = field(default_factory=dict)
     aborted: int = 0
+    beaten: float | None = None
+    """Fraction of tablemates beaten per deal (every rotation of it recorded)."""
+    beaten_low: float | None = None
+    """``beaten``'s interval, valid at any time (``tournaments.anytime``)."""
+    beaten_high: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +182,9 @@ class Standings:
     """How the competition stands, in words, for the terminal's title in place of "complete" or
     "INCOMPLETE" (a ladder: the rounds it played, and how and when it stopped). Not in the
     exports: they stay the same for the same games, however the runs that played them ended."""
+    anytime: dict[str, Any] | None = None
+    """The order read off the intervals valid at any time: neighbours and their verdicts, and
+    the stopping rule's state (``tournaments.anytime.Rankings.to_dict``)."""
 
     @property
     def complete(self) -> bool:
@@ -189,6 +207,8 @@ class Standings:
             "rating": RATING_MODEL + "; rating = rating_ordinal = mu - 3 sigma",
             "standings": [{k: _round(v) for k, v in asdict(row).items()} for row in self.rows],
         }
+        if self.anytime is not None:
+            document["anytime"] = self.anytime
         if head_to_head:
             document["head_to_head"] = {
                 a: {b: {"ahead": h.ahead, "behind": h.behind, "tied": h.tied} for b, h in sorted(row.items())}
@@ -200,6 +220,7 @@ class Standings:
         columns = [
             "rank", "bot", "games", "avg_points", "ci_low", "ci_high", "avg_placing", "wins", "win_rate",
             "rating_ordinal", "rating_mu", "rating_sigma", *ISSUE_COUNTERS, *BAD_STATUSES, "aborted",
+            "beaten", "beaten_low", "beaten_high",
         ]
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
@@ -213,7 +234,8 @@ class Standings:
     def format_table(self, grid_limit: int = HEAD_TO_HEAD_GRID_BOTS) -> str:
         """The standings and the head-to-head table, for a terminal (up to ``grid_limit``
         bots: a class's 30 would make lines of 300 characters; then where to find it)."""
-        header = ["#", "bot", "games", "avg pts", "95% CI", "avg place", "wins", *RATING_HEADERS, "issues"]
+        header = ["#", "bot", "games", "avg pts", "95% CI", "avg place", "wins", *RATING_HEADERS, "issues",
+                  "beaten (any time)"]
         lines = [header]
         for r in self.rows:
             issues = {k: v for k, v in r.issues.items() if v} | ({"aborted": r.aborted} if r.aborted else {})
@@ -228,6 +250,7 @@ class Standings:
                 f"{r.rating_ordinal:.2f}",
                 f"{r.rating_mu:.2f} ± {r.rating_sigma:.2f}",
                 ", ".join(f"{k} {v}" for k, v in issues.items()) or "-",
+                "-" if r.beaten is None else f"{r.beaten:.2f} [{r.beaten_low:.2f}, {r.beaten_high:.2f}]",
             ])
         state = "complete" if self.complete else "INCOMPLETE"
         points = f"points: {'lower' if self.lower_wins else 'higher'} is better"
@@ -236,6 +259,8 @@ class Standings:
         else:
             title = f"{self.name}: {self.games_recorded}/{self.games_scheduled} games ({state}), {points}"
         text = [title, *_columns(lines, right={0, 2, 3, 5, 6, 7}), RATING_LEGEND]
+        if self.anytime is not None:
+            text += format_anytime(self.anytime)
         bots = [r.bot for r in self.rows]
         if len(bots) > grid_limit:
             text += ["", f"head to head: {len(bots)} bots make a grid too wide to print; one bot against each "
@@ -277,6 +302,23 @@ class Standings:
             return f"{bot} has not shared a table with another bot yet"
         title = f"head to head of {bot}: how often it finished ahead of, behind or tied with each bot at its table"
         return "\n".join([title, *_columns(lines, right={0, 2, 3, 4, 5})])
+
+
+def format_anytime(anytime: dict[str, Any]) -> list[str]:
+    """The terminal's lines under the table: the order with its settled neighbours, and the stop."""
+    if not anytime.get("neighbours"):
+        return []
+    signs = {"ahead": " > ", "tied": " = ", "open": " ? ", "behind": " < "}
+    order = anytime["neighbours"][0]["upper"] + "".join(signs[n["verdict"]] + n["lower"] for n in anytime["neighbours"])
+    lines = ["", *textwrap.wrap(f"order {LABEL} ({anytime['confidence']:.0%}, {anytime['units']} deals): {order}",
+                                width=110, subsequent_indent="  ", break_on_hyphens=False),
+             f"  > settled, = tied within {anytime['tie_within']:g}, ? not settled yet; beaten: fraction of "
+             f"tablemates beaten per deal,",
+             f"  its interval {LABEL}"]
+    if anytime.get("stop"):
+        state = "met" if anytime["stop_met"] else "not met yet"
+        lines.append(f"stop = {anytime['stop']!r}: {state}; {anytime['stop_state']}")
+    return lines
 
 
 def _round(value: Any) -> Any:
@@ -325,8 +367,15 @@ class Tally:
     every game again: the same sums, the same ratings (rated in the same order), so the
     same standings as :func:`compute_standings` of all of them."""
 
-    def __init__(self, bots: Sequence[str], *, partnerships: bool = False, lower_wins: bool = True) -> None:
+    def __init__(self, bots: Sequence[str], *, partnerships: bool = False, lower_wins: bool = True,
+                 confidence: float = CONFIDENCE, tie_within: float = TIE_WITHIN, stop: str = "") -> None:
+        """``confidence`` and ``tie_within``: the intervals valid at any time; ``stop``: the
+        stopping rule whose state the standings report (an adaptive tournament's)."""
         self.bots = tuple(bots)
+        self.stop = StopRule.parse(stop, bots) if stop else None
+        focus = self.stop.pair if self.stop is not None else None
+        self.anytime = Rankings(bots, confidence=confidence, tie_within=tie_within, focus=focus)
+        self._units = UnitBuilder(self.anytime)
         self.partnerships = partnerships
         self.model = PlackettLuce()
         self.ratings = {b: self.model.rating(name=b) for b in bots}
@@ -363,6 +412,7 @@ class Tally:
             self.games_aborted += 1
             for b in game.bots:
                 self.aborted[b] += 1
+            self._units.add(getattr(game, "game_id", ""), game.bots, (0,) * len(game.bots), aborted=True)
             return
         if self._lower_wins is None:
             self._lower_wins = game.lower_wins
@@ -379,6 +429,15 @@ class Tally:
                     cell = self.h2h[a][b]
                     cell[0 if placings[i] < placings[j] else 1 if placings[i] > placings[j] else 2] += 1
         _rate(self.model, self.ratings, game, self.partnerships)
+        self._units.add(getattr(game, "game_id", ""), seats, placings)
+
+    def anytime_document(self) -> dict[str, Any]:
+        """The intervals' order and verdicts, and the stop's state if there is one."""
+        document = self.anytime.to_dict()
+        if self.stop is not None:
+            document.update(stop=str(self.stop), stop_met=self.stop.met(self.anytime),
+                            stop_state=self.stop.describe(self.anytime))
+        return document
 
     def standings(self, *, name: str = "", games_scheduled: int | None = None, by_rating: bool = False) -> Standings:
         rows = []
@@ -388,6 +447,7 @@ class Tally:
             counts = {str(p): c for p, c in sorted(self.places[b].items())}
             placed = sum(p * c for p, c in self.places[b].items())
             r = self.ratings[b]
+            beaten = self.anytime.bot_interval(b)
             rows.append(
                 BotStanding(
                     rank=0, bot=b, games=n, avg_points=mean, ci_low=low, ci_high=high,
@@ -396,6 +456,8 @@ class Tally:
                     win_rate=counts.get("1", 0) / n if n else None,
                     rating_mu=r.mu, rating_sigma=r.sigma, rating_ordinal=r.ordinal(),
                     placing_counts=counts, issues=dict(self.issues[b]), aborted=self.aborted[b],
+                    beaten=beaten.mean, beaten_low=beaten.low if beaten.units else None,
+                    beaten_high=beaten.high if beaten.units else None,
                 )
             )
         if by_rating:
@@ -414,6 +476,7 @@ class Tally:
             games_scheduled=self.games if games_scheduled is None else games_scheduled,
             games_aborted=self.games_aborted,
             lower_wins=self._default_lower_wins if self._lower_wins is None else self._lower_wins,
+            anytime=self.anytime_document(),
         )
 
 

@@ -50,6 +50,7 @@ from server.storage.postgres import STORE_ENV
 from server.storage.store import Store, StoreError, TournamentStore
 from server.transport.commands import bot_command_help
 from server.web.serve import board_place, run_watched
+from tournaments.adaptive import adaptive_finished, play_adaptive, tables_per_batch
 from tournaments.config import STORE_URL_PREFIXES, TournamentConfig, load_config, planned_games, schedule_for
 from tournaments.ladder import (
     ladder_standings,
@@ -239,6 +240,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     config = _with_address(load_config(args.file), args)
     _refuse_a_large_plan(config, args)
     if url := store_url(args, config):
+        _refuse_adaptive_store(config)
         from server.cli import tournament_pg  # (PostgreSQL's queue is loaded only when used)
 
         return tournament_pg.cmd_run(args, config, url)
@@ -263,6 +265,9 @@ def _plan_text(config: TournamentConfig) -> str:
     """Bots, tables and games of the file's schedule, in one line."""
     games = planned_games(config)
     k = config.table_size
+    if config.schedule == "adaptive":
+        return (f"{len(config.bots)} bots, adaptive: tables of {k} x {k} seat rotations until stop = "
+                f"{config.stop!r} at {config.confidence:.0%} (at most {games:,} games)")
     if config.schedule == "balanced":
         return (f"{len(config.bots)} bots, balanced: {config.games_per_bot} games per bot = "
                 f"{games // k:,} table{_s(games // k)} of {k} x {k} seat rotations = {games:,} games")
@@ -286,9 +291,16 @@ def _refuse_a_large_plan(config: TournamentConfig, args: argparse.Namespace) -> 
                     f"play it with --yes{smaller}")
 
 
+def _refuse_adaptive_store(config: TournamentConfig | None) -> None:
+    if config is not None and config.schedule == "adaptive":
+        raise UserError(f'{config.source}: an adaptive schedule plays on the SQLite store of its output folder only, '
+                        f"for now: run it without --store (and {STORE_ENV})")
+
+
 def cmd_resume(args: argparse.Namespace) -> int:
     web_options(args)
     if url := store_url(args, _file_config(args.target), args.target):
+        _refuse_adaptive_store(_file_config(args.target))
         from server.cli import tournament_pg
 
         return tournament_pg.cmd_resume(args, url)
@@ -302,7 +314,8 @@ def _resume(args: argparse.Namespace, out_dir: Path) -> int:
     with store:
         done, total = store.counts()
         retried = args.retry_aborted and any(result.aborted for result in store.results())
-    if done == total and not retried:  # nothing to play, so nothing to launch: the standings
+        over = config.schedule != "adaptive" or adaptive_finished(config, store) is not None
+    if done == total and not retried and over:  # nothing to play, so nothing to launch: the standings
         with Store(out_dir / Store.FILENAME) as finished:
             finished.mark_finished()  # (a run killed between its last game and its end)
             _announce_resume(config, finished, out_dir, retry_aborted=args.retry_aborted)
@@ -335,6 +348,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
     config = load_config(args.file)
     if config.unrunnable:  # (as run would refuse it)
         raise UserError(_first_and_more(config.unrunnable, "whose command cannot run"))
+    if config.schedule == "adaptive":
+        print(f"{config.name}: {_plan_text(config)}")
+        print(f"tables picked as results come in: each seats a pair the stop still waits for, the other seats "
+              f"drawn from all bots; tied within {config.tie_within:g} counts as settled")
+        print(f"seed {config.seed}; concurrency {config.concurrency} ({tables_per_batch(config)} table(s) a batch)")
+        print(f"output: {config.output_dir()}")
+        return 0
     games = schedule_for(config)
     seats: dict[str, Counter[int]] = {b: Counter() for b in config.bot_names}
     for game in games:
@@ -486,8 +506,9 @@ def _play_and_report(
     try:
         summary = grpc_io.run(run_watched(
             web_options(args), board_place(store, out_dir), f"Craits tournament {config.name}",
-            lambda: play(config, store, out_dir, factory, concurrency=args.concurrency,
-                         progress=False if args.no_progress else None),
+            lambda: (play_adaptive if config.schedule == "adaptive" else play)(
+                config, store, out_dir, factory, concurrency=args.concurrency,
+                progress=False if args.no_progress else None),
         ))
     except TournamentError as err:
         failure = err

@@ -35,6 +35,7 @@ from server.storage.store import TournamentStore
 from server.transport.sandbox import UNSANDBOXED, SandboxError
 from server.transport.sandbox import check as check_sandbox
 from server.web.serve import board_place, run_watched
+from tournaments.adaptive import adaptive_finished
 from tournaments.config import TournamentConfig, address_problem
 from tournaments.grpc_runner import tournament_runner
 from tournaments.ladder import (
@@ -80,7 +81,11 @@ def _announce_resume(config: TournamentConfig, store: TournamentStore, out_dir: 
     if retry_aborted:
         print(f"{config.name}: {store.forget_aborted()} aborted game(s) will be played again", file=sys.stderr)
     done, total = store.counts()
-    if done == total:
+    if config.schedule == "adaptive":
+        why = adaptive_finished(config, store)
+        print(f"{config.name}: {why}" if why else f"{config.name}: resuming the adaptive schedule, {done} games "
+              f"recorded; output in {out_dir}", file=sys.stderr)
+    elif done == total:
         print(f"{config.name}: all {total} games are already recorded", file=sys.stderr)
     else:
         print(f"{config.name}: resuming, {done}/{total} games recorded; output in {out_dir}", file=sys.stderr)
@@ -192,9 +197,12 @@ class RoundProgress:
         rate = (self.games - first_games) / (now - first_t) if now > first_t else 0.0
         leader = standings.rows[0]
         goal = f"; round {played.number} of {self.goal}" if self.goal else ""
+        neighbours = (standings.anytime or {}).get("neighbours", [])
+        settled = sum(n["settled"] for n in neighbours)
         return (f"round {played.number}: {', '.join(played.seats)}; {self.games} games played, "
                 f"{rate:.2f} games/s; leader {leader.bot} ({RATING_HEADERS[0]} {leader.rating_ordinal:.2f} "
-                f"after {leader.games} games){goal}")
+                f"after {leader.games} games); {settled}/{len(neighbours)} neighbours settled (valid at any time)"
+                f"{goal}")
 
 
 @contextlib.contextmanager

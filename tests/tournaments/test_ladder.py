@@ -134,6 +134,9 @@ def test_a_ladder_plays_its_rounds_balances_the_bots_and_ranks_them_by_rating(
     ordinals = [row["rating_ordinal"] for row in document["standings"]]
     assert ordinals == sorted(ordinals, reverse=True) and document["games_recorded"] == 30
     assert "head to head" in stdout
+    # which neighbours are settled, live: each round's line and standings.json (the board reads it)
+    assert "neighbours settled (valid at any time)" in stderr and "order valid at any time" in stdout
+    assert document["anytime"]["label"] == "valid at any time" and len(document["anytime"]["neighbours"]) == 4
 
 
 def test_a_ladder_plays_enough_tables_at_once_to_keep_its_concurrency_busy(

@@ -295,3 +295,45 @@ def test_the_leaderboard_on_postgresql_changes_while_its_workers_play(page: Any,
     standings = live_pg.get("/api/standings")
     assert standings["tournament"] == "pgwebcup" and len(standings["standings"]) == 3
     _shot(page, "board-postgresql")
+
+
+@pytest.fixture(scope="module")
+def adaptive_board(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
+    """``craits web`` on an adaptive tournament of builtin bots, played in-process until its stop
+    (greedy against random: a few dozen games) with every neighbour settled or tied."""
+    import asyncio
+
+    from tests.tournaments.configs import builtin_tournament
+    from tournaments.adaptive import play_adaptive
+    from tournaments.config import parse_config
+    from tournaments.runner import local_runner, start_tournament
+
+    folder = tmp_path_factory.mktemp("adaptive")
+    text = builtin_tournament("steady", seed=2, deals=1, bots={"greedy": "greedy", "random": "random"},
+                              table_size=2).replace("deals = 1\n", 'schedule = "adaptive"\nstop = "settled"\n')
+    (folder / "steady.toml").write_text(text)
+    config = parse_config(text, source=str(folder / "steady.toml"), base_dir=folder)
+    out = folder / "out"
+    with start_tournament(config, text, str(folder / "steady.toml"), out) as store:
+        asyncio.run(play_adaptive(config, store, out, local_runner, progress=False, pages=False))
+    served = start_craits(["web", str(out), "--address", "127.0.0.1:0"], out)
+    try:
+        yield served
+    finally:
+        assert served.stop() == 0
+
+
+def test_the_board_shows_which_neighbours_are_settled(adaptive_board: Running, page: Any) -> None:
+    """The order valid at any time: each bot's interval, the verdict against the next, the stop."""
+    standings = adaptive_board.get("/api/standings")
+    assert standings["anytime"]["stop_met"] and standings["anytime"]["label"] == "valid at any time"
+    page.goto(adaptive_board.url)
+    _until(page, "document.querySelector('#order tbody tr') !== null")
+    assert page.is_visible("#order-panel")
+    assert page.get_attribute("#order tbody tr:first-child", "data-bot") == "greedy"
+    assert page.get_attribute("#order tbody tr:first-child", "data-settled") == "yes"
+    assert page.inner_text("#order tbody tr:first-child td.verdict") == "settled: better than random"
+    assert "[" in page.inner_text("#order tbody tr:first-child td:nth-child(3)")
+    assert page.inner_text("#order-stop").startswith("stop = settled: met")
+    assert "valid at any time" in page.inner_text("#order-legend")
+    _shot(page, "board-order")

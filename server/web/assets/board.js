@@ -105,6 +105,42 @@
     table.dataset.recorded = String(doc.games_recorded || 0);
   }
 
+  // The order read off the intervals valid at any time (tournaments.anytime): which neighbours
+  // are settled, tied within the margin, or not settled yet; and the stop, if the file has one.
+  function renderOrder(doc) {
+    const panel = $("order-panel");
+    const any = doc && doc.anytime;
+    if (!panel || !any || !(any.neighbours || []).length) return;
+    panel.hidden = false;
+    const rows = {};
+    for (const r of doc.standings || []) rows[r.bot] = r;
+    const body = $("order").querySelector("tbody");
+    body.textContent = "";
+    const bots = [any.neighbours[0].upper].concat(any.neighbours.map((n) => n.lower));
+    const said = { ahead: "settled: better", tied: "tied within " + any.tie_within, open: "not settled yet",
+                   behind: "settled: worse" };
+    bots.forEach((bot, i) => {
+      const r = rows[bot] || {};
+      const next = any.neighbours[i];
+      const tr = el("tr", next ? "verdict-" + next.verdict : null);
+      tr.dataset.bot = bot;
+      if (next) tr.dataset.settled = next.settled ? "yes" : "no";
+      tr.appendChild(el("td", null, i + 1));
+      tr.appendChild(el("td", null, bot));
+      tr.appendChild(el("td", null, r.beaten == null ? "\u2013"
+        : fixed(r.beaten, 2) + " [" + fixed(r.beaten_low, 2) + ", " + fixed(r.beaten_high, 2) + "]"));
+      tr.appendChild(el("td", "verdict", next ? said[next.verdict] + " than " + next.lower : ""));
+      body.appendChild(tr);
+    });
+    const stop = $("order-stop");
+    stop.textContent = any.stop ? "stop = " + any.stop + ": " + (any.stop_met ? "met" : "not met yet") + "; " + any.stop_state : "";
+    stop.dataset.met = any.stop ? String(any.stop_met) : "";
+    $("order-legend").textContent = "Intervals " + any.label + " (" + Math.round(100 * any.confidence) + "%, " +
+      any.units + " deals): they may be watched after every game. Beaten: the fraction of tablemates a bot beat " +
+      "per deal, over every seat rotation. Two neighbours are settled when their pair's interval says which is " +
+      "better, or that they are within " + any.tie_within + " of even.";
+  }
+
   function renderProgress(p) {
     if (!p || !$("progress")) return;
     let fraction = p.total ? p.done / p.total : 0;
@@ -178,6 +214,7 @@
   }
 
   renderStandings(DATA.standings);
+  renderOrder(DATA.standings);
   renderProgress(DATA.progress);
   renderLive(DATA.live);
   renderGames(DATA.games);
@@ -187,7 +224,7 @@
   const source = new EventSource("/api/stream");
   source.onopen = () => { if (conn) conn.className = "conn on"; };
   source.onerror = () => { if (conn) conn.className = "conn off"; };
-  source.addEventListener("standings", (e) => renderStandings(JSON.parse(e.data)));
+  source.addEventListener("standings", (e) => { const doc = JSON.parse(e.data); renderStandings(doc); renderOrder(doc); });
   source.addEventListener("progress", (e) => renderProgress(JSON.parse(e.data)));
   source.addEventListener("live", (e) => renderLive(JSON.parse(e.data)));
   source.addEventListener("games", (e) => { if (!onGamesPage) renderGames(JSON.parse(e.data)); });

@@ -1,0 +1,367 @@
+"""Rankings you can stop on: intervals valid at any time, and when an order is settled.
+
+Pure arithmetic, no I/O, deterministic (docs/rankings.md says it in plain words).
+
+A 95% Student's t interval is right 95% of the time *at one fixed number of games*. Looked
+at after every game, and believed the first time it excludes a rival, it is wrong far more
+often (about half the time over 2,000 looks). A **confidence sequence** is an interval that
+holds at every number of games at once, with the stated confidence: it may be watched
+continuously and stopped on. This module keeps one per bot and one per pair of bots.
+
+* **The unit** is one deal at one table, played in every seat rotation (the schedules'
+  duplicate deal). A unit counts only once all its rotations are recorded and none was
+  aborted, so it is a complete, independent sample.
+* **A bot's figure** per unit: the fraction of its tablemates it beat, averaged over the
+  rotations (a tie counts half); in [0, 1], higher is better. The average placing is a
+  function of it (placing = 1 + (table size - 1) x (1 - figure) without ties).
+* **A pair's figure** per unit they share: (1 + the first's figure - the second's) / 2.
+  Above 1/2 for certain means the first is better; a pair's interval compares the two on
+  the very same cards and tables, so it is the one the stopping rules read. (The fraction of
+  rotations in which one placed above the other, ``pair_statistic = "above"``, uses one of
+  the table's comparisons where this uses all those of the two: ``bench/stopping.py`` needed
+  more games with it.)
+* **The interval** is the predictable plug-in empirical-Bernstein confidence sequence of
+  Waudby-Smith & Ramdas ("Estimating means of bounded random variables by betting", JRSS B
+  2023, Theorem 2), intersected with its earlier values so that it only narrows. It adapts
+  to the figure's variance (a pair far apart settles in a few units).
+* **Many at once**: the confidence is shared (Bonferroni) by all bots, and separately by
+  all pairs: at 95% with 8 bots every pair's interval is at 1 - 0.05/28. So *all* the
+  intervals hold together, at every moment, with probability at least 95%, and any order
+  read off them (any stopping rule) is wrong with probability at most 5%. A stop on one
+  named pair (``pair:A,B``) gives that pair the whole 5%.
+
+A pair's **verdict**: ``ahead``/``behind`` when its interval excludes 1/2; ``tied`` when
+it lies within 1/2 +- ``tie_within`` (the two differ by less than that, for certain);
+``open`` otherwise.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+CONFIDENCE = 0.95
+TIE_WITHIN = 0.025
+"""Default margin of the tie verdict: a pair figure within 0.475..0.525, i.e. their fractions of
+tablemates beaten within 0.05 of each other (0.15 of a place at tables of four)."""
+LABEL = "valid at any time"
+_LAMBDA_CAP = 0.5
+"""The bet's cap (the paper's c = 1/2, a usual choice)."""
+
+AHEAD, BEHIND, TIED, OPEN = "ahead", "behind", "tied", "open"
+
+
+class ConfidenceSequence:
+    """The predictable plug-in empirical-Bernstein confidence sequence (PrPl-EB) for the mean
+    of values in [0, 1], fed one at a time; ``low``/``high`` hold after every ``add`` at once
+    with probability ``1 - alpha``."""
+
+    __slots__ = ("_lam_sum", "_lam_x", "_log", "_mu", "_penalty", "_sq", "alpha", "high", "low", "n", "total")
+
+    def __init__(self, alpha: float) -> None:
+        if not 0 < alpha < 1:
+            raise ValueError(f"alpha must be between 0 and 1, got {alpha}")
+        self.alpha = alpha
+        self._log = math.log(2 / alpha)
+        self.n = 0
+        self.total = 0.0
+        self._mu = 0.5  # (1/2 + sum x) / (t + 1): the predictable mean
+        self._sq = 0.25  # 1/4 + sum (x_i - mu_i)^2: the predictable variance's numerator
+        self._lam_sum = self._lam_x = self._penalty = 0.0
+        self.low, self.high = 0.0, 1.0
+
+    def add(self, x: float) -> None:
+        if not 0.0 <= x <= 1.0:
+            raise ValueError(f"a confidence sequence on [0, 1] got {x}")
+        t = self.n + 1
+        variance = self._sq / t  # sigma^2_{t-1}
+        lam = min(math.sqrt(2 * self._log / (variance * t * math.log(1 + t))), _LAMBDA_CAP)
+        # v_t psi_E(lambda_t), with v_t = 4 (x - mu_{t-1})^2 and psi_E(l) = (-log(1 - l) - l) / 4
+        self._penalty += (x - self._mu) ** 2 * (-math.log1p(-lam) - lam)
+        self._lam_sum += lam
+        self._lam_x += lam * x
+        self.n = t
+        self.total += x
+        self._mu = (0.5 + self.total) / (t + 1)
+        self._sq += (x - self._mu) ** 2
+        centre = self._lam_x / self._lam_sum
+        half = (self._log + self._penalty) / self._lam_sum
+        low, high = max(self.low, centre - half), min(self.high, centre + half)
+        if low <= high:  # (empty only when the sequence has failed, at most alpha of the time)
+            self.low, self.high = low, high
+
+    @property
+    def mean(self) -> float | None:
+        return self.total / self.n if self.n else None
+
+
+@dataclass(frozen=True, slots=True)
+class Interval:
+    mean: float | None
+    low: float
+    high: float
+    units: int
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbour:
+    """Two bots next to each other in the order: how sure it is that ``upper`` beats ``lower``."""
+
+    upper: str
+    lower: str
+    verdict: str
+    """ahead (settled: upper is better), tied (within tie_within), open; behind cannot be
+    (the order puts a decided pair the right way round)."""
+    interval: Interval
+    """Of the chance that upper places above lower when they share a table."""
+
+    @property
+    def settled(self) -> bool:
+        return self.verdict in (AHEAD, TIED)
+
+
+PAIR_STATISTICS = ("beaten", "above")
+
+
+def unit_figures(rotations: Sequence[Mapping[str, int]], pair_statistic: str = "beaten",
+                 ) -> tuple[dict[str, float], dict[tuple[str, str], float]]:
+    """The figures of one unit (each rotation: bot -> placing, 1 best): per bot the fraction
+    of tablemates beaten; per pair (in the order the first rotation lists them), with
+    ``pair_statistic`` "beaten", (1 + the first's fraction beaten - the second's) / 2, or
+    with "above" the fraction of rotations the first placed above the second; ties count half."""
+    bots = list(rotations[0])
+    beaten = dict.fromkeys(bots, 0.0)
+    above = {pair: 0.0 for pair in itertools.combinations(bots, 2)}
+    others = len(bots) - 1
+    for placings in rotations:
+        for a, b in above:
+            pa, pb = placings[a], placings[b]
+            score = 1.0 if pa < pb else 0.0 if pa > pb else 0.5
+            above[a, b] += score
+            beaten[a] += score
+            beaten[b] += 1.0 - score
+    n = len(rotations)
+    figures = {b: v / (n * others) for b, v in beaten.items()}
+    if pair_statistic == "above":
+        return figures, {p: v / n for p, v in above.items()}
+    return figures, {(a, b): (1 + figures[a] - figures[b]) / 2 for a, b in above}
+
+
+class Rankings:
+    """Confidence sequences for every bot and every pair, fed unit by unit (see the module
+    docstring), and the order and verdicts read off them. ``focus``: a pair that gets the
+    whole confidence for itself (``stop = "pair:A,B"``)."""
+
+    def __init__(self, bots: Sequence[str], *, confidence: float = CONFIDENCE, tie_within: float = TIE_WITHIN,
+                 focus: tuple[str, str] | None = None, pair_statistic: str = "beaten") -> None:
+        self.bots = tuple(bots)
+        self.confidence = confidence
+        self.tie_within = tie_within
+        self.focus = focus
+        self.pair_statistic = pair_statistic
+        alpha = 1 - confidence
+        n = max(len(self.bots), 1)
+        self.bot_alpha = alpha / n
+        self.pair_alpha = alpha / max(n * (n - 1) // 2, 1)
+        self._index = {b: i for i, b in enumerate(self.bots)}
+        self._bot = {b: ConfidenceSequence(self.bot_alpha) for b in self.bots}
+        self._pair: dict[tuple[str, str], ConfidenceSequence] = {}
+        self.units = 0
+
+    def _key(self, a: str, b: str) -> tuple[tuple[str, str], bool]:
+        """The stored pair's key (file order) and whether (a, b) is it reversed."""
+        return ((a, b), False) if self._index[a] < self._index[b] else ((b, a), True)
+
+    def add_unit(self, rotations: Sequence[Mapping[str, int]]) -> None:
+        """One finished unit: each rotation's placings by bot (bots not ranked here are skipped)."""
+        rotations = [{b: p for b, p in r.items() if b in self._index} for r in rotations]
+        if not rotations or len(rotations[0]) < 2:
+            return
+        beaten, above = unit_figures(rotations, self.pair_statistic)
+        self.units += 1
+        for bot, x in beaten.items():
+            self._bot[bot].add(x)
+        for (a, b), x in above.items():
+            key, flipped = self._key(a, b)
+            sequence = self._pair.get(key)
+            if sequence is None:
+                alpha = 1 - self.confidence if self.focus is not None and set(key) == set(self.focus) else self.pair_alpha
+                sequence = self._pair[key] = ConfidenceSequence(alpha)
+            sequence.add(1.0 - x if flipped else x)
+
+    # ------------------------------------------------------------------ reading
+
+    def bot_interval(self, bot: str) -> Interval:
+        s = self._bot[bot]
+        return Interval(s.mean, s.low, s.high, s.n)
+
+    def pair_interval(self, a: str, b: str) -> Interval:
+        """Of the chance that ``a`` places above ``b`` at a shared table."""
+        key, flipped = self._key(a, b)
+        s = self._pair.get(key)
+        if s is None:
+            return Interval(None, 0.0, 1.0, 0)
+        if flipped:
+            return Interval(None if s.mean is None else 1 - s.mean, 1 - s.high, 1 - s.low, s.n)
+        return Interval(s.mean, s.low, s.high, s.n)
+
+    def verdict(self, a: str, b: str) -> str:
+        i = self.pair_interval(a, b)
+        if i.low > 0.5:
+            return AHEAD
+        if i.high < 0.5:
+            return BEHIND
+        if i.units and i.low >= 0.5 - self.tie_within and i.high <= 0.5 + self.tie_within:
+            return TIED
+        return OPEN
+
+    def order(self) -> list[str]:
+        """Best first: by each bot's figure, then (a few passes) neighbours swapped where their
+        pair's interval says the other way round (they met on other opponents' tables)."""
+        order = sorted(self.bots, key=lambda b: (self._bot[b].mean is None, -(self._bot[b].mean or 0.0), self._index[b]))
+        for _ in range(len(order)):
+            swapped = False
+            for i in range(len(order) - 1):
+                if self.verdict(order[i], order[i + 1]) == BEHIND:
+                    order[i], order[i + 1] = order[i + 1], order[i]
+                    swapped = True
+            if not swapped:
+                break
+        return order
+
+    def neighbours(self, order: Sequence[str] | None = None) -> list[Neighbour]:
+        order = self.order() if order is None else order
+        return [Neighbour(a, b, self.verdict(a, b), self.pair_interval(a, b)) for a, b in itertools.pairwise(order)]
+
+    def to_dict(self) -> dict[str, Any]:
+        """For the standings document (JSON): the label, the order's neighbours and verdicts."""
+        return {
+            "label": LABEL,
+            "confidence": self.confidence,
+            "tie_within": self.tie_within,
+            "units": self.units,
+            "statistic": "per bot: fraction of tablemates beaten per deal (every seat rotation of one deal at "
+                         "one table); per pair: " + ("fraction of shared rotations placed above the other"
+                                                     if self.pair_statistic == "above" else
+                                                     "(1 + the difference of their fractions beaten) / 2, "
+                                                     "per deal they shared"),
+            "correction": f"Bonferroni: each bot's interval at {1 - self.bot_alpha:.6g}, each pair's at "
+                          f"{1 - self.pair_alpha:.6g}",
+            "neighbours": [
+                {"upper": n.upper, "lower": n.lower, "verdict": n.verdict, "settled": n.settled,
+                 "low": round(n.interval.low, 6), "high": round(n.interval.high, 6), "units": n.interval.units}
+                for n in self.neighbours()
+            ],
+        }
+
+
+# ------------------------------------------------------------------ stopping rules
+
+
+@dataclass(frozen=True, slots=True)
+class StopRule:
+    """``settled`` (every two neighbours in the order settled), ``top`` (the first ``k``
+    separated from the rest) or ``pair`` (one pair decided); ties within ``tie_within``
+    count as settled (they will not separate by more than that)."""
+
+    kind: str
+    k: int = 0
+    pair: tuple[str, str] | None = None
+
+    @classmethod
+    def parse(cls, text: str, bots: Sequence[str]) -> StopRule:
+        """``"settled"``, ``"top:K"`` or ``"pair:A,B"``; ValueError says what is wrong."""
+        kind, _, arg = text.partition(":")
+        kind = kind.strip()
+        if kind == "settled" and not arg:
+            return cls("settled")
+        if kind == "top":
+            if not arg.strip().isdigit():
+                raise ValueError(f'"top:K" needs a whole number K, e.g. "top:3", got {text!r}')
+            k = int(arg)
+            if not 1 <= k < len(bots):
+                raise ValueError(f"top:{k}: K must be from 1 to {len(bots) - 1} (the bots less one), got {k}")
+            return cls("top", k=k)
+        if kind == "pair":
+            names = [n.strip() for n in arg.split(",")]
+            if len(names) != 2 or not all(names):
+                raise ValueError(f'"pair:A,B" needs two bot names, e.g. "pair:alice,bob", got {text!r}')
+            unknown = [n for n in names if n not in bots]
+            if unknown:
+                raise ValueError(f"pair: no bot named {unknown[0]!r} in the file (its bots: {', '.join(bots)})")
+            if names[0] == names[1]:
+                raise ValueError(f"pair: two different bots, got {names[0]!r} twice")
+            return cls("pair", pair=(names[0], names[1]))
+        raise ValueError(f'must be "settled", "top:K" or "pair:A,B", got {text!r}')
+
+    def __str__(self) -> str:
+        if self.kind == "top":
+            return f"top:{self.k}"
+        if self.kind == "pair" and self.pair is not None:
+            return f"pair:{self.pair[0]},{self.pair[1]}"
+        return self.kind
+
+    def pairs(self, rankings: Rankings) -> list[tuple[str, str]]:
+        """The pairs this rule reads, better-placed first."""
+        if self.kind == "pair" and self.pair is not None:
+            return [self.pair]
+        order = rankings.order()
+        if self.kind == "top":
+            return [(a, b) for a in order[: self.k] for b in order[self.k:]]
+        return list(itertools.pairwise(order))
+
+    def open_pairs(self, rankings: Rankings) -> list[tuple[str, str]]:
+        """The pairs still to settle (the adaptive schedule seats them together)."""
+        return [(a, b) for a, b in self.pairs(rankings) if rankings.verdict(a, b) in (OPEN, BEHIND)
+                and not (self.kind == "pair" and rankings.verdict(a, b) == BEHIND)]
+
+    def met(self, rankings: Rankings) -> bool:
+        return not self.open_pairs(rankings)
+
+    def describe(self, rankings: Rankings) -> str:
+        """One line: what is settled, what is tied, what is open."""
+        pairs = self.pairs(rankings)
+        verdicts = [(a, b, rankings.verdict(a, b)) for a, b in pairs]
+        if self.kind == "pair":
+            a, b, v = verdicts[0]
+            said = {AHEAD: f"{a} is better than {b}", BEHIND: f"{b} is better than {a}",
+                    TIED: f"{a} and {b} are tied within {rankings.tie_within:g}", OPEN: f"{a} and {b}: not decided yet"}
+            return said[v]
+        done = sum(v != OPEN for *_, v in verdicts)
+        tied = [f"{a} = {b}" for a, b, v in verdicts if v == TIED]
+        what = "neighbours" if self.kind == "settled" else f"pairs across the top {self.k}"
+        text = f"{done}/{len(verdicts)} {what} settled"
+        return text + (f" ({', '.join(tied)} tied within {rankings.tie_within:g})" if tied else "")
+
+
+# ------------------------------------------------------------------ units from recorded games
+
+_ROTATION = re.compile(r"-r\d+$")
+
+
+class UnitBuilder:
+    """Gathers recorded games into units and feeds each complete one to ``rankings``: the games
+    of a unit share their id but for the rotation's ``-rN`` at its end (every schedule names
+    them so); a unit is complete with one game per seat (the cyclic rotations), and dropped if
+    one of its games was aborted. A game id without ``-rN`` is a unit of its own."""
+
+    def __init__(self, rankings: Rankings) -> None:
+        self.rankings = rankings
+        self._open: dict[str, list[dict[str, int] | None]] = {}
+
+    def add(self, game_id: str, bots: Sequence[str], placings: Sequence[int], aborted: bool = False) -> None:
+        key = _ROTATION.sub("", game_id)
+        if key == game_id:
+            if not aborted:
+                self.rankings.add_unit([dict(zip(bots, placings, strict=True))])
+            return
+        games = self._open.setdefault(key, [])
+        games.append(None if aborted else dict(zip(bots, placings, strict=True)))
+        if len(games) >= len(bots):
+            del self._open[key]
+            if all(g is not None for g in games):
+                self.rankings.add_unit([g for g in games if g is not None])
