@@ -302,6 +302,7 @@ def adaptive_board(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running
     """``craits web`` on an adaptive tournament of builtin bots, played in-process until its stop
     (greedy against random: a few dozen games) with every neighbour settled or tied."""
     import asyncio
+    import concurrent.futures
 
     from tests.tournaments.configs import builtin_tournament
     from tournaments.adaptive import play_adaptive
@@ -314,8 +315,14 @@ def adaptive_board(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running
     (folder / "steady.toml").write_text(text)
     config = parse_config(text, source=str(folder / "steady.toml"), base_dir=folder)
     out = folder / "out"
-    with start_tournament(config, text, str(folder / "steady.toml"), out) as store:
-        asyncio.run(play_adaptive(config, store, out, local_runner, progress=False, pages=False))
+
+    def play() -> None:
+        with start_tournament(config, text, str(folder / "steady.toml"), out) as store:
+            asyncio.run(play_adaptive(config, store, out, local_runner, progress=False, pages=False))
+
+    # (on a thread of its own: the browser's sync API may already run an event loop on this one)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(play).result()
     served = start_craits(["web", str(out), "--address", "127.0.0.1:0"], out)
     try:
         yield served
