@@ -49,7 +49,7 @@ CREATE TABLE IF NOT EXISTS versions (
     sha256 TEXT NOT NULL, size INTEGER NOT NULL, filename TEXT NOT NULL, created REAL NOT NULL,
     status TEXT NOT NULL DEFAULT 'building', reason TEXT NOT NULL DEFAULT '', build_log TEXT NOT NULL DEFAULT '',
     report TEXT NOT NULL DEFAULT '', validation TEXT NOT NULL DEFAULT '{}', command TEXT NOT NULL DEFAULT '[]',
-    prior_mu REAL, UNIQUE (participant, number)
+    UNIQUE (participant, number)
 );
 CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
@@ -89,8 +89,6 @@ class Version:
     validation: dict[str, Any]
     """The validation game: its id, result and the bot's output."""
     command: tuple[str, ...]
-    prior_mu: float | None
-    """The rating mean it started from (its predecessor's when it entered the ladder)."""
 
     @property
     def bot(self) -> str:
@@ -107,11 +105,11 @@ def split_bot(bot: str) -> tuple[str, int] | None:
 
 
 _VERSION_COLUMNS = ("id, participant, number, sha256, size, filename, created, status, reason, build_log, "
-                    "report, validation, command, prior_mu")
+                    "report, validation, command")
 
 
 def _version(row: Sequence[Any]) -> Version:
-    return Version(*row[:11], json.loads(row[11]), tuple(json.loads(row[12])), row[13])
+    return Version(*row[:11], json.loads(row[11]), tuple(json.loads(row[12])))
 
 
 class Roster:
@@ -384,11 +382,6 @@ class Roster:
             if pinned or admitted:
                 chosen.append((pinned or admitted)[-1])
         return chosen
-
-    def set_prior(self, version: Version, mu: float) -> None:
-        """The rating mean ``version`` starts from (set once, when it first enters a ladder)."""
-        with self._db() as db:
-            db.execute("UPDATE versions SET prior_mu = ? WHERE id = ? AND prior_mu IS NULL", (mu, version.id))
 
 
 def tempfile_in(folder: Path) -> tuple[int, str]:

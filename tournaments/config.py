@@ -67,7 +67,7 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,39}$")
 
 TOP_KEYS = (
     "name", "table_size", "preset", "schedule", "deals", "games", "games_per_bot", "seed", "concurrency",
-    "duplicate", "output", "address", "store", "sandbox", "flags", "clocks", "limits", "bots",
+    "duplicate", "output", "address", "store", "sandbox", "flags", "clocks", "limits", "bots", "roster",
     "restart", "restart_after_games", "restart_above_mb",  # launched bots kept between games
 )
 RESTART_MODES = ("keep", "game")
@@ -152,6 +152,9 @@ class TournamentConfig:
     for workers; None: SQLite in the output folder."""
     source: str = ""
     """Where the file came from (for messages)."""
+    roster: str | None = None
+    """A roster folder (absolute): a ladder also seats its participants' admitted versions
+    (``participants/``); the file then needs no bots of its own."""
 
     @property
     def preset(self) -> str:
@@ -333,7 +336,10 @@ class _Validator:
         preset = self.text(data, "preset", (), "craits")
         assert preset is not None
         game = self.game_config(preset, table_size)
-        bots = self.bots(table_size)
+        roster = self.text(data, "roster", ())
+        if roster is not None:
+            roster = str((self.base_dir / Path(roster).expanduser()).resolve())
+        bots = self.bots(table_size, roster=roster is not None)
         seed = self.integer(data, "seed", 0, 2**63 - 1, 0)
         concurrency = self.integer(data, "concurrency", 1, 256, 1)
         duplicate = self.text(data, "duplicate", (), "tournament")
@@ -382,6 +388,7 @@ class _Validator:
             clocks=clocks, concurrency=concurrency, duplicate=duplicate, output=output, address=address,
             schedule=schedule, games_per_bot=games_per_bot, source=self.source, restart=self.restart(),
             sandbox=sandbox, limits=limits, unsandboxable=unsandboxable, unrunnable=unrunnable, store=store,
+            roster=roster,
         )
 
     def games_per_bot(self, n_bots: int, table_size: int, seed: int) -> int:
@@ -488,8 +495,11 @@ class _Validator:
                                                  f'too little for any bot to start; write a size: "{value} MiB"')
         return Limits(**values)
 
-    def bots(self, table_size: int) -> tuple[BotEntry, ...]:
+    def bots(self, table_size: int, *, roster: bool = False) -> tuple[BotEntry, ...]:
+        """The file's bots (with a roster, its participants may fill the tables: none needed)."""
         raw = self.data.get("bots")
+        if raw is None and roster:
+            return ()
         if raw is None:
             raise self.fail((), "no bots: add one [[bots]] table per bot, with a name and a command, builtin or token")
         if not isinstance(raw, list) or not all(isinstance(b, dict) for b in raw):
@@ -510,7 +520,7 @@ class _Validator:
                     raise self.fail(("bots", i, "token"), f"the same token as bots[{tokens[bot.token] + 1}]; every bot needs its own")
                 tokens[bot.token] = i
             bots.append(bot)
-        if len(bots) < table_size:
+        if len(bots) < table_size and not roster:
             raise self.fail(("bots",), f"{len(bots)} bot(s) cannot fill a table of {table_size}; add bots or lower table_size")
         return tuple(bots)
 

@@ -56,7 +56,7 @@ from tournaments.config import TournamentConfig, TournamentFileError, parse_conf
 from tournaments.local import LocalRunner
 from tournaments.pages import write_game_pages
 from tournaments.schedule import schedule_digest, schedule_for
-from tournaments.standings import Standings, Tally
+from tournaments.standings import Standings, Tally, read_priors
 
 RunGame = Callable[[GameSpec], Awaitable[GameRecord]]
 RunnerFactory = Callable[[TournamentConfig, Path], AbstractAsyncContextManager[RunGame]]
@@ -222,7 +222,8 @@ def open_tournament(out_dir: Path, *, readonly: bool = False) -> tuple[Tournamen
 def standings_tally(config: TournamentConfig, bots: Sequence[str]) -> Tally:
     """An empty tally of ``bots`` for this file's game (its partnerships, its sense of the totals):
     the one place a tournament's, a ladder's and a board's standings start from."""
-    return Tally(bots, partnerships=config.game.partnerships, lower_wins=not config.game.crazy_eights)
+    return Tally(bots, partnerships=config.game.partnerships, lower_wins=not config.game.crazy_eights,
+                 priors=read_priors(config.roster))
 
 
 def standings_of(config: TournamentConfig, store: TournamentStore, bots: Sequence[str], *,

@@ -421,6 +421,12 @@ def _play_ladder(
     args: argparse.Namespace, config: TournamentConfig, store: TournamentStore, out_dir: Path,
     factory: RunnerFactory, again: str, play_pending: Callable[[asyncio.Event], Awaitable[RunSummary]] | None = None,
 ) -> int:
+    entrants = None
+    if config.roster is not None:  # the participants' admitted versions play too, picked up round by round
+        from participants.entrants import RosterEntrants
+
+        entrants = RosterEntrants(config)
+        config = entrants.config()
     dropped = drop_departed(config, store)
     if dropped:
         print(f"{config.name}: {len(dropped)} unplayed game(s) of bots no longer in {args.file} dropped",
@@ -439,7 +445,7 @@ def _play_ladder(
     try:
         summary = asyncio.run(run_watched(args, board_place(store, out_dir), f"Craits ladder {config.name}", lambda: run_ladder(
             config, store, out_dir, factory, rounds=args.rounds, concurrency=args.concurrency,
-            on_round=_print_round, play_pending=play_pending,
+            on_round=_print_round, play_pending=play_pending, entrants=entrants,
         )))
     except TournamentError as err:
         _report(ladder_standings(config, store), store, out_dir, f"Craits ladder {config.name}")
