@@ -152,7 +152,7 @@ def _unzip(data: bytes, writer: _Writer) -> None:
 
 def _untar(data: bytes, writer: _Writer) -> None:
     try:
-        archive = tarfile.open(fileobj=io.BytesIO(data), mode="r:*")
+        archive = tarfile.open(fileobj=io.BytesIO(data), mode="r:*")  # noqa: SIM115 - closed by the with below
     except (tarfile.TarError, OSError, EOFError) as err:
         raise UploadError(f"not a readable tar archive: {err}") from None
     with archive:

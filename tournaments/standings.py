@@ -33,8 +33,8 @@ import json
 import math
 import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from statistics import NormalDist
 from typing import Any, Protocol
 

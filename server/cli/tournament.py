@@ -427,6 +427,7 @@ def _play_ladder(
 
         entrants = RosterEntrants(config)
         config = entrants.config()
+        args.roster_dir = config.roster  # (--web: its participants log in and submit there)
     dropped = drop_departed(config, store)
     if dropped:
         print(f"{config.name}: {len(dropped)} unplayed game(s) of bots no longer in {args.file} dropped",
@@ -668,7 +669,7 @@ def choose_runner(
 ) -> RunnerFactory:
     """The local runner for builtin-only tournaments (or when asked), else the referee's (its
     launched bots checked, and that none of them can read ``out_dir``)."""
-    if name == "local" or (name == "auto" and all(b.builtin for b in config.bots)):
+    if name == "local" or (name == "auto" and all(b.builtin for b in config.bots) and config.roster is None):
         others = [b.name for b in config.bots if b.builtin is None]
         if others:
             raise UserError(
@@ -708,8 +709,11 @@ def _check_output_unseen(config: TournamentConfig, out_dir: Path, *, resuming: b
 def _check_sandbox(config: TournamentConfig) -> None:
     """Launched bots run sandboxed, or the file says they need not be (then said once, aloud);
     never silently unsandboxed because bwrap cannot run here."""
-    if not config.launched_bots:
+    if not config.launched_bots and config.roster is None:
         return
+    if config.sandbox == "none" and config.roster is not None:
+        raise UserError(f"{config.source}: a roster's bots are strangers' code and always run sandboxed: "
+                        'remove sandbox = "none" (or run trusted bots on a ladder without a roster)')
     if config.sandbox == "none":
         print(UNSANDBOXED, file=sys.stderr)
         return

@@ -571,7 +571,7 @@ class Sandbox:
         uid = UID_BASE + secrets.randbelow(UID_SPAN)
         read_only = [*runtime_paths(), *files, *map(os.path.abspath, allow_read)]
         if folder and writable:
-            view += _read_only(read_only) + ["--bind", folder, folder]
+            view += [*_read_only(read_only), "--bind", folder, folder]
             if os.geteuid() == 0:
                 _hand_over(folder, uid)
         else:

@@ -506,7 +506,7 @@ class Arena:
             return None
         seat.token = pooled.token
         seat.process = pooled.process
-        pooled.process.new_game()  # a kept process's limits per game (CPU seconds) start afresh
+        pooled.process.new_game(spec.game_id)  # a kept process's limits per game (CPU seconds) start afresh
         return pooled
 
     async def _watch_kept(self, spec: GameSpec, game: GameReferee, seat: Seat,

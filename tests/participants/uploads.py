@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import tarfile
 import zipfile
 from pathlib import Path
@@ -22,7 +23,7 @@ def zip_of(files: dict[str, str | bytes], folder: str = "") -> bytes:
 
 
 def good_bot(build: str | None = None) -> bytes:
-    manifest = MANIFEST + (f"build = {build!r}\n" if build else "")
+    manifest = MANIFEST + (f"build = {json.dumps(build)}\n" if build else "")
     return zip_of({"bot.toml": manifest, "bot.py": RANDOM_BOT}, folder="mybot")
 
 
