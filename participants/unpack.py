@@ -9,7 +9,7 @@ headers claim. Archive litter (``__MACOSX/``, ``.DS_Store``, ``._*``) is skipped
 ``bot.toml``::
 
     command = ["python", "bot.py"]    # how to start the bot, in its folder
-    build = "make"                    # optional: run once, in the sandbox, before admission
+    build = "make"                    # optional: a shell line run once, in the sandbox, before admission
 
 A single ``.py`` or ``.js`` file needs no manifest (``python FILE`` / ``node FILE``).
 """
@@ -213,7 +213,10 @@ def read_manifest(folder: Path) -> Manifest:
     if "command" not in data:
         raise UploadError(f'{MANIFEST}: no command: say how to start the bot, e.g. command = ["python", "bot.py"]')
     command = _argv(data["command"], "command")
-    build = _argv(data["build"], "build") if "build" in data else None
+    build = None
+    if "build" in data:  # (a string is a shell line: `make && strip bot`; a list runs as it is)
+        build = ("sh", "-c", data["build"]) if isinstance(data["build"], str) and data["build"].strip() \
+            else _argv(data["build"], "build")
     return Manifest(command, build)
 
 

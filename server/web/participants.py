@@ -173,7 +173,11 @@ class ParticipantPages:
         return hmac.new(self.key, text.encode(), hashlib.sha256).hexdigest()[:40]
 
     def _address(self, request: web.Request) -> str:
-        return request.remote or "?"
+        """Who is guessing: the peer, or behind a proxy on this machine the address it was asked
+        from (else one guesser would lock every participant out through the proxy)."""
+        peer = request.remote or "?"
+        forwarded = request.headers.get("X-Forwarded-For", "").split(",")[-1].strip()
+        return forwarded if forwarded and not is_public(peer) else peer
 
     def _secure(self, request: web.Request) -> bool:
         """Over HTTPS: directly, or through a TLS proxy on this machine (X-Forwarded-Proto)."""
