@@ -410,14 +410,17 @@ class ParticipantPages:
 
     async def _store(self, name: str, data: bytes, filename: str) -> Version:
         if len(data) > self.bounds.packed:
-            raise web.HTTPRequestEntityTooLarge(max_size=self.bounds.packed, actual_size=len(data),
-                                                text=f"the upload is over {self.bounds.packed // 2**20} MB: the limit")
+            raise self._too_big(len(data))
         if not data:
             raise web.HTTPBadRequest(text="the upload is empty")
         version: Version = await self._call(self.roster.submit, name, data, filename or "upload")
         log.info("participant_submitted", participant=name, version=version.number, size=len(data))
         self.builder.kick()
         return version
+
+    def _too_big(self, size: int) -> web.HTTPRequestEntityTooLarge:
+        return web.HTTPRequestEntityTooLarge(max_size=self.bounds.packed, actual_size=size,
+                                             text=f"the upload is over {self.bounds.packed // 2**20} MB: the limit")
 
     async def post_pin(self, request: web.Request) -> web.StreamResponse:
         name = await self._may_see(request)
@@ -433,7 +436,13 @@ class ParticipantPages:
 
     async def api_submit(self, request: web.Request) -> web.Response:
         who = await self._bearer(request)
-        data = await request.content.read(self.bounds.packed + 1)
+        chunks, size = [], 0
+        async for chunk in request.content.iter_chunked(2**16):  # (never more than the limit held)
+            size += len(chunk)
+            if size > self.bounds.packed or (request.content_length or 0) > self.bounds.packed:
+                raise self._too_big(max(size, request.content_length or 0))
+            chunks.append(chunk)
+        data = b"".join(chunks)
         version = await self._store(who, data, request.headers.get("X-Filename", "upload"))
         return _json({"version": version.number, "status": version.status})
 
