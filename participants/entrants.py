@@ -5,7 +5,9 @@ to :func:`tournaments.ladder.run_ladder`, which asks it before every new round: 
 own bots (house bots, remote bots), plus each participant's active version (the pinned one,
 else the newest admitted) as a launched bot named ``NAME.vN`` whose folder is the version's.
 So a version admitted while the ladder runs plays from the next round on, without a restart,
-and each version keeps its own results and rating.
+and each version keeps its own results and rating. A participant's token also lets their own
+bot connect to the referee (:meth:`RosterEntrants.resolve_token`): from then on it plays as
+a remote bot named after them while it is connected.
 
 A version that enters starts from its predecessor's rating mean, with the uncertainty of a
 new bot (as Halite did): a fix is not ranked last until it has played its way back, and a
@@ -17,10 +19,18 @@ standings`` rate the same way.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import time
 
-from participants.roster import Roster, Version
-from tournaments.config import BotEntry, TournamentConfig
+from participants.roster import ORGANIZER, Roster, Version
+from participants.tokens import token_id
+from tournaments.config import RESOLVED_PREFIX, BotEntry, TournamentConfig
 from tournaments.standings import Standings, read_priors, write_priors
+
+GUESSES = 3
+"""Wrong tokens with one token id the referee hashes in :data:`GUESS_WINDOW_S` (each costs ~50 ms
+of its event loop); more are refused unhashed."""
+GUESS_WINDOW_S = 60.0
 
 
 class RosterEntrants:
@@ -31,15 +41,45 @@ class RosterEntrants:
             raise ValueError("the tournament file names no roster")
         self.base = base
         self.roster = Roster(base.roster)
+        self.connected: set[str] = set()
+        """Participants whose own bot has connected with their token (they play as NAME)."""
+        self._known: dict[bytes, str] = {}
+        self._guesses: dict[str, list[float]] = {}
 
     def versions(self) -> list[Version]:
         return self.roster.active()
+
+    def resolve_token(self, token: str) -> tuple[str, str] | None:
+        """The referee's resolver: a participant's token opens their remote bot's seat, named
+        after them. A token that passed is remembered (as a hash) for the run; a revoked one
+        stops at the next connection."""
+        digest = hashlib.sha256(token.encode()).digest()
+        name = self._known.get(digest)
+        if name is None:
+            ident = token_id(token)
+            if ident is None:
+                return None
+            now = time.monotonic()
+            recent = [t for t in self._guesses.get(ident, []) if now - t < GUESS_WINDOW_S]
+            if len(recent) >= GUESSES:
+                return None
+            name = self.roster.authenticate(token)
+            if name is None or name == ORGANIZER:
+                self._guesses[ident] = [*recent, now]
+                return None
+            self._known[digest] = name
+        elif self.roster.session_key(name) != token_id(token):  # revoked or renewed since
+            del self._known[digest]
+            return None
+        self.connected.add(name)
+        return f"{RESOLVED_PREFIX}{name}", name
 
     def config(self, versions: list[Version] | None = None) -> TournamentConfig:
         """The file's config with the participants' active versions among its bots."""
         versions = self.versions() if versions is None else versions
         entries = tuple(BotEntry(name=v.bot, command=v.command, cwd=str(self.roster.version_dir(v))) for v in versions)
-        return dataclasses.replace(self.base, bots=(*self.base.bots, *entries))
+        remote = tuple(BotEntry(name=name, token=f"{RESOLVED_PREFIX}{name}") for name in sorted(self.connected))
+        return dataclasses.replace(self.base, bots=(*self.base.bots, *entries, *remote))
 
     def __call__(self, standings: Standings) -> TournamentConfig:
         versions = self.versions()

@@ -63,6 +63,9 @@ SCHEDULES = ("round-robin", "balanced")
 each bot, every pair meeting about equally often (``tournaments.schedule``)."""
 STORE_URL_PREFIXES = ("postgresql://", "postgres://")
 MIB = 2**20
+RESOLVED_PREFIX = "resolved:"
+"""The token of a remote bot that only a resolver opens (a roster participant's own bot, whose
+real token is stored only hashed): a file's tokens may not start with it."""
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,39}$")
 
 TOP_KEYS = (
@@ -544,6 +547,8 @@ class _Validator:
         token = self.text(table, "token", path)
         if token is not None and len(token) < 8:
             raise self.fail((*path, "token"), "a token needs at least 8 characters (make it hard to guess)")
+        if token is not None and token.startswith(RESOLVED_PREFIX):
+            raise self.fail((*path, "token"), f"a token may not start with {RESOLVED_PREFIX!r} (reserved for a roster's)")
         kinds = [kind for kind, value in (("command", command), ("builtin", builtin), ("token", token))
                  if value is not None]
         if len(kinds) > 1:

@@ -20,6 +20,7 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import itertools
 import json
 import os
@@ -428,6 +429,8 @@ def _play_ladder(
         entrants = RosterEntrants(config)
         config = entrants.config()
         args.roster_dir = config.roster  # (--web: its participants log in and submit there)
+        if factory is tournament_runner:  # (their tokens also let their own bots connect)
+            factory = functools.partial(tournament_runner, resolve_token=entrants.resolve_token)
     dropped = drop_departed(config, store)
     if dropped:
         print(f"{config.name}: {len(dropped)} unplayed game(s) of bots no longer in {args.file} dropped",
