@@ -3,6 +3,7 @@ and locked-out token guessing, ``craits submit``, and no token in any log or pag
 
 from __future__ import annotations
 
+import html
 import http.cookiejar
 import os
 import re
@@ -109,6 +110,22 @@ def test_craits_submit_uploads_a_folder_and_prints_the_verdict(classroom: Classr
                           capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stdout + done.stderr
     assert re.search(r"uploaded mybot.zip \(\d+ bytes\) as v1", done.stdout) and "v1: admitted" in done.stdout
+    bob = Client(classroom.running.url)
+    bob.log_in(classroom.tokens["bob"])
+
+    def bobs_games() -> list[str]:
+        _, page, _ = bob.request("p/bob")
+        return re.findall(r'href="/p/bob/games/([^/"]+)/output"', page)
+
+    games = classroom.running.wait_for("two games of bob.v1", lambda: len(bobs_games()) >= 2 and bobs_games(),
+                                       timeout=120)
+    outputs = {game: html.unescape(bob.request(f"p/bob/games/{game}/output")[1]) for game in games}
+    first, later = min(games), max(games)  # (one kept process: its log split at each game's start)
+    assert "connected to unix:/run/craits/referee.sock as 'bob.v1'" in outputs[first]
+    assert "connected to" not in outputs[later]
+    alice = Client(classroom.running.url)
+    alice.log_in(classroom.tokens["alice"])
+    assert alice.request(f"p/bob/games/{first}/output")[0] == 404
     env["CRAITS_TOKEN"] = "craits-zzzzzzzz-" + "q" * 32
     refused = subprocess.run([CRAITS, "submit", str(bot), "--server", classroom.running.url], env=env,
                              capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
