@@ -15,23 +15,12 @@ from pathlib import Path
 from participants.admission import admit_pending
 from participants.entrants import RosterEntrants
 from participants.roster import Roster
+from tests.participants.conftest import LADDER
 from tests.participants.uploads import good_bot
 from tournaments.config import parse_config
 from tournaments.grpc_runner import tournament_runner
 from tournaments.ladder import LadderRound, open_ladder, run_ladder
 from tournaments.standings import Standings, read_priors
-
-LADDER = """
-name = "class"
-table_size = 2
-seed = 5
-roster = "roster"
-[flags]
-short_game = true
-[[bots]]
-name = "house"
-builtin = "random"
-"""
 
 
 def test_a_version_admitted_while_the_ladder_runs_plays_from_the_next_round(tmp_path: Path) -> None:
