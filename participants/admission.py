@@ -228,8 +228,25 @@ def admit(roster: Roster, version: Version, *, limits: BuildLimits | None = None
             shutil.rmtree(work, ignore_errors=True)
 
 
+LIMIT_KEYS = {"build_time_s": "time_s", "build_memory": "memory", "build_processes": "processes",
+              "build_output": "output", "packed": "packed", "unpacked": "unpacked", "files": "files"}
+"""``craits roster set`` keys: the build's (:class:`BuildLimits`) and the upload's (:class:`Bounds`)."""
+SIZE_KEYS = ("build_memory", "build_output", "packed", "unpacked")
+
+
+def roster_limits(roster: Roster) -> tuple[BuildLimits, Bounds]:
+    """The limits the organizer set for this roster, the defaults for the rest."""
+    held = roster.limits()
+    build = {LIMIT_KEYS[k]: v for k, v in held.items() if k.startswith("build_")}
+    bounds = {LIMIT_KEYS[k]: int(v) for k, v in held.items() if k in ("packed", "unpacked", "files")}
+    return BuildLimits(**build), Bounds(**bounds)
+
+
 def admit_pending(roster: Roster, **kwargs: Any) -> list[tuple[Version, Outcome]]:
-    """Build and check every version still ``building``, oldest first; record each outcome."""
+    """Build and check every version still ``building``, oldest first, within the roster's
+    limits (unless given); record each outcome."""
+    limits, bounds = roster_limits(roster)
+    kwargs = {"limits": limits, "bounds": bounds, **kwargs}
     done = []
     for version in roster.pending():
         outcome = admit(roster, version, **kwargs)

@@ -274,6 +274,13 @@ class Roster:
             value = self._get("secret") or value
         return bytes.fromhex(value)
 
+    def limits(self) -> dict[str, int | float]:
+        """The organizer's limits for uploads and builds (``craits roster set``); defaults for the rest."""
+        return dict(json.loads(self._get("limits") or "{}"))
+
+    def set_limits(self, values: dict[str, int | float]) -> None:
+        self._set("limits", json.dumps({**self.limits(), **values}, sort_keys=True))
+
     def _get(self, key: str) -> str | None:
         with self._db() as db:
             row = db.execute("SELECT value FROM settings WHERE key = ?", (key,)).fetchone()

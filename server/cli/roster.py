@@ -29,9 +29,11 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from participants.admission import LIMIT_KEYS, SIZE_KEYS, roster_limits
 from participants.roster import Roster
 from participants.unpack import Bounds
 from server.errors import UserError
+from server.transport.sandbox import parse_size, size_text
 
 SKIPPED = ("__pycache__", ".git", "node_modules", ".venv", ".mypy_cache", ".pytest_cache")
 """Folders ``craits submit`` leaves out of a folder it packs."""
@@ -63,6 +65,9 @@ def register_cli(subparsers: Any) -> None:
     action("list", "list the participants, their versions and their status", _list, who=False)
     action("revoke", "stop a participant's token working (pages, submissions, remote bot)", _revoke)
     action("renew", "give a participant a new token (the old one stops working)", _renew, tokens=True)
+    limits = action("set", "set the limits of uploads and builds (defaults: docs/teachers.md)", _set, who=False)
+    limits.add_argument("values", nargs="+", metavar="KEY=VALUE",
+                        help=f"{', '.join(LIMIT_KEYS)}; sizes like 2GiB or 30MB, times in seconds")
     action("organizer", "make a new organizer token (the previous one stops working)", _organizer, who=False,
            tokens=True)
 
@@ -147,6 +152,28 @@ def _revoke(args: argparse.Namespace) -> int:
 
 def _renew(args: argparse.Namespace) -> int:
     _hand_out(args, [(args.name, Roster(args.roster).renew(args.name))])
+    return 0
+
+
+def _set(args: argparse.Namespace) -> int:
+    roster = Roster(args.roster)
+    values: dict[str, int | float] = {}
+    for item in args.values:
+        key, equals, value = (part.strip() for part in item.partition("="))
+        if not equals or key not in LIMIT_KEYS:
+            raise UserError(f"{item!r}: expected KEY=VALUE with KEY one of {', '.join(LIMIT_KEYS)}")
+        try:
+            number = parse_size(value) if key in SIZE_KEYS else float(value) if key == "build_time_s" else int(value)
+        except ValueError as err:
+            raise UserError(f"{key}: {err}" if key in SIZE_KEYS else f"{key}: {value!r} is not a number") from None
+        if number <= 0:
+            raise UserError(f"{key}: must be more than 0")
+        values[key] = number
+    roster.set_limits(values)
+    build, bounds = roster_limits(roster)
+    print(f"builds: {build.time_s:g} s, {size_text(build.memory)} of memory, {build.processes} processes, "
+          f"{size_text(build.output)} of log; uploads: {size_text(bounds.packed)} packed, "
+          f"{size_text(bounds.unpacked)} unpacked, {bounds.files} files (the web pages read them at start)")
     return 0
 
 

@@ -43,6 +43,7 @@ from urllib.parse import quote
 
 from aiohttp import web
 
+from participants.admission import roster_limits
 from participants.roster import ORGANIZER, Roster, RosterError, Version, split_bot
 from participants.unpack import Bounds
 from server.logging import get_logger
@@ -136,7 +137,7 @@ class ParticipantPages:
     def __init__(self, server: WebServer, roster_dir: str | Path, bounds: Bounds | None = None) -> None:
         self.server = server
         self.roster = Roster(roster_dir)
-        self.bounds = bounds or Bounds()
+        self.bounds = bounds or roster_limits(self.roster)[1]
         self.key = self.roster.secret()
         self.builder = Builder(self.roster.folder)
         self._failures: dict[str, tuple[int, float]] = {}

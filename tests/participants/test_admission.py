@@ -99,3 +99,10 @@ def test_a_build_interrupted_by_a_crash_leaves_no_half_version_and_is_built_agai
     [(_, outcome)] = admit_pending(roster)
     assert outcome.status == "admitted"
     assert (roster.version_dir(version) / "bot.py").read_text() == RANDOM_BOT
+
+
+def test_the_organizers_limits_are_the_ones_a_build_gets(roster: Roster) -> None:
+    roster.set_limits({"build_time_s": 1.0})
+    roster.submit("alice", good_bot(build="sleep 20"), "a.zip")
+    [(_, outcome)] = admit_pending(roster)
+    assert outcome.status == "refused" and outcome.reason == "build killed: time limit 1 s"
