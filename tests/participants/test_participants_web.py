@@ -14,6 +14,7 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+from server.web.participants import is_public
 from tests.participants.conftest import Classroom
 from tests.participants.uploads import good_bot
 
@@ -140,3 +141,9 @@ def test_no_token_is_written_to_any_log(classroom: Classroom) -> None:
             written += path.read_text(errors="replace")
     for token in classroom.tokens.values():
         assert token not in written and token.rsplit("-", 1)[1] not in written
+
+
+def test_only_loopback_addresses_count_as_private() -> None:
+    """Listening anywhere else, the server says at start to put a TLS proxy in front."""
+    assert [is_public(h) for h in ("127.0.0.1", "::1", "localhost", "127.0.0.2")] == [False] * 4
+    assert [is_public(h) for h in ("0.0.0.0", "", "::", "192.168.1.5", "arena.example.org")] == [True] * 5
