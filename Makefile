@@ -20,7 +20,8 @@ $(STAMP): pyproject.toml clients/python/pyproject.toml proto/python/pyproject.to
 	@if [ -f clients/js/package.json ]; then cd clients/js && npm ci --no-audit --no-fund --loglevel=error; fi
 	@touch $@
 
-setup: $(STAMP)  ## create .venv with the referee, the bot kit and the JS bot's packages
+setup: $(STAMP)  ## create .venv with the referee, the bot kit and the JS bot's packages (and bubblewrap, as root)
+	@bash scripts/system-deps.sh setup
 
 proto: $(STAMP)  ## regenerate the Python protocol code from proto/ (the one codegen command)
 	$(PY) proto/python/gen_proto.py
@@ -29,7 +30,7 @@ demo: setup proto  ## run the demo tournament of the bundled bots (SQLite, repla
 	$(VENV)/bin/craits demo
 
 test-deps:  ## install what the tests need from Debian (chromium, bubblewrap, postgresql; needs root)
-	@bash scripts/test-deps.sh
+	@bash scripts/system-deps.sh test
 
 # Two test files at a time: most tests wait on bot processes, clocks and databases, so on
 # two cores the suite takes about half as long (4 min, not 8). TEST_WORKERS=0: one at a time.

@@ -26,20 +26,34 @@ or ``--store URL`` names an empty database.
     python bench/distributed.py           # grpc: 6 deals = 24 games per leg; local: 160
     python bench/distributed.py --quick   # grpc: 8 games per leg; local: 40
 
-The last line is machine-readable: ``workers_speedup_2_vs_1=X pg_overhead_ms_per_game=Y``.
+**The queue's ceiling** (issue 29): the same tournament's games, at 25 deals, handed out by
+the queue and recorded in PostgreSQL with games that cost nothing: a worker "plays" a game by
+copying a replay recorded beforehand (one per deal, a full four-seat game in format 2) to the
+game's replay path and returning its result, in this process, ``--queue-concurrency`` at a
+time (default 16). What is left is the coordinator queueing the games, procrastinate handing
+them out, and each game recorded in one transaction with its replay: how many games a second
+one database can take, hence how many worker machines it feeds. It also gives the bytes the
+database holds per game (its craits tables over the games recorded).
+
+The last line is machine-readable: ``workers_speedup_2_vs_1=X pg_overhead_ms_per_game=Y
+queue_games_per_s=Q pg_bytes_per_game=B``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # allow `python bench/distributed.py` as well as `-m`
@@ -47,12 +61,13 @@ if str(ROOT) not in sys.path:  # allow `python bench/distributed.py` as well as 
 
 import psycopg  # noqa: E402
 
+from bench import bots_output, bots_sandboxed, played_by_their_bots  # noqa: E402
 from bench.tournament import KIT_BOTS, LOCAL_BOTS, grpc_available  # noqa: E402
 from server.logging import configure_logging  # noqa: E402
 from server.storage.postgres import migrate  # noqa: E402
 from tests.postgres_server import PostgresServer, find_pg_bin  # noqa: E402
 from tournaments.config import parse_config  # noqa: E402
-from tournaments.distributed import WorkerSettings, play_queued, start_tournament_pg  # noqa: E402
+from tournaments.distributed import WorkerSettings, play_queued, refusals_text, start_tournament_pg  # noqa: E402
 from tournaments.grpc_runner import tournament_runner  # noqa: E402
 from tournaments.runner import TournamentRunner, local_runner, start_tournament  # noqa: E402
 
@@ -75,7 +90,10 @@ async def sqlite_run(deals: int, concurrency: int, runner: str) -> tuple[int, fl
             summary = await TournamentRunner(config, store, run_game, out, progress=False,
                                              handle_signals=False).run()
             elapsed = time.perf_counter() - started
-        store.close()
+        try:
+            played_by_their_bots(store.results(), bots_output(out / "bots"))
+        finally:
+            store.close()
     if not summary.complete:
         raise SystemExit("bench: the SQLite run did not finish")
     return summary.played, elapsed
@@ -113,8 +131,12 @@ async def workers_run(
         with store:
             started = time.perf_counter()
             followed = await play_queued(url, store, local_workers=0, settings=WorkerSettings(concurrency=concurrency),
-                                         runner_for=lambda c: local_runner, poll_s=0.1)  # (unused: no local workers)
+                                         runner_for=lambda c: local_runner, poll_s=0.1,  # (unused: no local workers)
+                                         wait_for_workers=False)
             elapsed = time.perf_counter() - started
+            if followed.refused:
+                raise SystemExit(f"bench: {refusals_text(name, followed.refused)}; no figures")
+            played_by_their_bots(store.results(), f"the workers' logs in {log_dir}")
         if followed.recorded != followed.scheduled:
             raise SystemExit(f"bench: {k} worker(s) did not finish: {followed}")
         return followed.recorded, elapsed
@@ -128,6 +150,127 @@ async def workers_run(
                 proc.kill()
 
 
+def instant_games(deals: int) -> dict[int, tuple[Any, str, bytes]]:
+    """A full four-seat game per deal's seed, played once now: (its result, digest, replay's bytes)."""
+    from server.engine import make_config
+    from server.storage.replay import record_game
+
+    config = make_config("craits", 4)
+    games = {}
+    with tempfile.TemporaryDirectory(prefix="craits-bench-instant-") as tmp:
+        for seed in deals_seeds(deals):
+            path = Path(tmp) / f"{seed}.jsonl.gz"
+            state = record_game(path, config, seed)
+            games[seed] = (state.result(), state.digest(), path.read_bytes())
+    return games
+
+
+def deals_seeds(deals: int) -> list[int]:
+    """The seeds the tournament's games use (``tournaments.schedule``'s, read from a schedule)."""
+    from tournaments.schedule import schedule_for
+
+    text = tournament_text("seeds", deals, 1, "local")
+    return sorted({game.seed for game in schedule_for(parse_config(text, source="bench", base_dir=ROOT))})
+
+
+@contextlib.asynccontextmanager
+async def instant_runner(games: dict[int, tuple[Any, str, bytes]]) -> AsyncIterator[Callable[[Any], Any]]:
+    """A runner whose games cost nothing: the deal's game recorded beforehand, as this game."""
+    from server.spec import GameRecord, SeatReport
+
+    async def run_game(spec: Any) -> Any:
+        result, digest, body = games[spec.seed]
+        Path(spec.replay_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(spec.replay_path).write_bytes(body)
+        return GameRecord(game_id=spec.game_id, result=result,
+                          seats=tuple(SeatReport(bot=bot.name) for bot in spec.seats),
+                          replay_path=spec.replay_path, digest=digest)
+
+    yield run_game
+
+
+class StoreTimer:
+    """Wall time spent in the store calls a worker makes per game (taking a game, recording
+    it), by wrapping them for the run: where the queue's ceiling goes."""
+
+    METHODS = ("game_to_play", "record_game_once")
+
+    def __init__(self) -> None:
+        self.spent = dict.fromkeys(self.METHODS, 0.0)
+        self._lock = threading.Lock()
+        self._saved: dict[str, Any] = {}
+
+    def __enter__(self) -> StoreTimer:
+        from server.storage.postgres import PostgresStore
+
+        for name in self.METHODS:
+            original = self._saved[name] = getattr(PostgresStore, name)
+
+            def timed(store: Any, *args: Any, _original: Any = original, _name: str = name, **kwargs: Any) -> Any:
+                started = time.perf_counter()
+                try:
+                    return _original(store, *args, **kwargs)
+                finally:
+                    with self._lock:
+                        self.spent[_name] += time.perf_counter() - started
+
+            setattr(PostgresStore, name, timed)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        from server.storage.postgres import PostgresStore
+
+        for name, original in self._saved.items():
+            setattr(PostgresStore, name, original)
+
+
+async def queue_run(url: str, deals: int, concurrency: int, timer: StoreTimer) -> tuple[int, float, float]:
+    """(games, seconds, this process's CPU seconds) of the queue, the coordinator and PostgreSQL
+    handing out and recording games that cost nothing, ``concurrency`` at once in this process."""
+    games = instant_games(deals)
+    text = tournament_text("bench-queue", deals, concurrency, "local")
+    config = parse_config(text, source="bench", base_dir=ROOT)
+    store = start_tournament_pg(config, text, str(ROOT / "bench.toml"), url, overwrite=True)
+    with store, timer:
+        started, cpu = time.perf_counter(), time.process_time()
+        followed = await play_queued(url, store, local_workers=concurrency,
+                                     settings=WorkerSettings(concurrency=concurrency),
+                                     runner_for=lambda c: (lambda config, out: instant_runner(games)), poll_s=0.05)
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+    if followed.recorded != followed.scheduled:
+        raise SystemExit(f"bench: the instant games did not finish: {followed}")
+    return followed.recorded, elapsed, cpu
+
+
+def pg_bytes_per_game(url: str) -> float:
+    """The craits tables' size (rows, indexes, TOAST) over the games recorded in them."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE")
+        size = conn.execute("SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c JOIN pg_namespace n "
+                            "ON n.oid = c.relnamespace WHERE c.relkind = 'r' AND n.nspname = 'public' "
+                            "AND c.relname LIKE 'craits%'").fetchone()[0]
+        recorded = conn.execute("SELECT count(*) FROM craits_results").fetchone()[0]
+    return float(size) / max(1, recorded)
+
+
+def queue_ceiling(url: str, args: argparse.Namespace) -> tuple[float, float]:
+    """(games a second with instant games, bytes a game in the database); printed."""
+    deals = args.deals or (5 if args.quick else 25)
+    timer = StoreTimer()
+    games, elapsed, cpu = asyncio.run(queue_run(url, deals, args.queue_concurrency, timer))
+    rate = games / elapsed
+    size = pg_bytes_per_game(url)
+    taking, recording = (1000 * timer.spent[m] / games for m in StoreTimer.METHODS)
+    print(f"queue ceiling: {games} instant games ({args.queue_concurrency} at once, in this process) in "
+          f"{elapsed:.2f} s = {rate:.0f} games/s: one database feeds about {rate / 5:.0f} workers at 5 games/s each")
+    print(f"  a game waits {recording:.1f} ms on PostgreSQL to be recorded (one transaction: result, seats, hands, "
+          f"replay) and {taking:.1f} ms to be taken, besides the queue's job fetched and finished (the games in hand "
+          f"each on a store connection of their own, so these overlap); this process used {cpu:.2f} s of CPU in "
+          f"the {elapsed:.2f} s: {'it waits on the database' if cpu < 0.7 * elapsed else 'it is busy'}")
+    print(f"postgresql holds {size:,.0f} B per game recorded (results, seats, hands, the replay compressed)")
+    return rate, size
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer games")
@@ -139,11 +282,14 @@ def main(argv: list[str] | None = None) -> int:
                         "the coordination's share)")
     parser.add_argument("--concurrency", type=int, default=2, help="games at once in each process (default 2)")
     parser.add_argument("--store", metavar="URL", help="an empty PostgreSQL database (default: start a server)")
+    parser.add_argument("--queue-concurrency", type=int, default=16,
+                        help="instant games at once for the queue's ceiling (default 16)")
     args = parser.parse_args(argv)
     runner = args.runner if args.runner != "auto" else ("grpc" if grpc_available() else "local")
     deals = args.deals or {("grpc", True): 2, ("grpc", False): 6, ("local", True): 10, ("local", False): 40}[
         (runner, args.quick)]
     configure_logging(None, console=False)
+    bots = bots_sandboxed() if runner == "grpc" else "builtin bots, in-process"  # (no figures where they cannot run)
     server = None
     url = args.store
     if url is None:
@@ -155,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
         url = server.new_database()
     try:
         migrate(url)
-        print(f"distributed bench: 4 bots ({runner} runner), tables of 4, {deals} deals x 4 rotations = "
+        print(f"distributed bench: 4 bots ({runner} runner, {bots}), tables of 4, {deals} deals x 4 rotations = "
               f"{deals * 4} games per leg, concurrency {args.concurrency} in every process, {os.cpu_count()} cpus")
         games, elapsed = asyncio.run(sqlite_run(deals, args.concurrency, runner))
         sqlite_rate = games / elapsed
@@ -167,6 +313,7 @@ def main(argv: list[str] | None = None) -> int:
                 rates[k] = games / elapsed
                 print(f"postgresql, {k} worker(s): {games} games in {elapsed:.2f} s = {rates[k]:.1f} games/s "
                       f"({rates[k] / sqlite_rate:.2f}x sqlite)")
+        queue_rate, pg_size = queue_ceiling(url, args)
     finally:
         if server is not None:
             server.cleanup()
@@ -175,7 +322,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"coordination per game: {overhead_ms:.1f} ms more than SQLite's {game_ms:.1f} ms a game "
           f"({100 * overhead_ms / game_ms:.1f}%); 2 workers / 1: {rates[2] / rates[1]:.2f}x, "
           f"3 / 1: {rates[3] / rates[1]:.2f}x (each worker needs a free core to add its own)")
-    print(f"workers_speedup_2_vs_1={rates[2] / rates[1]:.2f} pg_overhead_ms_per_game={overhead_ms:.1f}")
+    print(f"workers_speedup_2_vs_1={rates[2] / rates[1]:.2f} pg_overhead_ms_per_game={overhead_ms:.1f} "
+          f"queue_games_per_s={queue_rate:.0f} pg_bytes_per_game={pg_size:.0f}")
     return 0
 
 

@@ -54,7 +54,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # allow `python bench/referee.py` as well as `python -m bench.referee`
     sys.path.insert(0, str(ROOT))
 
-from bench import grpc_io  # noqa: E402  # (first: it chooses gRPC's I/O layer before grpc is imported)
+from bench import grpc_io, played_by_their_bots  # noqa: E402  # (first: it chooses gRPC's I/O layer before grpc is imported)
 
 GOAL_RATIO = 1.5
 LEGS = ("  writer to bot", "  in the bot", "  bot to reader")
@@ -326,7 +326,7 @@ async def run_bench(games: int, seed: int, reply_size: int) -> dict[str, Any]:
 
     wire.GameEncoder.decision_request = sized  # type: ignore[method-assign]
     try:
-        await arena.run_game(make_spec(10_000))
+        played_by_their_bots([await arena.run_game(make_spec(10_000))])
     finally:
         wire.GameEncoder.decision_request = original_request  # type: ignore[method-assign]
 
@@ -372,9 +372,7 @@ async def run_bench(games: int, seed: int, reply_size: int) -> dict[str, Any]:
     try:
         for n in range(games):
             before = len(rts)
-            record = await arena.run_game(make_spec(n))
-            if record.aborted:
-                raise SystemExit(f"bench game {record.game_id} aborted: {record.aborted}")
+            played_by_their_bots([await arena.run_game(make_spec(n))])
             batch = [b"q" * rng.choice(sizes) for _ in range(len(rts) - before)]
             got, wall, cpu = await echo.run(batch)
             echo_rts += got
@@ -608,8 +606,8 @@ def main(argv: list[str] | None = None) -> int:
                 print("  the wire and the bot, from the bots' own stamps (the bot's whole time included):")
             print(f"  {step:15} {_pct(values, 0.5) * 1000:7.3f} {statistics.mean(values) * 1000:7.3f}")
         return 0
-    print(f"referee bench: {games} games of 4-player craits (short_game), 4 bot processes, replays recorded, "
-          f"taking turns with a bare echo; python {sys.version.split()[0]}, {os.cpu_count()} cpus; {grpc_io()}", flush=True)
+    print(f"referee bench: {games} games of 4-player craits (short_game), 4 bot processes (bots launched unsandboxed: "
+          f"this bench prices the referee's round trip, bench/sandbox.py the sandbox), replays recorded, taking turns with a bare echo; python {sys.version.split()[0]}, {os.cpu_count()} cpus; {grpc_io()}", flush=True)
     answer_size = pb.BotMessage(answer=pb.Answer(game_id="bench-0", decision_id=123456, action_id=318,
                                                  think_us=42)).ByteSize()
     result = asyncio.run(run_bench(games, args.seed, answer_size))

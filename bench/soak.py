@@ -36,6 +36,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench import bots_output, played_by_their_bots  # noqa: E402
 from server.logging import configure_logging  # noqa: E402
 from server.storage.store import Store  # noqa: E402
 from tournaments.config import parse_config  # noqa: E402
@@ -92,9 +93,12 @@ def main() -> None:
             if played.number in (half, 2 * half):
                 seen[played.number] = (held(), standings.games_recorded)
 
+        print(f"soak bench: a ladder of 2 x {half} rounds at tables of 3, 4 builtin bots and 2 of the kit's bots "
+              'launched unsandboxed (sandbox = "none": it counts what the referee holds, not the sandbox\'s price)')
         with open_ladder(config, text, str(source), out) as store:
             asyncio.run(run_ladder(config, store, out, tournament_runner, rounds=2 * half, concurrency=1,
                                    on_round=on_round, handle_signals=False))
+            played_by_their_bots(store.results(), bots_output(out / "bots"))
         (base, games_base), (end, games_end) = seen[half], seen[2 * half]
         with Store.in_dir(out) as store:
             started = time.perf_counter()

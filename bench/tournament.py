@@ -63,7 +63,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # allow `python bench/tournament.py` as well as `-m`
     sys.path.insert(0, str(ROOT))
 
-from bench import grpc_io, machine_parallelism  # noqa: E402  # (first: it chooses gRPC's I/O layer before grpc is imported)
+from bench import bots_output, bots_sandboxed, grpc_io, machine_parallelism, played_by_their_bots  # noqa: E402  # (first: it chooses gRPC's I/O layer before grpc is imported)
 from tournaments.config import TournamentConfig, parse_config  # noqa: E402
 from tournaments.grpc_runner import tournament_runner  # noqa: E402
 from tournaments.local import LocalRunner  # noqa: E402
@@ -223,7 +223,10 @@ async def timed_run(
         ).run()
         elapsed, own = time.perf_counter() - started, time.process_time() - own
     cpu = meter.seconds() - cpu_before
-    store.close()
+    try:
+        played_by_their_bots(store.results(), bots_output(out / "bots"))
+    finally:
+        store.close()
     if not summary.complete:
         raise SystemExit(f"bench: the tournament at concurrency {concurrency} did not finish")
     return summary.played, elapsed, cpu, own
@@ -277,9 +280,10 @@ def main(argv: list[str] | None = None) -> int:
     text = tournament_text(deals, KIT_BOTS if runner == "grpc" else LOCAL_BOTS, 'restart = "game"' if before else "")
     config = parse_config(text, source="bench", base_dir=ROOT)
 
+    bots = bots_sandboxed(config.sandbox) if runner == "grpc" else "builtin bots, in-process"
     print(
         f"tournament bench: 4 bots, tables of 4, {deals} deals x 4 rotations = {deals * 4} games, "
-        f"runner {runner}, {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.1f}; {grpc_io()}"
+        f"runner {runner}, {bots}, {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.1f}; {grpc_io()}"
     )
     if before:
         print("before issue 13: a fresh process for every bot in every game, every game in one referee process")

@@ -57,7 +57,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # allow `python bench/web.py` as well as `python -m bench.web`
     sys.path.insert(0, str(ROOT))
 
-from bench import grpc_io  # noqa: E402  # (first: it chooses gRPC's I/O layer before grpc is imported)
+from bench import bots_sandboxed, grpc_io, played_by_their_bots  # noqa: E402  # (first: it chooses gRPC's I/O layer before grpc is imported)
 
 GOAL_DROP_PCT = 5.0
 PLAIN_ENV = "CRAITS_BENCH_PLAIN"
@@ -273,7 +273,7 @@ async def run_bench(
 
     async def alone(spec: GameSpec) -> None:
         REPLAY_TAP.set(None)  # (in a task of its own: the game is not relayed, the next ones may be)
-        await arena.run_game(spec)
+        played_by_their_bots([await arena.run_game(spec)])
 
     played: list[tuple[int, float]] = []
     original_play = GameReferee._play
@@ -314,8 +314,10 @@ async def run_bench(
                         played.clear()
                         cpu_before, web_before = time.process_time(), _cpu_s(web.pid)
                         clients_before = _cpu_s(clients.pid)
-                        await (arena.run_game(make_spec(n)) if mode == "watched"
-                               else asyncio.create_task(alone(make_spec(n))))
+                        if mode == "watched":
+                            played_by_their_bots([await arena.run_game(make_spec(n))])
+                        else:
+                            await asyncio.create_task(alone(make_spec(n)))
                         n += 1
                         cpu[mode] += time.process_time() - cpu_before
                         web_cpu[mode] += _cpu_s(web.pid) - web_before
@@ -381,7 +383,8 @@ def main(argv: list[str] | None = None) -> int:
     seconds = args.seconds or (50.0 if args.quick else 150.0)
     if args.plain:
         os.environ[PLAIN_ENV] = "1"  # (the spectators' process inherits it)
-    print(f"web bench: {args.players}-player craits, {args.players} bot processes, one game at a time, replays recorded; "
+    print(f"web bench: {args.players}-player craits, {args.players} bot processes ({bots_sandboxed()}), one game at a "
+          f"time, replays recorded; "
           f"{rounds} pairs of rounds of {args.games} games, alone and watched by {args.spectators} spectators "
           f"(SSE on 127.0.0.1); python {sys.version.split()[0]}, {os.cpu_count()} cpus; {grpc_io()}", flush=True)
     result = asyncio.run(

@@ -5,7 +5,7 @@ PostgreSQL (tests/distributed, tests/web), one per test session.
 user when the tests run as root) in a temporary folder, on 127.0.0.1 at a free port;
 ``pg_url`` gives each test a fresh empty database on it. Without the binaries the tests
 skip with the reason, except under CI=true, where they fail (``make test`` installs
-them: scripts/test-deps.sh).
+them: scripts/system-deps.sh).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def pg_server() -> Iterator[PostgresServer]:
     if bin_dir is None:
         reason = "PostgreSQL's initdb/pg_ctl are not installed (Debian: apt-get install postgresql)"
         if os.environ.get("CI"):
-            pytest.fail(f"{reason}; under CI they must be: scripts/test-deps.sh installs them")
+            pytest.fail(f"{reason}; under CI they must be: scripts/system-deps.sh installs them")
         pytest.skip(reason)
     server = PostgresServer(bin_dir)
     try:

@@ -14,19 +14,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-PG_VERSIONS = ("17", "16", "15", "14", "13")
+from server.doctor import find_pg_bin
 
-
-def find_pg_bin() -> Path | None:
-    """The folder of ``initdb`` and ``pg_ctl``: Debian's versioned folder, else the PATH."""
-    for version in PG_VERSIONS:
-        folder = Path("/usr/lib/postgresql") / version / "bin"
-        if (folder / "initdb").is_file() and (folder / "pg_ctl").is_file():
-            return folder
-    found = shutil.which("initdb")
-    if found and shutil.which("pg_ctl"):
-        return Path(found).parent
-    return None
+__all__ = ["PostgresServer", "find_pg_bin", "free_port"]
 
 
 def free_port() -> int:

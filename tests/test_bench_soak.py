@@ -19,7 +19,8 @@ def test_the_quick_soak_bench_counts_both_halves_and_ends_with_its_line() -> Non
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert [line.split()[0] for line in lines[1:6]] == ["objects", "futures", "fds", "threads", "rss_kb"]
+    assert "launched unsandboxed" in lines[0], lines[0]
+    assert [line.split()[0] for line in lines[2:7]] == ["objects", "futures", "fds", "threads", "rss_kb"]
     assert "9 at round 3, 18 at round 6" in done.stdout
     assert LAST_LINE.fullmatch(lines[-1]), lines[-1]
     assert lines[-1].endswith(" games=18")

@@ -8,11 +8,23 @@ ceiling for the speed-up, and the last line other tools read.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
+
+import pytest
+
+from bench.tournament import CpuMeter, timed_run, tournament_text
+from tests.machine import fresh_path
+from tournaments.config import parse_config
+from tournaments.grpc_runner import tournament_runner
 
 ROOT = Path(__file__).resolve().parents[1]
 LAST_LINE = re.compile(r"speedup_2_vs_1=\d+\.\d\d games_per_s=\d+\.\d\d cpu_s_per_game=\d+\.\d{3} machine_2_vs_1=\d+\.\d\d cores_busy_1=\d+\.\d\d")
@@ -36,3 +48,32 @@ def test_one_deal_at_each_concurrency_prints_every_figure_and_the_machine_readab
     if os.geteuid() == 0 and Path("/sys/fs/cgroup/cpuacct/cgroup.procs").is_file():
         # getrusage misses sandboxed bots (nobody waits for them): here the kernel's count must be used
         assert counted == "CPU counted by the kernel's cpuacct count for this process and all it started", counted
+    assert "bots launched sandboxed (bwrap)" in lines[0], lines[0]
+
+
+def test_where_the_bots_cannot_be_sandboxed_the_bench_stops_with_the_reason_and_prints_no_figures(
+    tmp_path: Path,
+) -> None:
+    env = {**os.environ, "PATH": fresh_path(tmp_path / "bin")}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "tournament.py"), "--runner", "grpc", "--deals", "1", "--quick"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, env=env,
+    )
+    assert done.returncode == 1
+    assert "cannot sandbox them: bwrap not found (Debian package bubblewrap)" in done.stderr
+    assert "speedup" not in done.stdout and "games/s" not in done.stdout
+
+
+def test_games_whose_bots_never_played_give_no_figures(tmp_path: Path) -> None:
+    """Bots that exit at start: the default policy plays every seat, so the bench stops, with
+    what the bots said."""
+    quitter = json.dumps([sys.executable, "-c", "import sys; sys.exit('no bot kit here')"])
+    bots = "".join(f'[[bots]]\nname = "quitter-{n}"\ncommand = {quitter}\n' for n in "abcd")
+    text = tournament_text(1, bots, 'sandbox = "none"')
+    config = parse_config(text, source="bench", base_dir=ROOT)
+    meter = cast(CpuMeter, SimpleNamespace(seconds=time.process_time))  # (this test moves into no cgroup)
+    with pytest.raises(SystemExit) as stopped:
+        asyncio.run(timed_run(config, text, tmp_path, tournament_runner, 2, meter))
+    said = str(stopped.value)
+    assert "the games were not played by their bots (quitter-a never connected in 4 of 4 games;" in said
+    assert "no figures" in said and "no bot kit here" in said

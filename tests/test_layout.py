@@ -23,7 +23,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("server.protocol", "server.storage"),
     ("server.game",),
     ("server.transport", "server.viewer"),
-    ("server.checker",),
+    ("server.checker", "server.doctor"),
     ("tournaments",),
     ("participants",),
     ("server.web",),
@@ -61,14 +61,15 @@ def _is_type_checking(node: ast.If) -> bool:
     )
 
 
-def imports_of(path: Path) -> Iterator[tuple[int, str]]:
-    """(line, imported module) for every import that can run, resolved to absolute names."""
+def imports_of(path: Path, *, typing_too: bool = False) -> Iterator[tuple[int, str]]:
+    """(line, imported module) for every import that can run (and with ``typing_too`` those of
+    ``if TYPE_CHECKING:`` blocks as well), resolved to absolute names."""
     module = _module_name(path)
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
 
     def walk(node: ast.AST) -> Iterator[tuple[int, str]]:
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and _is_type_checking(child):
+            if isinstance(child, ast.If) and _is_type_checking(child) and not typing_too:
                 yield from (item for other in child.orelse for item in walk_one(other))
                 continue
             yield from walk_one(child)
@@ -143,6 +144,53 @@ def test_a_violating_import_is_caught(tmp_path: Path) -> None:
     assert "server.engine imports server.game.referee" in found[0]
     assert "server.game imports grpc" in found[1]
     assert "server.storage imports tournaments.runner" in found[2]
+
+
+def circles(paths: list[Path]) -> list[str]:
+    """Pairs of modules that import each other, anywhere in their source (in a function, or
+    only for type checking: either way neither file sits above the other)."""
+    modules = {_module_name(p): p for p in paths}
+
+    def module_of(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    lines: dict[tuple[str, str], int] = {}
+    for name, path in modules.items():
+        for line, imported in imports_of(path, typing_too=True):
+            target = module_of(imported)
+            if target is not None and target != name:
+                lines.setdefault((name, target), line)
+    return sorted(
+        f"{a} <-> {b} ({modules[a].relative_to(ROOT)}:{line}, {modules[b].relative_to(ROOT)}:{lines[(b, a)]})"
+        for (a, b), line in lines.items() if a < b and (b, a) in lines
+    )
+
+
+def test_no_two_modules_import_each_other() -> None:
+    assert circles(_project_modules()) == []
+
+
+def test_a_circle_between_two_modules_is_caught() -> None:
+    """Two modules of one room that import each other are a circle, whether one of the imports
+    is lazy (in a function) or only for type checking; a module importing another that does not
+    import it back is not."""
+    folder = ROOT / "server" / "checker"
+    probes = {name: folder / f"_circle_{name}.py" for name in "abcd"}
+    try:
+        probes["a"].write_text("from server.checker import _circle_b\n")
+        probes["b"].write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from server.checker._circle_a import x\n")
+        probes["c"].write_text("import server.checker.report\n\n\ndef f():\n    from server.checker import _circle_d\n")
+        probes["d"].write_text("import server.checker._circle_c\n")
+        found = circles([*probes.values(), folder / "report.py"])
+    finally:
+        for probe in probes.values():
+            probe.unlink(missing_ok=True)
+    assert found == [
+        "server.checker._circle_a <-> server.checker._circle_b (server/checker/_circle_a.py:1, server/checker/_circle_b.py:3)",
+        "server.checker._circle_c <-> server.checker._circle_d (server/checker/_circle_c.py:5, server/checker/_circle_d.py:1)",
+    ]
 
 
 def test_every_project_module_belongs_to_a_room() -> None:

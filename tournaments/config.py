@@ -49,7 +49,14 @@ from server.transport.pool import DEFAULT_ABOVE_MB, RestartPolicy
 from server.transport.sandbox import LIMIT_NAMES, SANDBOXES, Limits, outside_problem, parse_limit
 from server.transport.tls import TLSRequest
 from server.transport.tls import request as tls_request
-from tournaments.schedule import ScheduleError, check_balanced, games_per_deal
+from tournaments.schedule import (
+    ScheduledGame,
+    ScheduleError,
+    check_balanced,
+    games_per_deal,
+    make_balanced_schedule,
+    make_schedule,
+)
 
 MIN_TABLE, MAX_TABLE = 2, 5
 DEFAULT_REMOTE_ADDRESS = "127.0.0.1:50051"
@@ -633,3 +640,18 @@ def _portable_command(command: list[str]) -> list[str]:
     ``python`` means the interpreter running craits, so a bundled bot runs in the same
     environment on a machine where only one of python and python3 exists."""
     return bot_command(command)
+
+
+def schedule_for(config: TournamentConfig) -> tuple[ScheduledGame, ...]:
+    """The schedule of a tournament file: ``games_per_bot`` games per bot, or ``deals`` of every table."""
+    balanced = config.schedule == "balanced"
+    make = make_balanced_schedule if balanced else make_schedule
+    return make(config.bot_names, config.table_size, config.games_per_bot if balanced else config.deals, config.seed,
+                partnerships=config.game.partnerships, duplicate=config.duplicate)
+
+
+def planned_games(config: TournamentConfig) -> int:
+    """How many games the file's schedule has, without building it."""
+    if config.schedule == "balanced":
+        return len(config.bots) * config.games_per_bot // config.table_size
+    return config.deals * games_per_deal(len(config.bots), config.table_size, config.game.partnerships)

@@ -37,7 +37,6 @@ import random
 import shutil
 import socket
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -57,7 +56,7 @@ from server.storage.postgres import PostgresStore, Refusal, redact
 from server.storage.replay import REPLAY_SUFFIX
 from server.storage.store import GameSlot, StoreError
 from server.transport.launcher import command_problem
-from tournaments.config import TournamentConfig, parse_config
+from tournaments.config import TournamentConfig, parse_config, schedule_for
 from tournaments.ladder import bot_rows
 from tournaments.runner import (
     LADDER_SCHEDULE,
@@ -66,7 +65,7 @@ from tournaments.runner import (
     TournamentError,
     settings_of,
 )
-from tournaments.schedule import schedule_digest, schedule_for
+from tournaments.schedule import schedule_digest
 
 TASK = "craits.play_game"
 QUEUE = "craits"
@@ -81,6 +80,9 @@ REFUSED_LOG_EVERY_S = 60.0
 """A worker logs a refusal once, then the same refusal (tournament and reason) at most this
 often, with how many games it refused meanwhile: a bot that runs on no worker is not a log
 line per game per second for as long as nobody looks."""
+
+REASONS_SHOWN = 5
+"""Refusal reasons said at once (each worker may have its own)."""
 
 DATABASE_WAIT_S = 24 * 3600.0
 """How long a worker, and the organizer's ``tournament run|resume --store``, wait for a lost
@@ -319,7 +321,12 @@ class GameWorker:
         self.runner_for = runner_for
         self._own_dir = settings.work_dir is None
         self.work_dir = settings.work_dir or Path(tempfile.mkdtemp(prefix="craits-worker-"))
-        self._stores: dict[str, tuple[PostgresStore, threading.Lock]] = {}
+        self._stores: dict[str, list[PostgresStore]] = {}
+        """Every store (a connection each) opened per tournament; ``_free`` those not in a call.
+        A call takes a free one or opens another, so the games in hand record at once, each on
+        its own connection (one shared connection recorded one game at a time: the queue's
+        ceiling, bench/distributed.py)."""
+        self._free: dict[str, list[PostgresStore]] = {}
         self._runners: dict[str, tuple[TournamentConfig, RunGame]] = {}
         self._opening: dict[str, asyncio.Lock] = {}
         self._exits = contextlib.AsyncExitStack()
@@ -332,29 +339,32 @@ class GameWorker:
     def stop_waiting(self) -> None:
         """Give up the database at once, if it is lost: a game being recorded is left to come
         back as a stalled job (the organizer stopped while the database was gone)."""
-        for store, _ in self._stores.values():
-            store.stop_waiting.set()
+        for stores in self._stores.values():
+            for store in stores:
+                store.stop_waiting.set()
 
     async def aclose(self) -> None:
         await self._exits.aclose()
-        for store, _ in self._stores.values():
-            store.close()
+        for stores in self._stores.values():
+            for store in stores:
+                store.close()
         self._stores.clear()
+        self._free.clear()
         if self._own_dir:
             shutil.rmtree(self.work_dir, ignore_errors=True)
 
     async def _store_call(self, tournament: str, method: str, *args: Any, **kwargs: Any) -> Any:
-        if tournament not in self._stores:
+        free = self._free.setdefault(tournament, [])
+        if free:
+            store = free.pop()
+        else:
             store = await asyncio.to_thread(PostgresStore, self.url, tournament,
                                             retry_s=self.settings.database_wait_s, create=False)
-            self._stores.setdefault(tournament, (store, threading.Lock()))
-        store, lock = self._stores[tournament]
-
-        def call() -> Any:
-            with lock:
-                return getattr(store, method)(*args, **kwargs)
-
-        return await asyncio.to_thread(call)
+            self._stores.setdefault(tournament, []).append(store)
+        try:
+            return await asyncio.to_thread(getattr(store, method), *args, **kwargs)
+        finally:
+            free.append(store)
 
     async def _runner(self, tournament: str, seats: tuple[str, ...]) -> tuple[TournamentConfig, RunGame]:
         """The tournament's file as stored, and the runner this worker keeps open for it. The
@@ -651,6 +661,35 @@ class Followed:
     scheduled: int
     failed: list[tuple[str, str]]
     stopped: bool
+    refused: list[Refusal] = field(default_factory=list)
+    """Why every connected worker refused games, when that stopped the following (a refusal
+    does not change by waiting: a bot's program or files missing, no sandbox)."""
+
+
+def refusal_lines(refusals: list[Refusal]) -> str:
+    """One indented line per worker and reason (the first ``REASONS_SHOWN``), each after a newline."""
+    why = "".join(f"\n  worker {r.worker} refused {r.games} game(s) (last {r.last_game}): {r.reason}"
+                  for r in refusals[:REASONS_SHOWN])
+    if len(refusals) > REASONS_SHOWN:
+        why += f"\n  ... and {len(refusals) - REASONS_SHOWN} more reasons (the workers' logs: game_refused)"
+    return why
+
+
+def refusals_text(name: str, refusals: list[Refusal]) -> str:
+    """Why a run stopped: every connected worker refused games, with each worker's reasons and the way on."""
+    return (f"{name}: every connected worker refuses games it cannot play, and waiting will not change that:"
+            f"{refusal_lines(refusals)}\nthe games stay queued: fix the workers' machines (`craits doctor` there) "
+            "or start a worker that can play them (or run with --wait-for-workers to wait for one)")
+
+
+def everyone_refused(refusals: list[Refusal], live: int, within_s: float, now: float | None = None) -> bool:
+    """Whether each of the ``live`` workers connected now has refused a game lately: as many
+    workers as are alive have noted a refusal in the last ``within_s`` (a worker refusing a
+    game sees it back within seconds, so its note stays fresh while it keeps refusing; a
+    worker that has gone stops refreshing its own)."""
+    now = time.time() if now is None else now
+    recent = {r.worker for r in refusals if r.last_at >= now - within_s}
+    return live > 0 and len(recent) >= live
 
 
 async def play_queued(
@@ -665,6 +704,7 @@ async def play_queued(
     on_database: Callable[[str | None], None] | None = None,
     stop: asyncio.Event | None = None,
     poll_s: float = 0.25,
+    wait_for_workers: bool = True,
 ) -> Followed:
     """Queue the unplayed games of ``store``'s tournament and follow them until every one
     is recorded, a game fails, or ``stop`` is set. ``local_workers``: games this process
@@ -674,7 +714,10 @@ async def play_queued(
     workers refused them since this call began (what they noted in the store).
     A lost database is waited for as the workers wait (``settings.database_wait_s``), then a
     ``StoreError``; ``on_database`` is told when it is lost (why) and when it is back (None).
-    ``stop`` set while it is lost raises a ``StoreError`` at once: the games stay queued."""
+    ``stop`` set while it is lost raises a ``StoreError`` at once: the games stay queued.
+    Without ``wait_for_workers``, the following stops as soon as every connected worker has
+    refused games (:func:`everyone_refused`): nobody is playing them, and waiting will not
+    change that; ``Followed.refused`` says why, and the games stay queued."""
     stop = stop or asyncio.Event()
     started = time.time()
     app = make_app(url)
@@ -697,6 +740,7 @@ async def play_queued(
             await start_local(local_workers)
         last_check = -math.inf
         failed: list[tuple[str, str]] = []
+        given_up: list[Refusal] = []
         wait_s, seen = 0.02, -1  # (a short wait after progress, longer while nothing moves)
         lost_since: float | None = None
         retry_s, store.retry_s = store.retry_s, min(store.retry_s, 2.0)  # (the long wait is this loop's)
@@ -741,9 +785,17 @@ async def play_queued(
                         failed = await failed_games(app, store.name)
                         if failed:
                             break
-                        if on_refused is not None and (waiting := await refused_games(app, store.name)):
+                        if waiting := await refused_games(app, store.name):
                             with contextlib.suppress(StoreError):
-                                on_refused(waiting, await asyncio.to_thread(store.refusals, started))
+                                refusals = await asyncio.to_thread(store.refusals, started)
+                                if not wait_for_workers and everyone_refused(
+                                        refusals, await live_workers(app, settings.stalled_s), settings.stalled_s):
+                                    given_up = refusals
+                                    log.error("every_worker_refused", tournament=store.name, refused=waiting,
+                                              reasons=sorted({r.reason for r in refusals}))
+                                    break
+                                if on_refused is not None:
+                                    on_refused(waiting, refusals)
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(stop.wait(), wait_s)
         finally:
@@ -761,4 +813,4 @@ async def play_queued(
                     with contextlib.suppress(asyncio.CancelledError):
                         serving.result()
         recorded, scheduled = await asyncio.to_thread(store.counts)
-        return Followed(recorded, scheduled, failed, stop.is_set() and recorded < scheduled)
+        return Followed(recorded, scheduled, failed, stop.is_set() and recorded < scheduled, given_up)

@@ -11,15 +11,16 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from server.storage.replay import REPLAY_SUFFIX, ReplayError, read_replay
+from server.storage.replay import REPLAY_SUFFIXES, ReplayError, read_replay
 from server.storage.store import TournamentStore
 from server.viewer.pages import (
     IndexEntry,
     current_page_entry,
     index_entry,
     viewer_is_current,
-    write_html,
+    write_game_page,
     write_index_html,
+    write_shared_viewer,
 )
 
 VIEWER_DIR = "viewer"
@@ -99,7 +100,8 @@ def _find_replay(stored: str | None, out_dir: Path) -> Path | None:
 
 def write_viewer_pages(store: TournamentStore, out_dir: Path, title: str,
                        announce: Callable[[int], None] | None = None) -> Path:
-    """Write ``viewer/<game>.html`` for each game with a replay and ``viewer/index.html``.
+    """Write ``viewer/<game>.html`` (and its data, ``<game>.js``) for each game with a replay,
+    ``viewer/index.html``, and the viewer they share (``viewer.js``, ``viewer.css``).
 
     A page is kept only if it ends with the mark of its replay's last record: a page cut off
     by a full disk or a kill, or made from another replay, is written again. A kept page's
@@ -107,6 +109,7 @@ def write_viewer_pages(store: TournamentStore, out_dir: Path, title: str,
     ``announce(n)`` is told how many pages are to be written before they are (thousands of
     games take minutes: a page holds its whole game)."""
     pages = out_dir / VIEWER_DIR
+    write_shared_viewer(pages)
     found: list[tuple[dict[str, Any], Path, IndexEntry | None]] = []
     for game in game_links(store, out_dir):
         if game["replay"] is None:
@@ -134,7 +137,7 @@ def _page(replay_path: Path, page: Path) -> IndexEntry:
         return current
     replay = read_replay(replay_path)
     if not viewer_is_current(page, replay):
-        write_html(replay, page, index_href="index.html")
+        write_game_page(replay, page, index_href="index.html")
     return index_entry(replay, page.name)
 
 
@@ -146,10 +149,15 @@ def write_game_pages(out_dir: Path, game_ids: Iterable[str]) -> int:
     run it); a game without a readable replay is skipped (the final listing says why).
     Returns the number of pages that are current."""
     written = 0
+    shared = False
     for game_id in game_ids:
-        replay = out_dir / REPLAY_DIR / f"{game_id}{REPLAY_SUFFIX}"
-        if not replay.is_file():
+        replay = next((r for r in (out_dir / REPLAY_DIR / f"{game_id}{s}" for s in REPLAY_SUFFIXES) if r.is_file()),
+                      None)
+        if replay is None:
             continue
+        if not shared:
+            write_shared_viewer(out_dir / VIEWER_DIR)
+            shared = True
         try:
             _page(replay, out_dir / VIEWER_DIR / f"{game_id}.html")
         except (ReplayError, OSError):

@@ -52,10 +52,10 @@ from server.logging import AppendedFile, get_logger
 from server.spec import GameRecord, GameSpec
 from server.storage.replay import REPLAY_SUFFIX
 from server.storage.store import GameSlot, Store, StoreError, TournamentStore
-from tournaments.config import TournamentConfig, TournamentFileError, parse_config
+from tournaments.config import TournamentConfig, TournamentFileError, parse_config, schedule_for
 from tournaments.local import LocalRunner
 from tournaments.pages import write_game_pages
-from tournaments.schedule import schedule_digest, schedule_for
+from tournaments.schedule import schedule_digest
 from tournaments.standings import Standings, Tally, read_priors
 
 RunGame = Callable[[GameSpec], Awaitable[GameRecord]]

@@ -37,10 +37,6 @@ import random
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from tournaments.config import TournamentConfig
 
 _PAIRINGS = ((0, 1, 2, 3), (0, 2, 1, 3), (0, 1, 3, 2))
 """Seatings of a 4-combination with distinct partnerships (seats 0+2 against 1+3):
@@ -128,27 +124,6 @@ def make_schedule(
                     )
                 )
     return tuple(games)
-
-
-def schedule_for(config: TournamentConfig) -> tuple[ScheduledGame, ...]:
-    """The schedule of a tournament file."""
-    if config.schedule == "balanced":
-        return make_balanced_schedule(
-            config.bot_names,
-            config.table_size,
-            config.games_per_bot,
-            config.seed,
-            partnerships=config.game.partnerships,
-            duplicate=config.duplicate,
-        )
-    return make_schedule(
-        config.bot_names,
-        config.table_size,
-        config.deals,
-        config.seed,
-        partnerships=config.game.partnerships,
-        duplicate=config.duplicate,
-    )
 
 
 def schedule_digest(games: Sequence[ScheduledGame]) -> str:
@@ -529,13 +504,6 @@ def make_balanced_schedule(
                 )
             )
     return tuple(games)
-
-
-def planned_games(config: TournamentConfig) -> int:
-    """How many games the file's schedule has, without building it."""
-    if config.schedule == "balanced":
-        return len(config.bots) * config.games_per_bot // config.table_size
-    return config.deals * games_per_deal(len(config.bots), config.table_size, config.game.partnerships)
 
 
 def suggest_balanced(n_bots: int, table_size: int, seed: int, tries: int = 4) -> int | None:

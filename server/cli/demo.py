@@ -4,16 +4,25 @@ By default it runs ``tournaments/demo.toml`` end to end (referee on its embedded
 defaults, the bundled bots, standings, database, replays and logs under logs/).
 ``craits demo --game`` instead prints one seeded game of in-process random
 players hand by hand, which needs nothing but the engine.
+
+The bundled bots are launched in the sandbox every tournament gives its bots. Where bwrap
+cannot run (not installed, user namespaces off), the demo plays them unsandboxed and says
+so in one line: they are this project's own code, not a stranger's. Tournaments, ladders
+and ``craits play`` of other bots keep refusing to run unsandboxed unless told to.
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import sys
 from pathlib import Path
 from typing import Any
 
+from server.cli import tournament
 from server.engine import ConfigError, GameState, make_config
+from server.errors import UserError
+from server.transport import sandbox
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO_TOURNAMENT = ROOT / "tournaments" / "demo.toml"
@@ -38,20 +47,29 @@ def register_cli(sub: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     if args.game:
         return print_demo_game(args.seed, args.players, args.preset, args.short)
-    from server.cli import build_parser  # the scheduler's own command, with its own defaults
-
-    run = build_parser().parse_args(demo_argv(args.out))
+    why = sandbox.problem()
+    if why is not None:
+        print(unsandboxed_line(why), file=sys.stderr, flush=True)
+    parser = argparse.ArgumentParser(prog="craits")  # the scheduler's own command, with its own defaults
+    tournament.register_cli(parser.add_subparsers())
+    run = parser.parse_args(demo_argv(args.out, unsandboxed=why is not None))
+    run.unsandboxed_said = True  # (that one line, not the tournament's warning about strangers' bots)
     return int(run.func(run))
 
 
-def demo_argv(out: str | None = None) -> list[str]:
+def unsandboxed_line(why: str) -> str:
+    """What the demo says when it plays its bundled bots without the sandbox."""
+    return (f"craits demo: the bundled bots play unsandboxed, as you: the sandbox cannot run here ({why}); "
+            "tournaments of other bots need it: `craits doctor` says how to set it up")
+
+
+def demo_argv(out: str | None = None, *, unsandboxed: bool = False) -> list[str]:
     """The command `craits demo` stands for."""
-    return ["tournament", "run", str(DEMO_TOURNAMENT), "--overwrite", *(["--out", out] if out else [])]
+    return ["tournament", "run", str(DEMO_TOURNAMENT), "--overwrite", *(["--out", out] if out else []),
+            *(["--no-sandbox"] if unsandboxed else [])]
 
 
 def print_demo_game(seed: int, players: int, preset: str, short: bool) -> int:
-    from server.cli import UserError
-
     flags = {"short_game": True} if short else {}
     try:
         config = make_config(preset, players, **flags)

@@ -26,6 +26,7 @@ from server.errors import UserError
 from server.game.policies import POLICY_NAMES
 from server.logging import configure_logging
 from server.spec import BotSpec, Clocks, GameRecord, GameSpec, SeatStatus
+from server.storage.replay.format import REPLAY_SUFFIX
 from server.transport import sandbox as sandboxes
 from server.transport.commands import bot_command, bot_command_help
 from server.transport.launcher import command_problem
@@ -178,7 +179,7 @@ def make_spec(bots: Sequence[BotSpec], settings: GameSettings, n: int, *, prefix
         seated = seated[k:] + seated[:k]
     seats = tuple(seated)
     game_id = f"{prefix}-{settings.seed + n}-{secrets.token_hex(3)}"
-    replay = settings.replays / f"{game_id}.jsonl" if settings.replays is not None else None
+    replay = settings.replays / f"{game_id}{REPLAY_SUFFIX}" if settings.replays is not None else None
     return GameSpec(game_id, settings.config, settings.seed + n, seats, settings.clocks, replay)
 
 

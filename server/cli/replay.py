@@ -1,4 +1,4 @@
-"""``craits replay verify|show|html``."""
+"""``craits replay verify|show|html|convert|export``."""
 
 from __future__ import annotations
 
@@ -14,10 +14,17 @@ from typing import Any
 
 from server.cli.replay_rerun import register_rerun
 from server.errors import UserError
-from server.storage.replay.format import REPLAY_SUFFIX, ReplayError
+from server.storage.replay.convert import convert_replay
+from server.storage.replay.format import V1_SUFFIX, V2_SUFFIX, ReplayError, replay_files_in, replay_name
 from server.storage.replay.reader import read_replay
 from server.storage.replay.verify import verify_replay
-from server.viewer.pages import index_entry, write_html, write_index_html
+from server.viewer.pages import (
+    index_entry,
+    write_game_page,
+    write_html,
+    write_index_html,
+    write_shared_viewer,
+)
 from server.viewer.walkthrough import format_walkthrough
 
 JsonDict = dict[str, Any]
@@ -26,14 +33,14 @@ JsonDict = dict[str, Any]
 
 
 def _replay_files(items: Sequence[str]) -> list[Path]:
-    """Files named on the command line; a directory stands for its *.jsonl files."""
+    """Files named on the command line; a directory stands for its *.jsonl.gz and *.jsonl files."""
     files: list[Path] = []
     for item in items:
         p = Path(item)
         if p.is_dir():
-            found = sorted(p.glob(f"*{REPLAY_SUFFIX}"))
+            found = replay_files_in(p)
             if not found:
-                raise UserError(f"{item}: no *{REPLAY_SUFFIX} replay files in this directory")
+                raise UserError(f"{item}: no *{V2_SUFFIX} or *{V1_SUFFIX} replay files in this directory")
             files.extend(found)
         elif p.exists():
             files.append(p)
@@ -111,17 +118,17 @@ def _cmd_html(args: argparse.Namespace) -> int:
         if out.suffix.lower() in (".html", ".htm"):
             raise UserError(f"{out}: several replays need an output directory (it gets index.html)")
         out.mkdir(parents=True, exist_ok=True)
+        write_shared_viewer(out)
         entries, failures = [], 0
         for path in files:  # (a damaged replay is named and left out; the others get their pages)
-            name = path.name[: -len(REPLAY_SUFFIX)] if path.name.endswith(REPLAY_SUFFIX) else path.stem
-            page = f"{name}.html"
+            page = f"{replay_name(path)}.html"
             try:
                 replay = read_replay(path)
             except ReplayError as err:
                 failures += 1
                 print(f"FAIL {err}", flush=True)
                 continue
-            write_html(replay, out / page, index_href="index.html")
+            write_game_page(replay, out / page, index_href="index.html")
             entries.append(index_entry(replay, page))
         write_index_html(entries, out / "index.html", title=args.title)
     except ReplayError as err:
@@ -143,7 +150,7 @@ def register_cli(subparsers: Any) -> None:
     verify = actions.add_parser(
         "verify", help="re-simulate replays with the engine and check every event, score and hash"
     )
-    verify.add_argument("files", nargs="+", metavar="FILE", help="replay files or directories of *.jsonl")
+    verify.add_argument("files", nargs="+", metavar="FILE", help="replay files or directories of them")
     verify.add_argument("-q", "--quiet", action="store_true", help="print only failures (and the count)")
     verify.add_argument("-j", "--jobs", type=_positive, default=0, metavar="N",
                         help="replays verified at once, each in a process (default: one per core)")
@@ -154,14 +161,23 @@ def register_cli(subparsers: Any) -> None:
     show.set_defaults(func=_cmd_show)
 
     page = actions.add_parser(
-        "html", help="write a self-contained HTML viewer (several files: pages + index)"
+        "html", help="write a self-contained HTML viewer (several files: a page each sharing one viewer, + index)"
     )
-    page.add_argument("files", nargs="+", metavar="FILE", help="replay files or directories of *.jsonl")
+    page.add_argument("files", nargs="+", metavar="FILE", help="replay files or directories of them")
     page.add_argument(
         "-o", "--output", required=True, metavar="OUT", help="OUT.html for one replay, else a directory"
     )
     page.add_argument("--title", default="Craits games", help="title of the index page")
     page.set_defaults(func=_cmd_html)
+
+    convert = actions.add_parser(
+        "convert", help="verify replays and write them in the other format (2 compact, 1 one JSON line per record)"
+    )
+    convert.add_argument("files", nargs="+", metavar="FILE", help="replay files or directories of them")
+    convert.add_argument("-o", "--output", required=True, metavar="OUT",
+                         help="the file to write (one replay), else a directory")
+    convert.add_argument("--to", type=int, choices=(1, 2), help="the format to write (default: the other one)")
+    convert.set_defaults(func=_cmd_convert)
 
     register_rerun(actions)
 
@@ -170,8 +186,35 @@ def register_cli(subparsers: Any) -> None:
     )
     export.add_argument("tournament", metavar="NAME|FILE", help="the tournament's (or ladder's) name, or its file")
     export.add_argument("--store", metavar="URL", help="the PostgreSQL database (default: $CRAITS_STORE, else the file's)")
-    export.add_argument("-o", "--output", required=True, metavar="DIR", help="the folder to write <game>.jsonl into")
+    export.add_argument("-o", "--output", required=True, metavar="DIR", help="the folder to write the replays into")
     export.set_defaults(func=_cmd_export)
+
+
+def _cmd_convert(args: argparse.Namespace) -> int:
+    """``craits replay convert FILES -o OUT [--to N]``: one line per file; a replay that does
+    not verify is named and not written."""
+    files = _replay_files(args.files)
+    out = Path(args.output)
+    many = len(files) > 1 or any(Path(f).is_dir() for f in args.files) or out.is_dir()
+    failures = 0
+    for path in files:
+        if many:
+            version = args.to or (1 if path.name.endswith(V2_SUFFIX) else 2)
+            target = out / (replay_name(path) + (V2_SUFFIX if version == 2 else V1_SUFFIX))
+        else:
+            target = out
+        if target.resolve() == path.resolve():
+            raise UserError(f"{target}: the output would replace the replay it is made from")
+        try:
+            written = convert_replay(path, target, args.to)
+        except ReplayError as err:
+            failures += 1
+            print(f"FAIL {err}", flush=True)
+            continue
+        except OSError as err:
+            raise UserError(f"cannot write {target}: {err.strerror or err}") from None
+        print(f"wrote {target} (format {written})", flush=True)
+    return 1 if failures else 0
 
 
 def _cmd_export(args: argparse.Namespace) -> int:

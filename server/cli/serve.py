@@ -18,6 +18,7 @@ from typing import Any
 from server.cli import play
 from server.cli.play import game_settings, make_spec, parse_bots, record_summary
 from server.cli.tls_options import add_tls_options, tls_request
+from server.cli.web_options import add_web_options, web_options
 from server.errors import UserError
 from server.logging import configure_logging
 from server.spec import SeatStatus
@@ -32,7 +33,7 @@ from server.transport.service import (
     security_notes,
 )
 from server.transport.tls import ServerTLS, server_tls
-from server.web.serve import add_web_options, run_watched, web_options
+from server.web.serve import run_watched
 
 
 def register_cli(subparsers: Any) -> None:
@@ -101,7 +102,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     except OSError as err:
         raise UserError(f"--log-dir {args.log_dir}: cannot write the log there: {_why(err)}") from None
     web_options(args)
-    return asyncio.run(run_watched(args, None, "Craits serve",
+    return asyncio.run(run_watched(web_options(args), None, "Craits serve",
                                    lambda: _serve(args, tokens, bots, settings, log_path, tls)))
 
 

@@ -18,67 +18,60 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import collections
 import contextlib
-import dataclasses
-import functools
 import itertools
 import json
 import os
-import re
-import shlex
 import sqlite3
 import sys
-import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from server.cli.tls_options import add_tls_options, tls_request
+from server.cli.tls_options import add_tls_options
+from server.cli.tournament_shared import (
+    _announce_resume,
+    _first_and_more,
+    _locked,
+    _play_ladder,
+    _quiet_referee_logs,
+    _report,
+    _s,
+    _show_standings,
+    _with_address,
+    bot_commands,
+    choose_runner,
+)
+from server.cli.web_options import add_web_options, web_options
 from server.errors import UserError
-from server.game.policies import POLICY_NAMES
-from server.logging import configure_logging
-from server.storage.postgres import STORE_ENV, PostgresStore
+from server.storage.postgres import STORE_ENV
 from server.storage.store import Store, StoreError, TournamentStore
 from server.transport.commands import bot_command_help
-from server.transport.sandbox import UNSANDBOXED, SandboxError
-from server.transport.sandbox import check as check_sandbox
-from server.web.serve import add_web_options, board_place, run_watched, web_options
-from tournaments.config import STORE_URL_PREFIXES, TournamentConfig, address_problem, load_config
-from tournaments.grpc_runner import tournament_runner
+from server.web.serve import board_place, run_watched
+from tournaments.config import STORE_URL_PREFIXES, TournamentConfig, load_config, planned_games, schedule_for
 from tournaments.ladder import (
-    LadderRound,
-    drop_departed,
     ladder_standings,
     open_ladder,
     reopen_ladder,
-    rounds_played,
-    run_ladder,
-    tables_at_once,
 )
-from tournaments.pages import REPLAY_DIR, fault_links, game_links, write_viewer_pages
+from tournaments.pages import fault_links, game_links
 from tournaments.runner import (
     RunnerFactory,
     RunSummary,
     TournamentError,
-    folder_lock,
     load_standings,
     local_runner,
     open_tournament,
     play,
     settings_of,
     start_tournament,
-    write_standings,
 )
 from tournaments.schedule import (
     pair_counts,
-    planned_games,
     schedule_digest,
-    schedule_for,
     suggest_balanced,
 )
-from tournaments.standings import RATING_HEADERS, Standings
 
 RUNNERS = ("auto", "local", "grpc")
 LARGE_PLAN = 20_000
@@ -101,7 +94,7 @@ def register_cli(subparsers: Any) -> None:
     run.add_argument("--overwrite", action="store_true", help="replace an earlier run in the output folder")
     run.add_argument("--yes", action="store_true", help=f"play a schedule of more than {LARGE_PLAN:,} games")
     _runner_options(run)
-    run.set_defaults(func=cmd_run)
+    run.set_defaults(func=cmd_run, unsandboxed_said=False)  # (craits demo says it its own way)
 
     resume = sub.add_parser("resume", help="play the games a stopped or killed run did not record",
                             epilog=bot_command_help())
@@ -192,6 +185,11 @@ def _runner_options(parser: argparse.ArgumentParser, *, progress: bool = True) -
         help="with --store: a worker silent this long is dead, its games go to another (default 30; keep it "
         "well above the workers' --heartbeat, 5 s by default)",
     )
+    parser.add_argument(
+        "--wait-for-workers", action="store_true",
+        help="with --store: when every connected worker refuses games (a bot's files missing on its machine, no "
+        "sandbox there), keep waiting for one that can play them (default: say why and stop at once)",
+    )
 
 
 def _store_option(parser: argparse.ArgumentParser) -> None:
@@ -235,29 +233,16 @@ def _whole(text: str, low: int) -> int:
 # ------------------------------------------------------------------ commands
 
 
-def _with_address(config: TournamentConfig, args: argparse.Namespace) -> TournamentConfig:
-    """The file's configuration with ``--address`` (and ``--no-sandbox``, ``--tls*``) applied."""
-    if getattr(args, "no_sandbox", False):
-        config = dataclasses.replace(config, sandbox="none")
-    if (tls := tls_request(args)) is not None:
-        config = dataclasses.replace(config, tls=tls)
-    if args.address is None:
-        return config
-    if (problem := address_problem(args.address)) is not None:
-        raise UserError(f"--address: {problem}")
-    return dataclasses.replace(config, address=args.address)
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     web_options(args)  # --web and --reveal-after checked before anything is created
     config = _with_address(load_config(args.file), args)
     _refuse_a_large_plan(config, args)
     if url := store_url(args, config):
-        from server.cli import tournament_pg
+        from server.cli import tournament_pg  # (PostgreSQL's queue is loaded only when used)
 
         return tournament_pg.cmd_run(args, config, url)
     out_dir = config.output_dir(args.out)
-    factory = choose_runner(args.runner, config, out_dir)
+    factory = choose_runner(args.runner, config, out_dir, unsandboxed_said=args.unsandboxed_said)
     text = Path(args.file).read_text(encoding="utf-8")
     with _locked(out_dir), _database_errors(out_dir):
         try:
@@ -271,11 +256,6 @@ def cmd_run(args: argparse.Namespace) -> int:
                       if sys.stderr.isatty() else "time: estimated once the first 10 s of games have measured this "
                       "machine's speed", file=sys.stderr)
             return _play_and_report(config, store, out_dir, factory, args)
-
-
-def _s(n: int) -> str:
-    """The plural's s, for any number but one: f"{n} table{_s(n)}"."""
-    return "" if n == 1 else "s"
 
 
 def _plan_text(config: TournamentConfig) -> str:
@@ -316,17 +296,6 @@ def cmd_resume(args: argparse.Namespace) -> int:
         return _resume(args, out_dir)
 
 
-def _announce_resume(config: TournamentConfig, store: TournamentStore, out_dir: Path, *, retry_aborted: bool) -> None:
-    """What a resume will do, on standard error (aborted games put back first, if asked)."""
-    if retry_aborted:
-        print(f"{config.name}: {store.forget_aborted()} aborted game(s) will be played again", file=sys.stderr)
-    done, total = store.counts()
-    if done == total:
-        print(f"{config.name}: all {total} games are already recorded", file=sys.stderr)
-    else:
-        print(f"{config.name}: resuming, {done}/{total} games recorded; output in {out_dir}", file=sys.stderr)
-
-
 def _resume(args: argparse.Namespace, out_dir: Path) -> int:
     config, store = _open(out_dir, readonly=True)  # (read without the bots: their folders may have gone)
     with store:
@@ -359,45 +328,6 @@ def cmd_standings(args: argparse.Namespace) -> int:
             games = game_links(store, out_dir)
             faults = fault_links(store, out_dir, bot_commands(config), Path.cwd()) if args.faults else None
     return _show_standings(standings, games, args, faults)
-
-
-def bot_commands(config: Any) -> dict[str, str]:
-    """Each launched bot's command as one line (for the rerun commands of ``--faults``)."""
-    return {bot.name: shlex.join(bot.command) for bot in config.bots if getattr(bot, "command", None)}
-
-
-def format_faults(faults: list[dict[str, Any]]) -> str:
-    """``--faults``: each bot's first fault per game, where it is, and how to play it again."""
-    if not faults:
-        return "faults: none"
-    lines = [f"faults ({len(faults)}: each bot's first per game; rerun them with your bot, docs/rerun.md):"]
-    for f in faults:
-        more = f" (and {f['count'] - 1} more)" if f["count"] > 1 else ""
-        lines += [f"  {f['bot']}: game {f['game_id']}, seat {f['seat']}, decision {f['decision']}: {f['what']}{more}",
-                  f"    viewer: {f['viewer']}", f"    rerun:  {f['command']}"]
-    return "\n".join(lines)
-
-
-def _show_standings(standings: Standings, games: list[dict[str, Any]], args: argparse.Namespace,
-                    faults: list[dict[str, Any]] | None = None) -> int:
-    """Print the table (and one bot's head to head with --against, the faults with --faults);
-    write the CSV and JSON exports asked for with --csv and --json."""
-    against = getattr(args, "against", None)
-    if against is not None:
-        try:
-            record = standings.format_against(against)
-        except ValueError as err:
-            raise UserError(str(err)) from None
-    print(standings.format_table())
-    if against is not None:
-        print(f"\n{record}")
-    if faults is not None:
-        print(f"\n{format_faults(faults)}")
-    if args.csv:
-        _write(args.csv, standings.to_csv())
-    if args.json:
-        _write(args.json, json.dumps({**standings.to_dict(), "games": games}, indent=2, sort_keys=True) + "\n")
-    return 0
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -450,90 +380,6 @@ def cmd_ladder_run(args: argparse.Namespace) -> int:
             raise UserError(str(err)) from None
         with store:
             return _play_ladder(args, config, store, out_dir, factory, again)
-
-
-def _play_ladder(
-    args: argparse.Namespace, config: TournamentConfig, store: TournamentStore, out_dir: Path,
-    factory: RunnerFactory, again: str, play_pending: Callable[[asyncio.Event], Awaitable[RunSummary]] | None = None,
-) -> int:
-    entrants = None
-    if config.roster is not None:  # the participants' admitted versions play too, picked up round by round
-        from participants.entrants import RosterEntrants
-
-        entrants = RosterEntrants(config)
-        config = entrants.config()
-        print(f"{config.name}: roster {config.roster}: {len(entrants.roster.participants())} participant(s), "
-              f"{len(entrants.versions())} admitted version(s) playing"
-              + ("" if getattr(args, "web", None) else "; without --web they cannot log in or submit"), file=sys.stderr)
-        args.roster_dir = config.roster  # (--web: its participants log in and submit there)
-        if factory is tournament_runner:  # (their tokens also let their own bots connect)
-            factory = functools.partial(tournament_runner, resolve_token=entrants.resolve_token)
-    dropped = drop_departed(config, store)
-    if dropped:
-        print(f"{config.name}: {len(dropped)} unplayed game(s) of bots no longer in {args.file} dropped",
-              file=sys.stderr)
-    done, _ = store.counts()
-    until = "until Ctrl-C or SIGTERM" if args.rounds is None else f"{args.rounds} new round(s)"
-    if config.schedule == "balanced":
-        print(f'{config.name}: a ladder picks its tables round by round; the file\'s schedule = "balanced" '
-              f"and games_per_bot are not used", file=sys.stderr)
-    at_once = tables_at_once(config, args.concurrency)
-    tables = f"tables of {config.table_size}" + (f", {at_once} at once" if at_once > 1 else "")
-    print(f"{config.name}: ladder of {len(config.bots)} bots, {tables}, {done} games "
-          f"recorded so far; playing {until}; output in {out_dir}", file=sys.stderr)
-    if factory is not local_runner:
-        _quiet_referee_logs(out_dir)
-    goal = 0
-    if args.rounds is not None:
-        goal = rounds_played(store.games(), {g.game_id for g in store.pending_games()}) + args.rounds
-    progress = RoundProgress(done, goal)
-    try:
-        summary = asyncio.run(run_watched(
-            args, board_place(store, out_dir, goal_rounds=goal), f"Craits ladder {config.name}", lambda: run_ladder(
-                config, store, out_dir, factory, rounds=args.rounds, concurrency=args.concurrency,
-                on_round=progress.round_played, play_pending=play_pending, entrants=entrants,
-            )))
-    except TournamentError as err:
-        _report(ladder_standings(config, store, out_dir), store, out_dir, f"Craits ladder {config.name}")
-        print(f"craits: error: {err}\n{store.counts()[0]} games are recorded; after fixing it, "
-              f"continue with: {again}", file=sys.stderr)
-        return 1
-    written = _report(ladder_standings(config, store, out_dir), store, out_dir, f"Craits ladder {config.name}")
-    print(f"stopped after {summary.rounds} new round(s) ({summary.why}; {summary.games} games recorded by this run); "
-          f"continue with: {again}", file=sys.stderr)
-    return 0 if written else 1
-
-
-class RoundProgress:
-    """A ladder's progress on the organizer's terminal, one line a round: a ladder has no end,
-    so no bar; the rounds and games played, the rate over the last minute, and the leader (with
-    ``--rounds N``, the rounds out of the goal)."""
-
-    WINDOW_S = 60.0
-
-    def __init__(self, games_before: int, goal_rounds: int = 0) -> None:
-        self.games = games_before
-        self.rounds = 0
-        self.goal = goal_rounds
-        self._samples: collections.deque[tuple[float, int]] = collections.deque([(time.monotonic(), games_before)])
-
-    def round_played(self, played: LadderRound, standings: Standings) -> None:
-        print(self.line(played, standings), file=sys.stderr, flush=True)
-
-    def line(self, played: LadderRound, standings: Standings, now: float | None = None) -> str:
-        now = time.monotonic() if now is None else now
-        self.rounds += 1
-        self.games = standings.games_recorded
-        self._samples.append((now, self.games))
-        while len(self._samples) > 2 and now - self._samples[1][0] > self.WINDOW_S:
-            self._samples.popleft()
-        first_t, first_games = self._samples[0]
-        rate = (self.games - first_games) / (now - first_t) if now > first_t else 0.0
-        leader = standings.rows[0]
-        goal = f"; round {played.number} of {self.goal}" if self.goal else ""
-        return (f"round {played.number}: {', '.join(played.seats)}; {self.games} games played, "
-                f"{rate:.2f} games/s; leader {leader.bot} ({RATING_HEADERS[0]} {leader.rating_ordinal:.2f} "
-                f"after {leader.games} games){goal}")
 
 
 def cmd_ladder_standings(args: argparse.Namespace) -> int:
@@ -609,15 +455,6 @@ def _refuse_changed_settings(target: str, out_dir: Path, config: TournamentConfi
 
 
 @contextlib.contextmanager
-def _locked(out_dir: Path) -> Iterator[None]:
-    try:
-        with folder_lock(out_dir):
-            yield
-    except TournamentError as err:
-        raise UserError(str(err)) from None
-
-
-@contextlib.contextmanager
 def _database_errors(out_dir: Path) -> Iterator[None]:
     """A database that breaks under a command (a damaged page, a full disk) is one line."""
     try:
@@ -638,14 +475,6 @@ def _open(out_dir: Path, *, readonly: bool = False) -> tuple[TournamentConfig, S
         raise UserError(str(err)) from None
 
 
-def _write(path: str, text: str) -> None:
-    try:
-        Path(path).write_text(text, encoding="utf-8")
-    except OSError as err:
-        raise UserError(f"cannot write {path}: {err}") from None
-    print(f"wrote {path}", file=sys.stderr)
-
-
 def _play_and_report(
     config: TournamentConfig, store: TournamentStore, out_dir: Path, factory: RunnerFactory, args: argparse.Namespace
 ) -> int:
@@ -655,7 +484,7 @@ def _play_and_report(
     failure: TournamentError | None = None
     try:
         summary = asyncio.run(run_watched(
-            args, board_place(store, out_dir), f"Craits tournament {config.name}",
+            web_options(args), board_place(store, out_dir), f"Craits tournament {config.name}",
             lambda: play(config, store, out_dir, factory, concurrency=args.concurrency,
                          progress=False if args.no_progress else None),
         ))
@@ -675,172 +504,3 @@ def _play_and_report(
     return 0 if written else 1
 
 
-def _report(standings: Standings, store: TournamentStore, out_dir: Path, title: str) -> bool:
-    """Write the standings' files and the replay viewer's pages, then print the standings (the
-    files first: a reader of the output that goes away, ``| head``, does not cost them); False
-    when the files could not be written (the results are in the database all the same)."""
-    try:
-        if isinstance(store, PostgresStore):  # its replays are in the database: the pages need the files
-            store.export_replays(out_dir / REPLAY_DIR)
-        json_path, csv_path = write_standings(standings, out_dir, game_links(store, out_dir))
-        index = write_viewer_pages(store, out_dir, title=title, announce=_announce_pages(out_dir))
-    except OSError as err:  # a full disk, say
-        print(standings.format_table())
-        print(f"\ncraits: error: cannot write the standings files in {out_dir}: {err.strerror or err}; "
-              f"the results are safe in {store.path} (the standings command prints them once fixed)",
-              file=sys.stderr)
-        return False
-    print(standings.format_table())
-    log = out_dir / "tournament.log"
-    if isinstance(store, PostgresStore) and not log.exists():
-        log = out_dir / "organizer.jsonl"  # (tournament_pg.LOG_NAME; the workers keep their own logs)
-    print(f"\nstandings: {json_path} {csv_path}; database: {store.path}; log: {log}"
-          f"\nreplays: {out_dir / 'replays'}; watch them in a browser: {index}",
-          file=sys.stderr)
-    _warn_absent_bots(standings, out_dir)
-    return True
-
-
-PAGES_ANNOUNCED = 200
-"""From this many viewer pages to write (about half a minute), the run says so before the
-standings: a 100-bot tournament's 3,900 pages take minutes after its last game."""
-
-
-def _announce_pages(out_dir: Path) -> Callable[[int], None]:
-    def announce(n: int) -> None:
-        if n >= PAGES_ANNOUNCED:
-            print(f"viewer: writing {n:,} game pages in {out_dir / 'viewer'} (a page per game, each holding its "
-                  "whole replay); the standings follow", file=sys.stderr, flush=True)
-    return announce
-
-
-def _warn_absent_bots(standings: Standings, out_dir: Path) -> None:
-    """Bots that lost games without playing them (a script that crashes at start shows in the
-    standings only as never_connected): one line each, and where their own output is."""
-    absent = [
-        f"{row.bot} " + " and ".join(f"{what.replace('_', ' ')} in {row.issues[what]}"
-                                     for what in ("never_connected", "disconnected") if row.issues.get(what))
-        + f" of its {row.games} games"
-        for row in standings.rows if row.issues.get("never_connected") or row.issues.get("disconnected")
-    ]
-    if absent:
-        bots = out_dir / "bots"
-        where = f"; what launched bots printed (a crash's traceback, say) is in {bots}" if bots.is_dir() else ""
-        print(f"craits: warning: {'; '.join(absent)} (the default policy played for them){where}", file=sys.stderr)
-
-
-def _quiet_referee_logs(out_dir: Path) -> None:
-    """The referee's events go to ``<out>/referee.jsonl``, not the terminal, which
-    keeps the progress bar and the standings; bot faults show in the standings."""
-    configure_logging(out_dir, name="referee", console=False)
-
-
-def choose_runner(
-    name: str, config: TournamentConfig, out_dir: Path | None = None, *, resuming: bool = False
-) -> RunnerFactory:
-    """The local runner for builtin-only tournaments (or when asked), else the referee's (its
-    launched bots checked, and that none of them can read ``out_dir``)."""
-    if name == "local" or (name == "auto" and all(b.builtin for b in config.bots) and config.roster is None):
-        others = [b.name for b in config.bots if b.builtin is None]
-        if others:
-            raise UserError(
-                f"the local runner plays only builtin bots; {', '.join(others)} need the referee: use --runner grpc"
-            )
-        return local_runner
-    _check_referee_builtins(config)
-    _check_bot_commands(config)
-    _check_sandbox(config)
-    if out_dir is not None:
-        _check_output_unseen(config, out_dir, resuming=resuming)
-    _check_key_unseen(config)
-    return tournament_runner
-
-
-def _check_key_unseen(config: TournamentConfig) -> None:
-    """The referee's TLS private key must not be readable by a sandboxed bot (in its cwd, by
-    default the file's folder, or an allow_read path): with it, whoever has it can pose as the referee."""
-    key = config.tls.key
-    if key is None or config.sandbox == "none":
-        return
-    for bot in config.launched_bots:
-        for seen in (bot.cwd, *bot.allow_read):
-            if seen is not None and Path(key).resolve().is_relative_to(Path(seen).resolve()):
-                raise UserError(f"bot {bot.name!r} could read the referee's TLS key {key}, which is inside its folder "
-                                f"{seen}: keep the key out of every bot's folder (and allow_read)")
-
-
-def _check_output_unseen(config: TournamentConfig, out_dir: Path, *, resuming: bool = False) -> None:
-    """A sandboxed bot reads its folder (cwd: the file's folder by default) and its allow_read
-    paths; the output folder must not be among them: its replays of the games already played
-    show the cards of the deals still to come (duplicate deals), and its database the tokens."""
-    if config.sandbox == "none":
-        return  # (trusted bots: they read everything of yours anyway)
-    out = out_dir.resolve()
-    for bot in config.launched_bots:
-        for seen in (bot.cwd, *bot.allow_read):
-            if seen is not None and out.is_relative_to(Path(seen).resolve()):
-                default = seen == bot.cwd and bot.cwd == str(Path(config.source).resolve().parent)
-                what = "allow_read path" if seen != bot.cwd else "cwd" + (
-                    " (by default the tournament file's folder)" if default else "")
-                raise UserError(
-                    f"bot {bot.name!r} could read the output folder {out_dir}, which is inside its {what} {seen}: "
-                    f"the replays there show the deals still to be played; " + (
-                        "move the folder out of it, and resume it there" if resuming else
-                        'give each bot a folder of its own (cwd = "..." in the file), or put the output elsewhere '
-                        "(--out)")
-                )
-
-
-def _check_sandbox(config: TournamentConfig) -> None:
-    """Launched bots run sandboxed, or the file says they need not be (then said once, aloud);
-    never silently unsandboxed because bwrap cannot run here."""
-    if not config.launched_bots and config.roster is None:
-        return
-    if config.sandbox == "none" and config.roster is not None:
-        raise UserError(f"{config.source}: a roster's bots are strangers' code and always run sandboxed: "
-                        'remove sandbox = "none" (or run trusted bots on a ladder without a roster)')
-    if config.sandbox == "none":
-        print(UNSANDBOXED, file=sys.stderr)
-        return
-    if config.unsandboxable:
-        raise UserError(_first_and_more(config.unsandboxable, "that cannot run sandboxed"))
-    try:
-        check_sandbox()
-    except SandboxError as err:
-        raise UserError(str(err)) from None
-
-
-def _check_bot_commands(config: TournamentConfig) -> None:
-    """Refuse, before any game, a bot whose command cannot run here (else it would lose
-    every game as a bot that never connected)."""
-    if config.unrunnable:
-        raise UserError(_first_and_more(config.unrunnable, "whose command cannot run"))
-
-
-def _first_and_more(problems: tuple[str, ...], what: str, shown: int = 10) -> str:
-    """The first of the bots' problems (FILE:LINE: KEY: ...) and the lines of the others, in
-    one line: a file of 100 bots is put right in one go, not one bot per try."""
-    if len(problems) == 1:
-        return problems[0]
-    lines = [match.group(1) if (match := re.match(r".*?:(\d+): ", p)) else "?" for p in problems[1:]]
-    listed = ", ".join(lines[:shown]) + (f" and {len(lines) - shown} more" if len(lines) > shown else "")
-    return f"{problems[0]} (and {len(lines)} more bot{_s(len(lines))} {what}, at line{_s(len(lines))} {listed})"
-
-
-def _names(names: list[str], shown: int = 10) -> str:
-    """'a', 'b' and 3 more."""
-    listed = ", ".join(map(repr, names[:shown]))
-    return listed + (f" and {len(names) - shown} more" if len(names) > shown else "")
-
-
-def _check_referee_builtins(config: TournamentConfig) -> None:
-    """The referee knows fewer in-process policies than the local runner ("greedy" is local only);
-    every bot that names one is listed, not only the first."""
-    unknown = [bot for bot in config.bots if bot.builtin is not None and bot.builtin not in POLICY_NAMES]
-    if unknown:
-        kinds = sorted({bot.builtin for bot in unknown if bot.builtin is not None})
-        raise UserError(
-            f"bot{_s(len(unknown))} {_names([bot.name for bot in unknown])}: the referee has no builtin "
-            f"{' or '.join(map(repr, kinds))} (it has {', '.join(POLICY_NAMES)}); "
-            "use --runner local for a builtin-only tournament"
-        )

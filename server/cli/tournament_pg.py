@@ -18,7 +18,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
-from server.cli.tournament import (
+from server.cli.tournament_shared import (
     _announce_resume,
     _check_output_unseen,
     _locked,
@@ -29,6 +29,7 @@ from server.cli.tournament import (
     bot_commands,
     choose_runner,
 )
+from server.cli.web_options import web_options
 from server.errors import UserError
 from server.logging import configure_logging
 from server.spec import GameRecord, GameSpec
@@ -37,12 +38,15 @@ from server.storage.store import StoreError
 from server.web.serve import board_place, run_watched
 from tournaments.config import TournamentConfig, load_config
 from tournaments.distributed import (
+    Followed,
     GameRefused,
     WorkerSettings,
     adopt_queue_logs,
     forget,
     open_tournament_pg,
     play_queued,
+    refusal_lines,
+    refusals_text,
     start_tournament_pg,
 )
 from tournaments.ladder import ladder_standings, open_ladder
@@ -59,8 +63,6 @@ from tournaments.runner import (
 )
 
 LOG_NAME = "organizer"
-MAX_REASONS_SHOWN = 5
-"""Refusal reasons the organizer's terminal lists at once (each worker may have its own)."""
 """``<out>/organizer.jsonl``: this command's events, the queue's and its local workers' (the
 workers elsewhere keep their own ``worker.jsonl``)."""
 
@@ -151,30 +153,35 @@ def _play_and_report(
     on_refused, on_database = _tellers(config.name, progress.enabled, settings,
                                        f"craits tournament resume {config.name} --store URL")
 
-    async def follow() -> tuple[int, int, list[tuple[str, str]], bool]:
+    async def follow() -> Followed:
         stop = asyncio.Event()
         restore = install_stop_handlers(stop.set)
         try:
             followed = await play_queued(
                 url, store, local_workers=args.local_workers, settings=settings,
                 runner_for=runner_for(args.runner), on_progress=on_progress, on_refused=on_refused,
-                on_database=on_database, stop=stop,
+                on_database=on_database, stop=stop, wait_for_workers=args.wait_for_workers,
             )
         finally:
             restore()
             progress.close()
-        return followed.recorded, followed.scheduled, followed.failed, followed.stopped
+        return followed
 
     title = f"Craits tournament {config.name}"
     try:
-        recorded, scheduled, failed, _ = asyncio.run(run_watched(args, board_place(store, out_dir), title, follow))
+        followed = asyncio.run(run_watched(web_options(args), board_place(store, out_dir), title, follow))
     except StoreError as err:  # (the database gone longer than this command waits: the workers wait on)
         raise UserError(f"{err}; the games stay queued for the workers: once the database is back, continue "
                         f"with: craits tournament resume {config.name} --store URL") from None
+    recorded, scheduled, failed = followed.recorded, followed.scheduled, followed.failed
     if recorded == scheduled:
         store.mark_finished()
     written = _report(load_standings(config, store), store, out_dir, f"Craits tournament {config.name}")
     again = f"craits tournament resume {config.name} --store URL"
+    if followed.refused:
+        print(f"craits: error: {refusals_text(config.name, followed.refused)}\n{recorded}/{scheduled} games are "
+              f"recorded; continue with: {again}", file=sys.stderr)
+        return 1
     if failed:
         games = ", ".join(game for game, _ in failed[:5])
         print(f"craits: error: {len(failed)} game(s) failed on a worker ({games}); the worker's log says why\n"
@@ -236,7 +243,9 @@ def cmd_ladder_run(args: argparse.Namespace, config: TournamentConfig, url: str)
             before, _ = store.counts()
             followed = await play_queued(url, store, local_workers=args.local_workers, settings=settings,
                                          runner_for=runner_for(args.runner), stop=stop, on_refused=on_refused,
-                                         on_database=on_database)
+                                         on_database=on_database, wait_for_workers=args.wait_for_workers)
+            if followed.refused:
+                raise TournamentError(refusals_text(config.name, followed.refused))
             if followed.failed:
                 raise TournamentError(f"{len(followed.failed)} game(s) failed on a worker "
                                       f"({', '.join(g for g, _ in followed.failed[:5])}); the worker's log says why")
@@ -272,10 +281,7 @@ def _tellers(name: str, progress_shown: bool | None, settings: WorkerSettings, a
             return
         told = max(told, refused)
         reasons_told.update((r.worker, r.reason) for r in new)
-        why = "".join(f"\n  worker {r.worker} refused {r.games} game(s) (last {r.last_game}): {r.reason}"
-                      for r in new[:MAX_REASONS_SHOWN])
-        if len(new) > MAX_REASONS_SHOWN:
-            why += f"\n  ... and {len(new) - MAX_REASONS_SHOWN} more reasons (the workers' logs: game_refused)"
+        why = refusal_lines(new)
         print(f"{clear}{name}: {refused} game(s) refused by a worker that cannot run their bots; they wait for a "
               "worker that can" + (why or " (its log says why: game_refused)"), file=sys.stderr, flush=True)
 

@@ -17,12 +17,13 @@ from urllib.parse import urlsplit
 
 from participants.roster import Roster
 from server.cli.tournament import _file_config, store_url
+from server.cli.web_options import web_address
 from server.errors import UserError
 from server.logging import configure_logging
 from server.storage.postgres import STORE_ENV
 from server.web.app import WebOptions
 from server.web.board import BoardSource, folder_source, postgres_source
-from server.web.serve import serve_board, web_address
+from server.web.serve import serve_board
 
 
 def register_cli(subparsers: Any) -> None:

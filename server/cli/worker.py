@@ -29,8 +29,9 @@ from typing import Any
 from server.cli.tls_options import add_tls_options, tls_request
 from server.cli.tournament import RUNNERS, _positive, store_url
 from server.cli.tournament_pg import runner_for
+from server.cli.web_options import add_web_options, web_options
 from server.errors import UserError
-from server.logging import configure_logging
+from server.logging import configure_logging, get_logger
 from server.storage.postgres import (
     STORE_ENV,
     PostgresStore,
@@ -41,7 +42,8 @@ from server.storage.postgres import (
     wait_until_reachable,
 )
 from server.storage.store import StoreError
-from server.web.serve import add_web_options, watching, web_options
+from server.transport import sandbox
+from server.web.serve import watching
 from tournaments.config import TournamentConfig
 from tournaments.distributed import (
     DATABASE_WAIT_ENV,
@@ -51,6 +53,8 @@ from tournaments.distributed import (
     database_wait_s,
 )
 from tournaments.runner import RunnerFactory, install_stop_handlers
+
+log = get_logger(component="worker")
 
 
 def register_cli(subparsers: Any) -> None:
@@ -125,6 +129,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         **({"name": args.name} if args.name else {}),
     )
     service = WorkerService(url, settings, _with_tls(runner_for(args.runner), args))
+    print(sandbox_line(settings.name), file=sys.stderr, flush=True)
     print(f"craits worker {settings.name}: playing the games queued in {redact(url)}, {settings.concurrency} at "
           f"once; stop with Ctrl-C or SIGTERM", file=sys.stderr, flush=True)
 
@@ -147,6 +152,18 @@ def cmd_worker(args: argparse.Namespace) -> int:
     asyncio.run(serve())
     stopped()
     return 0
+
+
+def sandbox_line(name: str) -> str:
+    """What a worker says of the sandbox before it takes a game: one that cannot sandbox bots
+    here refuses every game whose bots are to be sandboxed, and the organizer hears why."""
+    why = sandbox.problem()
+    if why is None:
+        return f"craits worker {name}: the bots it launches run sandboxed (bwrap works here)"
+    log.warning("worker_cannot_sandbox", worker=name, reason=why)
+    return (f"craits worker {name}: warning: cannot sandbox launched bots here: {why}; it will refuse every game "
+            'whose bots are to be sandboxed (tournaments with sandbox = "none" and builtin bots it plays); '
+            "`craits doctor` says how to fix it")
 
 
 def _with_tls(choose: Callable[[TournamentConfig], RunnerFactory],

@@ -640,16 +640,21 @@ class PostgresStore:
         return [r[0] for r in rows]
 
     def export_replays(self, directory: Path) -> int:
-        """Write every stored replay as ``directory/<game>.jsonl`` (each atomically), leaving a
-        file that already holds the same bytes; returns how many were written."""
+        """Write every stored replay as ``directory/<game>.jsonl.gz`` (format 2, as stored:
+        compressed) or ``<game>.jsonl`` (format 1), each atomically, leaving a file that already
+        holds the same bytes; returns how many were written."""
+        from server.storage.replay.format import GZIP_MAGIC, V1_SUFFIX, V2_SUFFIX
+
         directory.mkdir(parents=True, exist_ok=True)
         written = 0
         for game_id in self.replay_ids():
             body = self.replay(game_id)
-            path = directory / f"{game_id}.jsonl"
-            if body is None or (path.is_file() and path.read_bytes() == body):
+            if body is None:
                 continue
-            tmp = path.with_suffix(".jsonl.tmp")
+            path = directory / f"{game_id}{V2_SUFFIX if body.startswith(GZIP_MAGIC) else V1_SUFFIX}"
+            if path.is_file() and path.read_bytes() == body:
+                continue
+            tmp = path.with_name(path.name + ".tmp")
             try:
                 tmp.write_bytes(body)
                 tmp.replace(path)

@@ -1,9 +1,11 @@
-"""A replay as a self-contained HTML page (no server, no network), and index pages that
-list games; pages are written atomically and carry a mark of the replay they show, so a
-current page is not written again."""
+"""A replay as a self-contained HTML page (no server, no network), a folder of game pages that
+share one copy of the viewer, and index pages that list games; pages are written atomically
+and carry a mark of the replay they show, so a current page is not written again."""
 
 from __future__ import annotations
 
+import base64
+import gzip
 import html
 import json
 import os
@@ -13,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from server.storage.replay.format import write_text_atomic
-from server.storage.replay.reader import MAX_LINE_BYTES, Replay, read_replay
+from server.storage.replay.format import ReplayError, write_text_atomic
+from server.storage.replay.reader import Replay, read_ends, read_replay
 
 JsonDict = dict[str, Any]
 
@@ -71,7 +73,7 @@ complete and made from this very replay can be told from a stale or cut-off one.
 
 
 def _page_mark(replay: Replay) -> str:
-    return _PAGE_MARK.format(replay.records[-1]["hash"])
+    return _PAGE_MARK.format(replay.fingerprint)
 
 
 def viewer_is_current(page: str | os.PathLike[str], replay: Replay) -> bool:
@@ -130,32 +132,89 @@ def current_page_entry(
     replay, checked). A folder of thousands of games (a ladder) lists them without reading
     every replay again; ``craits replay verify`` is what checks a replay through."""
     try:
-        with Path(replay).open("rb") as handle:
-            header = json.loads(handle.readline(MAX_LINE_BYTES + 1))
-            result = json.loads(_last_line(handle))
-        if not (isinstance(header, dict) and isinstance(result, dict)) or result.get("type") != "result":
+        header, result, fingerprint = read_ends(replay)
+        if not _ends_with(page, _PAGE_MARK.format(fingerprint).encode()):
             return None
-        if not isinstance(result.get("hash"), str) or not _ends_with(page, _PAGE_MARK.format(result["hash"]).encode()):
-            return None
+        if b'<script src="' in _tail(page) and not Path(page).with_suffix(".js").is_file():
+            return None  # (a folder's page whose data script is gone)
         return _index_entry(header, result, Path(replay).name, href)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
-        return None
+    except (ReplayError, OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        return None  # (written again from the whole replay, whose reading says what is wrong)
 
 
-def _last_line(handle: Any) -> bytes:
-    """The last line of a file open for binary reading (at most MAX_LINE_BYTES)."""
-    end = handle.seek(0, os.SEEK_END)
-    tail = b""
-    position = end
-    while position > 0 and len(tail) <= MAX_LINE_BYTES:
-        step = min(65536, position)
-        position -= step
-        handle.seek(position)
-        tail = handle.read(step) + tail
-        cut = tail.rfind(b"\n", 0, len(tail) - 1)
-        if cut >= 0:
-            return tail[cut + 1 :]
-    return tail
+def _tail(page: str | os.PathLike[str], size: int = 4096) -> bytes:
+    with Path(page).open("rb") as handle:
+        handle.seek(max(0, handle.seek(0, os.SEEK_END) - size))
+        return handle.read()
+
+
+# --------------------------------------------------------------------------- a folder of pages
+
+
+def write_shared_viewer(directory: str | os.PathLike[str]) -> None:
+    """Write the one copy of the viewer (``viewer.js``, ``viewer.css``) that a folder's game
+    pages load, unless it is already there and current."""
+    folder = Path(directory)
+    body = _viewer_asset("viewer.html")
+    skeleton = body[body.index("<body>") + len("<body>") : body.index('<script type="application/json"')]
+    files = {
+        "viewer.js": f"window.CRAITS_SKELETON = {json.dumps(skeleton.strip())};\n" + _viewer_asset("viewer.js"),
+        "viewer.css": _viewer_asset("viewer.css"),
+    }
+    for name, text in files.items():
+        target = folder / name
+        try:
+            if target.read_text(encoding="utf-8") == text:
+                continue
+        except OSError:
+            pass
+        write_text_atomic(target, text)
+
+
+def viewer_data(replay: Replay, *, index_href: str | None = None) -> bytes:
+    """What a folder's page needs of its game, gzip-compressed: format 1's records in columns
+    (a decision is ``[seat, kind, action, legal, status, think_us, transport_us, events]``, the
+    texts of kinds, statuses and actions listed once); the shared viewer.js unpacks it."""
+    kinds: dict[str, int] = {}
+    statuses: dict[str, int] = {}
+    texts: dict[int, str] = {}
+    rows = []
+    for rec in replay.decisions:
+        row: list[Any] = [
+            rec["seat"], kinds.setdefault(rec["kind"], len(kinds)), rec["action"], rec.get("legal"),
+            statuses.setdefault(rec["status"], len(statuses)), rec.get("think_us"), rec.get("transport_us"),
+            rec["events"],
+        ]
+        texts[rec["action"]] = str(rec.get("text", ""))
+        extra = {k: rec[k] for k in ("sent", "note") if k in rec}
+        if extra:
+            row.append(extra)
+        rows.append(row)
+    plain = {k: v for k, v in replay.result.items() if k not in ("prev", "hash")}
+    data = {
+        "header": {k: v for k, v in replay.header.items() if k not in ("prev", "hash")},
+        "start": replay.start["events"], "decisions": rows, "result": plain,
+        "kinds": list(kinds), "statuses": list(statuses), "texts": texts,
+        "index_href": index_href, "file": replay.path.name,
+    }
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return gzip.compress(text.encode("utf-8"), 9, mtime=0)
+
+
+def write_game_page(
+    replay: Replay | str | os.PathLike[str], out_path: str | os.PathLike[str], *, index_href: str | None = None
+) -> Path:
+    """Write a game's page of a folder (a few KB, loading the shared viewer) and, beside it,
+    ``<page>.js``, its data; the page last, so a page with its mark has its data.
+    Call :func:`write_shared_viewer` for the folder too."""
+    rep = replay if isinstance(replay, Replay) else read_replay(replay)
+    page = Path(out_path)
+    data = page.with_suffix(".js")
+    packed = base64.b64encode(viewer_data(rep, index_href=index_href)).decode("ascii")
+    write_text_atomic(data, f'window.CRAITS_DATA = "{packed}";\n')
+    title = f"Craits replay {rep.game_id or rep.path.name}"
+    text = _fill(_viewer_asset("game.html"), {"TITLE": html.escape(title), "DATA": html.escape(data.name, quote=True)})
+    return write_text_atomic(page, text + _page_mark(rep))
 
 
 def _index_entry(header: JsonDict, result: JsonDict, name: str, href: str) -> IndexEntry:

@@ -505,8 +505,14 @@ class WebServer:
         if not self._full_allowed(game):
             return _json({"error": f"game {game_id}: its deal is still to be played at another table"}, status=403)
         path = await self._board_call(self._replay_file, game)
-        return web.FileResponse(path, headers={"Content-Type": "application/x-ndjson", "Content-Disposition":
-                                               f'attachment; filename="{download_name(game_id)}"'})
+        from server.storage.replay import is_compact
+
+        # (format 2 is served as stored, gzip: `curl URL | zcat`, as `craits replay verify` reads it)
+        compact = is_compact(path)
+        kind = "application/gzip" if compact else "application/x-ndjson"
+        name = download_name(game_id, compact)
+        return web.FileResponse(path, headers={"Content-Type": kind,
+                                               "Content-Disposition": f'attachment; filename="{name}"'})
 
     def _replay_file(self, game: dict[str, Any]) -> str:
         """A recorded game's replay as a file (on the board's thread): the store's is copied out."""
@@ -670,7 +676,7 @@ def _fault_row(fault: dict[str, Any]) -> str:
             f'{e(fault["game_id"])}, decision {first["decision"]}</a>')
     what = f'{first["what"]}' + (f' (and {first["count"] - 1} more)' if first["count"] > 1 else "")
     reproduce = (f'<a class="fault-replay" href="/api/games/{e(game, quote=True)}/replay" download="'
-                 f'{e(download_name(fault["game_id"]), quote=True)}">replay</a> <code class="fault-command">'
+                 f'{e(first["file"], quote=True)}">replay</a> <code class="fault-command">'
                  f'{e(first["command"])}</code>')
     return (f'<tr><td>{link}</td><td>{fault["seat"]}</td><td>{e(what)}<br><small>{e(counters)}</small></td>'
             f"<td>{reproduce}</td></tr>")

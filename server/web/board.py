@@ -324,23 +324,25 @@ class Board:
     def _first_fault(self, game: JsonDict, seat: int) -> JsonDict | None:
         """Where the seat's first fault is in the game's replay (decision, what, the viewer's
         anchor, a command that reruns it), or None when the replay is missing or shows none."""
-        from server.storage.replay import ReplayError, read_replay
+        from server.storage.replay import ReplayError, is_compact, read_replay
         from server.storage.replay.faults import replay_faults
 
         game_id = game["game_id"]
         if game.get("replay") is None:
             return None
         found = self._faults.get(game_id)
-        if found is None:
-            try:
-                found = self._faults[game_id] = replay_faults(read_replay(self.replay_file(game)))
-            except (ReplayError, StoreError, OSError):
-                return None
+        try:
+            path = self.replay_file(game)
+            if found is None:
+                found = self._faults[game_id] = replay_faults(read_replay(path))
+        except (ReplayError, StoreError, OSError):
+            return None
         fault = next((f for f in found if f.seat == seat), None)
         if fault is None:
             return None
+        name = download_name(game_id, is_compact(path))
         return {"decision": fault.n, "what": fault.what, "count": fault.count, "anchor": fault.anchor(),
-                "command": fault.command(download_name(game_id))}
+                "file": name, "command": fault.command(name)}
 
     def hidden_deal(self, game: JsonDict) -> bool:
         """True while a game with the same deal (seed) is still to be played: its full replay
@@ -348,9 +350,10 @@ class Board:
         return game.get("seed") in self.snapshot.pending_seeds
 
 
-def download_name(game_id: str) -> str:
-    """The file name a game's replay is downloaded as (letters, digits, - _ . kept, else _)."""
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in game_id) + ".jsonl"
+def download_name(game_id: str, compact: bool = True) -> str:
+    """The file name a game's replay is downloaded as (letters, digits, - _ . kept, else _),
+    ending as its format's files do (format 2: ``.jsonl.gz``)."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in game_id) + (".jsonl.gz" if compact else ".jsonl")
 
 
 def _consistent(read: Callable[[], T], tries: int = 5) -> T:

@@ -1,93 +1,23 @@
 """Running the web server beside a tournament, a ladder or the referee (``--web``), in a
-process of its own (``server.web.process``); and ``craits web``, which plays no game, in its."""
+process of its own (``server.web.process``); and ``craits web``, which plays no game, in its.
+It takes plain values (:class:`WebOptions`); the command line's options are ``server.cli.web_options``'s."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import errno
-import socket
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TypeVar
 
-from server.errors import UserError
 from server.logging import log_file
-from server.web.app import WebOptions, WebServer, parse_address
+from server.web.app import WebOptions, WebServer
 from server.web.board import Board, BoardPlace, BoardSource
 from server.web.live import LiveHub
 from server.web.process import WebProcess, WebSetup
 
 T = TypeVar("T")
-
-
-def add_web_options(parser: argparse.ArgumentParser) -> None:
-    """``--web HOST:PORT`` and ``--reveal-after S``."""
-    parser.add_argument(
-        "--web", metavar="HOST:PORT", type=web_address,
-        help="serve the live board and games to browsers here while it plays (e.g. 127.0.0.1:8080; "
-        "0.0.0.0:8080 opens it to other machines; port 0: any free port); see docs/web.md",
-    )
-    parser.add_argument(
-        "--reveal-after", type=_seconds, metavar="S",
-        help="with --web: spectators may also watch a game with every hand shown, S seconds behind it "
-        "(default: hands stay hidden until the game is over)",
-    )
-
-
-def web_address(text: str) -> tuple[str, int]:
-    """``HOST:PORT`` for argparse: a bad address, or a port already taken, is refused at once
-    (before a tournament is created or a game played)."""
-    try:
-        host, port = parse_address(text)
-    except UserError as err:
-        raise argparse.ArgumentTypeError(str(err).removeprefix(f"--web {text!r}: ")) from None
-    if port:
-        problem = _bind_problem(host, port)
-        if problem:
-            raise argparse.ArgumentTypeError(f"{text}: {problem}")
-    return host, port
-
-
-def _bind_problem(host: str, port: int) -> str:
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except socket.gaierror as err:
-        return f"unknown host ({err.strerror})"
-    family, kind, proto, _, address = infos[0]
-    with socket.socket(family, kind, proto) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(address)
-        except OSError as err:
-            if err.errno == errno.EADDRINUSE:
-                return "the port is in use; choose another (port 0: any free port)"
-            return f"cannot listen there ({err.strerror or err})"
-    return ""
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError("must be 0 or more seconds")
-    return value
-
-
-def web_options(args: argparse.Namespace) -> WebOptions | None:
-    """The options asked for on the command line (None: no --web)."""
-    address = getattr(args, "web", None)
-    reveal = getattr(args, "reveal_after", None)
-    if address is None:
-        if reveal is not None:
-            raise UserError("--reveal-after goes with --web HOST:PORT")
-        return None
-    host, port = address
-    return WebOptions(host=host, port=port, reveal_after=reveal, roster=getattr(args, "roster_dir", None))
 
 
 def board_place(store: object, out_dir: Path, *, goal_rounds: int = 0) -> BoardPlace:
@@ -124,10 +54,10 @@ async def watching(
 
 
 async def run_watched(
-    args: argparse.Namespace, board: BoardPlace | None, title: str, run: Callable[[], Awaitable[T]]
+    options: WebOptions | None, board: BoardPlace | None, title: str, run: Callable[[], Awaitable[T]]
 ) -> T:
-    """``await run()`` with the web pages served beside it when ``--web`` asks for them."""
-    async with watching(web_options(args), board=board, title=title):
+    """``await run()`` with the web pages served beside it when ``options`` asks for them (``--web``)."""
+    async with watching(options, board=board, title=title):
         return await run()
 
 

@@ -15,7 +15,7 @@ import psycopg
 import pytest
 
 from server.storage.postgres import migrate
-from server.storage.replay import verify_replay
+from server.storage.replay import is_compact, verify_replay
 from tests.cli import run_cli
 from tests.tournaments.configs import builtin_tournament, class_folder
 
@@ -106,8 +106,11 @@ def test_replay_export_writes_the_stored_replays(
                    "--no-progress")[0] == 0
     code, _, err = run_cli(capsys, "replay", "export", "exported", "--store", pg_url, "-o", str(tmp_path / "x"))
     assert code == 0 and "12 replay(s) written" in err
-    for path in sorted((tmp_path / "x").iterdir()):
+    exported = sorted((tmp_path / "x").iterdir())
+    for path in exported:  # (format 2: the database holds each replay compressed, as the file is)
+        assert path.name.endswith(".jsonl.gz") and is_compact(path), path
         assert path.read_bytes() == (tmp_path / "out" / "replays" / path.name).read_bytes()
+    assert verify_replay(exported[0]).game_id == exported[0].name.removesuffix(".jsonl.gz")
     code, _, err = run_cli(capsys, "replay", "export", "nosuch", "--store", pg_url, "-o", str(tmp_path / "y"))
     assert code == 2 and "no such tournament" in err
 

@@ -23,7 +23,9 @@ import pytest
 from procrastinate.jobs import Job
 
 from server.storage.postgres import migrate
+from server.transport import sandbox
 from tests.cli import run_cli
+from tests.machine import fresh_path
 from tests.postgres_server import PostgresServer
 from tests.tournaments.configs import builtin_tournament
 from tournaments.distributed import REFUSED_FAST_TRIES, REFUSED_RETRY_MAX_S, GameRefused, RefusedRetry
@@ -287,13 +289,57 @@ def test_a_worker_without_a_bots_files_refuses_its_games_and_leaves_them_to_othe
     elsewhere.mkdir()  # a machine where the bots' files are not
     procs.worker("bare", url, "--files", str(elsewhere), concurrency=2)
     wait_for("the worker", lambda: live_workers(url) == 1)
-    coord = coordinator(procs, file, url, tmp_path / "out")
+    coord = coordinator(procs, file, url, tmp_path / "out", "--wait-for-workers")  # (an organizer adding machines)
     refusals = wait_for("a refusal", lambda: [e for e in procs.log_events("bare") if e["event"] == "game_refused"])
     assert "'bots' is not a folder" in refusals[0]["reason"] and "elsewhere/bots" in refusals[0]["reason"], refusals[0]
     assert recorded(url, "slowcup") == []
     procs.worker("equipped", url, concurrency=2)
     assert finished(coord, procs, "coordinator") == 0, procs.output("coordinator")
     assert {w for _, w in recorded(url, "slowcup")} == {"equipped"}
+    if sandbox.problem() is None:
+        assert "craits worker equipped: the bots it launches run sandboxed (bwrap works here)" in procs.output("equipped")
+
+
+def test_when_every_worker_refuses_for_a_missing_bot_file_the_run_says_why_and_stops_at_once(
+    tmp_path: Path, url: str, procs: Procs
+) -> None:
+    """Waiting would not bring the bots' files: without --wait-for-workers the organizer hears
+    each worker's reason and the run stops, its games left queued for a worker that has them."""
+    file = slow_file(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    procs.worker("bare", url, "--files", str(elsewhere), concurrency=2)
+    wait_for("the worker", lambda: live_workers(url) == 1)
+    coord = coordinator(procs, file, url, tmp_path / "out")
+    assert finished(coord, procs, "coordinator", 60) == 1
+    said = procs.output("coordinator")
+    assert "slowcup: every connected worker refuses games it cannot play" in said, said
+    assert re.search(r"\n  worker bare refused \d+ game\(s\) \(last \S+\): .*'bots' is not a folder", said), said
+    assert "0/2 games are recorded; continue with: craits tournament resume slowcup --store URL" in said, said
+    assert "--wait-for-workers" in said
+    assert recorded(url, "slowcup") == []
+    assert query(url, "SELECT count(*) FROM procrastinate_jobs WHERE status = 'todo' AND args->>'tournament' = %s",
+                 "slowcup")[0][0] == 2  # (still queued)
+
+
+def test_a_worker_that_cannot_sandbox_says_so_at_start_and_the_run_stops_with_its_reason(
+    tmp_path: Path, url: str, procs: Procs
+) -> None:
+    file = slow_file(tmp_path)
+    bare = procs.craits("nobwrap", "worker", "--store", url, "--concurrency", "2", "--name", "nobwrap", "--log-dir",
+                        str(tmp_path / "nobwrap"), *HEARTBEAT, env={"PATH": fresh_path(tmp_path / "bin")})
+    wait_for("the worker", lambda: live_workers(url) == 1)
+    lines = procs.output("nobwrap").splitlines()
+    said = [i for i, line in enumerate(lines)
+            if line.startswith("craits worker nobwrap: warning: cannot sandbox launched bots here: bwrap not found")]
+    playing = [i for i, line in enumerate(lines) if line.startswith("craits worker nobwrap: playing the games queued")]
+    assert said and playing and said[0] < playing[0], lines  # (before it takes a game)
+    coord = coordinator(procs, file, url, tmp_path / "out")
+    assert finished(coord, procs, "coordinator", 60) == 1
+    said = procs.output("coordinator")
+    assert re.search(r"\n  worker nobwrap refused \d+ game\(s\) \(last \S+\): cannot sandbox launched bots: bwrap "
+                     r"not found", said), said
+    assert recorded(url, "slowcup") == [] and bare.poll() is None
 
 
 def test_a_ladder_keeps_running_while_workers_come_and_go(tmp_path: Path, url: str, procs: Procs) -> None:
@@ -362,7 +408,7 @@ def test_a_game_no_worker_can_play_is_said_once_not_a_log_line_each_time_and_wai
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     procs.worker("bare", url, "--files", str(elsewhere), concurrency=2)
-    coordinator(procs, file, url, tmp_path / "out")
+    coordinator(procs, file, url, tmp_path / "out", "--wait-for-workers")
 
     def refusals() -> int:
         rows = query(url, "SELECT coalesce(sum(attempts), 0) FROM procrastinate_jobs WHERE args->>'tournament' = %s",

@@ -241,7 +241,7 @@ def search(case: Case) -> int:
 def write_case(case: Case, seed: int, directory: Path) -> Path:
     config = make_config(case.preset, case.players, **case.flags)
     path = directory / case.file
-    record_game(path, config, seed, policy=golden_policy, game_id=case.name, tournament="golden")
+    record_game(path, config, seed, policy=golden_policy, game_id=case.name, tournament="golden", format=1)
     return path
 
 

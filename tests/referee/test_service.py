@@ -207,7 +207,7 @@ def test_craits_play_runs_a_game_between_builtin_names_and_commands_and_prints_t
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "craits, 3 players, seed 5" in out and "random_bot" in out and "lowest total wins" in out
-    assert len(list((tmp_path / "replays").glob("*.jsonl"))) == 1
+    assert len(list((tmp_path / "replays").glob("*.jsonl.gz"))) == 1
     log_lines = (tmp_path / "logs" / "play.jsonl").read_text().splitlines()
     finished = [json.loads(line) for line in log_lines if '"game_finished"' in line]
     assert finished and finished[0]["game"].startswith("play-5")

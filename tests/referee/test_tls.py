@@ -386,7 +386,7 @@ def test_a_tournament_over_tls_is_played_by_kit_bots_given_its_certificate(tmp_p
 
 
 def test_a_launched_bot_that_could_read_the_referees_key_is_refused(tmp_path: Path) -> None:
-    from server.cli.tournament import _check_key_unseen
+    from server.cli.tournament_shared import _check_key_unseen
     from server.errors import UserError
 
     (tmp_path / "bot").mkdir()

@@ -137,16 +137,23 @@ def test_html_writes_one_self_contained_page(two_replays: list[Path], tmp_path: 
         assert remote not in text, f"the page must load nothing ({remote!r} found)"
 
 
+FOLDER_OF_TWO = ["g-1.html", "g-1.js", "g-2.html", "g-2.js", "index.html", "viewer.css", "viewer.js"]
+"""A folder of two games' pages: a page and its data each, the index, one shared viewer."""
+
+
 def test_html_of_several_files_writes_pages_and_an_index(two_replays: list[Path], tmp_path: Path) -> None:
     site = tmp_path / "site"
     out = craits("html", *two_replays, "-o", site, "--title", "Cup 1")
     assert out.returncode == 0, out.stderr
-    assert sorted(p.name for p in site.iterdir()) == ["g-1.html", "g-2.html", "index.html"]
+    assert sorted(p.name for p in site.iterdir()) == FOLDER_OF_TWO
     index = (site / "index.html").read_text(encoding="utf-8")
     assert '<a href="g-1.html">g-1</a>' in index and '<a href="g-2.html">g-2</a>' in index
     assert "&lt;bob&gt;" in index and "<bob>" not in index
     assert "<h1>Cup 1</h1>" in index
-    assert '"index_href":"index.html"' in (site / "g-1.html").read_text(encoding="utf-8")
+    page = (site / "g-1.html").read_text(encoding="utf-8")
+    assert '<script src="g-1.js">' in page and '<script src="viewer.js">' in page
+    assert len(page) < 2000, "a game's page is a few lines: the viewer is shared, the data is its own script"
+    assert (site / "g-1.js").read_text().startswith('window.CRAITS_DATA = "')
 
 
 def test_html_of_several_files_into_one_html_file_is_a_user_error(
@@ -169,7 +176,7 @@ def test_html_of_a_folder_with_a_damaged_replay_writes_the_others_and_names_it(
     assert out.returncode == 1, out.stderr
     assert out.stdout.startswith(f"FAIL {folder / 'g-0.jsonl'}: record ") and "truncated" in out.stdout
     assert "1 replay(s) could not be read (left out of the index)" in out.stdout
-    assert sorted(p.name for p in site.iterdir()) == ["g-1.html", "g-2.html", "index.html"]
+    assert sorted(p.name for p in site.iterdir()) == FOLDER_OF_TWO
     index = (site / "index.html").read_text(encoding="utf-8")
     assert "g-1.html" in index and "g-2.html" in index and "g-0" not in index
 

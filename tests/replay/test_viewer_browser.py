@@ -15,8 +15,14 @@ from typing import Any
 import pytest
 
 from server.engine import GameState, Suit, make_config, new_game
-from server.storage.replay import ReplayWriter, read_replay, replay_state, simulate
-from server.viewer.pages import index_entry, write_html, write_index_html
+from server.storage.replay import ReplayWriter, convert_replay, read_replay, replay_state, simulate
+from server.viewer.pages import (
+    index_entry,
+    write_game_page,
+    write_html,
+    write_index_html,
+    write_shared_viewer,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -350,6 +356,48 @@ def test_the_index_page_links_every_game(open_page: Any, tmp_path: Path) -> None
     page.click("#index-link")
     page.wait_for_selector("#games")
     assert page.title() == "Golden games"
+
+
+def test_a_folder_of_format_2_games_shares_one_viewer_and_opens_from_file(open_page: Any, tmp_path: Path) -> None:
+    """A tournament's pages: one viewer.js for all, a page of a few lines per game loading its
+    data by a script tag; from file://, one click from the index shows every position as the
+    engine has it, and the decision panel's timings, statuses and notes."""
+    timed = tmp_path / "timed.jsonl.gz"
+    convert_replay(_timed_replay(tmp_path), timed)
+    golden = tmp_path / "craits-5p-pressure-ends-hand.jsonl.gz"
+    convert_replay(GOLDEN_DIR / "craits-5p-pressure-ends-hand.jsonl", golden)
+    site = tmp_path / "viewer"
+    write_shared_viewer(site)
+    entries = []
+    for path in (timed, golden):
+        name = path.name.split(".")[0] + ".html"
+        write_game_page(path, site / name, index_href="index.html")
+        entries.append(index_entry(path, name))
+        assert (site / name).stat().st_size < 2000
+    page = open_page(write_index_html(entries, site / "index.html", title="Cup"))
+    page.click("text=craits-5p-pressure-ends-hand")
+    _wait_until(page, "window.craitsViewer !== undefined")
+    replay = read_replay(golden)
+    page.evaluate(f"window.readDom = {_READ_DOM}")
+    shown = page.evaluate(
+        "() => { const out = []; for (let n = 0; n <= craitsViewer.decisions; n++) {"
+        " craitsViewer.gotoDecision(n); out.push(window.readDom()); } return out; }"
+    )
+    for (_number, _rec, state), view in zip(simulate(replay), shown, strict=True):
+        assert _sorted_hands(view) == _engine_view(state), f"decision {state.decisions}"
+    page.click("#index-link")
+    page.wait_for_selector("#games")
+    page.click("text=timed-1")
+    _wait_until(page, "window.craitsViewer !== undefined")
+    replay = read_replay(timed)
+    n = next(r["n"] for r in replay.decisions if r["status"] == "illegal")
+    page.evaluate(f"craitsViewer.gotoDecision({n})")
+    rec = replay.decisions[n - 1]
+    field = lambda name: page.inner_text(f"#decision-table td[data-field={name}]")  # noqa: E731
+    assert (field("status"), field("note"), field("transport")) == ("illegal", "bot sent '9Z'", "0.75 ms")
+    assert field("think") == f"{rec['think_us'] / 1000:.1f} ms"
+    assert field("action").startswith(rec["text"])
+    assert "Game timed-1" in page.inner_text("#game-title")
 
 
 def test_a_hostile_bot_name_is_shown_as_text(open_page: Any, tmp_path: Path) -> None:

@@ -63,11 +63,11 @@ def test_the_bot_page_links_each_fault_to_its_decision_and_offers_the_replay(fau
             first = fault["first"]
             game = fault["game_id"]
             assert f'href="/games/{game}#decision={first["decision"]}&amp;seat={fault["seat"]}"' in page
-            assert f'href="/api/games/{game}/replay" download="{game}.jsonl"' in page
-            assert (f"craits replay rerun {game}.jsonl --seat {fault['seat']} --from {first['decision']} -- "
+            assert f'href="/api/games/{game}/replay" download="{game}.jsonl.gz"' in page
+            assert (f"craits replay rerun {game}.jsonl.gz --seat {fault['seat']} --from {first['decision']} -- "
                     "python my_bot.py") in page
             with urllib.request.urlopen(f"{running.url}api/games/{game}/replay", timeout=10) as response:
-                assert response.headers["Content-Disposition"] == f'attachment; filename="{game}.jsonl"'
+                assert response.headers["Content-Disposition"] == f'attachment; filename="{game}.jsonl.gz"'
                 body = response.read()
             (stored,) = (faulty / "replays").glob(f"{game}.*")
             assert body == stored.read_bytes()

@@ -127,7 +127,7 @@ def test_a_ladder_plays_its_rounds_balances_the_bots_and_ranks_them_by_rating(
     assert code == 0, stderr
     assert stderr.count("\nround ") + stderr.startswith("round ") == 10 and "round 10: " in stderr
     games = schedule(out)
-    assert len(games) == 30 and len(list((out / "replays").glob("*.jsonl"))) == 30
+    assert len(games) == 30 and len(list((out / "replays").glob("*.jsonl.gz"))) == 30
     rounds = Counter(bot for game_id, seats, _ in games if game_id.endswith("-r1") for bot in seats)
     assert sorted(rounds) == sorted(FIVE) and max(rounds.values()) - min(rounds.values()) <= 1
     document = json.loads((out / "standings.json").read_text())
@@ -403,7 +403,7 @@ def test_ctrl_c_is_named_as_the_ladders_stop(tmp_path: Path) -> None:
 def test_a_ladders_progress_is_rounds_games_and_rate_and_no_bar(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A ladder has no end: its terminal line counts rounds (out of --rounds N) and games, and
     its board's progress has the rounds (a bar only with a goal)."""
-    from server.cli.tournament import RoundProgress
+    from server.cli.tournament_shared import RoundProgress
     from server.web.board import Board, BoardPlace
 
     out = tmp_path / "out"

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from server.storage.store import Store
 from tests.cli import run_cli
-from tournaments.config import TournamentFileError, parse_config
+from tournaments.config import TournamentFileError, parse_config, schedule_for
 from tournaments.runner import Progress
 from tournaments.schedule import (
     ScheduledGame,
@@ -31,7 +31,6 @@ from tournaments.schedule import (
     pair_counts,
     pair_target,
     schedule_digest,
-    schedule_for,
     workable_games_per_bot,
 )
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from server.cli import tournament as tournament_cli
+from server.cli import tournament_shared
 from server.cli.tournament import choose_runner
 from tests.cli import run_cli
 from tests.tournaments.configs import builtin_tournament, class_folder
@@ -37,7 +37,7 @@ def test_run_prints_standings_and_leaves_everything_in_the_output_folder(
     assert "local-quick: 36/36 games (complete)" in stdout and "head to head" in stdout
     for name in ("tournament.db", "tournament.log", "standings.json", "standings.csv"):
         assert (out / name).is_file(), name
-    assert len(list((out / "replays").glob("*.jsonl"))) == 36
+    assert len(list((out / "replays").glob("*.jsonl.gz"))) == 36
     assert json.loads((out / "standings.json").read_text())["games_recorded"] == 36
 
 
@@ -48,7 +48,7 @@ def test_a_run_with_many_viewer_pages_to_write_says_so_before_writing_them(
     15 minutes after its last game. A run writes each game's page while the next games play,
     so its end has none left to write; pages that are missing then (a folder's viewer/
     removed) are announced before they are written, not left to pass in silence."""
-    monkeypatch.setattr(tournament_cli, "PAGES_ANNOUNCED", 30)
+    monkeypatch.setattr(tournament_shared, "PAGES_ANNOUNCED", 30)
     out = tmp_path / "quick"
     code, _, stderr = run(capsys, "run", str(QUICK), "--out", str(out), "--no-progress")
     assert code == 0, stderr

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 import os
 import shutil
@@ -11,7 +13,7 @@ import pytest
 
 from server.cli import main
 from server.engine import make_config
-from server.storage.replay import read_replay, record_game
+from server.storage.replay import read_replay, record_game, replay_name
 from server.storage.store import Store
 from tests.tournaments.configs import builtin_tournament
 from tournaments import pages
@@ -40,10 +42,10 @@ def _copy(played: Path, to: Path) -> Path:
 
 
 def _embedded_seed(page: Path) -> int:
-    text = page.read_text(encoding="utf-8")
-    start = text.index('{"records":')
-    data, _ = json.JSONDecoder().raw_decode(text[start:])
-    return int(data["records"][0]["seed"])
+    """The seed of the game a folder's page shows (its data script: gzip, base64)."""
+    text = page.with_suffix(".js").read_text(encoding="utf-8")
+    packed = text[text.index('"') + 1 : text.rindex('"')]
+    return int(json.loads(gzip.decompress(base64.b64decode(packed)))["header"]["seed"])
 
 
 def test_a_cut_off_page_is_written_again_even_when_newer_than_its_replay(played: Path, tmp_path: Path) -> None:
@@ -74,28 +76,28 @@ def test_a_copied_folder_links_and_views_its_own_replays(tmp_path: Path) -> None
     not notice: its links stay inside the copy and its page shows the copy's game."""
     original = _run(tmp_path, "original")  # its results store absolute paths into `original`
     copy = _copy(original, tmp_path / "copy")
-    game = sorted((copy / "replays").glob("*.jsonl"))[0]
+    game = sorted((copy / "replays").glob("*.jsonl.gz"))[0]
     seed = read_replay(game).seed
     record_game(original / "replays" / game.name, make_config("crazy-eights", 3), seed=seed + 1)
     shutil.rmtree(copy / "viewer")
     with Store.in_dir(copy) as store:
         links = {g["game_id"]: g for g in game_links(store, copy)}
         write_viewer_pages(store, copy, title="t")
-    assert links[game.stem]["replay"] == f"replays/{game.name}"
+    assert links[replay_name(game)]["replay"] == f"replays/{game.name}"
     assert all(g["replay"] is None or g["replay"].startswith("replays/") for g in links.values())
-    assert _embedded_seed(copy / "viewer" / f"{game.stem}.html") == seed
+    assert _embedded_seed(copy / "viewer" / f"{replay_name(game)}.html") == seed
 
 
 def test_a_replay_missing_from_the_folder_is_not_taken_from_another_folder(played: Path, tmp_path: Path) -> None:
     copy = _copy(played, tmp_path / "copy")
     with Store.in_dir(played) as store:
         stored = {r.game_id: r.replay_path for r in store.results()}
-    game = sorted((copy / "replays").glob("*.jsonl"))[0]
+    game = sorted((copy / "replays").glob("*.jsonl.gz"))[0]
     game.unlink()
     with Store.in_dir(copy) as store:
         links = {g["game_id"]: g for g in game_links(store, copy)}
-    assert stored[game.stem] is not None and Path(stored[game.stem]).exists()
-    assert links[game.stem]["replay"] is None and links[game.stem]["viewer"] is None
+    assert stored[replay_name(game)] is not None and Path(stored[replay_name(game)]).exists()
+    assert links[replay_name(game)]["replay"] is None and links[replay_name(game)]["viewer"] is None
 
 
 def test_an_up_to_date_pages_replay_is_not_read_through_again(
@@ -117,9 +119,9 @@ def test_an_up_to_date_pages_replay_is_not_read_through_again(
 
 def test_a_page_whose_replay_changed_is_written_again(played: Path, tmp_path: Path) -> None:
     out = _copy(played, tmp_path / "out")
-    game = sorted((out / "replays").glob("*.jsonl"))[0]
+    game = sorted((out / "replays").glob("*.jsonl.gz"))[0]
     seed = read_replay(game).seed
     record_game(game, make_config("crazy-eights", 3), seed=seed + 1)  # another game under the same name
     with Store.in_dir(out) as store:
         write_viewer_pages(store, out, title="t")
-    assert _embedded_seed(out / "viewer" / f"{game.stem}.html") == seed + 1
+    assert _embedded_seed(out / "viewer" / f"{replay_name(game)}.html") == seed + 1

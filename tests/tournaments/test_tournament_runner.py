@@ -69,12 +69,12 @@ def test_a_tournament_plays_every_game_and_records_it(tmp_path: Path) -> None:
     summary = asyncio.run(play(CONFIG, store, out, local_runner, progress=False))
     assert summary.complete and summary.played == summary.recorded == GAMES and not summary.stopped
     assert store.pending_games() == [] and store.tournament().finished_at is not None  # type: ignore[union-attr]
-    replays = sorted((out / "replays").glob("*.jsonl"))
+    replays = sorted((out / "replays").glob("*.jsonl.gz"))
     assert len(replays) == GAMES
     digests = {r.game_id: r.digest for r in store.results()}
     for path in replays[:3]:  # the referee's replay format, verified by re-simulation
         summary_ = verify_replay(path)
-        assert summary_.digest == digests[path.name.removesuffix(".jsonl")]
+        assert summary_.digest == digests[path.name.removesuffix(".jsonl.gz")]
     assert {r.replay_path for r in store.results()} == {str(p) for p in replays}
     events = [json.loads(line)["event"] for line in (out / "tournament.log").read_text().splitlines()]
     assert events[0] == "tournament_started" and events[-1] == "tournament_finished"

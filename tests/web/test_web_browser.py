@@ -172,7 +172,7 @@ def test_a_live_game_advances_and_shows_no_hidden_card(live: Running, page: Any)
     assert again[0] == "deflate" and again[1] > 3 * again[2] > 0, f"chromium gets the stream deflated: {again}"
     recorded = live.wait_for("the game recorded", lambda: game_id in {g["game_id"] for g in live.get("/api/games")["recorded"]})
     assert recorded
-    replay = next(live.out_dir.glob(f"replays/{game_id}.jsonl"))
+    replay = next(live.out_dir.glob(f"replays/{game_id}.jsonl.gz"))
     dealt = [e for r in load_records(replay) for e in r.get("events", ()) if e[0] == "deal"]
     assert dealt and all(code >= 0 for e in dealt for code in e[2])
 

@@ -69,13 +69,13 @@ def test_the_board_from_postgresql_is_the_board_from_sqlite(
         assert from_pg["bots"]["greedy"]["ratings"], "the rating plot has its points"
 
         game_id = from_pg["games"]["recorded"][3]["game_id"]
-        replay = tmp_path / "from-pg.jsonl"
+        replay = tmp_path / "from-pg.jsonl.gz"
         with urllib.request.urlopen(f"{pg.url}api/games/{game_id}/replay", timeout=10) as response:
             replay.write_bytes(response.read())
         with PostgresStore(pg_url, "samecup", readonly=True) as store:
             assert replay.read_bytes() == store.replay(game_id), "the replay is the database's copy"
         assert verify_replay(replay).game_id == game_id
-        lite_replay = load_records(tmp_path / "lite" / "replays" / f"{game_id}.jsonl")
+        lite_replay = load_records(tmp_path / "lite" / "replays" / f"{game_id}.jsonl.gz")
         assert [(r.get("n"), r.get("action")) for r in load_records(replay)] == [
             (r.get("n"), r.get("action")) for r in lite_replay
         ], "the same game, move for move"

@@ -176,7 +176,7 @@ def test_a_tournament_goes_on_when_its_web_process_is_killed(tmp_path: Path) -> 
     with Store(out / Store.FILENAME, readonly=True) as store:
         done, total = store.counts()
     assert done == total > 0, "every game was played and recorded"
-    assert len(list((out / "replays").glob("*.jsonl"))) == total
+    assert len(list((out / "replays").glob("*.jsonl.gz"))) == total
     said = "".join(running.lines)
     assert said.count(f"web: the web server (pid {pid}) was killed (signal 9); the games go on without it") == 1
     assert "Traceback" not in said

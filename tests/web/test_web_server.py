@@ -329,9 +329,9 @@ def test_a_damaged_or_missing_replay_is_a_page_that_says_so_not_a_traceback(
     file.write_text(builtin_tournament("cut", 4, 1, {"a": "random", "b": "first", "c": "random"}), encoding="utf-8")
     out = tmp_path / "out"
     assert run_cli(capsys, "tournament", "run", str(file), "--out", str(out), "--no-progress")[0] == 0
-    replays = sorted((out / "replays").glob("*.jsonl"))
-    cut, gone, whole = (r.name.removesuffix(".jsonl") for r in replays[:3])
-    replays[0].write_bytes(replays[0].read_bytes()[:3000])
+    replays = sorted((out / "replays").glob("*.jsonl.gz"))
+    cut, gone, whole = (r.name.removesuffix(".jsonl.gz") for r in replays[:3])
+    replays[0].write_bytes(replays[0].read_bytes()[:300])
 
     def refused(path: str) -> tuple[int, str]:
         with pytest.raises(urllib.error.HTTPError) as failed:
@@ -424,7 +424,7 @@ def test_the_games_a_referee_worker_plays_are_live_too(tmp_path: Path) -> None:
             assert records[0]["type"] == "header" and records[0]["game_id"] == game_id
             assert records[-1]["type"] == "result", records[-1]
             replay = running.wait_for(f"{game_id}'s replay", lambda game_id=game_id: (
-                path := tmp_path / "out" / "replays" / f"{game_id}.jsonl").is_file() and path)
+                path := tmp_path / "out" / "replays" / f"{game_id}.jsonl.gz").is_file() and path)
             decisions = [r for r in load_records(replay) if r["type"] == "decision"]
             streamed = [r for r in records if r["type"] == "decision"]
             assert [(r["n"], r["seat"], r["action"]) for r in streamed] == [
@@ -443,12 +443,12 @@ def test_craits_web_writes_its_log_under_the_log_folder(tmp_path: Path, capsys: 
     file.write_text(builtin_tournament("logged", 4, 1, {"a": "random", "b": "first", "c": "random"}), encoding="utf-8")
     out = tmp_path / "out"
     assert run_cli(capsys, "tournament", "run", str(file), "--out", str(out), "--no-progress")[0] == 0
-    replay = sorted((out / "replays").glob("*.jsonl"))[0]
-    replay.write_bytes(replay.read_bytes()[:3000])
+    replay = sorted((out / "replays").glob("*.jsonl.gz"))[0]
+    replay.write_bytes(replay.read_bytes()[:300])
     running = start_craits(["web", str(out), "--address", "127.0.0.1:0", "--log-dir", str(tmp_path / "weblogs")],
                            tmp_path)
     try:
-        assert running.status(f"/games/{replay.name.removesuffix('.jsonl')}") == 500
+        assert running.status(f"/games/{replay.name.removesuffix('.jsonl.gz')}") == 500
     finally:
         assert running.stop() == 0
     events = [json.loads(line) for line in (tmp_path / "weblogs" / "web.jsonl").read_text().splitlines()]

@@ -58,3 +58,12 @@ def grpcio_version() -> tuple[int, int] | None:
 chosen = prefer_grpc_io()
 """True when this process chose (not its environment): a referee then launches bots with its
 own environment minus this choice, so a bot in another language keeps gRPC's default."""
+
+
+def describe() -> str:
+    """Which I/O layer this process runs gRPC on, and who chose it, in one line."""
+    value = os.environ.get("GRPC_EXPERIMENTS")
+    if value is None:
+        return "gRPC I/O: its default (EventEngine from grpcio 1.80)"
+    who = "chosen by craits.grpc_io" if chosen else "from the environment"
+    return f"gRPC I/O: GRPC_EXPERIMENTS={value!r} ({who})"

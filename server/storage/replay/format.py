@@ -17,15 +17,21 @@ from server.engine import Flags, GameConfig, make_config
 JsonDict = dict[str, Any]
 
 SCHEMA = "craits-replay/1"
+SCHEMA_V2 = "craits-replay/2"
+"""The compact format new games are written in: gzip, no hash per record, nothing the engine
+re-derives (docs/replay-format.md). Readers take both; ``craits replay convert`` turns one
+into the other."""
 GENESIS = "0" * 64
 """The ``prev`` of the header: there is no record before it."""
-REPLAY_SUFFIX = ".jsonl"
+V1_SUFFIX = ".jsonl"
+V2_SUFFIX = ".jsonl.gz"
+REPLAY_SUFFIX = V2_SUFFIX
+"""The name new replays are given (``<game_id>.jsonl.gz``); :data:`REPLAY_SUFFIXES` are
+every name a replay may have (readers tell the format from the bytes, not the name)."""
+REPLAY_SUFFIXES = (V2_SUFFIX, V1_SUFFIX)
 STATUSES = ("ok", "auto", "bank", "timeout", "illegal", "malformed", "default", "disconnected")
 """Decision statuses the project uses (documented in docs/replay-format.md); others are
 accepted so a newer referee can add one without breaking older readers."""
-
-
-JsonDict = dict[str, Any]
 
 
 # --------------------------------------------------------------------------- errors
@@ -114,6 +120,17 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def commit_file(handle: Any, tmp_path: Path, path: Path) -> Path:
+    """Flush, fsync and close ``handle`` (open on ``tmp_path``), then rename it to ``path``
+    and fsync the folder: after this the file is complete at its name, or (a crash) not there."""
+    handle.flush()
+    os.fsync(handle.fileno())
+    handle.close()
+    os.replace(tmp_path, path)
+    _fsync_dir(path.parent)
+    return path
+
+
 def config_from_dict(data: Mapping[str, Any]) -> GameConfig:
     """Rebuild (and re-validate) a configuration from ``GameConfig.to_dict()``.
 
@@ -139,3 +156,41 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
         raise
     return out
 
+
+
+def replay_name(path: str | os.PathLike[str]) -> str:
+    """A replay file's name without its suffix (``g-1.jsonl.gz`` and ``g-1.jsonl`` give ``g-1``)."""
+    name = Path(path).name
+    for suffix in REPLAY_SUFFIXES:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return Path(name).stem
+
+
+def replay_files_in(directory: str | os.PathLike[str]) -> list[Path]:
+    """The replay files of a folder (both formats), sorted by name."""
+    folder = Path(directory)
+    return sorted(p for p in folder.iterdir() if p.is_file() and p.name.endswith(REPLAY_SUFFIXES))
+
+
+# --------------------------------------------------------------------------- format 2's container
+
+GZIP_MAGIC = b"\x1f\x8b"
+V2_HEADER_SIZE = 48
+"""A format 2 file starts with this fixed gzip header: ``1f 8b 08`` (deflate), flags 04 (an
+extra field), mtime 0, xfl 0, os 255, then the extra field: length 36, subfield ``CR`` of 32
+bytes, the SHA-256 of every byte after the header (the deflate stream and gzip's trailer)."""
+_V2_HEADER_START = b"\x1f\x8b\x08\x04\x00\x00\x00\x00\x00\xff\x24\x00CR\x20\x00"
+V2_DIGEST_OFFSET = len(_V2_HEADER_START)
+
+
+def v2_header(digest: bytes = bytes(32)) -> bytes:
+    """The 48-byte gzip header of a format 2 file carrying ``digest``."""
+    return _V2_HEADER_START + digest
+
+
+def v2_header_digest(head: bytes) -> bytes | None:
+    """The digest a format 2 header carries, or None if ``head`` is not exactly such a header."""
+    if len(head) != V2_HEADER_SIZE or not head.startswith(_V2_HEADER_START):
+        return None
+    return head[V2_DIGEST_OFFSET:]

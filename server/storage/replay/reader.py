@@ -3,16 +3,29 @@ limits, so whatever reads a replay never crashes on a damaged or hostile file.""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from server.engine import ACTIONS, CARDS, GameConfig
+from server.engine import ACTIONS, CARDS, GameConfig, GameState
 from server.engine.errors import ConfigError
-from server.storage.replay.format import GENESIS, SCHEMA, ReplayError, config_from_dict, record_hash
+from server.storage.replay.format import (
+    GENESIS,
+    GZIP_MAGIC,
+    SCHEMA,
+    SCHEMA_V2,
+    V2_HEADER_SIZE,
+    ReplayError,
+    config_from_dict,
+    event_json,
+    record_hash,
+    v2_header_digest,
+)
 
 JsonDict = dict[str, Any]
 
@@ -29,6 +42,20 @@ class Replay:
     decisions: tuple[JsonDict, ...]
     result: JsonDict
     records: tuple[JsonDict, ...] = field(repr=False)
+    version: int = 1
+    """The file's format: 1 (every record and event stored, hash-chained) or 2 (compact; the
+    records above were re-derived by the engine as the file was read, in format 1's shape
+    without ``prev`` and ``hash``)."""
+    seal: str = ""
+    """Format 2: the SHA-256 (hex) that seals the file."""
+    final_state: Any = field(default=None, repr=False, compare=False)
+    """Format 2: the engine's state after the last decision (reading re-played the game)."""
+
+    @property
+    def fingerprint(self) -> str:
+        """A hex digest that names this very file's content: format 1's last record hash,
+        format 2's seal (viewer pages carry it to tell whether they are current)."""
+        return self.seal or str(self.records[-1].get("hash", ""))
 
     @property
     def config(self) -> GameConfig:
@@ -162,11 +189,14 @@ def _check_events(value: Any, where: str, players: int) -> None:
         _check_int(amount, f"{at} value")
 
 
-def _check_header(rec: JsonDict) -> int:
+def _check_header(rec: JsonDict, schema: str = SCHEMA) -> int:
     """Check the header's fields; return the number of players (the range of every seat after it)."""
     _check_str(rec["schema"], "header field schema")
-    if rec["schema"] != SCHEMA:
-        raise _FieldError(f"unsupported schema {rec['schema']!r} (this reader knows {SCHEMA})")
+    if rec["schema"] != schema:
+        known = f"{SCHEMA} and {SCHEMA_V2}"
+        if rec["schema"] in (SCHEMA, SCHEMA_V2):
+            raise _FieldError(f"schema {rec['schema']!r} in a file of {schema}'s form (this reader knows {known})")
+        raise _FieldError(f"unsupported schema {rec['schema']!r} (this reader knows {known})")
     for key in ("game_id", "tournament", "started_at"):
         if key in rec:
             _check_str(rec[key], f"header field {key}")
@@ -365,7 +395,15 @@ def _lines(target: Path) -> Iterator[bytes]:
 
 
 def load_records(path: str | os.PathLike[str]) -> list[JsonDict]:
-    """Parse a replay file into records, line by line; check the hash chain, each record's
+    """A replay's records, either format (format 2's re-derived by the engine): checked like
+    :func:`read_replay`, but a format 1 file cut short before its result is still given."""
+    if is_compact(path):
+        return list(_read_compact(Path(path)).records)
+    return _load_v1(path)
+
+
+def _load_v1(path: str | os.PathLike[str]) -> list[JsonDict]:
+    """Parse a format 1 file into records, line by line; check the hash chain, each record's
     fields (type and range) and its place in the file, and that the file is complete."""
     target = Path(path)
     records: list[JsonDict] = []
@@ -422,9 +460,13 @@ def load_records(path: str | os.PathLike[str]) -> list[JsonDict]:
 
 
 def read_replay(path: str | os.PathLike[str]) -> Replay:
-    """Read and check a replay (chain, record order, field types, completeness); no re-simulation."""
+    """Read and check a replay of either format. Format 1: the chain, record order, field types
+    and completeness (no re-simulation: ``verify_replay`` does that). Format 2: the seal, the
+    fields, and the game re-played by the engine to give the same records format 1 stores."""
     target = Path(path)
-    records = load_records(target)
+    if is_compact(target):
+        return _read_compact(target)
+    records = _load_v1(target)
     if len(records) < 2:
         raise ReplayError(target, None, "truncated or malformed: no start record after the header")
     if records[-1]["type"] != "result":
@@ -436,3 +478,221 @@ def read_replay(path: str | os.PathLike[str]) -> Replay:
     return Replay(target, records[0], records[1], tuple(records[2:-1]), records[-1], tuple(records))
 
 
+
+
+# --------------------------------------------------------------------------- format 2
+
+MAX_COMPACT_BYTES = 64 << 20
+"""The largest format 2 file (and its content once inflated) a reader accepts: a full game is
+a few KB compressed and a few tens of KB inflated; the bound stops a crafted file from
+inflating into all of memory."""
+
+_ACTION_TEXT = tuple("" if action is None else str(action) for action in ACTIONS)
+
+
+def is_compact(path: str | os.PathLike[str]) -> bool:
+    """True if the file starts like gzip (format 2); format 1 starts with ``{``."""
+    try:
+        with Path(path).open("rb") as handle:
+            return handle.read(2) == GZIP_MAGIC
+    except OSError:
+        return False  # (the format 1 reader reports why it cannot be read)
+
+
+def _compact_lines(target: Path) -> tuple[list[bytes], str]:
+    """The lines of a format 2 file (without their ends) and its seal, after checking that
+    not one byte was changed since it was sealed and that the gzip stream is whole."""
+    try:
+        with target.open("rb") as handle:
+            data = handle.read(MAX_COMPACT_BYTES + 1)
+    except OSError as err:
+        raise ReplayError(target, None, f"cannot read: {err.strerror}") from None
+    if len(data) > MAX_COMPACT_BYTES:
+        raise ReplayError(target, None, f"larger than {MAX_COMPACT_BYTES} bytes: not a replay")
+    seal = v2_header_digest(data[:V2_HEADER_SIZE])
+    if seal is None:
+        raise ReplayError(target, None, "a gzip file without the sealed header craits writes (recompressed "
+                          "by another tool, or not a replay)")
+    body = data[V2_HEADER_SIZE:]
+    inflate = zlib.decompressobj(-15)
+    try:
+        text = inflate.decompress(body, MAX_COMPACT_BYTES)
+    except zlib.error as err:
+        raise ReplayError(target, None, f"damaged gzip stream: {err}") from None
+    trailer = inflate.unused_data
+    if inflate.unconsumed_tail:
+        raise ReplayError(target, None, f"inflates to more than {MAX_COMPACT_BYTES} bytes: not a replay")
+    if not inflate.eof:  # (the records before the cut are whole: say where it is)
+        raise ReplayError(target, text.count(b"\n") + 1, "truncated: the file is cut off here (its gzip stream "
+                          "does not end)")
+    if len(trailer) != 8:
+        raise ReplayError(target, None, "damaged gzip stream: it does not end where the file does")
+    if int.from_bytes(trailer[:4], "little") != zlib.crc32(text) or int.from_bytes(trailer[4:], "little") != len(
+        text
+    ) & 0xFFFFFFFF:
+        raise ReplayError(target, None, "damaged gzip stream: its CRC or length does not match its content")
+    if seal == bytes(32):
+        raise ReplayError(target, None, "not sealed: the game's writer did not finish it (a crash?)")
+    if hashlib.sha256(body).digest() != seal:
+        raise ReplayError(target, None, "seal mismatch: the file was changed after it was written (its header "
+                          f"says {seal.hex()[:16]}..., its bytes hash to {hashlib.sha256(body).hexdigest()[:16]}...)")
+    if not text.endswith(b"\n"):
+        raise ReplayError(target, None, "truncated: the last line is cut off (no end of line)")
+    lines = text[:-1].split(b"\n")
+    if len(lines) > MAX_RECORDS:
+        raise ReplayError(target, MAX_RECORDS + 1, f"more than {MAX_RECORDS} records: longer than any game")
+    for number, line in enumerate(lines, start=1):
+        if len(line) > MAX_LINE_BYTES:
+            raise ReplayError(target, number, f"line longer than {MAX_LINE_BYTES} bytes: not a replay record")
+    return lines, seal.hex()
+
+
+def _parse(target: Path, number: int, line: bytes) -> Any:
+    try:
+        return json.loads(line.decode("utf-8"))
+    except RecursionError:
+        raise ReplayError(target, number, "not a JSON record: nested too deeply") from None
+    except (UnicodeDecodeError, ValueError) as err:
+        raise ReplayError(target, number, f"not a JSON record: {err}") from None
+
+
+def _compact_decision(
+    value: Any, n: int
+) -> tuple[int, str, int | None, int | None, int | None, str, JsonDict | None]:
+    """(action, status, think_us, transport_us, sent, note, wire) of a decision line, every field checked."""
+    if not isinstance(value, list) or len(value) not in (4, 5):
+        raise _FieldError(f"decision {n} must be [action, status, think_us, transport_us] (and an object of "
+                          f"sent/note/wire), not {_shown(value)}")
+    action = _check_int(value[0], f"decision {n} action")
+    status = _check_str(value[1], f"decision {n} status", nonempty=True)
+    think, transport = (None if v is None else _check_int(v, f"decision {n} {k}")
+                        for v, k in ((value[2], "think_us"), (value[3], "transport_us")))
+    sent, note, wire = None, "", None
+    if len(value) == 5:
+        extra = _check_object(value[4], f"decision {n} extra")
+        unknown = sorted(set(extra) - {"sent", "note", "wire"})
+        if unknown or not extra:
+            raise _FieldError(f"decision {n} extra must hold sent, note or wire, not {_shown(unknown or extra)}")
+        if "wire" in extra:
+            _check_wire(extra["wire"])
+            wire = extra["wire"]
+        if "sent" in extra:
+            sent = _check_int(extra["sent"], f"decision {n} sent")
+        if "note" in extra:
+            note = _check_str(extra["note"], f"decision {n} note", nonempty=True)
+    return action, status, think, transport, sent, note, wire
+
+
+def _read_compact(target: Path) -> Replay:
+    """Read a format 2 file and re-play it with the engine into format 1's records."""
+    lines, seal = _compact_lines(target)
+    if len(lines) < 2:
+        raise ReplayError(target, None, "truncated: no result record after the header")
+    header = _parse(target, 1, lines[0])
+    if not isinstance(header, dict) or header.get("type") != "header":
+        raise ReplayError(target, 1, "the first record must be the header")
+    missing = [k for k in _REQUIRED["header"] if k not in header]
+    if missing:
+        raise ReplayError(target, 1, f"header record lacks {', '.join(missing)}")
+    try:
+        players = _check_header(header, SCHEMA_V2)
+    except _FieldError as err:
+        raise ReplayError(target, 1, str(err)) from None
+    state = GameState(config_from_dict(header["config"]), header["seed"])
+    start: JsonDict = {"type": "start", "events": [event_json(e) for e in state.log]}
+    seen = len(state.log)
+    decisions: list[JsonDict] = []
+    last = len(lines)
+    for number in range(2, last):
+        n = number - 1
+        try:
+            action, status, think, transport, sent, note, wire = _compact_decision(_parse(target, number, lines[number - 1]), n)
+        except _FieldError as err:
+            raise ReplayError(target, number, str(err)) from None
+        decision = state.decision
+        if decision is None:
+            raise ReplayError(target, number, f"decision {n}: the game is already over")
+        legal = state.legal_action_ids()
+        if action not in legal:
+            raise ReplayError(target, number, f"decision {n}: action {action} is not legal for seat {decision.seat} "
+                              f"({decision.kind.name}); legal: {', '.join(str(a) for a in state.legal_actions())}")
+        if sent is not None and (sent == action or not (0 <= sent < len(ACTIONS)) or ACTIONS[sent] is None
+                                 or not ACTIONS[sent].announce or sent - 1 != action):
+            raise ReplayError(target, number, f"decision {n}: sent {sent} is not a play of {_ACTION_TEXT[action]} "
+                              "with an announcement the engine ignored")
+        rec: JsonDict = {"type": "decision", "n": n, "hand": state.hand_number, "seat": decision.seat,
+                         "kind": decision.kind.name, "legal": len(legal), "action": action,
+                         "text": _ACTION_TEXT[action]}
+        if sent is not None:
+            rec["sent"] = sent
+        rec.update(status=status, think_us=think, transport_us=transport)
+        if note:
+            rec["note"] = note
+        state.apply(action)
+        log = state.log
+        rec["events"] = [event_json(e) for e in log[seen:]]
+        seen = len(log)
+        if wire is not None:
+            rec["wire"] = wire
+        decisions.append(rec)
+    result = _compact_result(target, last, _parse(target, last, lines[-1]), state, players)
+    records = (header, start, *decisions, result)
+    return Replay(target, header, start, tuple(decisions), result, records, 2, seal, state)
+
+
+def _compact_result(target: Path, number: int, stored: Any, state: GameState, players: int) -> JsonDict:
+    """Format 1's result record: the engine's, with what the file adds (seat reports, aborted);
+    the file's totals and placings must be the engine's."""
+    from server.storage.replay.writer import result_entry  # (the writer's, so both say the same)
+
+    if not isinstance(stored, dict) or stored.get("type") != "result":
+        what = stored.get("type") if isinstance(stored, dict) else type(stored).__name__
+        raise ReplayError(target, number, f"truncated: the last record is not the result (found {_shown(what)})")
+    result: JsonDict = {"type": "result", **result_entry(state)}
+    for key in ("totals", "placings"):
+        if stored.get(key) != result[key]:
+            raise ReplayError(target, number, f"result: {key} differ: the engine gives {result[key]}, "
+                              f"the file has {_shown(stored.get(key))}")
+    result.update({k: v for k, v in stored.items() if k not in result})
+    try:
+        _check_result(result, players)
+    except _FieldError as err:
+        raise ReplayError(target, number, str(err)) from None
+    return result
+
+
+def read_ends(path: str | os.PathLike[str]) -> tuple[JsonDict, JsonDict, str]:
+    """(header, result, fingerprint) of a replay without re-playing it: format 1's first and
+    last lines, format 2's first and last lines once its seal is checked. Listings of
+    thousands of games use it; the result of format 2 holds totals and placings only."""
+    target = Path(path)
+    if is_compact(target):
+        lines, seal = _compact_lines(target)
+        header, result = _parse(target, 1, lines[0]), _parse(target, len(lines), lines[-1])
+        fingerprint = seal
+    else:
+        with target.open("rb") as handle:
+            header = json.loads(handle.readline(MAX_LINE_BYTES + 1))
+            result = json.loads(_last_line(handle))
+        fingerprint = result.get("hash") if isinstance(result, dict) else None
+    if not (isinstance(header, dict) and isinstance(result, dict)) or result.get("type") != "result":
+        raise ReplayError(target, None, "no header and result at its ends")
+    if not isinstance(fingerprint, str):
+        raise ReplayError(target, None, "its last record has no hash")
+    return header, result, fingerprint
+
+
+def _last_line(handle: Any) -> bytes:
+    """The last line of a file open for binary reading (at most MAX_LINE_BYTES)."""
+    end = handle.seek(0, os.SEEK_END)
+    tail = b""
+    position = end
+    while position > 0 and len(tail) <= MAX_LINE_BYTES:
+        step = min(65536, position)
+        position -= step
+        handle.seek(position)
+        tail = handle.read(step) + tail
+        cut = tail.rfind(b"\n", 0, len(tail) - 1)
+        if cut >= 0:
+            return tail[cut + 1 :]
+    return tail

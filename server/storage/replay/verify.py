@@ -131,7 +131,8 @@ def simulate(replay: Replay, upto: int | None = None) -> Iterator[tuple[int, Jso
 def verify_replay(path: str | os.PathLike[str]) -> VerifySummary:
     """Check the chain and re-simulate every decision; raise ReplayError at the first difference."""
     replay = read_replay(path)
-    state = _last_state(simulate(replay))
+    # (format 2 was re-played by the engine as it was read: its events are the engine's)
+    state = replay.final_state if replay.final_state is not None else _last_state(simulate(replay))
     number = len(replay.records)
     result = replay.result
     aborted = replay.aborted

@@ -8,6 +8,7 @@ import contextvars
 import datetime as _dt
 import functools
 import hashlib
+import itertools
 import os
 import random
 from collections.abc import Callable, Mapping, Sequence
@@ -15,12 +16,14 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from server.engine import ACTIONS, DecisionKind, GameConfig, GameState
+from server.storage.replay.compact import CompactWriter, decision_line, result_line
 from server.storage.replay.format import (
     GENESIS,
     SCHEMA,
+    V1_SUFFIX,
     ReplayUsageError,
-    _fsync_dir,
     canonical_json,
+    commit_file,
     event_json,
     hashed_line,
 )
@@ -38,6 +41,9 @@ whatever thread plays the game. A context variable, so only the games started in
 block that set it are seen (their tasks, and ``asyncio.to_thread``, copy the context). Unset,
 a writer costs nothing more."""
 
+
+_WRITERS = itertools.count(1)
+"""Numbers the writers of this process, for their temporary files' names."""
 
 _ACTION_TEXT = tuple("" if action is None else str(action) for action in ACTIONS)
 
@@ -201,20 +207,34 @@ class ReplayWriter:
         clocks: Any = None,
         started_at: str | None = None,
         extra: Mapping[str, Any] | None = None,
+        format: int | None = None,
     ) -> None:
         """``seats``: one bot name, BotSpec or mapping per seat. ``started_at``: None for now,
-        "" to leave the time out (golden files must not change when regenerated)."""
+        "" to leave the time out (golden files must not change when regenerated). ``format``:
+        2 (compact) or 1 (one hash-chained JSON line per record); by default the one the
+        file's name says (``.jsonl`` is format 1, anything else, ``.jsonl.gz`` first, 2)."""
+        if format is None:
+            format = format_for(path)
+        if format not in (1, 2):
+            raise ValueError(f"replay format {format!r}: this writer writes 1 or 2")
         if state.decisions or state.game_over:
             raise ReplayUsageError("a ReplayWriter starts from a fresh game (no decision applied yet)")
         self.path = Path(path)
-        self.tmp_path = self.path.with_name(self.path.name + ".tmp")
+        # (a name of its own: a game played twice at once, a worker's stalled game given again,
+        # must not write into the other's file; the last to finish is renamed into place)
+        self.tmp_path = self.path.with_name(f"{self.path.name}.{os.getpid()}-{next(_WRITERS)}.tmp")
         self.state = state
         self._seen = 0
         self._n = 0
         self._prev = GENESIS
         self._done = False
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._out: TextIO | None = self.tmp_path.open("w", encoding="utf-8", newline="\n")
+        self._compact: CompactWriter | None = None
+        self._out: TextIO | None = None
+        if format == 2:
+            self._compact = CompactWriter(self.path, self.tmp_path)
+        else:
+            self._out = self.tmp_path.open("w", encoding="utf-8", newline="\n")
         header: JsonDict = {
             "type": "header",
             "schema": SCHEMA,
@@ -234,9 +254,13 @@ class ReplayWriter:
             header["extra"] = dict(extra)
         self._tap: Any = None
         try:
-            self._write(header)
             self.start_events = [event_json(e) for e in self._take_new_events()]
-            self._write({"type": "start", "events": self.start_events})
+            if self._compact is not None:  # (format 2 keeps no start record: the seed gives it)
+                self._compact.header(header)
+                self._compact.flush()
+            else:
+                self._write(header)
+                self._write({"type": "start", "events": self.start_events})
         except BaseException:
             self.abort()
             raise
@@ -351,26 +375,35 @@ class ReplayWriter:
             raise ReplayUsageError(
                 f"decision {self._n + 1}: action {action_id!r} was not legal, so the game cannot have applied it"
             )
-        out = self._out
-        if out is None:
+        out, compact = self._out, self._compact
+        if out is None and (compact is None or compact.closed):
             raise ReplayUsageError(f"replay {self.path} is already finished or aborted")
         self._n += 1
         raw_events = self._take_new_events()
-        events = "[" + ",".join([_event_text(raw) for raw in raw_events]) + "]"
         hand = self._pending_hand
-        line, self._prev = _decision_line(
-            self._prev, self._n, hand, seat, p_kind, len(legal), applied, None if applied == action_id else action_id,
-            status, _micros(think_ms), _micros(transport_ms), events, note,
-            _wire_text(wire) if wire else "",
-        )
-        out.write(line + "\n")
+        sent = None if applied == action_id else action_id
+        if compact is not None:
+            compact.line(decision_line(applied, status, _micros(think_ms), _micros(transport_ms), sent, note, wire))
+        else:
+            assert out is not None
+            events = "[" + ",".join([_event_text(raw) for raw in raw_events]) + "]"
+            line, self._prev = _decision_line(
+                self._prev, self._n, hand, seat, p_kind, len(legal), applied, sent,
+                status, _micros(think_ms), _micros(transport_ms), events, note,
+                _wire_text(wire) if wire else "",
+            )
+            out.write(line + "\n")
         if self._tap is not None:
             think_us, transport_us = _micros(think_ms), _micros(transport_ms)
             fields = (self._n, hand, seat, p_kind.name, applied, _ACTION_TEXT[applied], status, think_us, transport_us)
             self._tell_tap("decision", fields, raw_events)
         self._snapshot()
         if self._pending_hand != hand or self._pending is None:
-            out.flush()
+            if compact is not None:
+                compact.flush()
+            else:
+                assert out is not None
+                out.flush()
 
     def _tell_tap(self, method: str, *args: Any) -> None:
         """Pass a record to the tap; a tap that fails is dropped and never stops the game."""
@@ -406,17 +439,22 @@ class ReplayWriter:
             record["seat_reports"] = [_seat_report_entry(r) for r in reports]
         if aborted:
             record["aborted"] = aborted
+        if self._compact is not None:
+            if self._compact.closed:
+                raise ReplayUsageError(f"replay {self.path} is already finished or aborted")
+            self._compact.line(result_line(record))
+            self._tell_tap("finish", record)
+            self._tap = None
+            self._compact.close()
+            self._done = True
+            return self.path
         self._write(record)
         self._tell_tap("finish", record)
         self._tap = None
         out = self._out
         assert out is not None
-        out.flush()
-        os.fsync(out.fileno())
-        out.close()
         self._out = None
-        os.replace(self.tmp_path, self.path)
-        _fsync_dir(self.path.parent)
+        commit_file(out, self.tmp_path, self.path)
         self._done = True
         return self.path
 
@@ -425,11 +463,20 @@ class ReplayWriter:
         if self._out is not None:
             self._out.close()
             self._out = None
+        compact = getattr(self, "_compact", None)
+        if compact is not None:
+            compact.abort()
         self.tmp_path.unlink(missing_ok=True)
         self._done = True
         if getattr(self, "_tap", None) is not None:
             self._tell_tap("abort")
             self._tap = None
+
+
+def format_for(path: str | os.PathLike[str]) -> int:
+    """The format a replay named ``path`` is written in: 1 for ``*.jsonl``, else 2 (new games
+    are named ``*.jsonl.gz``)."""
+    return 1 if Path(path).name.endswith(V1_SUFFIX) else 2
 
 
 def _tap_failed() -> None:
@@ -469,6 +516,7 @@ def record_game(
     game_id: str = "",
     tournament: str = "",
     started_at: str | None = "",
+    format: int | None = None,
 ) -> GameState:
     """Play a whole game in-process with ``policy`` and record it (golden files, tests, demos).
 
@@ -485,6 +533,7 @@ def record_game(
         game_id=game_id or Path(path).name.split(".")[0],
         tournament=tournament,
         started_at=started_at,
+        format=format,
     ) as writer:
         while (decision := state.decision) is not None:
             legal = state.legal_action_ids()

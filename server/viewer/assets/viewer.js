@@ -12,7 +12,7 @@
 (function () {
   "use strict";
 
-  const DATA = JSON.parse(document.getElementById("replay-data").textContent);
+function run(DATA) {
   const RECORDS = DATA.records;
   const HEADER = RECORDS[0];
   const START = RECORDS[1];
@@ -734,4 +734,45 @@
     setViewer: setViewer,
     frame: () => ui.frame,
   };
+}
+
+  /* A folder of games shares this script: each game's page loads its data first, as a script
+   * (window.CRAITS_DATA: the game gzip-compressed, base64; a page opened from file:// may
+   * load scripts but not fetch files), and has no markup of its own (CRAITS_SKELETON). */
+  async function unpack(packed) {
+    const bytes = Uint8Array.from(atob(packed), (c) => c.charCodeAt(0));
+    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    const v = JSON.parse(await new Response(stream).text());
+    const records = [v.header, { type: "start", events: v.start }];
+    let hand = 0;
+    const handOf = (events) => { for (const e of events) if (e[0] === "hand_start") hand = e[4]; };
+    handOf(v.start);
+    v.decisions.forEach((row, i) => {
+      const [seat, kind, action, legal, status, think, transport, events, extra] = row;
+      const rec = {
+        type: "decision", n: i + 1, hand: hand, seat: seat, kind: v.kinds[kind], legal: legal, action: action,
+        text: v.texts[action], status: v.statuses[status], think_us: think, transport_us: transport, events: events,
+      };
+      if (extra) Object.assign(rec, extra);
+      handOf(events);
+      records.push(rec);
+    });
+    records.push(v.result);
+    return { records: records, index_href: v.index_href, file: v.file };
+  }
+
+  const inline = document.getElementById("replay-data");
+  if (inline) {
+    run(JSON.parse(inline.textContent));
+  } else {
+    if (!document.getElementById("felt") && window.CRAITS_SKELETON) {
+      document.body.insertAdjacentHTML("afterbegin", window.CRAITS_SKELETON);
+    }
+    const missing = (text) => {
+      document.body.insertAdjacentHTML("afterbegin", '<p class="load-error" id="load-error"></p>');
+      document.getElementById("load-error").textContent = text;
+    };
+    if (!window.CRAITS_DATA) missing("This game's data did not load (its .js file is missing next to this page).");
+    else unpack(window.CRAITS_DATA).then(run, (err) => missing("This game's data could not be read: " + err));
+  }
 })();

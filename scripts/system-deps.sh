@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Installs from Debian what craits needs beside Python, the one place that knows these packages:
+#
+#   scripts/system-deps.sh setup   bubblewrap: the sandbox launched bots run in (make setup)
+#   scripts/system-deps.sh test    that, plus chromium and a font with card suit symbols for the
+#                                  browser tests (no browser download from elsewhere) and
+#                                  PostgreSQL's server binaries for the store and worker tests
+#                                  (the tests start their own server in a temporary folder)
+#
+# As root it installs what is missing with apt-get; otherwise it prints the one apt-get line
+# that would. It never fails the make target that calls it: without bubblewrap `craits demo`
+# plays its bundled bots unsandboxed (and says so), and the tests that need a missing package
+# fail under CI or skip with this same hint. `craits doctor` tells what this machine has.
+set -uo pipefail
+what="${1:-setup}"
+case "$what" in
+  setup|test) ;;
+  *) echo "usage: $0 setup|test" >&2; exit 2 ;;
+esac
+missing=()
+if ! command -v bwrap >/dev/null 2>&1; then
+  missing+=(bubblewrap)
+fi
+if [ "$what" = test ]; then
+  if ! command -v chromium >/dev/null 2>&1 || ! fc-list 2>/dev/null | grep -qi dejavu; then
+    missing+=(chromium fonts-dejavu-core fontconfig)
+  fi
+  if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; then
+    missing+=(postgresql)
+  fi
+fi
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+line="apt-get install -y --no-install-recommends ${missing[*]}"
+for_what=$([ "$what" = test ] && echo "the tests" || echo "the bot sandbox")
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "$what: missing ${missing[*]} for $for_what (Debian's package names; install them with this system's package manager)" >&2
+  exit 0
+fi
+if [ "$(id -u)" != "0" ]; then
+  echo "$what: missing ${missing[*]} for $for_what; install with: sudo $line" >&2
+  exit 0
+fi
+echo "$what: installing Debian's ${missing[*]} for $for_what (one time)..." >&2
+export DEBIAN_FRONTEND=noninteractive
+if ! { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >/dev/null; then
+  echo "$what: could not install ${missing[*]}; try: $line" >&2
+fi
+exit 0
