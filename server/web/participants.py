@@ -38,7 +38,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote
 
 from aiohttp import web
@@ -52,9 +52,6 @@ from server.storage.replay.format import ReplayError
 from server.storage.replay.reader import read_replay
 from server.transport.pool import file_part
 from server.viewer.pages import render_html
-
-if TYPE_CHECKING:
-    from server.web.app import WebServer
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 """The viewer's (as server.web.app's pages, without a connection back: a replay page needs none)."""
@@ -156,7 +153,9 @@ class Builder:
 class ParticipantPages:
     """The pages and API above, for ``server`` (a :class:`~server.web.app.WebServer`)."""
 
-    def __init__(self, server: WebServer, roster_dir: str | Path, bounds: Bounds | None = None) -> None:
+    def __init__(self, server: Any, roster_dir: str | Path, bounds: Bounds | None = None) -> None:
+        """``server``: the :class:`~server.web.app.WebServer` mounting these pages (its page frame,
+        title and board; not imported here: the app imports this module)."""
         self.server = server
         self.roster = Roster(roster_dir)
         self.bounds = bounds or roster_limits(self.roster)[1]
