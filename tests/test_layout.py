@@ -25,6 +25,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("server.transport", "server.viewer"),
     ("server.checker", "server.doctor"),
     ("tournaments",),
+    ("participants",),
     ("server.web",),
     ("server.cli",),
 )
@@ -49,7 +50,7 @@ def _module_name(path: Path) -> str:
 
 def _project_modules() -> list[Path]:
     return sorted(
-        p for top in ("server", "tournaments") for p in (ROOT / top).rglob("*.py") if "__pycache__" not in p.parts
+        p for top in ("server", "tournaments", "participants") for p in (ROOT / top).rglob("*.py") if "__pycache__" not in p.parts
     )
 
 
@@ -221,12 +222,12 @@ def imports_of_any(path: Path) -> Iterator[tuple[int, str]]:
 def test_every_module_imports_on_its_own(path: Path) -> None:
     """Importing any module first (no other project module loaded) works: no hidden cycle."""
     name = _module_name(path)
-    saved = {k: v for k, v in sys.modules.items() if k == "server" or k.startswith(("server.", "tournaments"))}
+    saved = {k: v for k, v in sys.modules.items() if k == "server" or k.startswith(("server.", "tournaments", "participants"))}
     for key in saved:
         del sys.modules[key]
     try:
         importlib.import_module(name)
     finally:
-        for key in [k for k in sys.modules if k == "server" or k.startswith(("server.", "tournaments"))]:
+        for key in [k for k in sys.modules if k == "server" or k.startswith(("server.", "tournaments", "participants"))]:
             del sys.modules[key]
         sys.modules.update(saved)

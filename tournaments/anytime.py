@@ -172,6 +172,16 @@ class Rankings:
         self._pair: dict[tuple[str, str], ConfidenceSequence] = {}
         self.units = 0
 
+    def add_bot(self, bot: str) -> None:
+        """A bot that joins a running ladder (a participant's new version). Its sequences take
+        the share of the confidence set at the start: the guarantee holds for the bots counted
+        then, and a ladder that grows a lot reads its intervals a little too narrow."""
+        if bot in self._index:
+            return
+        self.bots = (*self.bots, bot)
+        self._index[bot] = len(self.bots) - 1
+        self._bot[bot] = ConfidenceSequence(self.bot_alpha)
+
     def _key(self, a: str, b: str) -> tuple[tuple[str, str], bool]:
         """The stored pair's key (file order) and whether (a, b) is it reversed."""
         return ((a, b), False) if self._index[a] < self._index[b] else ((b, a), True)

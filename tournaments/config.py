@@ -76,11 +76,14 @@ DEFAULT_MAX_GAMES = 20_000
 """An adaptive tournament's cap unless ``max_games`` says otherwise."""
 STORE_URL_PREFIXES = ("postgresql://", "postgres://")
 MIB = 2**20
+RESOLVED_PREFIX = "resolved:"
+"""The token of a remote bot that only a resolver opens (a roster participant's own bot, whose
+real token is stored only hashed): a file's tokens may not start with it."""
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,39}$")
 
 TOP_KEYS = (
     "name", "table_size", "preset", "schedule", "deals", "games", "games_per_bot", "seed", "concurrency",
-    "duplicate", "output", "address", "store", "sandbox", "flags", "clocks", "limits", "bots",
+    "duplicate", "output", "address", "store", "sandbox", "flags", "clocks", "limits", "bots", "roster",
     "restart", "restart_after_games", "restart_above_mb",  # launched bots kept between games
     "tls", "tls_cert", "tls_key",  # the referee's bot port over TLS (server.transport.tls)
     "stop", "confidence", "max_games", "tie_within",  # an adaptive schedule's stopping rule
@@ -180,6 +183,9 @@ class TournamentConfig:
     for workers; None: SQLite in the output folder."""
     source: str = ""
     """Where the file came from (for messages)."""
+    roster: str | None = None
+    """A roster folder (absolute): a ladder also seats its participants' admitted versions
+    (``participants/``); the file then needs no bots of its own."""
 
     @property
     def preset(self) -> str:
@@ -361,7 +367,10 @@ class _Validator:
         preset = self.text(data, "preset", (), "craits")
         assert preset is not None
         game = self.game_config(preset, table_size)
-        bots = self.bots(table_size)
+        roster = self.text(data, "roster", ())
+        if roster is not None:
+            roster = str((self.base_dir / Path(roster).expanduser()).resolve())
+        bots = self.bots(table_size, roster=roster is not None)
         seed = self.integer(data, "seed", 0, 2**63 - 1, 0)
         concurrency = self.integer(data, "concurrency", 1, 256, 1)
         duplicate = self.text(data, "duplicate", (), "tournament")
@@ -421,7 +430,7 @@ class _Validator:
             schedule=schedule, games_per_bot=games_per_bot, source=self.source, restart=self.restart(),
             sandbox=sandbox, limits=limits, unsandboxable=unsandboxable, unrunnable=unrunnable, store=store,
             stop=stop, confidence=confidence, max_games=max_games, tie_within=tie_within,
-            tls=self.tls(),
+            roster=roster, tls=self.tls(),
         )
 
     def stopping(self, schedule: str, bots: tuple[BotEntry, ...], table_size: int) -> tuple[str, float, int, float]:
@@ -575,8 +584,11 @@ class _Validator:
                                                  f'too little for any bot to start; write a size: "{value} MiB"')
         return Limits(**values)
 
-    def bots(self, table_size: int) -> tuple[BotEntry, ...]:
+    def bots(self, table_size: int, *, roster: bool = False) -> tuple[BotEntry, ...]:
+        """The file's bots (with a roster, its participants may fill the tables: none needed)."""
         raw = self.data.get("bots")
+        if raw is None and roster:
+            return ()
         if raw is None:
             raise self.fail((), "no bots: add one [[bots]] table per bot, with a name and a command, builtin or token")
         if not isinstance(raw, list) or not all(isinstance(b, dict) for b in raw):
@@ -597,7 +609,7 @@ class _Validator:
                     raise self.fail(("bots", i, "token"), f"the same token as bots[{tokens[bot.token] + 1}]; every bot needs its own")
                 tokens[bot.token] = i
             bots.append(bot)
-        if len(bots) < table_size:
+        if len(bots) < table_size and not roster:
             raise self.fail(("bots",), f"{len(bots)} bot(s) cannot fill a table of {table_size}; add bots or lower table_size")
         return tuple(bots)
 
@@ -621,6 +633,8 @@ class _Validator:
         token = self.text(table, "token", path)
         if token is not None and len(token) < 8:
             raise self.fail((*path, "token"), "a token needs at least 8 characters (make it hard to guess)")
+        if token is not None and token.startswith(RESOLVED_PREFIX):
+            raise self.fail((*path, "token"), f"a token may not start with {RESOLVED_PREFIX!r} (reserved for a roster's)")
         kinds = [kind for kind, value in (("command", command), ("builtin", builtin), ("token", token))
                  if value is not None]
         if len(kinds) > 1:

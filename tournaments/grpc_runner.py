@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 import dataclasses
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +21,15 @@ from server.transport.sandbox import Limits
 from server.transport.service import Arena, ArenaError, ArenaOptions, listening_text, security_notes
 from server.transport.tls import TLSRequest, server_tls
 from server.transport.workers import RefereeWorkers, WorkerSetup
+from tournaments.config import RESOLVED_PREFIX
 
 log = get_logger()
 
 
 @contextlib.asynccontextmanager
 async def tournament_runner(
-    config: Any, out_dir: Any, *, address: str | None = None, workers: int | None = None
+    config: Any, out_dir: Any, *, address: str | None = None, workers: int | None = None,
+    resolve_token: Callable[[str], tuple[str, str] | None] | None = None,
 ) -> AsyncIterator[Any]:
     """The referee as a tournament's game runner (``tournaments.runner`` looks this up).
 
@@ -37,6 +39,10 @@ async def tournament_runner(
     for a ladder's matchmaking), and shuts the server down on the way out (the
     runner has finished or cancelled its games by then). With remote bots it says on
     standard error where they connect: they cannot be told otherwise.
+
+    ``resolve_token``: maps a token no bot of the file has to (the ``RESOLVED_PREFIX`` token,
+    the name) of the remote bot it opens (a roster's participants, whose tokens are stored only
+    hashed).
 
     Launched bots stay up between games unless the file says ``restart = "game"``. Games
     go to up to ``workers`` referee processes (this one included; default one per core),
@@ -58,8 +64,9 @@ async def tournament_runner(
     except ArenaError as err:
         raise UserError(f"{err}; choose another with `address = \"HOST:PORT\"` in the file or --address") from None
     remote = [bot for bot in getattr(config, "bots", ()) if bot.builtin is None and bot.command is None and bot.token]
-    for bot in remote:
-        arena.register_token(bot.token, bot.name)
+    for bot in remote:  # (a roster participant's entry opens only to their real token, through the resolver)
+        arena.register_token(bot.token, bot.name, direct=not bot.token.startswith(RESOLVED_PREFIX))
+    arena.resolve_token = resolve_token
     if remote:
         arena.presence.watch(bot.name for bot in remote)
         arena.presence.on_change = PresenceReport(arena.presence, Path(out_dir) / presence.FILENAME).changed

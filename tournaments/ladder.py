@@ -69,7 +69,7 @@ from tournaments.runner import (
     write_standings,
 )
 from tournaments.schedule import derive_seed, rotate
-from tournaments.standings import Standings
+from tournaments.standings import Standings, read_priors
 
 KIND = "ladder"
 """``settings["kind"]`` of a ladder's database."""
@@ -313,6 +313,21 @@ class LadderBook:
         self.next_ordinal = max((g.ordinal for g in games), default=-1) + 1
         self._start_tally()
 
+    def update(self, config: TournamentConfig) -> None:
+        """The ladder's bots as they are now (a roster's new versions): new ones are stored,
+        and join the standings unrated, from their priors (:func:`~tournaments.standings.read_priors`)."""
+        self.config = config
+        known = set(self.tally.bots)
+        new = [bot.name for bot in config.bots if bot.name not in known]
+        if not new:
+            return
+        row = self.store.tournament()
+        assert row is not None
+        self.store.set_bots(bot_rows(config, self.store.bot_tokens()), row.source_text, row.source_path)
+        priors = read_priors(config.roster)
+        for name in new:
+            self.tally.add_bot(name, priors.get(name))
+
     def _start_tally(self) -> None:
         self.tally = standings_tally(self.config, self.store.bot_names())
 
@@ -402,12 +417,16 @@ async def run_ladder(
     on_round: Callable[[LadderRound, Standings], None] | None = None,
     handle_signals: bool = True,
     play_pending: Callable[[asyncio.Event], Awaitable[RunSummary]] | None = None,
+    entrants: Callable[[Standings], TournamentConfig] | None = None,
 ) -> LadderSummary:
     """Play the unplayed games, then new rounds until ``rounds`` new ones are played (None:
     until SIGINT or SIGTERM, which stop the round in flight, its games unrecorded). After each
     round the standings are written to the output folder and ``on_round`` is called.
     ``play_pending(stop)``: plays the stored games that are not recorded instead of
-    ``runner`` (the queue of a PostgreSQL store, for workers on other machines)."""
+    ``runner`` (the queue of a PostgreSQL store, for workers on other machines).
+    ``entrants(standings)``: the bots afresh before each new round (a roster's admitted
+    versions, ``participants.entrants``): bots join without a restart; too few to fill a
+    table, the ladder waits for more and says so."""
     stop = asyncio.Event()
     current: list[TournamentRunner] = []
     at_once = tables_at_once(config, concurrency)
@@ -418,6 +437,7 @@ async def run_ladder(
             game_runner.request_stop()
 
     played_rounds = recorded = 0
+    short = False
     why: list[str] = []
 
     def on_signal(sig: signal.Signals) -> None:
@@ -439,9 +459,22 @@ async def run_ladder(
                     if done == scheduled:
                         if rounds is not None and played_rounds >= rounds:
                             break
+                        if entrants is not None:
+                            config = entrants(standings)
+                            book.update(config)
                         available = await seatable_bots(config, online, stop, log)
                         if available is None:
                             break
+                        if len(available) < config.table_size:  # (a roster's versions are still to come)
+                            if not short:
+                                short = True
+                                log.info("ladder_waiting", bots=sorted(available), needed=config.table_size)
+                                print(f"ladder: waiting for bots: {len(available)} of the {config.table_size} needed "
+                                      "for a table are admitted", file=sys.stderr, flush=True)
+                            with contextlib.suppress(TimeoutError):
+                                await asyncio.wait_for(stop.wait(), WAIT_POLL_S)
+                            continue
+                        short = False
                         count = at_once if rounds is None else min(at_once, rounds - played_rounds)
                         new = book.new_rounds(standings, available, count)
                         for picked in new:

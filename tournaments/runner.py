@@ -56,7 +56,7 @@ from tournaments.config import TournamentConfig, TournamentFileError, parse_conf
 from tournaments.local import LocalRunner
 from tournaments.pages import write_game_pages
 from tournaments.schedule import schedule_digest
-from tournaments.standings import Standings, Tally
+from tournaments.standings import Standings, Tally, read_priors
 
 RunGame = Callable[[GameSpec], Awaitable[GameRecord]]
 RunnerFactory = Callable[[TournamentConfig, Path], AbstractAsyncContextManager[RunGame]]
@@ -224,7 +224,8 @@ def standings_tally(config: TournamentConfig, bots: Sequence[str]) -> Tally:
     """An empty tally of ``bots`` for this file's game (its partnerships, its sense of the totals):
     the one place a tournament's, a ladder's and a board's standings start from."""
     return Tally(bots, partnerships=config.game.partnerships, lower_wins=not config.game.crazy_eights,
-                 confidence=config.confidence, tie_within=config.tie_within, stop=config.stop)
+                 confidence=config.confidence, tie_within=config.tie_within, stop=config.stop,
+                 priors=read_priors(config.roster))
 
 
 def standings_of(config: TournamentConfig, store: TournamentStore, bots: Sequence[str], *,

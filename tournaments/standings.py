@@ -36,10 +36,13 @@ import copy
 import csv
 import difflib
 import io
+import json
 import math
+import os
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from statistics import NormalDist
 from typing import Any, Protocol
 
@@ -368,9 +371,12 @@ class Tally:
     same standings as :func:`compute_standings` of all of them."""
 
     def __init__(self, bots: Sequence[str], *, partnerships: bool = False, lower_wins: bool = True,
-                 confidence: float = CONFIDENCE, tie_within: float = TIE_WITHIN, stop: str = "") -> None:
+                 confidence: float = CONFIDENCE, tie_within: float = TIE_WITHIN, stop: str = "",
+                 priors: Mapping[str, float] | None = None) -> None:
         """``confidence`` and ``tie_within``: the intervals valid at any time; ``stop``: the
-        stopping rule whose state the standings report (an adaptive tournament's)."""
+        stopping rule whose state the standings report (an adaptive tournament's); ``priors``:
+        the rating mean a bot starts from (a participant's new version starts from its
+        predecessor's, with the uncertainty of a new bot); others start as new."""
         self.bots = tuple(bots)
         self.stop = StopRule.parse(stop, bots) if stop else None
         focus = self.stop.pair if self.stop is not None else None
@@ -378,7 +384,8 @@ class Tally:
         self._units = UnitBuilder(self.anytime)
         self.partnerships = partnerships
         self.model = PlackettLuce()
-        self.ratings = {b: self.model.rating(name=b) for b in bots}
+        self.priors = dict(priors or {})
+        self.ratings = {b: self.model.rating(mu=self.priors.get(b), name=b) for b in bots}
         self.points = {b: [0, 0, 0] for b in bots}
         """Per bot: games scored, the sum of their points and of their squares (exact integers)."""
         self.places: dict[str, dict[int, int]] = {b: {} for b in bots}
@@ -392,6 +399,24 @@ class Tally:
         self._default_lower_wins = lower_wins
         self._lower_wins: bool | None = None
         """The first scored game's (its preset's) sense of the totals."""
+
+    def add_bot(self, bot: str, prior: float | None = None) -> None:
+        """A bot that joins a running ladder (a participant's new version), unrated so far."""
+        if bot in self.ratings:
+            return
+        if prior is not None:
+            self.priors[bot] = prior
+        self.bots = (*self.bots, bot)
+        self.anytime.add_bot(bot)
+        self.ratings[bot] = self.model.rating(mu=prior, name=bot)
+        self.points[bot] = [0, 0, 0]
+        self.places[bot] = {}
+        self.issues[bot] = dict.fromkeys((*ISSUE_COUNTERS, *BAD_STATUSES), 0)
+        self.aborted[bot] = 0
+        self.h2h[bot] = {b: [0, 0, 0] for b in self.h2h}
+        for other, row in self.h2h.items():
+            if other != bot:
+                row[bot] = [0, 0, 0]
 
     def copy(self) -> Tally:
         """A tally of its own to add games to (a board's games beyond a gap in the schedule)."""
@@ -510,3 +535,26 @@ def rating_history(
             r = ratings[b]
             out[b].append({"game_id": getattr(game, "game_id", ""), "mu": round(r.mu, 4), "sigma": round(r.sigma, 4)})
     return out
+
+
+PRIORS_FILE = "priors.json"
+"""In a roster folder: the rating mean each participant's version started from ({bot: mu})."""
+
+
+def read_priors(folder: str | os.PathLike[str] | None) -> dict[str, float]:
+    """The priors kept in ``folder`` (none when there is no file, or no folder)."""
+    if folder is None:
+        return {}
+    try:
+        data = json.loads((Path(folder) / PRIORS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {str(k): float(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+
+def write_priors(folder: str | os.PathLike[str], priors: Mapping[str, float]) -> None:
+    """Replace the priors file whole (written beside, then renamed: never read half-written)."""
+    path = Path(folder) / PRIORS_FILE
+    temp = path.with_name(f".{PRIORS_FILE}.{os.getpid()}")
+    temp.write_text(json.dumps(dict(sorted(priors.items())), indent=1), encoding="utf-8")
+    os.replace(temp, path)

@@ -76,6 +76,8 @@ class CheckOptions:
     """What the sandboxed bot may use (a tournament's ``[limits]``; CPU seconds count the whole check)."""
     progress: Callable[[int, int, str], None] | None = None
     """Called with (number, of, title) as each check starts: a slow bot's check takes minutes."""
+    cwd: str | None = None
+    """The bot's folder (a submitted version's); None: its script's folder, as on a command line."""
 
 
 # ---------------------------------------------------------------------------- the stream
@@ -787,7 +789,7 @@ def _checks() -> list[Check]:
     return checks
 
 
-def resolve_command(command: Sequence[str]) -> list[str]:
+def resolve_command(command: Sequence[str], cwd: str | None = None) -> list[str]:
     """The bot's argv; UserError for a missing or unknown command."""
     argv = list(command)
     if argv and argv[0] == "--":
@@ -797,7 +799,7 @@ def resolve_command(command: Sequence[str]) -> list[str]:
     if len(argv) == 1 and " " in argv[0] and not shutil.which(argv[0]):
         argv = shlex.split(argv[0])  # the whole command given as one quoted string
     argv = bot_command(argv)
-    problem = command_problem(argv)
+    problem = command_problem(argv, cwd)
     if problem is not None:
         raise UserError(f"cannot run the bot: {problem}")
     return argv
@@ -823,7 +825,9 @@ async def _check(command: list[str], options: CheckOptions) -> Report:
     await server.start()
     token = secrets.token_hex(16)
     jail: sandboxes.Jail | None = None
-    if socket_path is not None and (problem := _sandbox_problem(command)):
+    problem = (sandboxes.outside_problem(command, options.cwd) if options.cwd is not None
+               else _sandbox_problem(command)) if socket_path is not None else None
+    if problem:
         sandboxes.remove_socket(socket_path)
         await server.stop(grace=0)
         raise UserError(f"cannot run the bot in the sandbox: {problem}")
@@ -831,7 +835,7 @@ async def _check(command: list[str], options: CheckOptions) -> Report:
         sandboxes.open_socket(socket_path)
         box = sandboxes.Sandbox(socket_path, limits=options.limits)
         env = box.env(token, BOT_SEAT_NAME)
-        jail = box.confine(command, cwd=None, watched=False)
+        jail = box.confine(command, cwd=options.cwd, watched=False)
         argv = jail.argv
     else:
         env = bot_env(f"127.0.0.1:{port}", token, BOT_SEAT_NAME)
@@ -925,5 +929,5 @@ async def _run_checks(checker: _Checker, checks: list[Check],
 
 def check_bot(command: Sequence[str], options: CheckOptions | None = None) -> Report:
     """Run every check against the bot ``command`` launches; the report says what passed."""
-    argv = resolve_command(command)
-    return asyncio.run(_check(argv, options or CheckOptions()))
+    options = options or CheckOptions()
+    return asyncio.run(_check(resolve_command(command, options.cwd), options))

@@ -215,6 +215,9 @@ def cmd_standings(args: argparse.Namespace, url: str, *, ladder: bool = False) -
 def cmd_ladder_run(args: argparse.Namespace, config: TournamentConfig, url: str) -> int:
     """Rounds are stored and their games queued: workers anywhere play them (this command
     too, when none is running), and may come and go while the ladder runs."""
+    if config.roster is not None:  # (its workers would not know the versions: they read bots from the file)
+        raise UserError(f"{args.file}: a ladder with a roster keeps its results in its output folder for now; "
+                        "drop store = ... (and --store, $CRAITS_STORE) to run it")
     _check_bots(config)
     out_dir = config.output_dir(args.out)
     if args.local_workers != 0:  # (a bot that cannot run here, or could read the output: refused first)

@@ -14,6 +14,7 @@ import asyncio
 import collections
 import contextlib
 import dataclasses
+import functools
 import json
 import re
 import shlex
@@ -134,6 +135,18 @@ def _play_ladder(
     args: argparse.Namespace, config: TournamentConfig, store: TournamentStore, out_dir: Path,
     factory: RunnerFactory, again: str, play_pending: Callable[[asyncio.Event], Awaitable[RunSummary]] | None = None,
 ) -> int:
+    entrants = None
+    if config.roster is not None:  # the participants' admitted versions play too, picked up round by round
+        from participants.entrants import RosterEntrants
+
+        entrants = RosterEntrants(config)
+        config = entrants.config()
+        print(f"{config.name}: roster {config.roster}: {len(entrants.roster.participants())} participant(s), "
+              f"{len(entrants.versions())} admitted version(s) playing"
+              + ("" if getattr(args, "web", None) else "; without --web they cannot log in or submit"), file=sys.stderr)
+        args.roster_dir = config.roster  # (--web: its participants log in and submit there)
+        if factory is tournament_runner:  # (their tokens also let their own bots connect)
+            factory = functools.partial(tournament_runner, resolve_token=entrants.resolve_token)
     dropped = drop_departed(config, store)
     if dropped:
         print(f"{config.name}: {len(dropped)} unplayed game(s) of bots no longer in {args.file} dropped",
@@ -157,7 +170,7 @@ def _play_ladder(
         summary = grpc_io.run(run_watched(
             web_options(args), board_place(store, out_dir, goal_rounds=goal), f"Craits ladder {config.name}", lambda: run_ladder(
                 config, store, out_dir, factory, rounds=args.rounds, concurrency=args.concurrency,
-                on_round=progress.round_played, play_pending=play_pending,
+                on_round=progress.round_played, play_pending=play_pending, entrants=entrants,
             )))
     except TournamentError as err:
         _report(ladder_standings(config, store, out_dir), store, out_dir, f"Craits ladder {config.name}")
@@ -289,7 +302,7 @@ def choose_runner(
     """The local runner for builtin-only tournaments (or when asked), else the referee's (its
     launched bots checked, and that none of them can read ``out_dir``). ``unsandboxed_said``:
     the caller has said why its bots run unsandboxed (``craits demo``)."""
-    if name == "local" or (name == "auto" and all(b.builtin for b in config.bots)):
+    if name == "local" or (name == "auto" and all(b.builtin for b in config.bots) and config.roster is None):
         others = [b.name for b in config.bots if b.builtin is None]
         if others:
             raise UserError(
@@ -343,8 +356,11 @@ def _check_output_unseen(config: TournamentConfig, out_dir: Path, *, resuming: b
 def _check_sandbox(config: TournamentConfig, unsandboxed_said: bool = False) -> None:
     """Launched bots run sandboxed, or the file says they need not be (then said once, aloud);
     never silently unsandboxed because bwrap cannot run here."""
-    if not config.launched_bots:
+    if not config.launched_bots and config.roster is None:
         return
+    if config.sandbox == "none" and config.roster is not None:
+        raise UserError(f"{config.source}: a roster's bots are strangers' code and always run sandboxed: "
+                        'remove sandbox = "none" (or run trusted bots on a ladder without a roster)')
     if config.sandbox == "none":
         if not unsandboxed_said:
             print(UNSANDBOXED, file=sys.stderr)

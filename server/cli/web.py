@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from participants.roster import Roster
 from server.cli.tournament import _file_config, store_url
 from server.cli.web_options import web_address
 from server.errors import UserError
@@ -52,6 +53,9 @@ def register_cli(subparsers: Any) -> None:
         help="where to listen (default 127.0.0.1:8080; 0.0.0.0:8080 opens it to other machines)",
     )
     parser.add_argument("--log-dir", default="logs", help="where its log, web.jsonl, goes (default logs/)")
+    parser.add_argument("--roster", metavar="FOLDER",
+                        help="a roster folder: its participants log in, submit bots and see their own pages "
+                        "(docs/teachers.md; a running `craits ladder run` picks their versions up)")
     parser.set_defaults(func=_cmd_web)
 
 
@@ -63,7 +67,12 @@ def _cmd_web(args: argparse.Namespace) -> int:
                         + (f": {err.filename}" if err.filename else "")) from None
     source = board_source(args)  # one line now if there is no tournament to show
     host, port = args.address
-    asyncio.run(serve_board(source, WebOptions(host=host, port=port), _until_stopped))
+    roster = args.roster
+    if roster is None and (config := _file_config(args.target)) is not None:
+        roster = config.roster  # (a ladder file that names a roster: its participants' pages too)
+    if roster is not None:
+        Roster(roster)  # one line now if there is no roster there
+    asyncio.run(serve_board(source, WebOptions(host=host, port=port, roster=roster), _until_stopped))
     return 0
 
 

@@ -75,4 +75,4 @@ def web_options(args: argparse.Namespace) -> WebOptions | None:
             raise UserError("--reveal-after goes with --web HOST:PORT")
         return None
     host, port = address
-    return WebOptions(host=host, port=port, reveal_after=reveal)
+    return WebOptions(host=host, port=port, reveal_after=reveal, roster=getattr(args, "roster_dir", None))

@@ -369,10 +369,16 @@ class LaunchedBot:
         await asyncio.wait((self._exit,))
         return self._exit.result()
 
-    def new_game(self) -> None:
-        """The bot is kept for another game (a process pool): its CPU seconds count afresh."""
+    def new_game(self, game_id: str = "") -> None:
+        """The bot is kept for another game (a process pool): its CPU seconds count afresh, and
+        its log gets a line ``[craits: game GAME_ID]`` where that game's output starts (so a
+        participant can be shown their bot's output game by game)."""
         if self.jail is not None:
             self.jail.new_game()
+        if game_id and self._output is not None and not self._output.closed:
+            with contextlib.suppress(OSError, ValueError):
+                self._output.write(f"\n[craits: game {game_id}]\n".encode())
+                self._output.flush()
 
     async def _watch_cpu(self, jail: Jail) -> None:
         """Stop the bot when its game's CPU seconds pass its sandbox's limit."""

@@ -113,7 +113,8 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def _file_part(name: str) -> str:
+def file_part(name: str) -> str:
+    """A bot's name as its kept processes' log files are named (server.web.participants finds them so)."""
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name)[:64] or "bot"
 
 
@@ -289,7 +290,7 @@ class BotPool:
         token = secrets.token_urlsafe(24)
         out = None
         if self.log_dir is not None:
-            out = self.log_dir / f"{_file_part(bot.name)}-{number}-{game_id}.log"
+            out = self.log_dir / f"{file_part(bot.name)}-{number}-{game_id}.log"
         self._register(token, bot.name)
         try:
             process = await self._start(bot, token, out)

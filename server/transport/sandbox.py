@@ -527,8 +527,9 @@ class Jail:
 class Sandbox:
     """How a referee confines the bots it launches."""
 
-    socket: str
-    """The referee's Unix socket (outside), bound in at :data:`SOCKET_INSIDE`."""
+    socket: str | None
+    """The referee's Unix socket (outside), bound in at :data:`SOCKET_INSIDE` (None: a build, which
+    talks to no referee)."""
     limits: Limits = field(default_factory=Limits)
 
     @property
@@ -545,12 +546,14 @@ class Sandbox:
         return env
 
     def confine(self, command: Sequence[str], *, cwd: str | os.PathLike[str] | None,
-                allow_read: Sequence[str] = (), watched: bool = True) -> Jail:
+                allow_read: Sequence[str] = (), watched: bool = True, writable: bool = False) -> Jail:
         """The command line that runs ``command`` sandboxed (in ``cwd``; without one, in the
         script's folder, with the files its arguments name made absolute and readable).
 
         ``watched``: the caller polls :meth:`Jail.over_cpu` (the launcher does), so CPU seconds
-        may be counted per game; else the kernel counts them per launch."""
+        may be counted per game; else the kernel counts them per launch. ``writable``: ``cwd``
+        may be written (a submitted bot's build); under a root referee it is handed to the
+        sandbox's uid for that (the caller takes it back)."""
         limits = self.limits
         folder = bot_folder(command, cwd)
         command = list(command)
@@ -565,9 +568,18 @@ class Sandbox:
         elif os.sep not in command[0] and (program := shutil.which(command[0])) is not None:
             command[0] = program  # found with the referee's PATH, not the bot's
         view = _system_view(tmp_bytes=limits.tmp)
-        view += _read_only([*runtime_paths(), *([folder] if folder else []), *files, *map(os.path.abspath, allow_read)])
-        view += ["--perms", "0755", "--dir", "/run", "--perms", "0755", "--dir", os.path.dirname(SOCKET_INSIDE),
-                 "--ro-bind", self.socket, SOCKET_INSIDE, "--chdir", folder or "/tmp"]
+        uid = UID_BASE + secrets.randbelow(UID_SPAN)
+        read_only = [*runtime_paths(), *files, *map(os.path.abspath, allow_read)]
+        if folder and writable:
+            view += [*_read_only(read_only), "--bind", folder, folder]
+            if os.geteuid() == 0:
+                _hand_over(folder, uid)
+        else:
+            view += _read_only([*read_only, *([folder] if folder else [])])
+        view += ["--perms", "0755", "--dir", "/run"]
+        if self.socket is not None:
+            view += ["--perms", "0755", "--dir", os.path.dirname(SOCKET_INSIDE), "--ro-bind", self.socket, SOCKET_INSIDE]
+        view += ["--chdir", folder or "/tmp"]
         rlimits = [f"--nproc={limits.processes}", f"--nofile={limits.open_files}"]
         memory_group = _make_group("memory", {"memory.limit_in_bytes": limits.memory,
                                               "memory.memsw.limit_in_bytes": limits.memory})
@@ -576,11 +588,19 @@ class Sandbox:
         cpu_group = _make_group("cpuacct", {}) if watched else None
         if cpu_group is None:  # counted per launch by the kernel, not per game by the launcher
             rlimits.append(f"--cpu={limits.cpu_s}:{limits.cpu_s + 1}")
-        argv = ["prlimit", *rlimits, "--", *view, "--", *_drop(UID_BASE + secrets.randbelow(UID_SPAN)), *command]
+        argv = ["prlimit", *rlimits, "--", *view, "--", *_drop(uid), *command]
         groups = [str(g / "cgroup.procs") for g in (memory_group, cpu_group) if g is not None]
         if groups:  # a shell joins the groups and becomes prlimit: all of the bot is in them
             argv = ["/bin/sh", "-c", _JOIN, "craits-sandbox", *groups, "--", *argv]
         return Jail(argv, limits, memory_group, cpu_group)
+
+
+def _hand_over(folder: str, uid: int) -> None:
+    """Make ``folder`` and everything in it ``uid``'s (a root referee's build runs as that uid)."""
+    for root, dirs, names in os.walk(folder):
+        for name in (*dirs, *names):
+            os.lchown(os.path.join(root, name), uid, uid)
+    os.chown(folder, uid, uid)
 
 
 _JOIN = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"'

@@ -122,10 +122,13 @@ _UNFIT = {
 class TokenEntry:
     """A token the referee accepts: its bot's name, the seats it plays, its current stream."""
 
-    def __init__(self, token: str, name: str, persistent: bool) -> None:
+    def __init__(self, token: str, name: str, persistent: bool, direct: bool = True) -> None:
         self.token = token
         self.name = name
         self.persistent = persistent
+        self.direct = direct
+        """False: a Hello reaches it only through :attr:`Arena.resolve_token` (a roster
+        participant's entry, whose real token the referee never stores)."""
         self.seats: list[Seat] = []
         self.session: Session | None = None
         self.cut_short = False
@@ -201,6 +204,10 @@ class Arena:
         self._decision_ids = itertools.count(1)
         self._game_done: dict[str, asyncio.Event] = {}
         self._closed = asyncio.Event()
+        self.resolve_token: Callable[[str], tuple[str, str] | None] | None = None
+        """For a Hello whose token is not registered: (the key of the indirect entry it opens,
+        the bot's name), or None (a roster's tokens, checked against their hashes:
+        ``participants.entrants``). The entry is registered the first time."""
         self.on_waiting_bot: Callable[[str, str], None] | None = None
         """Called with (bot name, peer) when a bot connects with a token that has no game yet
         (``craits serve`` says so on standard error)."""
@@ -347,11 +354,12 @@ class Arena:
         """The names of the bots whose stream is open now (remote bots online, launched bots running)."""
         return {entry.name for entry in self.tokens.values() if entry.session is not None}
 
-    def register_token(self, token: str, name: str) -> None:
-        """Accept ``token`` from now on, even between games (a remote bot that waits for its games)."""
+    def register_token(self, token: str, name: str, *, direct: bool = True) -> None:
+        """Accept ``token`` from now on, even between games (a remote bot that waits for its games);
+        ``direct`` False: only a token :attr:`resolve_token` maps to it opens it."""
         entry = self.tokens.get(token)
         if entry is None:
-            self.tokens[token] = TokenEntry(token, name, persistent=True)
+            self.tokens[token] = TokenEntry(token, name, persistent=True, direct=direct)
         else:
             entry.persistent = True
 
@@ -526,7 +534,7 @@ class Arena:
             return None
         seat.token = pooled.token
         seat.process = pooled.process
-        pooled.process.new_game()  # a kept process's limits per game (CPU seconds) start afresh
+        pooled.process.new_game(spec.game_id)  # a kept process's limits per game (CPU seconds) start afresh
         return pooled
 
     async def _watch_kept(self, spec: GameSpec, game: GameReferee, seat: Seat,
@@ -693,6 +701,14 @@ class Arena:
             self._refused(session, hello.token, text)
             return False
         entry = self.tokens.get(hello.token)
+        if entry is not None and not entry.direct:
+            entry = None
+        if entry is None and hello.token and self.resolve_token is not None:
+            resolved = self.resolve_token(hello.token)
+            if resolved is not None:
+                alias, name = resolved
+                self.register_token(alias, name, direct=False)
+                entry = self.tokens[alias]
         if entry is None:
             # An empty token is a bot started without one, not a wrong one: say which.
             text = "unknown token" if hello.token else "no token: the Hello's token is empty"

@@ -25,6 +25,7 @@ import json
 import math
 import re
 import socket
+import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ from urllib.parse import quote
 
 from aiohttp import web
 
+from participants.unpack import Bounds
 from server.errors import UserError
 from server.logging import get_logger
 from server.storage.replay.format import ReplayError
@@ -41,6 +43,7 @@ from server.storage.store import StoreError
 from server.web.board import Board, download_name
 from server.web.fanout import MAX_BUFFER, Reader, accepts_deflate, finish, open_stream
 from server.web.live import END, GameStream, LiveHub, public_records, strip_full
+from server.web.participants import ParticipantPages, is_public
 from tournaments.standings import RATING_HEADERS, RATING_LEGEND
 
 log = get_logger()
@@ -76,6 +79,8 @@ class WebOptions:
     """Bytes a reader may leave unread before it is dropped."""
     heartbeat_s: float = 15.0
     poll_s: float = 0.5
+    roster: str | None = None
+    """A roster folder: its participants log in, submit and see their own pages (server.web.participants)."""
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -140,12 +145,14 @@ class WebServer:
         self.most_spectators = 0
         """The most connections reading a stream at once so far."""
         self.dropped = 0
+        self.participants = ParticipantPages(self, options.roster) if options.roster else None
         self.app = self._make_app()
 
     # ------------------------------------------------------------------ life
 
     def _make_app(self) -> web.Application:
-        app = web.Application(middlewares=[self._errors])
+        packed = self.participants.bounds.packed if self.participants is not None else Bounds().packed
+        app = web.Application(middlewares=[self._errors], client_max_size=packed + 2**20)  # (an upload's form)
         app.add_routes([
             web.get("/", self.page_board),
             web.get("/games", self.page_games),
@@ -161,6 +168,8 @@ class WebServer:
             web.get("/api/bots/{bot}", self.api_bot),
             web.get("/api/stream", self.api_stream),
         ])
+        if self.participants is not None:
+            app.add_routes(self.participants.routes())
         return app
 
     async def start(self) -> str:
@@ -184,6 +193,12 @@ class WebServer:
         bound = sockets[0].getsockname()[1] if sockets else port
         shown = f"[{host}]" if ":" in host else host
         self.url = f"http://{shown}:{bound}/"
+        if self.participants is not None:
+            self.participants.start()
+            if is_public(host):
+                print(f"web: {host} is reachable from other machines and participants' tokens and code cross it: "
+                      "serve it behind a TLS reverse proxy (docs/teachers.md) and let only the proxy reach this port",
+                      file=sys.stderr, flush=True)
         self.hub.on_change.append(self._live_changed)
         self._tasks.append(asyncio.create_task(self._tick()))
         if self.board is not None:
@@ -219,6 +234,8 @@ class WebServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self.participants is not None:
+            await self.participants.close()
         if self.board is not None:
             board = self.board
             await asyncio.get_running_loop().run_in_executor(self._executor, board.close)
@@ -324,6 +341,10 @@ class WebServer:
             return await handler(request)
         except web.HTTPNotFound as err:
             return self._not_found(request, err.text if err.text and not err.text.startswith("404") else "no such page")
+        except web.HTTPException as err:  # (a participant's page refusing: 400, 403, 413, 429; redirects pass)
+            if err.status < 400:
+                raise
+            return self._not_found(request, err.text or err.reason, status=err.status, title=err.reason)
         except ReplayError as err:  # a replay file damaged or removed since the game was recorded
             log.warning("web_replay_unreadable", path=request.path, error=str(err))
             what = f"this game's replay cannot be read: {err.message}"

@@ -710,7 +710,6 @@ function run(DATA) {
   setupStatic();
   bind();
   render();
-
   /* A link to a decision (a fault's, from a bot's page): #decision=N, with seat=S for that seat's view. */
   const wanted = new URLSearchParams(location.hash.slice(1));
   if (wanted.has("seat")) setViewer(wanted.get("seat"));

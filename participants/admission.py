@@ -1,0 +1,272 @@
+"""A version's way onto the ladder: unpack, build in the sandbox, the conformance checker,
+one validation game against a house bot. The first step that fails refuses the version with
+the reason (and what the participant needs to see why: the build log, the checker's report,
+the validation game's replay and their bot's output); a refused version never plays.
+
+Run as a process of its own (``python -m participants.admission ROSTER``), started by the web
+pages after an upload: it builds every version still ``building`` (an interrupted build's
+too) one after another, so a build that eats its limits costs the pages nothing.
+
+The build runs in the bots' bubblewrap sandbox (no network, its own PID namespace, the
+system read-only), with its folder writable, within :class:`BuildLimits`: a build that loops
+is killed at its time limit, one that forks at its process limit, one that fills memory at its
+memory limit, and its output is kept up to a limit. The version is unpacked and built in a
+temporary folder, renamed into place only once built: a crash leaves no half version.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from participants.roster import Roster, Version
+from participants.unpack import Bounds, UploadError, read_manifest, unpack
+from server.checker.driver import CheckOptions, check_bot
+from server.engine import make_config
+from server.errors import UserError
+from server.spec import BotSpec, Clocks, GameSpec, SeatStatus
+from server.transport import sandbox as sandboxes
+from server.transport.launcher import command_problem
+from server.transport.service import Arena, ArenaError, ArenaOptions
+
+MiB = 2**20
+HOUSE_BOTS = ("random", "default")
+"""The validation game's other seats (builtin policies)."""
+OUTPUT_TAIL = 64 * 1024
+"""Bytes of a bot's output shown with a validation game."""
+
+
+@dataclass(frozen=True, slots=True)
+class BuildLimits:
+    """What one build may use (defaults; an organizer may set others)."""
+
+    time_s: float = 300.0
+    memory: int = 1024 * MiB
+    processes: int = 128
+    output: int = 1 * MiB
+    tmp: int = 256 * MiB
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    status: str
+    reason: str = ""
+    build_log: str = ""
+    report: str = ""
+    validation: dict[str, Any] | None = None
+    command: tuple[str, ...] = ()
+
+
+def build(folder: Path, command: tuple[str, ...], limits: BuildLimits) -> tuple[bool, str]:
+    """Run ``command`` in ``folder`` in the sandbox: (succeeded, its log with the verdict last)."""
+    box = sandboxes.Sandbox(None, limits=sandboxes.Limits(memory=limits.memory, processes=limits.processes,
+                                                          cpu_s=max(1, int(limits.time_s)), tmp=limits.tmp,
+                                                          output=limits.output))
+    jail = box.confine(command, cwd=str(folder), watched=False, writable=True)
+    env = box.env("", "build")
+    # `python` in a build is the one that will run the bot (`command = ["python", ...]` is this Python too).
+    env["PATH"] = f"{Path(sys.executable).parent}:{env['PATH']}"
+    started = time.monotonic()
+    try:
+        process = subprocess.Popen(jail.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    except OSError as err:
+        jail.release()
+        return False, f"[craits: the build could not start: {err}]\n"
+    stdout = process.stdout
+    assert stdout is not None
+    kept = bytearray()
+
+    def drain() -> None:  # (a thread: the build's output is read while it runs, whatever it prints)
+        for chunk in iter(lambda: stdout.read1(65536), b""):
+            if len(kept) < limits.output:
+                kept.extend(chunk[: limits.output - len(kept)])
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    timed_out = False
+    try:
+        code = process.wait(timeout=limits.time_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)  # bwrap, the PID namespace's parent: all of the build dies
+        code = process.wait()
+    finally:
+        reader.join(5)
+        stdout.close()
+        verdict = jail.verdict(code) if not timed_out else ""
+        jail.release()
+        if os.geteuid() == 0:
+            _take_back(folder)
+    text = kept.decode("utf-8", "replace")
+    if len(kept) >= limits.output:
+        text += f"\n[craits: the build's output passed {limits.output // 1024} KiB; the rest is not kept]"
+    took = time.monotonic() - started
+    if timed_out:
+        return False, text + f"\n[craits: build killed: time limit {limits.time_s:g} s]\n"
+    if verdict:
+        return False, text + f"\n[craits: build {verdict}]\n"
+    if code != 0:
+        return False, text + f"\n[craits: the build failed: exit status {code} after {took:.1f} s]\n"
+    return True, text + f"\n[craits: built in {took:.1f} s]\n"
+
+
+def _take_back(folder: Path) -> None:
+    """After a root referee's build: the folder is ours again, readable by every user (the
+    bot runs as a uid of its own), writable by none."""
+    for root, dirs, names in os.walk(folder):
+        for name in (*dirs, *names):
+            path = os.path.join(root, name)
+            os.lchown(path, 0, 0)
+    os.chown(folder, 0, 0)
+    _readable_by_all(folder)
+
+
+def _readable_by_all(folder: Path) -> None:
+    for root, dirs, names in os.walk(folder):
+        for name in dirs:
+            os.chmod(os.path.join(root, name), 0o755)
+        for name in names:
+            path = os.path.join(root, name)
+            if not os.path.islink(path):
+                os.chmod(path, 0o755 if os.stat(path).st_mode & 0o111 else 0o644)
+    os.chmod(folder, 0o755)
+
+
+def validation_game(version: Version, folder: Path, command: tuple[str, ...], out_dir: Path) -> dict[str, Any]:
+    """One short game of the version against the house bots, in the sandbox; its record in brief."""
+    game_id = f"validate-{version.bot}-{secrets.token_hex(3)}"
+    logs = out_dir / "bots"
+    replay = out_dir / "replays" / f"{game_id}.jsonl"
+
+    async def play() -> dict[str, Any]:
+        arena = await Arena.start("127.0.0.1:0", ArenaOptions(bot_log_dir=logs, sandbox="bwrap"))
+        try:
+            seats = (BotSpec(name=version.bot, token="", command=command, cwd=str(folder)),
+                     *(BotSpec(name=f"house-{b}", token="", builtin=b) for b in HOUSE_BOTS))
+            spec = GameSpec(game_id, make_config("craits", len(seats), short_game=True), secrets.randbelow(2**31),
+                            seats, Clocks(), replay, tournament="admission")
+            record = await arena.run_game(spec)
+        finally:
+            await arena.shutdown(grace_s=0)
+        seat = record.seats[0]
+        output = b"".join(p.read_bytes() for p in sorted(logs.glob(f"{game_id}-seat0*.log")))
+        return {
+            "game_id": game_id, "replay": str(replay.relative_to(out_dir)), "status": str(seat.status),
+            "placing": record.result.placings[0], "seats": [s.bot for s in record.seats],
+            "events": list(seat.events), "aborted": record.aborted,
+            "output": output[-OUTPUT_TAIL:].decode("utf-8", "replace"),
+        }
+
+    return asyncio.run(play())
+
+
+def admit(roster: Roster, version: Version, *, limits: BuildLimits | None = None, bounds: Bounds | None = None,
+          ) -> Outcome:
+    """Unpack, build, check and validate ``version``; the folder is in place only if it is admitted."""
+    limits = limits or BuildLimits()
+    if why := sandboxes.problem():
+        return Outcome("refused", f"the server cannot sandbox submitted bots ({why}); tell the organizer")
+    work = roster.temp_dir() / f"build-{version.id}-{secrets.token_hex(4)}"
+    work.mkdir(mode=0o755)
+    final = roster.version_dir(version)
+    keep = False
+    try:
+        try:
+            unpack(roster.upload_path(version.sha256).read_bytes(), version.filename, work, bounds)
+            manifest = read_manifest(work)
+        except UploadError as err:
+            return Outcome("refused", str(err))
+        _readable_by_all(work)
+        log = ""
+        if manifest.build is not None:
+            ok, log = build(work, manifest.build, limits)
+            if not ok:
+                return Outcome("refused", log.strip().splitlines()[-1].removeprefix("[craits: ").rstrip("]"),
+                               build_log=log, command=manifest.command)
+        if problem := command_problem(manifest.command, str(work)):
+            return Outcome("refused", f"bot.toml: command: {problem}", build_log=log, command=manifest.command)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        if final.exists():  # an earlier, interrupted attempt at this very version
+            shutil.rmtree(final)
+        work.rename(final)
+        work = final
+        try:
+            report = check_bot(manifest.command, CheckOptions(cwd=str(final), timeout_s=2.0))
+        except UserError as err:
+            return Outcome("refused", f"the conformance checker could not run it: {err}", build_log=log,
+                           command=manifest.command)
+        text = report.render()
+        if not report.ok:
+            failed = [c.title for c in report.checks if str(c.status) == "FAIL"]
+            return Outcome("refused", f"the conformance checker failed: {', '.join(failed) or 'see its report'}",
+                           build_log=log, report=text, command=manifest.command)
+        try:
+            game = validation_game(version, final, manifest.command, roster.folder / "validation")
+        except ArenaError as err:
+            return Outcome("refused", f"the validation game could not be played: {err}", build_log=log,
+                           report=text, command=manifest.command)
+        if game["status"] != str(SeatStatus.OK) or game["aborted"]:
+            why = game["aborted"] or game["status"].replace("_", " ")
+            return Outcome("refused", f"the validation game went wrong for it: {why}", build_log=log, report=text,
+                           validation=game, command=manifest.command)
+        keep = True
+        return Outcome("admitted", build_log=log, report=text, validation=game, command=manifest.command)
+    finally:
+        if not keep and work.exists():
+            shutil.rmtree(work, ignore_errors=True)
+
+
+LIMIT_KEYS = {"build_time_s": "time_s", "build_memory": "memory", "build_processes": "processes",
+              "build_output": "output", "packed": "packed", "unpacked": "unpacked", "files": "files"}
+"""``craits roster set`` keys: the build's (:class:`BuildLimits`) and the upload's (:class:`Bounds`)."""
+SIZE_KEYS = ("build_memory", "build_output", "packed", "unpacked")
+
+
+def roster_limits(roster: Roster) -> tuple[BuildLimits, Bounds]:
+    """The limits the organizer set for this roster, the defaults for the rest."""
+    held = roster.limits()
+    build = {LIMIT_KEYS[k]: v for k, v in held.items() if k.startswith("build_")}
+    bounds = {LIMIT_KEYS[k]: int(v) for k, v in held.items() if k in ("packed", "unpacked", "files")}
+    return BuildLimits(**build), Bounds(**bounds)
+
+
+def admit_pending(roster: Roster, **kwargs: Any) -> list[tuple[Version, Outcome]]:
+    """Build and check every version still ``building``, oldest first, within the roster's
+    limits (unless given); record each outcome."""
+    limits, bounds = roster_limits(roster)
+    kwargs = {"limits": limits, "bounds": bounds, **kwargs}
+    done = []
+    for version in roster.pending():
+        outcome = admit(roster, version, **kwargs)
+        roster.decide(version, outcome.status, reason=outcome.reason, build_log=outcome.build_log,
+                      report=outcome.report, validation=outcome.validation, command=outcome.command)
+        done.append((version, outcome))
+    return done
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m participants.admission", description=__doc__)
+    parser.add_argument("roster", help="the roster folder")
+    args = parser.parse_args(argv)
+    roster = Roster(args.roster)
+    for version, outcome in admit_pending(roster):
+        print(f"{version.bot}: {outcome.status}" + (f": {outcome.reason}" if outcome.reason else ""), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""A roster's participants on a ladder: the bots of its next rounds, read afresh each time.
+
+``craits ladder run FILE`` with ``roster = "FOLDER"`` in the file hands :class:`RosterEntrants`
+to :func:`tournaments.ladder.run_ladder`, which asks it before every new round: the file's
+own bots (house bots, remote bots), plus each participant's active version (the pinned one,
+else the newest admitted) as a launched bot named ``NAME.vN`` whose folder is the version's.
+So a version admitted while the ladder runs plays from the next round on, without a restart,
+and each version keeps its own results and rating. A participant's token also lets their own
+bot connect to the referee (:meth:`RosterEntrants.resolve_token`): from then on it plays as
+a remote bot named after them while it is connected.
+
+A version that enters starts from its predecessor's rating mean, with the uncertainty of a
+new bot (as Halite did): a fix is not ranked last until it has played its way back, and a
+regression is found out as fast as a newcomer's level. The means are kept in the roster's
+``priors.json`` (:func:`tournaments.standings.read_priors`), so the board and ``ladder
+standings`` rate the same way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import time
+
+from participants.roster import ORGANIZER, Roster, Version
+from participants.tokens import token_id
+from tournaments.config import RESOLVED_PREFIX, BotEntry, TournamentConfig
+from tournaments.standings import Standings, read_priors, write_priors
+
+GUESSES = 3
+"""Wrong tokens with one token id the referee hashes in :data:`GUESS_WINDOW_S` (each costs ~50 ms
+of its event loop); more are refused unhashed."""
+GUESS_WINDOW_S = 60.0
+
+
+class RosterEntrants:
+    """The ladder's bots from the file and from the roster folder the file names."""
+
+    def __init__(self, base: TournamentConfig) -> None:
+        if base.roster is None:
+            raise ValueError("the tournament file names no roster")
+        self.base = base
+        self.roster = Roster(base.roster)
+        self.connected: set[str] = set()
+        """Participants whose own bot has connected with their token (they play as NAME)."""
+        self._known: dict[bytes, str] = {}
+        self._guesses: dict[str, list[float]] = {}
+
+    def versions(self) -> list[Version]:
+        return self.roster.active()
+
+    def resolve_token(self, token: str) -> tuple[str, str] | None:
+        """The referee's resolver: a participant's token opens their remote bot's seat, named
+        after them. A token that passed is remembered (as a hash) for the run; a revoked one
+        stops at the next connection."""
+        digest = hashlib.sha256(token.encode()).digest()
+        name = self._known.get(digest)
+        if name is None:
+            ident = token_id(token)
+            if ident is None:
+                return None
+            now = time.monotonic()
+            recent = [t for t in self._guesses.get(ident, []) if now - t < GUESS_WINDOW_S]
+            if len(recent) >= GUESSES:
+                return None
+            name = self.roster.authenticate(token)
+            if name is None or name == ORGANIZER:
+                self._guesses[ident] = [*recent, now]
+                return None
+            self._known[digest] = name
+        elif self.roster.session_key(name) != token_id(token):  # revoked or renewed since
+            del self._known[digest]
+            return None
+        self.connected.add(name)
+        return f"{RESOLVED_PREFIX}{name}", name
+
+    def config(self, versions: list[Version] | None = None) -> TournamentConfig:
+        """The file's config with the participants' active versions among its bots."""
+        versions = self.versions() if versions is None else versions
+        entries = tuple(BotEntry(name=v.bot, command=v.command, cwd=str(self.roster.version_dir(v))) for v in versions)
+        remote = tuple(BotEntry(name=name, token=f"{RESOLVED_PREFIX}{name}") for name in sorted(self.connected))
+        return dataclasses.replace(self.base, bots=(*self.base.bots, *entries, *remote))
+
+    def __call__(self, standings: Standings) -> TournamentConfig:
+        versions = self.versions()
+        self._start_from_predecessors(versions, standings)
+        return self.config(versions)
+
+    def _start_from_predecessors(self, versions: list[Version], standings: Standings) -> None:
+        """A version not seen before starts from the rating mean of its latest rated predecessor."""
+        assert self.base.roster is not None
+        priors = read_priors(self.base.roster)
+        rated = {row.bot: row.rating_mu for row in standings.rows if row.games}
+        known = {row.bot for row in standings.rows}
+        changed = False
+        for version in versions:
+            if version.bot in priors or version.bot in known:
+                continue
+            earlier = [v for v in self.roster.versions(version.participant)
+                       if v.number < version.number and v.bot in rated]
+            if earlier:
+                priors[version.bot] = rated[earlier[-1].bot]
+                changed = True
+        if changed:
+            write_priors(self.base.roster, priors)

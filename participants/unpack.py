@@ -1,0 +1,231 @@
+"""An upload, unpacked within bounds, and the ``bot.toml`` that says how to build and run it.
+
+A participant uploads a zip, a tar (.tar, .tar.gz, .tgz) or one source file. Archives are
+written by strangers, so each member is checked before a byte of it is written: absolute
+paths, ``..``, links and devices are refused, and the bounds (:class:`Bounds`) are counted
+on the bytes actually unpacked, so a zip bomb stops at the unpacked limit whatever its
+headers claim. Archive litter (``__MACOSX/``, ``.DS_Store``, ``._*``) is skipped.
+
+``bot.toml``::
+
+    command = ["python", "bot.py"]    # how to start the bot, in its folder
+    build = "make"                    # optional: a shell line run once, in the sandbox, before admission
+
+A single ``.py`` or ``.js`` file needs no manifest (``python FILE`` / ``node FILE``).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shlex
+import stat
+import tarfile
+import tomllib
+import zipfile
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import IO
+
+MANIFEST = "bot.toml"
+MiB = 2**20
+SINGLE_FILE_COMMANDS = {".py": "python", ".js": "node", ".mjs": "node"}
+IGNORED = ("__MACOSX", ".DS_Store", "Thumbs.db", ".git")
+_CHUNK = 64 * 1024
+
+
+class UploadError(Exception):
+    """An upload that is refused; the message says why (and names the limit)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """What one upload may be (the organizer may set others)."""
+
+    packed: int = 20 * MiB
+    unpacked: int = 200 * MiB
+    files: int = 5000
+
+
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    command: tuple[str, ...]
+    build: tuple[str, ...] | None = None
+
+
+def _ignored(parts: tuple[str, ...]) -> bool:
+    return any(p in IGNORED or p.startswith("._") for p in parts)
+
+
+def _safe_parts(name: str) -> tuple[str, ...]:
+    """The member's path as parts under the folder; UploadError for one that would escape it."""
+    if name.startswith(("/", "\\")) or (len(name) > 1 and name[1] == ":"):
+        raise UploadError(f"{name!r}: absolute paths are not allowed in an upload")
+    parts = tuple(p for p in PurePosixPath(name.replace("\\", "/")).parts if p not in ("", "."))
+    if ".." in parts:
+        raise UploadError(f"{name!r}: '..' is not allowed in an upload's paths")
+    return parts
+
+
+class _Writer:
+    """Writes members under ``dest``, counting files and bytes against the bounds."""
+
+    def __init__(self, dest: Path, bounds: Bounds) -> None:
+        self.dest = dest
+        self.bounds = bounds
+        self.files = 0
+        self.bytes = 0
+
+    def write(self, parts: tuple[str, ...], source: IO[bytes], mode: int = 0o644) -> None:
+        self.files += 1
+        if self.files > self.bounds.files:
+            raise UploadError(f"more than {self.bounds.files} files: the limit is {self.bounds.files}")
+        target = self.dest.joinpath(*parts)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "wb") as out:
+            while chunk := source.read(_CHUNK):
+                self.bytes += len(chunk)
+                if self.bytes > self.bounds.unpacked:
+                    raise UploadError(f"more than {self.bounds.unpacked // MiB} MB unpacked: the limit is "
+                                      f"{self.bounds.unpacked // MiB} MB")
+                out.write(chunk)
+        os.chmod(target, 0o755 if mode & 0o111 else 0o644)
+
+
+def unpack(data: bytes, filename: str, dest: Path, bounds: Bounds | None = None) -> None:
+    """Unpack ``data`` (named ``filename``) into the empty folder ``dest``; UploadError if refused."""
+    bounds = bounds or Bounds()
+    if len(data) > bounds.packed:
+        raise UploadError(f"the upload is {len(data) / MiB:.1f} MB: the limit is {bounds.packed // MiB} MB packed")
+    if not data:
+        raise UploadError("the upload is empty")
+    writer = _Writer(dest, bounds)
+    lower = filename.lower()
+    if zipfile.is_zipfile(io.BytesIO(data)):
+        _unzip(data, writer)
+    elif lower.endswith((".tar", ".tar.gz", ".tgz")) or _is_tar(data):
+        _untar(data, writer)
+    elif Path(lower).suffix in SINGLE_FILE_COMMANDS:
+        parts = _safe_parts(Path(filename).name)
+        writer.write(parts, io.BytesIO(data))
+    else:
+        raise UploadError(f"{filename!r}: upload a .zip, a .tar.gz (or .tgz, .tar) with a {MANIFEST}, "
+                          f"or a single {', '.join(SINGLE_FILE_COMMANDS)} file")
+    if writer.files == 0:
+        raise UploadError("the archive holds no files")
+    _lift_single_folder(dest)
+
+
+def _is_tar(data: bytes) -> bool:
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:*"):
+            return True
+    except (tarfile.TarError, OSError, EOFError):
+        return False
+
+
+def _unzip(data: bytes, writer: _Writer) -> None:
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+    except (zipfile.BadZipFile, OSError) as err:
+        raise UploadError(f"not a readable zip: {err}") from None
+    with archive:
+        for info in archive.infolist():
+            parts = _safe_parts(info.filename)
+            if not parts or _ignored(parts):
+                continue
+            mode = info.external_attr >> 16
+            if stat.S_ISLNK(mode):
+                raise UploadError(f"{info.filename!r}: links are not allowed in an upload")
+            if stat.S_IFMT(mode) not in (0, stat.S_IFREG, stat.S_IFDIR):
+                raise UploadError(f"{info.filename!r}: only files and folders are allowed in an upload")
+            if info.is_dir():
+                continue
+            try:
+                with archive.open(info) as source:
+                    writer.write(parts, source, mode)
+            except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError) as err:
+                raise UploadError(f"{info.filename!r}: cannot be unpacked: {err}") from None
+
+
+def _untar(data: bytes, writer: _Writer) -> None:
+    try:
+        archive = tarfile.open(fileobj=io.BytesIO(data), mode="r:*")  # noqa: SIM115 - closed by the with below
+    except (tarfile.TarError, OSError, EOFError) as err:
+        raise UploadError(f"not a readable tar archive: {err}") from None
+    with archive:
+        try:
+            for member in _members(archive):
+                parts = _safe_parts(member.name)
+                if not parts or _ignored(parts):
+                    continue
+                if member.issym() or member.islnk():
+                    raise UploadError(f"{member.name!r}: links are not allowed in an upload")
+                if member.isdir():
+                    continue
+                if not member.isfile():
+                    raise UploadError(f"{member.name!r}: only files and folders are allowed in an upload "
+                                      "(no devices, pipes or sockets)")
+                source = archive.extractfile(member)
+                assert source is not None
+                writer.write(parts, source, member.mode)
+        except (tarfile.TarError, OSError, EOFError, zlib.error) as err:
+            raise UploadError(f"the tar archive is damaged: {err}") from None
+
+
+def _members(archive: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
+    while (member := archive.next()) is not None:
+        yield member
+
+
+def _lift_single_folder(dest: Path) -> None:
+    """An archive of one folder (``mybot/bot.toml``, as zipping a folder makes): its content
+    becomes the version's folder."""
+    entries = list(dest.iterdir())
+    if len(entries) == 1 and entries[0].is_dir() and not (dest / MANIFEST).exists():
+        inner = entries[0]
+        lifted = dest / f".lift-{os.getpid()}"
+        inner.rename(lifted)
+        for child in list(lifted.iterdir()):
+            child.rename(dest / child.name)
+        lifted.rmdir()
+
+
+def read_manifest(folder: Path) -> Manifest:
+    """The version's ``bot.toml``, or the command a single source file implies; UploadError
+    naming the key otherwise."""
+    path = folder / MANIFEST
+    if not path.is_file():
+        files = [p for p in folder.iterdir() if p.is_file()]
+        if len(files) == 1 and files[0].suffix in SINGLE_FILE_COMMANDS:
+            return Manifest((SINGLE_FILE_COMMANDS[files[0].suffix], files[0].name))
+        raise UploadError(f"no {MANIFEST} at the top of the upload: add one saying how to start the bot, "
+                          f'e.g. command = ["python", "bot.py"]')
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise UploadError(f"{MANIFEST}: {err}") from None
+    unknown = sorted(set(data) - {"command", "build"})
+    if unknown:
+        raise UploadError(f"{MANIFEST}: unknown key {unknown[0]!r} (the keys are command and build)")
+    if "command" not in data:
+        raise UploadError(f'{MANIFEST}: no command: say how to start the bot, e.g. command = ["python", "bot.py"]')
+    command = _argv(data["command"], "command")
+    build = None
+    if "build" in data:  # (a string is a shell line: `make && strip bot`; a list runs as it is)
+        build = ("sh", "-c", data["build"]) if isinstance(data["build"], str) and data["build"].strip() \
+            else _argv(data["build"], "build")
+    return Manifest(command, build)
+
+
+def _argv(value: object, key: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        try:
+            value = shlex.split(value)
+        except ValueError as err:
+            raise UploadError(f"{MANIFEST}: {key}: {err}") from None
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) and v for v in value):
+        raise UploadError(f'{MANIFEST}: {key} must be a command line, e.g. {key} = ["python", "bot.py"]')
+    return tuple(value)

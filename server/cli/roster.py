@@ -1,0 +1,246 @@
+"""``craits roster ...`` (the organizer's) and ``craits submit`` (a participant's).
+
+    craits roster add ROSTER NAME [--email E] [--team T]     one participant; their token once
+    craits roster import ROSTER FILE.csv                     name[,email,team] per line
+    craits roster list ROSTER
+    craits roster revoke|renew ROSTER NAME
+    craits roster organizer ROSTER                           a new organizer token
+    craits submit PATH --server URL                          a folder, an archive or one file
+
+New tokens are printed once and appended to a CSV file (``--tokens``, default
+``ROSTER-tokens.csv`` beside the roster folder, readable by you only) to hand out: the roster
+keeps only their hashes. ``craits submit`` reads the token from ``$CRAITS_TOKEN`` or asks for
+it (never from the command line, where other users and shell histories see it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import getpass
+import io
+import json
+import os
+import sys
+import time
+import urllib.error
+import urllib.request
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from participants.admission import LIMIT_KEYS, SIZE_KEYS, roster_limits
+from participants.roster import Roster
+from participants.unpack import Bounds
+from server.errors import UserError
+from server.transport.sandbox import parse_size, size_text
+
+SKIPPED = ("__pycache__", ".git", "node_modules", ".venv", ".mypy_cache", ".pytest_cache")
+"""Folders ``craits submit`` leaves out of a folder it packs."""
+WAIT_S = 600.0
+
+
+def register_cli(subparsers: Any) -> None:
+    roster = subparsers.add_parser("roster", help="participants and their tokens (docs/teachers.md)",
+                                   description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = roster.add_subparsers(dest="roster_command", metavar="ACTION", required=True)
+
+    def action(name: str, help: str, func: Any, *, who: bool = True, tokens: bool = False) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help)
+        p.add_argument("roster", help="the roster folder (the tournament file's roster = ...)")
+        if who:
+            p.add_argument("name", help="the participant")
+        if tokens:
+            p.add_argument("--tokens", type=Path, metavar="FILE",
+                           help="append the new tokens to this CSV file (default: ROSTER-tokens.csv beside the folder)")
+        p.set_defaults(func=func)
+        return p
+
+    add = action("add", "add a participant; prints their token once", _add, tokens=True)
+    add.add_argument("--email", default="")
+    add.add_argument("--team", default="")
+    imported = action("import", "add participants from a CSV file (a header line: name,email,team)", _import,
+                      who=False, tokens=True)
+    imported.add_argument("csv", type=Path, help="the CSV file")
+    action("list", "list the participants, their versions and their status", _list, who=False)
+    action("revoke", "stop a participant's token working (pages, submissions, remote bot)", _revoke)
+    action("renew", "give a participant a new token (the old one stops working)", _renew, tokens=True)
+    limits = action("set", "set the limits of uploads and builds (defaults: docs/teachers.md)", _set, who=False)
+    limits.add_argument("values", nargs="+", metavar="KEY=VALUE",
+                        help=f"{', '.join(LIMIT_KEYS)}; sizes like 2GiB or 30MB, times in seconds")
+    action("organizer", "make a new organizer token (the previous one stops working)", _organizer, who=False,
+           tokens=True)
+
+    submit = subparsers.add_parser(
+        "submit", help="submit your bot to a ladder's server: craits submit PATH --server URL",
+        description="Upload a bot (a folder with a bot.toml, a .zip or .tar.gz, or a single .py/.js file) as your "
+        "next version, then wait for its build and admission and print the verdict. The token comes from "
+        "$CRAITS_TOKEN, or is asked for.")
+    submit.add_argument("path", type=Path, help="the bot: a folder, an archive or one source file")
+    submit.add_argument("--server", required=True, metavar="URL", help="the ladder's web address, e.g. https://arena.example.org")
+    submit.add_argument("--no-wait", action="store_true", help="return once uploaded, without waiting for the verdict")
+    submit.set_defaults(func=_submit)
+
+
+def _tokens_file(args: argparse.Namespace) -> Path:
+    return args.tokens or Path(str(Path(args.roster).resolve()) + "-tokens.csv")
+
+
+def _hand_out(args: argparse.Namespace, made: list[tuple[str, str]]) -> None:
+    """Print the new tokens and append them to the tokens file (created readable by its owner only)."""
+    path = _tokens_file(args)
+    try:
+        new = not path.exists()
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        with os.fdopen(fd, "a", newline="", encoding="utf-8") as out:
+            writer = csv.writer(out)
+            if new:
+                writer.writerow(["name", "token", "made"])
+            stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+            writer.writerows([name, token, stamp] for name, token in made)
+    except OSError as err:
+        for name, token in made:
+            print(f"{name}\t{token}")
+        raise UserError(f"cannot write the tokens to {path}: {err.strerror}; they are printed above, once") from None
+    for name, token in made:
+        print(f"{name}\t{token}")
+    print(f"{len(made)} token(s) appended to {path} (hand each to its participant; the roster keeps only hashes)",
+          file=sys.stderr)
+
+
+def _add(args: argparse.Namespace) -> int:
+    roster = Roster.create(args.roster)
+    _hand_out(args, [(args.name, roster.add(args.name, args.email, args.team))])
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    try:
+        text = args.csv.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as err:
+        raise UserError(f"{args.csv}: cannot read it: {err}") from None
+    roster = Roster.create(args.roster)
+    made = roster.import_csv(text, str(args.csv))
+    if not made:
+        raise UserError(f"{args.csv}: no participants in it")
+    _hand_out(args, made)
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    roster = Roster(args.roster)
+    people = roster.participants()
+    if not people:
+        print("no participants yet: craits roster add|import")
+        return 0
+    active = {v.participant: v for v in roster.active()}
+    print(f"{'name':<20} {'team':<12} {'status':<8} {'versions':>8}  playing   latest")
+    for person in people:
+        versions = roster.versions(person.name)
+        latest = f"v{versions[-1].number} {versions[-1].status}" if versions else "-"
+        playing = f"v{active[person.name].number}" if person.name in active else "-"
+        print(f"{person.name:<20} {person.team:<12} {'revoked' if person.revoked else 'active':<8} "
+              f"{len(versions):>8}  {playing:<9} {latest}")
+    return 0
+
+
+def _revoke(args: argparse.Namespace) -> int:
+    Roster(args.roster).revoke(args.name)
+    print(f"{args.name}: token revoked (a new one: craits roster renew {args.roster} {args.name})")
+    return 0
+
+
+def _renew(args: argparse.Namespace) -> int:
+    _hand_out(args, [(args.name, Roster(args.roster).renew(args.name))])
+    return 0
+
+
+def _set(args: argparse.Namespace) -> int:
+    roster = Roster(args.roster)
+    values: dict[str, int | float] = {}
+    for item in args.values:
+        key, equals, value = (part.strip() for part in item.partition("="))
+        if not equals or key not in LIMIT_KEYS:
+            raise UserError(f"{item!r}: expected KEY=VALUE with KEY one of {', '.join(LIMIT_KEYS)}")
+        try:
+            number = parse_size(value) if key in SIZE_KEYS else float(value) if key == "build_time_s" else int(value)
+        except ValueError as err:
+            raise UserError(f"{key}: {err}" if key in SIZE_KEYS else f"{key}: {value!r} is not a number") from None
+        if number <= 0:
+            raise UserError(f"{key}: must be more than 0")
+        values[key] = number
+    roster.set_limits(values)
+    build, bounds = roster_limits(roster)
+    print(f"builds: {build.time_s:g} s, {size_text(build.memory)} of memory, {build.processes} processes, "
+          f"{size_text(build.output)} of log; uploads: {size_text(bounds.packed)} packed, "
+          f"{size_text(bounds.unpacked)} unpacked, {bounds.files} files (the web pages read them at start)")
+    return 0
+
+
+def _organizer(args: argparse.Namespace) -> int:
+    _hand_out(args, [("organizer", Roster(args.roster).organizer_token())])
+    return 0
+
+
+# ---------------------------------------------------------------------------- craits submit
+
+
+def pack(path: Path, bounds: Bounds | None = None) -> tuple[bytes, str]:
+    """What ``craits submit`` uploads: a folder zipped (its litter left out), a file as it is."""
+    bounds = bounds or Bounds()
+    if path.is_file():
+        return path.read_bytes(), path.name
+    if not path.is_dir():
+        raise UserError(f"{path}: no such file or folder")
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for root, dirs, files in os.walk(path):
+            dirs[:] = sorted(d for d in dirs if d not in SKIPPED)
+            for name in sorted(files):
+                full = Path(root) / name
+                if full.is_symlink():
+                    raise UserError(f"{full}: a link; uploads hold only files and folders (copy what it points to)")
+                archive.write(full, str(full.relative_to(path)))
+                if buffer.tell() > bounds.packed:
+                    raise UserError(f"{path}: more than {bounds.packed // 2**20} MB packed: the limit")
+    return buffer.getvalue(), f"{path.resolve().name}.zip"
+
+
+def _request(url: str, token: str, data: bytes | None = None, headers: dict[str, str] | None = None) -> Any:
+    request = urllib.request.Request(url, data=data, headers={"Authorization": f"Bearer {token}", **(headers or {})})
+    try:
+        with urllib.request.urlopen(request, timeout=120) as response:
+            return json.loads(response.read())
+    except urllib.error.HTTPError as err:
+        try:
+            said = json.loads(err.read()).get("error", "")
+        except ValueError:
+            said = ""
+        raise UserError(f"{url}: {said or err.reason} (HTTP {err.code})") from None
+    except (urllib.error.URLError, OSError) as err:
+        raise UserError(f"{url}: cannot reach the server: {getattr(err, 'reason', err)}") from None
+
+
+def _submit(args: argparse.Namespace) -> int:
+    token = os.environ.get("CRAITS_TOKEN") or (getpass.getpass("your token: ") if sys.stdin.isatty() else "")
+    if not token.strip():
+        raise UserError("no token: set CRAITS_TOKEN, or run craits submit on a terminal to be asked for it")
+    data, filename = pack(args.path)
+    base = args.server.rstrip("/")
+    answer = _request(f"{base}/api/submit", token.strip(), data,
+                      {"Content-Type": "application/octet-stream", "X-Filename": filename})
+    number = answer["version"]
+    print(f"uploaded {filename} ({len(data)} bytes) as v{number}; building and checking it ...", flush=True)
+    if args.no_wait:
+        return 0
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        version = _request(f"{base}/api/me/versions/{number}", token.strip())
+        if version["status"] != "building":
+            print(f"v{number}: {version['status']}" + (f": {version['reason']}" if version["reason"] else ""))
+            if version["status"] != "admitted":
+                print(f"the build log and the checker's report: {base}/me/versions/{number}")
+            return 0 if version["status"] == "admitted" else 1
+        time.sleep(1.0)
+    print(f"v{number} is still being built; see {base}/me/versions/{number}")
+    return 1

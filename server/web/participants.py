@@ -1,0 +1,516 @@
+"""The participants' private pages: log in with a token, upload a bot, see its versions, their
+build logs and checker reports, their games and their own bot's output in each game.
+
+Mounted on the web server when it is given a roster folder (``--web`` of a ladder whose file
+names a ``roster``, or ``craits web --roster``). Strangers share this server, so:
+
+* a token is exchanged once for a session cookie (HttpOnly, SameSite=Strict, Secure when the
+  request came over HTTPS, directly or from a TLS proxy on this machine) signed with the
+  roster's key and bound to the token's public id: renewing or revoking the token ends it;
+* every form carries a CSRF token derived from the session (login: from a cookie of its own);
+* wrong tokens are slowed down per address (each costs more waiting; past
+  :data:`MAX_FAILURES` the address is refused for a while), and never logged;
+* a participant's pages live under ``/p/NAME/``; anyone else's (another participant's, or a
+  name that does not exist) is the same 404, so names do not leak. The organizer's token
+  opens every participant's pages.
+
+``craits submit`` and scripts use ``POST /api/submit`` and ``GET /api/me/versions/N`` with
+``Authorization: Bearer TOKEN`` instead of a cookie (no form, so no CSRF to forge).
+
+After an upload the version is built and checked by ``python -m participants.admission``,
+a process of its own, one at a time (:class:`Builder`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import glob
+import hashlib
+import hmac
+import html
+import ipaddress
+import json
+import re
+import secrets
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from aiohttp import web
+
+from participants.admission import roster_limits
+from participants.roster import ORGANIZER, Roster, RosterError, Version, split_bot
+from participants.unpack import Bounds
+from server.logging import get_logger
+from server.storage.replay.faults import fault_words, is_fault
+from server.storage.replay.format import ReplayError
+from server.storage.replay.reader import read_replay
+from server.transport.pool import file_part
+from server.viewer.pages import render_html
+
+CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
+"""The viewer's (as server.web.app's pages, without a connection back: a replay page needs none)."""
+
+log = get_logger()
+
+SESSION_COOKIE = "craits_session"
+LOGIN_COOKIE = "craits_login"
+SESSION_S = 14 * 24 * 3600
+MAX_FAILURES = 10
+"""Wrong tokens from one address before it is refused for :data:`LOCKOUT_S`."""
+LOCKOUT_S = 300.0
+FAILURE_DELAY_S = 0.25
+"""Each wrong token from an address waits this much longer than the one before (at most 5 s)."""
+OUTPUT_SHOWN = 256 * 1024
+GAME_MARK = re.compile(rb"^\[craits: game (\S+)\]$", re.MULTILINE)
+"""The line a kept bot's log gets as each of its games starts (server.transport.launcher)."""
+e = html.escape
+
+
+def is_public(host: str) -> bool:
+    """Whether a listening address is reachable from other machines (not loopback)."""
+    if host in ("localhost", ""):
+        return host == ""
+    try:
+        return not ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return True
+
+
+def game_output(log_dir: Path, bot: str, game_id: str, seat: int) -> str | None:
+    """``bot``'s own output during ``game_id``: from its kept process's log (split at the
+    game marks), or from the game's own log when it was launched for that game only."""
+    if not log_dir.is_dir():
+        return None
+    for path in sorted(log_dir.glob(f"{glob.escape(file_part(bot))}-*.log")):
+        data = path.read_bytes()
+        marks = list(GAME_MARK.finditer(data))
+        for i, mark in enumerate(marks):
+            if mark.group(1).decode(errors="replace") == game_id:
+                end = marks[i + 1].start() if i + 1 < len(marks) else len(data)
+                return data[mark.end():end].decode("utf-8", "replace").strip("\n")
+    alone = log_dir / f"{game_id}-seat{seat}.log"
+    return alone.read_text(encoding="utf-8", errors="replace") if alone.is_file() else None
+
+
+FAULTS_SHOWN = 200
+
+
+def seat_faults(replay: str | None, seat: int) -> list[tuple[int, str]]:
+    """(decision number, what went wrong) at each of ``seat``'s faults, from the game's replay
+    (none when it has none): :func:`server.storage.replay.faults.is_fault`'s faults."""
+    if not replay:
+        return []
+    try:
+        loaded = read_replay(replay)
+    except (OSError, ReplayError):
+        return []
+    return [(int(r["n"]), fault_words(r)) for r in loaded.decisions if r["seat"] == seat and is_fault(r)]
+
+
+class Builder:
+    """Builds and checks the versions waiting for it, in a process of its own, one run at a
+    time; started again when an upload came in meanwhile."""
+
+    def __init__(self, roster: Path) -> None:
+        self.roster = roster
+        self.wanted = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._process: asyncio.subprocess.Process | None = None
+
+    def kick(self) -> None:
+        self.wanted.set()
+        if self._task is None:
+            self._task = asyncio.ensure_future(self._run())
+
+    async def _run(self) -> None:
+        while self.wanted.is_set():
+            self.wanted.clear()
+            process = self._process = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "participants.admission", str(self.roster),
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+            out, _ = await process.communicate()
+            self._process = None
+            log.info("participants_built", exit=process.returncode, said=out.decode(errors="replace")[-2000:])
+        self._task = None
+
+    async def close(self) -> None:
+        """Stop building (the version being built stays ``building``: the next start builds it)."""
+        if self._process is not None and self._process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self._process.kill()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+
+
+class ParticipantPages:
+    """The pages and API above, for ``server`` (a :class:`~server.web.app.WebServer`)."""
+
+    def __init__(self, server: Any, roster_dir: str | Path, bounds: Bounds | None = None) -> None:
+        """``server``: the :class:`~server.web.app.WebServer` mounting these pages (its page frame,
+        title and board; not imported here: the app imports this module)."""
+        self.server = server
+        self.roster = Roster(roster_dir)
+        self.bounds = bounds or roster_limits(self.roster)[1]
+        self.key = self.roster.secret()
+        self.builder = Builder(self.roster.folder)
+        self._failures: dict[str, tuple[int, float]] = {}
+
+    def routes(self) -> list[web.RouteDef]:
+        return [
+            web.get("/login", self.page_login),
+            web.post("/login", self.post_login),
+            web.post("/logout", self.post_logout),
+            web.get("/me", self.page_me),
+            web.get("/p/{name}", self.page_participant),
+            web.post("/p/{name}/upload", self.post_upload),
+            web.post("/p/{name}/pin", self.post_pin),
+            web.get("/p/{name}/versions/{number}", self.page_version),
+            web.get("/p/{name}/games/{game_id}/output", self.page_output),
+            web.get("/p/{name}/versions/{number}/replay", self.page_validation_replay),
+            web.post("/api/submit", self.api_submit),
+            web.get("/api/me/versions/{number}", self.api_version),
+        ]
+
+    def start(self) -> None:
+        """Build what an earlier run left unbuilt."""
+        if self.roster.pending():
+            self.builder.kick()
+
+    async def close(self) -> None:
+        await self.builder.close()
+
+    # ------------------------------------------------------------------ who is asking
+
+    async def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
+
+    def _sign(self, text: str) -> str:
+        return hmac.new(self.key, text.encode(), hashlib.sha256).hexdigest()[:40]
+
+    def _address(self, request: web.Request) -> str:
+        """Who is guessing: the peer, or behind a proxy on this machine the address it was asked
+        from (else one guesser would lock every participant out through the proxy)."""
+        peer = request.remote or "?"
+        forwarded = request.headers.get("X-Forwarded-For", "").split(",")[-1].strip()
+        return forwarded if forwarded and not is_public(peer) else peer
+
+    def _secure(self, request: web.Request) -> bool:
+        """Over HTTPS: directly, or through a TLS proxy on this machine (X-Forwarded-Proto)."""
+        if request.secure:
+            return True
+        return request.headers.get("X-Forwarded-Proto", "") == "https" and not is_public(request.remote or "")
+
+    async def _who(self, request: web.Request) -> str | None:
+        """The participant (or :data:`ORGANIZER`) a request comes from: its bearer token, else its session."""
+        header = request.headers.get("Authorization", "")
+        if header.startswith("Bearer "):
+            return await self._check_token(request, header.removeprefix("Bearer ").strip())
+        cookie = request.cookies.get(SESSION_COOKIE, "")
+        try:
+            name, key, expires, signature = base64.urlsafe_b64decode(cookie.encode()).decode().split("|")
+        except (ValueError, UnicodeDecodeError):
+            return None
+        if not hmac.compare_digest(signature, self._sign(f"{name}|{key}|{expires}")) or float(expires) < time.time():
+            return None
+        current = await self._call(self.roster.session_key, name)
+        return name if current and hmac.compare_digest(current, key) else None
+
+    async def _check_token(self, request: web.Request, token: str) -> str | None:
+        """The token's owner; a wrong one waits longer each time, and too many lock the address out."""
+        address = self._address(request)
+        count, since = self._failures.get(address, (0, 0.0))
+        if count >= MAX_FAILURES and time.monotonic() - since < LOCKOUT_S:
+            raise web.HTTPTooManyRequests(text=f"too many wrong tokens from your address: wait "
+                                          f"{LOCKOUT_S - (time.monotonic() - since):.0f} s")
+        who = await self._call(self.roster.authenticate, token)
+        if who is None:
+            if len(self._failures) > 10_000:  # (addresses that stopped guessing long ago are forgotten)
+                self._failures = {a: f for a, f in self._failures.items() if time.monotonic() - f[1] < LOCKOUT_S}
+            count = count + 1 if time.monotonic() - since < LOCKOUT_S else 1
+            self._failures[address] = (count, time.monotonic())
+            log.info("participant_token_refused", address=address, failures=count)
+            await asyncio.sleep(min(5.0, FAILURE_DELAY_S * count))
+            return None
+        self._failures.pop(address, None)
+        return who
+
+    def _csrf(self, request: web.Request) -> str:
+        return self._sign("csrf|" + request.cookies.get(SESSION_COOKIE, ""))
+
+    async def _form(self, request: web.Request) -> Any:
+        """A posted form whose CSRF token is this session's; 403 otherwise."""
+        form = await request.post()
+        if not hmac.compare_digest(str(form.get("csrf", "")), self._csrf(request)):
+            raise web.HTTPForbidden(text="this form has expired or did not come from this site: reload the page")
+        return form
+
+    async def _may_see(self, request: web.Request) -> str:
+        """The participant named in the URL, when the asker is them or the organizer; else the
+        same 404 as for a name nobody has."""
+        name = request.match_info["name"]
+        who = await self._who(request)
+        if who is None or (who != name and who != ORGANIZER) or name == ORGANIZER:
+            raise web.HTTPNotFound(text="no such page")
+        if await self._call(self.roster.participant, name) is None:
+            raise web.HTTPNotFound(text="no such page")
+        return name
+
+    # ------------------------------------------------------------------ log in and out
+
+    async def page_login(self, request: web.Request, *, said: str = "", status: int = 200) -> web.Response:
+        nonce = request.cookies.get(LOGIN_COOKIE) or secrets.token_urlsafe(16)
+        body = ('<main class="board participant"><h1>Log in</h1>'
+                + (f'<p class="meta error" id="login-error">{e(said)}</p>' if said else "")
+                + '<form method="post" action="/login"><label>Your token <input type="password" name="token" '
+                f'id="token" autocomplete="off" required></label><input type="hidden" name="csrf" '
+                f'value="{e(self._sign("login|" + nonce))}"> <button id="login">log in</button></form>'
+                '<p class="meta">Your organizer gave you a token (craits-...). It stays in this form: '
+                "never put it in a link.</p></main>")
+        response = self.server._page(f"Log in - {self.server.title}", body, status=status)
+        response.set_cookie(LOGIN_COOKIE, nonce, httponly=True, samesite="Strict", secure=self._secure(request),
+                            max_age=3600)
+        return response
+
+    async def post_login(self, request: web.Request) -> web.StreamResponse:
+        form = await request.post()
+        nonce = request.cookies.get(LOGIN_COOKIE, "")
+        if not nonce or not hmac.compare_digest(str(form.get("csrf", "")), self._sign("login|" + nonce)):
+            return await self.page_login(request, said="the form expired: log in again", status=403)
+        try:
+            who = await self._check_token(request, str(form.get("token", "")))
+        except web.HTTPTooManyRequests as err:
+            return await self.page_login(request, said=err.text or "too many wrong tokens", status=429)
+        if who is None:
+            return await self.page_login(request, said="that token is not valid here", status=403)
+        key = await self._call(self.roster.session_key, who)
+        expires = f"{time.time() + SESSION_S:.0f}"
+        value = base64.urlsafe_b64encode(f"{who}|{key}|{expires}|{self._sign(f'{who}|{key}|{expires}')}".encode())
+        response = web.HTTPSeeOther("/me")
+        response.set_cookie(SESSION_COOKIE, value.decode(), httponly=True, samesite="Strict",
+                            secure=self._secure(request), max_age=SESSION_S)
+        response.del_cookie(LOGIN_COOKIE)
+        log.info("participant_logged_in", participant=who)
+        raise response
+
+    async def post_logout(self, request: web.Request) -> web.StreamResponse:
+        await self._form(request)
+        response = web.HTTPSeeOther("/login")
+        response.del_cookie(SESSION_COOKIE)
+        raise response
+
+    async def page_me(self, request: web.Request) -> web.StreamResponse:
+        who = await self._who(request)
+        if who is None:
+            raise web.HTTPSeeOther("/login")
+        if who == ORGANIZER:
+            names = [p.name for p in await self._call(self.roster.participants)]
+            links = "".join(f'<li><a href="/p/{quote(n)}">{e(n)}</a></li>' for n in names)
+            return self.server._page("Participants", f'<main class="board"><h1>Participants</h1><ul>{links}</ul></main>')
+        raise web.HTTPSeeOther(f"/p/{quote(who)}")
+
+    # ------------------------------------------------------------------ a participant's pages
+
+    def _ratings(self) -> dict[str, dict[str, Any]]:
+        board = self.server.board
+        if board is None:
+            return {}
+        return {row["bot"]: row for row in board.snapshot.standings.get("standings", [])}
+
+    def _games_of(self, name: str) -> list[dict[str, Any]]:
+        board = self.server.board
+        if board is None:
+            return []
+        return [g for g in board.snapshot.games if any((split_bot(b) or ("",))[0] == name for b in g["bots"])]
+
+    async def page_participant(self, request: web.Request) -> web.Response:
+        name = await self._may_see(request)
+        person = await self._call(self.roster.participant, name)
+        versions: list[Version] = await self._call(self.roster.versions, name)
+        active = {v.bot for v in await self._call(self.roster.active)}
+        ratings = self._ratings()
+        csrf = self._csrf(request)
+        rows = []
+        for v in reversed(versions):
+            rated = ratings.get(v.bot, {})
+            rows.append(
+                f'<tr class="version {e(v.status)}" data-version="{v.number}"><td><a href="/p/{quote(name)}/versions/'
+                f'{v.number}">v{v.number}</a></td><td class="status">{e(v.status)}{" (playing)" if v.bot in active else ""}'
+                f'</td><td>{e(v.reason)}</td><td>{time.strftime("%Y-%m-%d %H:%M", time.gmtime(v.created))} UTC</td>'
+                f'<td>{v.size:,} B</td><td>{rated.get("games", 0)}</td><td>{_num(rated.get("rating_ordinal"))}</td></tr>')
+        admitted = [v for v in versions if v.status == "admitted"]
+        options = '<option value="">the newest admitted</option>' + "".join(
+            f'<option value="{v.number}"{" selected" if person.pinned == v.number else ""}>v{v.number}</option>'
+            for v in admitted)
+        games = self._games_of(name)[-50:][::-1]
+        game_rows = []
+        for g in games:
+            seat = next(i for i, b in enumerate(g["bots"]) if (split_bot(b) or ("",))[0] == name)
+            faults = g.get("faults", [None] * len(g["bots"]))[seat]
+            game_rows.append(
+                f'<tr><td><a href="/games/{quote(g["game_id"])}">{e(g["game_id"])}</a></td><td>{e(g["bots"][seat])}</td>'
+                f'<td>{g["placings"][seat]}</td><td>{e(", ".join(g["bots"]))}</td>'
+                f'<td>{e(str(g["statuses"][seat]))}{" " + e(json.dumps(faults)) if faults else ""}</td>'
+                f'<td><a href="/p/{quote(name)}/games/{quote(g["game_id"])}/output">its output</a></td></tr>')
+        body = (
+            f'<main class="board participant"><h1 id="who">{e(name)}</h1>'
+            f'<form method="post" action="/logout" class="inline"><input type="hidden" name="csrf" value="{csrf}">'
+            '<button>log out</button></form>'
+            f'<h2>Submit a new version</h2><form method="post" action="/p/{quote(name)}/upload" enctype="multipart/form-data">'
+            f'<input type="hidden" name="csrf" value="{csrf}"><input type="file" name="bot" id="bot-file" required> '
+            '<button id="upload">upload</button></form>'
+            f'<p class="meta">A .zip or .tar.gz with a bot.toml (command = ["python", "bot.py"], and optionally '
+            f'build = "..."), or one .py or .js file; at most {self.bounds.packed // 2**20} MB packed, '
+            f'{self.bounds.unpacked // 2**20} MB unpacked, {self.bounds.files:,} files.</p>'
+            '<h2>Versions</h2><table id="versions"><tr><th>version</th><th>status</th><th>why</th><th>submitted</th>'
+            f'<th>size</th><th>games</th><th>rating</th></tr>{"".join(rows)}</table>'
+            f'<form method="post" action="/p/{quote(name)}/pin"><input type="hidden" name="csrf" value="{csrf}">'
+            f'<label>play <select name="version">{options}</select></label> <button>choose</button></form>'
+            f'<h2>Games</h2><table id="games"><tr><th>game</th><th>version</th><th>place</th><th>table</th>'
+            f'<th>status</th><th></th></tr>{"".join(game_rows)}</table></main>')
+        return self.server._page(f"{name} - {self.server.title}", body)
+
+    async def page_version(self, request: web.Request) -> web.Response:
+        name = await self._may_see(request)
+        number = request.match_info["number"]
+        version = await self._call(self.roster.version, name, int(number)) if number.isdigit() else None
+        if version is None:
+            raise web.HTTPNotFound(text="no such page")
+        game = version.validation
+        validation = ""
+        if game:
+            validation = (f'<h2>Validation game</h2><p class="meta">{e(game.get("game_id", ""))}: against '
+                          f'{e(", ".join(game.get("seats", [])[1:]))}; {e(str(game.get("status")))}, place '
+                          f'{e(str(game.get("placing")))}</p>'
+                          + "".join(f"<p>{e(x)}</p>" for x in game.get("events", []))
+                          + (f'<p><a id="validation-replay" href="/p/{quote(name)}/versions/{version.number}/replay">'
+                             "watch it</a></p>" if game.get("replay") else "")
+                          + f'<h3>Your bot\'s output</h3><pre id="validation-output">{e(game.get("output", ""))}</pre>')
+        building = version.status == "building"
+        body = (
+            f'<main class="board participant"><p><a id="participant" href="/p/{quote(name)}">{e(name)}</a></p>'
+            f'<h1>v{version.number}: <span id="status">{e(version.status)}</span></h1>'
+            + (f'<p id="reason" class="meta">{e(version.reason)}</p>' if version.reason else "")
+            + ('<p class="meta">Being built and checked: this page reloads by itself.</p>' if building else "")
+            + f'<p class="meta">{e(version.filename)}, {version.size:,} bytes, sha256 {e(version.sha256[:16])}...; '
+            f'command {e(" ".join(version.command))}</p>'
+            f'<h2>Build log</h2><pre id="build-log">{e(version.build_log or "(no build step)")}</pre>'
+            f'<h2>Conformance checker</h2><pre id="report">{e(version.report or "(not run)")}</pre>'
+            f"{validation}</main>")
+        head = '<meta http-equiv="refresh" content="2">' if building else ""
+        return self.server._page(f"{name} v{version.number} - {self.server.title}", body, head=head)
+
+    async def page_validation_replay(self, request: web.Request) -> web.Response:
+        """The validation game's replay in the viewer (every hand shown: it was a game of its own)."""
+        name = await self._may_see(request)
+        number = request.match_info["number"]
+        version = await self._call(self.roster.version, name, int(number)) if number.isdigit() else None
+        folder = (self.roster.folder / "validation").resolve()
+        path = (folder / str((version.validation if version else {}).get("replay", ""))).resolve()
+        if version is None or not path.is_file() or folder not in path.parents:
+            raise web.HTTPNotFound(text="no such page")
+        page = await self._call(lambda: render_html(read_replay(path)))
+        return web.Response(text=page, content_type="text/html", headers={"Content-Security-Policy": CSP})
+
+    async def page_output(self, request: web.Request) -> web.Response:
+        name = await self._may_see(request)
+        game_id = request.match_info["game_id"]
+        game = self.server._recorded(game_id)
+        seats = [i for i, b in enumerate((game or {}).get("bots", [])) if (split_bot(b) or ("",))[0] == name]
+        if game is None or not seats:
+            raise web.HTTPNotFound(text="no such page")
+        bots = [game["bots"][seats[0]]]
+        out_dir = self.server.board.source.out_dir if self.server.board is not None else None
+        text = None
+        if out_dir is not None:
+            text = await self._call(game_output, Path(out_dir) / "bots", bots[0], game_id, seats[0])
+        shown = "(no output kept for this game)" if text is None else text[-OUTPUT_SHOWN:] or "(it printed nothing)"
+        faults = await self._call(seat_faults, game.get("replay"), seats[0])
+        listed = "".join(
+            f'<li><a class="fault" href="/games/{quote(game_id)}#decision={n}&amp;seat={seats[0]}">decision {n}</a>: '
+            f"{e(what)}</li>" for n, what in faults[:FAULTS_SHOWN])
+        body = (f'<main class="board participant"><p><a href="/p/{quote(name)}">{e(name)}</a></p>'
+                f'<h1>{e(bots[0])} in <a href="/games/{quote(game_id)}">{e(game_id)}</a></h1>'
+                + (f'<h2>Its faults</h2><ul id="faults">{listed}</ul>' if faults else "")
+                + f'<h2>Its output</h2><pre id="output">{e(shown)}</pre></main>')
+        return self.server._page(f"{bots[0]} in {game_id}", body)
+
+    async def post_upload(self, request: web.Request) -> web.StreamResponse:
+        name = await self._may_see(request)
+        form = await self._form(request)
+        field = form.get("bot")
+        if not isinstance(field, web.FileField):
+            raise web.HTTPBadRequest(text="choose a file to upload")
+        data = field.file.read(self.bounds.packed + 1)
+        version = await self._store(name, data, field.filename)
+        raise web.HTTPSeeOther(f"/p/{quote(name)}/versions/{version.number}")
+
+    async def _store(self, name: str, data: bytes, filename: str) -> Version:
+        if len(data) > self.bounds.packed:
+            raise self._too_big(len(data))
+        if not data:
+            raise web.HTTPBadRequest(text="the upload is empty")
+        version: Version = await self._call(self.roster.submit, name, data, filename or "upload")
+        log.info("participant_submitted", participant=name, version=version.number, size=len(data))
+        self.builder.kick()
+        return version
+
+    def _too_big(self, size: int) -> web.HTTPRequestEntityTooLarge:
+        return web.HTTPRequestEntityTooLarge(max_size=self.bounds.packed, actual_size=size,
+                                             text=f"the upload is over {self.bounds.packed // 2**20} MB: the limit")
+
+    async def post_pin(self, request: web.Request) -> web.StreamResponse:
+        name = await self._may_see(request)
+        form = await self._form(request)
+        chosen = str(form.get("version", ""))
+        try:
+            await self._call(self.roster.pin, name, int(chosen) if chosen.isdigit() else None)
+        except RosterError as err:
+            raise web.HTTPBadRequest(text=str(err)) from None
+        raise web.HTTPSeeOther(f"/p/{quote(name)}")
+
+    # ------------------------------------------------------------------ the API
+
+    async def api_submit(self, request: web.Request) -> web.Response:
+        who = await self._bearer(request)
+        chunks, size = [], 0
+        async for chunk in request.content.iter_chunked(2**16):  # (never more than the limit held)
+            size += len(chunk)
+            if size > self.bounds.packed or (request.content_length or 0) > self.bounds.packed:
+                raise self._too_big(max(size, request.content_length or 0))
+            chunks.append(chunk)
+        data = b"".join(chunks)
+        version = await self._store(who, data, request.headers.get("X-Filename", "upload"))
+        return _json({"version": version.number, "status": version.status})
+
+    async def api_version(self, request: web.Request) -> web.Response:
+        who = await self._who(request)
+        number = request.match_info["number"]
+        version = await self._call(self.roster.version, who, int(number)) if who and number.isdigit() else None
+        if version is None:
+            raise web.HTTPNotFound(text="no such version")
+        return _json({"version": version.number, "status": version.status, "reason": version.reason,
+                      "build_log": version.build_log, "report": version.report})
+
+    async def _bearer(self, request: web.Request) -> str:
+        header = request.headers.get("Authorization", "")
+        who = await self._check_token(request, header.removeprefix("Bearer ").strip()) if header.startswith("Bearer ") else None
+        if who is None or who == ORGANIZER:
+            raise web.HTTPUnauthorized(text="give your token: Authorization: Bearer TOKEN (craits submit does)")
+        return who
+
+
+def _num(value: Any) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _json(data: Any, status: int = 200) -> web.Response:
+    return web.Response(text=json.dumps(data), status=status, content_type="application/json")
+

@@ -1,0 +1,108 @@
+"""A version's way in: its build runs in the sandbox within limits (a build that loops, forks
+or fills memory is killed and reported), then the checker and a validation game; a version
+refused at any step keeps no folder and says why, and an interrupted one is built again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from participants.admission import BuildLimits, admit, admit_pending, build
+from participants.roster import Roster
+from tests.participants.uploads import MANIFEST, RANDOM_BOT, good_bot, zip_of
+
+SMALL = BuildLimits(time_s=3.0, memory=128 * 2**20, processes=16, output=4096)
+
+
+@pytest.fixture
+def roster(tmp_path: Path) -> Roster:
+    made = Roster.create(tmp_path / "roster")
+    made.add("alice")
+    return made
+
+
+def _build(tmp_path: Path, command: str) -> tuple[bool, str]:
+    folder = tmp_path / "work"
+    folder.mkdir(exist_ok=True)
+    return build(folder, ("sh", "-c", command), SMALL)
+
+
+def test_a_build_writes_its_folder_and_nothing_else(tmp_path: Path) -> None:
+    ok, log = _build(tmp_path, "echo hello > built.txt; cat built.txt; touch /usr/evil 2>&1; ls /root 2>&1; exit 0")
+    assert ok, log
+    assert (tmp_path / "work" / "built.txt").read_text() == "hello\n"
+    assert "hello" in log and "built in" in log
+    assert not Path("/usr/evil").exists()
+
+
+def test_a_build_has_no_network(tmp_path: Path) -> None:
+    ok, log = _build(tmp_path, "python3 -c \"import socket; socket.create_connection(('1.1.1.1', 80), 2)\"")
+    assert not ok and "Network is unreachable" in log
+
+
+def test_a_build_that_loops_is_killed_at_its_time_limit(tmp_path: Path) -> None:
+    ok, log = _build(tmp_path, "while :; do :; done")
+    assert not ok and log.rstrip().endswith("[craits: build killed: time limit 3 s]")
+
+
+def test_a_build_that_fills_memory_is_killed_at_its_limit(tmp_path: Path) -> None:
+    ok, log = _build(tmp_path, "python3 -c \"x = bytearray(1 << 30); print('allocated')\"")
+    assert not ok and "allocated" not in log
+    assert "memory limit 128 MiB" in log or "MemoryError" in log
+
+
+def test_a_build_that_forks_is_stopped_at_its_process_limit(tmp_path: Path) -> None:
+    ok, log = _build(tmp_path, "for i in $(seq 40); do sleep 5 & done; wait")
+    assert not ok and ("fork" in log.lower() or "resource temporarily unavailable" in log.lower()), log
+
+
+def test_a_build_that_talks_too_much_is_cut_at_its_output_limit(tmp_path: Path) -> None:
+    ok, log = _build(tmp_path, "yes craits | head -c 100000")
+    assert ok and log.count("craits\n") < 700 and "the rest is not kept" in log
+
+
+def test_an_admitted_version_has_its_folder_and_the_checkers_and_games_word(roster: Roster) -> None:
+    version = roster.submit("alice", good_bot(build="echo compiled > built.txt"), "a.zip")
+    outcome = admit(roster, version)
+    assert outcome.status == "admitted", outcome.reason
+    folder = roster.version_dir(version)
+    assert (folder / "built.txt").read_text() == "compiled\n"
+    assert "0 failed" in outcome.report
+    assert outcome.validation is not None and outcome.validation["status"] == "ok"
+    assert list((roster.folder / "tmp").iterdir()) == []
+
+
+@pytest.mark.parametrize(("files", "said"), [
+    ({"bot.toml": MANIFEST + 'build = "exit 7"\n', "bot.py": RANDOM_BOT}, "the build failed: exit status 7"),
+    ({"bot.toml": 'command = ["python", "missing.py"]\n'}, "bot.toml: command: no such file missing.py"),
+    ({"bot.toml": MANIFEST, "bot.py": "import sys\nsys.exit(3)\n"}, "the conformance checker failed"),
+    ({"readme.txt": "hi"}, "no bot.toml"),
+])
+def test_a_refused_version_says_why_and_keeps_no_folder(roster: Roster, files: dict[str, str], said: str) -> None:
+    version = roster.submit("alice", zip_of(files), "a.zip")
+    [(_, outcome)] = admit_pending(roster)
+    assert outcome.status == "refused" and said in outcome.reason
+    stored = roster.version("alice", version.number)
+    assert stored is not None and stored.status == "refused" and said in stored.reason
+    assert not roster.version_dir(version).exists()
+    assert roster.active() == []
+
+
+def test_a_build_interrupted_by_a_crash_leaves_no_half_version_and_is_built_again(roster: Roster) -> None:
+    version = roster.submit("alice", good_bot(), "a.zip")
+    half = roster.version_dir(version)  # what a crash between rename and verdict would leave
+    half.mkdir(parents=True)
+    (half / "bot.py").write_text("half")
+    (roster.folder / "tmp" / "build-1-dead").mkdir()
+    assert roster.active() == []  # (still building: not playable)
+    [(_, outcome)] = admit_pending(roster)
+    assert outcome.status == "admitted"
+    assert (roster.version_dir(version) / "bot.py").read_text() == RANDOM_BOT
+
+
+def test_the_organizers_limits_are_the_ones_a_build_gets(roster: Roster) -> None:
+    roster.set_limits({"build_time_s": 1.0})
+    roster.submit("alice", good_bot(build="sleep 20"), "a.zip")
+    [(_, outcome)] = admit_pending(roster)
+    assert outcome.status == "refused" and outcome.reason == "build killed: time limit 1 s"

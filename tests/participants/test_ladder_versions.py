@@ -1,0 +1,85 @@
+"""A roster's versions on a running ladder: picked up between rounds, each rated on its own,
+a new one starting from its predecessor's rating mean."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from participants.admission import admit_pending
+from participants.entrants import RosterEntrants
+from participants.roster import Roster
+from tests.participants.conftest import LADDER
+from tests.participants.uploads import good_bot
+from tournaments.config import parse_config
+from tournaments.grpc_runner import tournament_runner
+from tournaments.ladder import LadderRound, open_ladder, run_ladder
+from tournaments.standings import Standings, read_priors
+
+
+def test_a_version_admitted_while_the_ladder_runs_plays_from_the_next_round(tmp_path: Path) -> None:
+    roster = Roster.create(tmp_path / "roster")
+    roster.add("alice")
+    roster.submit("alice", good_bot(), "mybot.zip")
+    assert [o.status for _, o in admit_pending(roster)] == ["admitted"]
+    config = parse_config(LADDER, source="class.toml", base_dir=tmp_path)
+    entrants = RosterEntrants(config)
+    out = tmp_path / "out"
+    store = open_ladder(config, LADDER, str(tmp_path / "class.toml"), out)
+    seated: list[tuple[str, ...]] = []
+    after_first: dict[str, float] = {}
+
+    def on_round(played: LadderRound, standings: Standings) -> None:
+        seated.append(played.seats)
+        if len(seated) == 1:  # alice submits again; it is admitted before the next round is picked
+            after_first.update({row.bot: row.rating_mu for row in standings.rows})
+            roster.submit("alice", good_bot(build="true"), "mybot-v2.zip")
+            worker = threading.Thread(target=admit_pending, args=(roster,))
+            worker.start()
+            worker.join()
+
+    with store:
+        asyncio.run(run_ladder(entrants.config(), store, out, tournament_runner, rounds=3, on_round=on_round,
+                               handle_signals=False, entrants=entrants))
+        names = store.bot_names()
+    assert sorted(seated[0]) == ["alice.v1", "house"]
+    assert all(sorted(seats) == ["alice.v2", "house"] for seats in seated[1:])
+    assert {"alice.v1", "alice.v2"} <= set(names)
+    assert read_priors(roster.folder)["alice.v2"] == after_first["alice.v1"]
+    assert [v.status for v in roster.versions("alice")] == ["admitted", "admitted"]
+
+
+def test_a_participants_token_lets_their_own_bot_connect_and_play_as_them(tmp_path: Path) -> None:
+    roster = Roster.create(tmp_path / "roster")
+    token = roster.add("alice")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    text = LADDER.replace('roster = "roster"\n', f'roster = "roster"\naddress = "127.0.0.1:{port}"\n')
+    config = parse_config(text, source="class.toml", base_dir=tmp_path)
+    entrants = RosterEntrants(config)
+    out = tmp_path / "out"
+    bot = subprocess.Popen([sys.executable, "-m", "craits_bot.examples.random_bot"],
+                           env={**os.environ, "CRAITS_SERVER": f"127.0.0.1:{port}", "CRAITS_TOKEN": token},
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wrong = entrants.resolve_token(token[:-2] + "zz")
+    try:
+        with open_ladder(config, text, str(tmp_path / "class.toml"), out) as store:
+            runner = functools.partial(tournament_runner, resolve_token=entrants.resolve_token)
+            asyncio.run(asyncio.wait_for(run_ladder(entrants.config(), store, out, runner, rounds=2,
+                                                    handle_signals=False, entrants=entrants), 120))
+            seated = {seat for game in store.games() for seat in game.seats}
+            tokens = store.bot_tokens()
+    finally:
+        bot.kill()
+        bot.wait()
+    assert wrong is None
+    assert seated == {"alice", "house"}
+    assert tokens["alice"] == "resolved:alice" and token not in (tmp_path / "out" / "tournament.db").read_bytes().decode(
+        "latin-1")

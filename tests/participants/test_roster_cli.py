@@ -1,0 +1,51 @@
+"""``craits roster``: tokens printed once and kept for the teacher in a file only they can read;
+mistakes are one line, never a traceback."""
+
+from __future__ import annotations
+
+import csv
+import stat
+from pathlib import Path
+
+import pytest
+
+from participants.roster import Roster
+from server.cli import main
+
+
+def test_import_prints_each_token_once_and_keeps_them_in_a_private_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "students.csv").write_text("name,email,team\nalice,a@example.org,red\nbob,,blue\n")
+    assert main(["roster", "import", str(tmp_path / "class"), str(tmp_path / "students.csv")]) == 0
+    printed = dict(line.split("\t") for line in capsys.readouterr().out.splitlines())
+    kept = tmp_path / "class-tokens.csv"
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+    rows = list(csv.DictReader(kept.open()))
+    assert {r["name"]: r["token"] for r in rows} == printed
+    roster = Roster(tmp_path / "class")
+    assert roster.authenticate(printed["alice"]) == "alice"
+    assert main(["roster", "renew", str(tmp_path / "class"), "bob"]) == 0
+    renewed = capsys.readouterr().out.split("\t")[1].strip()
+    assert len(list(csv.DictReader(kept.open()))) == 3 and roster.authenticate(renewed) == "bob"
+    assert main(["roster", "revoke", str(tmp_path / "class"), "alice"]) == 0
+    assert main(["roster", "list", str(tmp_path / "class")]) == 0
+    listing = capsys.readouterr().out
+    assert "alice" in listing and "revoked" in listing and printed["alice"] not in listing
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["roster", "list", "{d}/none"], "no roster here"),
+    (["roster", "import", "{d}/class", "{d}/missing.csv"], "missing.csv: cannot read it"),
+    (["roster", "add", "{d}/class", "bad name"], "use 1 to 30 letters"),
+    (["roster", "revoke", "{d}/class", "carol"], "carol is not on the roster"),
+    (["roster", "set", "{d}/class", "memory=1"], "expected KEY=VALUE with KEY one of build_time_s"),
+    (["submit", "{d}/nothing", "--server", "http://127.0.0.1:9"], "no token"),
+])
+def test_mistakes_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+                               args: list[str], said: str) -> None:
+    monkeypatch.delenv("CRAITS_TOKEN", raising=False)
+    Roster.create(tmp_path / "class")
+    assert main([a.format(d=tmp_path) for a in args]) == 2
+    err = capsys.readouterr().err
+    assert said in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
