@@ -98,8 +98,10 @@ class Builder:
     """Builds and checks the versions waiting for it, in a process of its own, one run at a
     time; started again when an upload came in meanwhile."""
 
-    def __init__(self, roster: Path) -> None:
+    def __init__(self, roster: Path, module: str = "participants.admission") -> None:
         self.roster = roster
+        self.module = module
+        """The program run (``python -m MODULE ROSTER``): the admission, or another queue's."""
         self.wanted = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._process: asyncio.subprocess.Process | None = None
@@ -113,11 +115,11 @@ class Builder:
         while self.wanted.is_set():
             self.wanted.clear()
             process = self._process = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "participants.admission", str(self.roster),
+                sys.executable, "-m", self.module, str(self.roster),
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
             out, _ = await process.communicate()
             self._process = None
-            log.info("participants_built", exit=process.returncode, said=out.decode(errors="replace")[-2000:])
+            log.info("participants_built", module=self.module, exit=process.returncode, said=out.decode(errors="replace")[-2000:])
         self._task = None
 
     async def close(self) -> None:
@@ -349,6 +351,8 @@ class ParticipantPages:
             f'<th>size</th><th>games</th><th>rating</th></tr>{"".join(rows)}</table>'
             f'<form method="post" action="/p/{quote(name)}/pin"><input type="hidden" name="csrf" value="{csrf}">'
             f'<label>play <select name="version">{options}</select></label> <button>choose</button></form>'
+            f'<p class="meta" id="class-links"><a id="compare-link" href="/p/{quote(name)}/compare">compare two of your '
+            f'versions</a> · <a id="final-link" href="/p/{quote(name)}/final">the deadline and the final</a></p>'
             f'<h2>Games</h2><table id="games"><tr><th>game</th><th>version</th><th>place</th><th>table</th>'
             f'<th>status</th><th></th></tr>{"".join(game_rows)}</table></main>')
         return self.server._page(f"{name} - {self.server.title}", body)

@@ -1,0 +1,264 @@
+"""The pages a class or a competition runs on, beside the participants' own
+(:mod:`server.web.participants`, whose log-in, sessions, CSRF and 404-for-strangers they use):
+
+* ``/p/NAME/compare``: compare two of one's versions (:mod:`participants.compare`), and each
+  comparison's verdict, refreshed while it plays;
+* ``/p/NAME/final``: the deadline, the choice of the version for the final, and the final's
+  results once the organizer has published them (:mod:`participants.final`);
+* ``/organizer``: the teacher's dashboard (:mod:`participants.dashboard`) and its CSV.
+
+``craits compare`` uses ``POST /api/compare`` and ``GET /api/me/compare/N`` with the bearer token.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import time
+from typing import Any
+from urllib.parse import quote
+
+from aiohttp import web
+
+from participants.compare import (
+    DEFAULT_GAMES,
+    DEFAULT_PANEL,
+    HOUSE,
+    MAX_GAMES,
+    CompareError,
+    Comparison,
+    Comparisons,
+)
+from participants.final import Final, FinalError
+from participants.roster import RosterError
+from server.web.participants import Builder, ParticipantPages
+
+e = html.escape
+
+
+def _signed(value: float) -> str:
+    return f"{value:+.3f}"
+
+
+class ClassroomPages:
+    """The pages above, for the participants' pages ``pages``."""
+
+    def __init__(self, pages: ParticipantPages) -> None:
+        self.pages = pages
+        self.server = pages.server
+        self.roster = pages.roster
+        self.comparisons = Comparisons(self.roster)
+        self.final = Final(self.roster)
+        self.comparer = Builder(self.roster.folder, module="participants.compare")
+
+    def routes(self) -> list[web.RouteDef]:
+        return [
+            web.get("/p/{name}/compare", self.page_compare),
+            web.post("/p/{name}/compare", self.post_compare),
+            web.get("/p/{name}/compare/{ident}", self.page_comparison),
+            web.get("/p/{name}/final", self.page_final),
+            web.post("/p/{name}/final", self.post_final),
+            web.post("/api/compare", self.api_compare),
+            web.get("/api/me/compare/{ident}", self.api_comparison),
+        ]
+
+    def start(self) -> None:
+        """Continue the comparisons an earlier run left unfinished."""
+        if self.comparisons.pending():
+            self.comparer.kick()
+
+    async def close(self) -> None:
+        await self.comparer.close()
+
+    def _page(self, title: str, body: str, **kwargs: Any) -> web.Response:
+        return self.server._page(f"{title} - {self.server.title}", body, **kwargs)
+
+    def _back(self, name: str) -> str:
+        return f'<p><a id="participant" href="/p/{quote(name)}">{e(name)}</a></p>'
+
+    # ------------------------------------------------------------------ version against version
+
+    async def page_compare(self, request: web.Request, *, said: str = "", status: int = 200) -> web.Response:
+        name = await self.pages._may_see(request)
+        versions = [v for v in await self.pages._call(self.roster.versions, name) if v.status == "admitted"]
+        jobs: list[Comparison] = await self.pages._call(self.comparisons.of, name)
+        csrf = self.pages._csrf(request)
+
+        def options(chosen: int | None) -> str:
+            return "".join(f'<option value="{v.number}"{" selected" if v.number == chosen else ""}>v{v.number}</option>'
+                           for v in versions)
+
+        newest = versions[-1].number if versions else None
+        older = versions[-2].number if len(versions) > 1 else None
+        house = "".join(f'<label><input type="checkbox" name="against" value="{h}"'
+                        f'{" checked" if h in DEFAULT_PANEL else ""}> {h}</label> ' for h in HOUSE)
+        rows = "".join(self._row(name, job) for job in jobs)
+        form = ('<p class="meta">You need two admitted versions to compare.</p>' if len(versions) < 2 else
+                f'<form method="post" action="/p/{quote(name)}/compare" id="compare-form">'
+                f'<input type="hidden" name="csrf" value="{csrf}">'
+                f'<label>old <select name="a" id="cmp-a">{options(older)}</select></label> '
+                f'<label>new <select name="b" id="cmp-b">{options(newest)}</select></label> '
+                f'<label>at most <input type="number" name="games" id="cmp-games" value="{DEFAULT_GAMES}" min="1" '
+                f'max="{MAX_GAMES}"> games</label> '
+                '<label><input type="checkbox" name="until_told" id="cmp-until" value="1" checked> stop once told apart'
+                f'</label><br>against the house bots {house}<button id="compare">compare</button></form>')
+        body = (f'<main class="board participant">{self._back(name)}<h1>Compare two versions</h1>'
+                + (f'<p class="meta error" id="compare-error">{e(said)}</p>' if said else "")
+                + '<p class="meta">Both versions play the same deals, each in every seat, against the same house '
+                  'bots; only the version differs. The interval is valid however often you look at it, so stop '
+                  'whenever it has told them apart.</p>'
+                + form
+                + '<h2>Your comparisons</h2><table id="comparisons"><tr><th>#</th><th>versions</th><th>status</th>'
+                  f'<th>games</th><th>verdict</th></tr>{rows}</table></main>')
+        return self._page(f"{name}: compare", body, status=status)
+
+    def _row(self, name: str, job: Comparison) -> str:
+        s = job.summary()
+        return (f'<tr><td><a href="/p/{quote(name)}/compare/{job.id}">{job.id}</a></td><td>v{job.b} against v{job.a}'
+                f'</td><td>{e(job.status)}</td><td>{s.games}</td><td>{e(s.verdict)}</td></tr>')
+
+    async def post_compare(self, request: web.Request) -> web.StreamResponse:
+        name = await self.pages._may_see(request)
+        form = await self.pages._form(request)
+        try:
+            job = await self._ask(name, {"a": form.get("a"), "b": form.get("b"), "games": form.get("games"),
+                                         "until_told": bool(form.get("until_told")), "against": form.getall("against", [])})
+        except RosterError as err:
+            return await self.page_compare(request, said=str(err), status=400)
+        raise web.HTTPSeeOther(f"/p/{quote(name)}/compare/{job.id}")
+
+    async def _ask(self, name: str, asked: dict[str, Any]) -> Comparison:
+        def number(key: str) -> int:
+            value = str(asked.get(key, "")).strip().removeprefix("v")
+            if not value.isdigit():
+                raise CompareError(f"{key}: a version number, got {asked.get(key)!r}")
+            return int(value)
+
+        panel = [str(p) for p in asked.get("against") or DEFAULT_PANEL]
+        job: Comparison = await self.pages._call(
+            lambda: self.comparisons.ask(name, number("a"), number("b"), games=number("games") if asked.get("games")
+                                         else DEFAULT_GAMES, until_told=bool(asked.get("until_told", True)),
+                                         panel=panel))
+        self.comparer.kick()
+        return job
+
+    async def page_comparison(self, request: web.Request) -> web.Response:
+        name = await self.pages._may_see(request)
+        job = await self._job(name, request.match_info["ident"])
+        s = job.summary()
+        going = job.status in ("waiting", "running")
+        body = (f'<main class="board participant">{self._back(name)}'
+                f'<p><a href="/p/{quote(name)}/compare">all comparisons</a></p>'
+                f'<h1>v{job.b} against v{job.a}: <span id="verdict" class="verdict">{e(s.verdict)}</span></h1>'
+                f'<p class="meta"><span id="cmp-status">{e(job.status)}</span>{": " + e(job.message) if job.message else ""}'
+                f'; <span id="cmp-games">{s.games}</span> games ({s.deals} deals, every seat) of at most {job.games}, '
+                f'against {e(", ".join(job.panel))}{"; stops once told apart" if job.until_told else ""}.</p>'
+                '<table id="differences"><tr><th></th><th>v' + str(job.b) + ' - v' + str(job.a) + '</th>'
+                '<th>interval</th><th></th></tr>'
+                f'<tr id="placing"><td>average placing</td><td>{_signed(s.placing.mean)}</td>'
+                f'<td>{_signed(s.placing.low)} .. {_signed(s.placing.high)}</td>'
+                '<td>95 %, valid at every look; below 0: the new version places better</td></tr>'
+                f'<tr id="points"><td>average points</td><td>{s.points.mean:+.1f}</td>'
+                f'<td>{s.points.low:+.1f} .. {s.points.high:+.1f}</td><td>about 95 % (a hint: the verdict is on '
+                'placing); below 0: fewer points, better</td></tr></table>'
+                + (f'<p class="meta">Faults: v{job.a} in {s.a_faults} games, v{job.b} in {s.b_faults}.</p>'
+                   if s.a_faults or s.b_faults else "")
+                + ('<p class="meta">Playing: this page reloads by itself.</p>' if going else "") + "</main>")
+        head = '<meta http-equiv="refresh" content="2">' if going else ""
+        return self._page(f"{name}: v{job.b} against v{job.a}", body, head=head)
+
+    async def _job(self, name: str, ident: str) -> Comparison:
+        job = await self.pages._call(self.comparisons.get, int(ident)) if ident.isdigit() else None
+        if job is None or job.participant != name:
+            raise web.HTTPNotFound(text="no such page")
+        return job
+
+    async def api_compare(self, request: web.Request) -> web.Response:
+        who = await self.pages._bearer(request)
+        try:
+            asked = await request.json()
+            if not isinstance(asked, dict):
+                raise ValueError
+        except ValueError:
+            return _json({"error": 'send JSON: {"a": 1, "b": 2, "games": 120}'}, 400)
+        try:
+            job = await self._ask(who, asked)
+        except RosterError as err:
+            return _json({"error": str(err)}, 400)
+        return _json(job.to_dict())
+
+    async def api_comparison(self, request: web.Request) -> web.Response:
+        who = await self.pages._bearer(request)
+        job = await self._job(who, request.match_info["ident"])
+        return _json(job.to_dict())
+
+    # ------------------------------------------------------------------ the deadline and the final
+
+    async def page_final(self, request: web.Request, *, said: str = "", status: int = 200) -> web.Response:
+        name = await self.pages._may_see(request)
+        try:
+            plan = await self.pages._call(self.final.plan)
+        except FinalError as err:
+            plan, said = None, said or str(err)
+        if plan is None:
+            body = (f'<main class="board participant">{self._back(name)}<h1>The final</h1>'
+                    f'<p id="final-none" class="meta">{e(said) or "No final is planned."}</p></main>')
+            return self._page(f"{name}: the final", body, status=status)
+        versions = await self.pages._call(self.roster.versions, name)
+        past = time.time() >= plan.deadline
+        lines = []
+        for v in reversed(versions):
+            late = v.created > plan.deadline
+            lines.append(f'<li data-version="{v.number}">v{v.number} ({e(v.status)})'
+                         f'{" <b class=practice>practice only: submitted after the deadline</b>" if late else ""}</li>')
+        if past:
+            try:
+                entries = await self.pages._call(self.final.snapshot)
+            except FinalError as err:
+                entries, said = [], said or str(err)
+            mine = next((x for x in entries or [] if x.participant == name), None)
+            entered = (f'Your version in the final: <b id="final-version">v{mine.number}</b>' if mine else
+                       '<span id="final-version">You have no version in the final.</span>')
+            choose = ""
+        else:
+            entries = await self.pages._call(self.final.entrants_now, plan.deadline)
+            mine = next((x for x in entries if x.participant == name), None)
+            chosen = await self.pages._call(self.final.choice, name)
+            admitted = [v for v in versions if v.status == "admitted"]
+            options = '<option value="">the one I play on the ladder</option>' + "".join(
+                f'<option value="{v.number}"{" selected" if v.number == chosen else ""}>v{v.number}</option>'
+                for v in admitted)
+            entered = (f'If the deadline were now, your version in the final would be <b id="final-version">'
+                       f'v{mine.number}</b>.' if mine else '<span id="final-version">You have no admitted version '
+                       'yet: nothing of yours would enter the final.</span>')
+            choose = (f'<form method="post" action="/p/{quote(name)}/final"><input type="hidden" name="csrf" '
+                      f'value="{self.pages._csrf(request)}"><label>enter <select name="version" id="final-choice">'
+                      f'{options}</select></label> <button id="final-choose">choose</button></form>')
+        results = await self.pages._call(self.final.results_for, name)
+        shown = ('<p id="final-results" class="meta">The results are not published yet.</p>' if results is None else
+                 '<h2>Results</h2><table id="final-results"><tr><th>rank</th><th>bot</th><th>games</th>'
+                 '<th>average placing</th><th>rating</th></tr>' + "".join(
+                     f'<tr><td>{r["rank"]}</td><td>{e(r["bot"])}</td><td>{r["games"]}</td><td>{r["avg_placing"]}</td>'
+                     f'<td>{r["rating_ordinal"]}</td></tr>' for r in results.get("standings", [])) + "</table>")
+        body = (f'<main class="board participant">{self._back(name)}<h1>The final</h1>'
+                + (f'<p class="meta error" id="final-error">{e(said)}</p>' if said else "")
+                + f'<p>Deadline: <b id="deadline">{e(plan.deadline_text)}</b>'
+                  f'{" (passed)" if past else ""}. A version submitted after it plays on the ladder as practice '
+                  'only.</p>'
+                + f"<p>{entered}</p>{choose}<ul id=final-versions>{''.join(lines)}</ul>{shown}</main>")
+        return self._page(f"{name}: the final", body, status=status)
+
+    async def post_final(self, request: web.Request) -> web.StreamResponse:
+        name = await self.pages._may_see(request)
+        form = await self.pages._form(request)
+        chosen = str(form.get("version", ""))
+        try:
+            await self.pages._call(self.final.choose, name, int(chosen) if chosen.isdigit() else None)
+        except RosterError as err:
+            return await self.page_final(request, said=str(err), status=400)
+        raise web.HTTPSeeOther(f"/p/{quote(name)}/final")
+
+
+def _json(data: Any, status: int = 200) -> web.Response:
+    return web.Response(text=json.dumps(data), status=status, content_type="application/json")
+
