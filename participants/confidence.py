@@ -30,31 +30,46 @@ class Interval:
     count: int
 
 
-def mean_interval(values: Iterable[float], alpha: float = 0.05) -> Interval:
-    """The confidence sequence's interval after ``values`` (each in [0, 1]), oldest first."""
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be between 0 and 1, got {alpha}")
-    log_term = math.log(2 / alpha)
-    low, high = 0.0, 1.0
-    total = weighted = lambdas = penalty = squares = 0.0
-    mu_prev, var_prev = 0.5, 0.25
-    t = 0
-    for x in values:
+class ConfidenceSequence:
+    """The interval, one observation at a time (:meth:`add` returns it after each)."""
+
+    def __init__(self, alpha: float = 0.05) -> None:
+        if not 0 < alpha < 1:
+            raise ValueError(f"alpha must be between 0 and 1, got {alpha}")
+        self.log_term = math.log(2 / alpha)
+        self.low, self.high = 0.0, 1.0
+        self.total = self.weighted = self.lambdas = self.penalty = self.squares = 0.0
+        self.mu_prev, self.var_prev = 0.5, 0.25
+        self.count = 0
+
+    def add(self, x: float) -> Interval:
         if not 0.0 <= x <= 1.0:
             raise ValueError(f"observations must lie in [0, 1], got {x}")
-        t += 1
-        lam = min(math.sqrt(2 * log_term / (var_prev * t * math.log(1 + t))), LAMBDA_CAP)
+        self.count = t = self.count + 1
+        lam = min(math.sqrt(2 * self.log_term / (self.var_prev * t * math.log(1 + t))), LAMBDA_CAP)
         psi = (-math.log(1 - lam) - lam) / 4
-        weighted += lam * x
-        lambdas += lam
-        penalty += 4 * (x - mu_prev) ** 2 * psi
-        centre = weighted / lambdas
-        width = (log_term + penalty) / lambdas
-        low, high = max(low, centre - width), min(high, centre + width)
-        total += x
-        mu_now = (0.5 + total) / (t + 1)
-        squares += (x - mu_now) ** 2
-        mu_prev, var_prev = mu_now, (0.25 + squares) / (t + 1)
-    if low > high:  # (the running intersection emptied: possible only by a <alpha chance; say "here")
-        low = high = min(max(total / t, 0.0), 1.0)
-    return Interval(total / t if t else 0.5, max(low, 0.0), min(high, 1.0), t)
+        self.weighted += lam * x
+        self.lambdas += lam
+        self.penalty += 4 * (x - self.mu_prev) ** 2 * psi
+        centre = self.weighted / self.lambdas
+        width = (self.log_term + self.penalty) / self.lambdas
+        self.low, self.high = max(self.low, centre - width), min(self.high, centre + width)
+        self.total += x
+        mu_now = (0.5 + self.total) / (t + 1)
+        self.squares += (x - mu_now) ** 2
+        self.mu_prev, self.var_prev = mu_now, (0.25 + self.squares) / (t + 1)
+        return self.interval()
+
+    def interval(self) -> Interval:
+        mean = self.total / self.count if self.count else 0.5
+        if self.low > self.high:  # (the running intersection emptied: a <alpha chance; say "here")
+            return Interval(mean, mean, mean, self.count)
+        return Interval(mean, max(self.low, 0.0), min(self.high, 1.0), self.count)
+
+
+def mean_interval(values: Iterable[float], alpha: float = 0.05) -> Interval:
+    """The confidence sequence's interval after ``values`` (each in [0, 1]), oldest first."""
+    sequence = ConfidenceSequence(alpha)
+    for x in values:
+        sequence.add(x)
+    return sequence.interval()
