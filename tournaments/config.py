@@ -47,6 +47,8 @@ from server.transport.commands import bot_command
 from server.transport.launcher import command_problem
 from server.transport.pool import DEFAULT_ABOVE_MB, RestartPolicy
 from server.transport.sandbox import LIMIT_NAMES, SANDBOXES, Limits, outside_problem, parse_limit
+from server.transport.tls import TLSRequest
+from server.transport.tls import request as tls_request
 from tournaments.schedule import ScheduleError, check_balanced, games_per_deal
 
 MIN_TABLE, MAX_TABLE = 2, 5
@@ -72,6 +74,7 @@ TOP_KEYS = (
     "name", "table_size", "preset", "schedule", "deals", "games", "games_per_bot", "seed", "concurrency",
     "duplicate", "output", "address", "store", "sandbox", "flags", "clocks", "limits", "bots", "roster",
     "restart", "restart_after_games", "restart_above_mb",  # launched bots kept between games
+    "tls", "tls_cert", "tls_key",  # the referee's bot port over TLS (server.transport.tls)
 )
 RESTART_MODES = ("keep", "game")
 BOT_KEYS = ("name", "command", "builtin", "token", "cwd", "allow_read")
@@ -132,6 +135,9 @@ class TournamentConfig:
     output: str | None = None
     address: str | None = None
     """Where the referee listens (HOST:PORT); None: the default of :meth:`listen_address`."""
+    tls: TLSRequest = field(default_factory=TLSRequest)
+    """The referee's bot port over TLS: ``tls = "self-signed"``, or ``tls_cert`` and ``tls_key``
+    (paths relative to the file); plain text by default."""
     schedule: str = "round-robin"
     games_per_bot: int = 0
     """With ``schedule = "balanced"``: the games each bot plays (0 for the round robin)."""
@@ -391,8 +397,25 @@ class _Validator:
             clocks=clocks, concurrency=concurrency, duplicate=duplicate, output=output, address=address,
             schedule=schedule, games_per_bot=games_per_bot, source=self.source, restart=self.restart(),
             sandbox=sandbox, limits=limits, unsandboxable=unsandboxable, unrunnable=unrunnable, store=store,
-            roster=roster,
+            roster=roster, tls=self.tls(),
         )
+
+    def tls(self) -> TLSRequest:
+        """``tls = "self-signed"`` or ``tls_cert`` with ``tls_key`` (read when the referee starts)."""
+        keys = ("tls", "tls_cert", "tls_key")
+        mode, cert, key = (self.text(self.data, name, ()) for name in keys)
+        paths = []
+        for name, value in (("tls_cert", cert), ("tls_key", key)):
+            if value is not None:
+                value = str((self.base_dir / Path(value).expanduser()).resolve())
+                if self.check_paths and not Path(value).is_file():
+                    raise self.fail((name,), f"no such file {value}")
+            paths.append(value)
+        try:
+            wanted = tls_request(mode, paths[0], paths[1], names=("tls =", "tls_cert", "tls_key"))
+        except UserError as err:
+            raise self.fail((next(name for name in keys if name in self.data),), str(err)) from None
+        return wanted or TLSRequest()
 
     def games_per_bot(self, n_bots: int, table_size: int, seed: int) -> int:
         """``games_per_bot`` of a balanced schedule, checked by building it (see

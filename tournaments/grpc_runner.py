@@ -16,7 +16,8 @@ from server.errors import UserError
 from server.logging import get_logger, log_file
 from server.transport.pool import RestartPolicy
 from server.transport.sandbox import Limits
-from server.transport.service import Arena, ArenaError, ArenaOptions, listening_text
+from server.transport.service import Arena, ArenaError, ArenaOptions, listening_text, security_notes
+from server.transport.tls import TLSRequest, server_tls
 from server.transport.workers import RefereeWorkers, WorkerSetup
 from tournaments.config import RESOLVED_PREFIX
 
@@ -54,17 +55,21 @@ async def tournament_runner(
         options = dataclasses.replace(options, sandbox=getattr(config, "sandbox", "bwrap"), limits=limits,
                                       bot_output_limit_bytes=limits.output)
     restart = getattr(config, "restart", None) or RestartPolicy()
+    wanted = getattr(config, "tls", None)
+    tls = server_tls(wanted, out_dir, address) if isinstance(wanted, TLSRequest) else None
     try:
-        arena = await Arena.start(address, options)
+        arena = await Arena.start(address, options, tls)
     except ArenaError as err:
         raise UserError(f"{err}; choose another with `address = \"HOST:PORT\"` in the file or --address") from None
     remote = [bot for bot in getattr(config, "bots", ()) if bot.builtin is None and bot.command is None and bot.token]
     for bot in remote:  # (a roster participant's entry opens only to their real token, through the resolver)
         arena.register_token(bot.token, bot.name, direct=not bot.token.startswith(RESOLVED_PREFIX))
     arena.resolve_token = resolve_token
-    log.info("tournament_referee", address=arena.target, tournament=getattr(config, "name", ""))
+    log.info("tournament_referee", address=arena.target, tournament=getattr(config, "name", ""), tls=tls is not None)
+    for note in security_notes(arena):
+        print(note, file=sys.stderr, flush=True)
     if remote:
-        print(listening_text(arena.target, [bot.name for bot in remote]), file=sys.stderr, flush=True)
+        print(listening_text(arena, [bot.name for bot in remote]), file=sys.stderr, flush=True)
     arena.keep_bots(restart)
     logs = log_file()
     setup = WorkerSetup(options, restart, str(logs.parent) if logs else None, logs.stem if logs else "referee")

@@ -4,14 +4,16 @@
  * A Craits Arena bot for Node.js.
  *
  *   node clients/js/bot.js --strategy random|heuristic|./my_strategy.js
- *        [--server HOST:PORT] [--token T] [--name N] [--proto FILE] [-v|-q]
+ *        [--server HOST:PORT|grpcs://HOST:PORT] [--tls-ca FILE] [--token T] [--name N] [--proto FILE] [-v|-q]
  *
  * It loads the protocol from proto/craits/v1/referee.proto at run time (no code
  * generation), says Hello, answers every DecisionRequest with the strategy's
  * choice, logs the referee's errors one line each on stderr, reconnects with
  * backoff when the connection drops, and exits with the same codes as the
  * Python kit: 0 done (or SIGTERM), 1 unexpected end, 2 usage, 3 refused (token
- * or protocol version), 4 no referee for the whole reconnect window, 130 Ctrl-C.
+ * or protocol version, or a TLS certificate it does not trust), 4 no referee for the
+ * whole reconnect window, 130 Ctrl-C. Over TLS (grpcs://, CRAITS_TLS=1 or CRAITS_TLS_CA)
+ * it never falls back to plain text.
  *
  * Messages are plain objects with the .proto's own field names (snake_case:
  * legal_actions, decision_id), enums as their names ('RANK_EIGHT',
@@ -19,6 +21,7 @@
  * event values, seed) as decimal strings so they are never rounded.
  */
 
+const fs = require('node:fs');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
 const grpc = require('@grpc/grpc-js');
@@ -53,6 +56,7 @@ const HINTS = {
   [grpc.status.UNAUTHENTICATED]: 'check the token (--token or CRAITS_TOKEN)',
   [grpc.status.FAILED_PRECONDITION]: 'this bot speaks protocol version 1; update it or the referee',
 };
+const TLS_SCHEME = 'grpcs://';
 const STATUS_NAMES = Object.fromEntries(Object.entries(grpc.status).map(([k, v]) => [v, k]));
 
 // ---------------------------------------------------------------------------- logging
@@ -221,13 +225,70 @@ function describe(err) {
   return `${err.name}: ${err.message}${where}`;
 }
 
+// ---------------------------------------------------------------------------- connection
+
+/**
+ * Where to dial and with which credentials: TLS for grpcs://HOST:PORT, tls or a CA file (the
+ * organizer's self-signed certificate; else the system's authorities), plain text otherwise.
+ * Over TLS there is no fall-back to plain text: a token sent in clear can be read by anyone
+ * on the network. Throws UsageError for a CA file that cannot be read.
+ */
+function connection(server, { tls = false, caFile = '' } = {}) {
+  const target = server.startsWith(TLS_SCHEME) ? server.slice(TLS_SCHEME.length) : server;
+  if (!(tls || caFile || server.startsWith(TLS_SCHEME))) return { target, credentials: grpc.credentials.createInsecure(), tls: false };
+  let root = null;
+  if (caFile) {
+    try {
+      root = fs.readFileSync(caFile);
+    } catch (err) {
+      throw new UsageError(`CRAITS_TLS_CA/--tls-ca ${caFile}: cannot read it: ${err.message}`);
+    }
+    if (!root.includes('-----BEGIN CERTIFICATE-----')) {
+      throw new UsageError(`CRAITS_TLS_CA/--tls-ca ${caFile}: not a PEM certificate (-----BEGIN CERTIFICATE-----)`);
+    }
+  }
+  return { target, credentials: grpc.credentials.createSsl(root), tls: true };
+}
+
+/** Why a TLS connection could not be made, from the status details (null: not a TLS failure). */
+function tlsRefusal(details) {
+  const lower = details.toLowerCase();
+  if (/altnames|hostname/.test(lower)) {
+    return `the referee's certificate does not name the host dialled (${details}): connect by a name or address it names `
+      + '(the one the organizer gave); this bot never falls back to plain text';
+  }
+  if (/self[- ]signed|unable to (get|verify)|certificate|cert_/.test(lower)) {
+    return `the referee's certificate is not one this bot trusts (${details}): set CRAITS_TLS_CA (or --tls-ca) to the `
+      + 'certificate file the organizer gave you, and check its SHA-256 fingerprint with them; this bot never falls back to plain text';
+  }
+  if (/wrong version number|packet length too long|ssl routines|handshake/.test(lower)) {
+    return `the TLS handshake with the referee failed (${details}; a plain-text referee?); this bot never falls back `
+      + 'to plain text, which would send its token in clear: ask the organizer for its address';
+  }
+  return null;
+}
+
+/**
+ * Node warns (DEP0123) each time grpc-js gives an IP address as the TLS server name, which
+ * it does for every grpcs://IP:PORT (a classroom's referee is often known by its address
+ * only): that one warning is dropped, every other is printed as Node would.
+ */
+function quietIpServerNameWarning() {
+  const printers = process.listeners('warning');
+  process.removeAllListeners('warning');
+  process.on('warning', (warning) => {
+    if (warning.code !== 'DEP0123') printers.forEach((print) => print(warning));
+  });
+}
+
 // ---------------------------------------------------------------------------- runner
 
 /** Plays one strategy against one referee; play() resolves to an exit code. */
 class Runner {
-  constructor(strategy, { server = DEFAULT_SERVER, token = '', name = '', reconnectS = DEFAULT_RECONNECT_S, protocol }) {
+  constructor(strategy, { server = DEFAULT_SERVER, token = '', name = '', reconnectS = DEFAULT_RECONNECT_S, protocol, tls = false, tlsCa = '' }) {
     this.strategy = strategy;
     this.server = server;
+    this.connection = connection(server, { tls, caFile: tlsCa });
     this.token = token;
     this.name = name || strategy.name || 'js-bot';
     this.reconnectS = reconnectS;
@@ -284,7 +345,7 @@ class Runner {
   /** One stream from Hello to its end: resolves to an exit code, or null to reconnect. */
   session() {
     return new Promise((resolve) => {
-      const client = new this.protocol.Referee(this.server, grpc.credentials.createInsecure());
+      const client = new this.protocol.Referee(this.connection.target, this.connection.credentials);
       const call = client.Play();
       this.call = call;
       let fatal = null;
@@ -361,6 +422,11 @@ class Runner {
       log('error', `the referee at ${this.server} closed the stream: ${fatal.message || details} (${name})`);
       return EXIT.FAILED;
     }
+    const tlsWhy = this.connection.tls && !this.everWelcomed && status.code === grpc.status.UNAVAILABLE ? tlsRefusal(details) : null;
+    if (tlsWhy) {
+      log('error', `cannot connect to the referee at ${this.server}: ${tlsWhy}`);
+      return EXIT.REFUSED;
+    }
     if (RETRYABLE.has(status.code)) {
       this.lastFailure = `${details} (${name})`;
       return null;
@@ -429,10 +495,12 @@ function describeLoadError(err, file) {
 }
 
 const HELP = `usage: node bot.js --strategy random|heuristic|FILE.js [--server HOST:PORT] [--token T] [--name N]
-                   [--reconnect-s SECONDS] [--proto FILE] [-v|--verbose] [-q|--quiet]
+                   [--tls] [--tls-ca FILE] [--reconnect-s SECONDS] [--proto FILE] [-v|--verbose] [-q|--quiet]
 
   --strategy     random, heuristic, or a path to a .js file exporting choose(request)
-  --server       referee address (env CRAITS_SERVER; default ${DEFAULT_SERVER})
+  --server       referee address, or grpcs://HOST:PORT over TLS (env CRAITS_SERVER; default ${DEFAULT_SERVER})
+  --tls          connect over TLS (env CRAITS_TLS=1; implied by grpcs:// and --tls-ca)
+  --tls-ca       the referee's (self-signed) certificate to trust (env CRAITS_TLS_CA)
   --token        this bot's secret token (env CRAITS_TOKEN)
   --name         display name (env CRAITS_BOT_NAME)
   --reconnect-s  how long to keep trying to reach the referee (default ${DEFAULT_RECONNECT_S})
@@ -446,6 +514,8 @@ function parseCommandLine(argv, env = process.env) {
       options: {
         strategy: { type: 'string' },
         server: { type: 'string' },
+        tls: { type: 'boolean' },
+        'tls-ca': { type: 'string' },
         token: { type: 'string' },
         name: { type: 'string' },
         'reconnect-s': { type: 'string' },
@@ -462,6 +532,8 @@ function parseCommandLine(argv, env = process.env) {
   const options = {
     strategy: values.strategy || env.CRAITS_STRATEGY || '',
     server: values.server || env.CRAITS_SERVER || DEFAULT_SERVER,
+    tls: Boolean(values.tls) || !['', '0', undefined].includes(env.CRAITS_TLS),
+    tlsCa: values['tls-ca'] || env.CRAITS_TLS_CA || '',
     token: values.token ?? env.CRAITS_TOKEN ?? '',
     name: values.name || env.CRAITS_BOT_NAME || '',
     reconnectS: values['reconnect-s'] === undefined ? DEFAULT_RECONNECT_S : Number(values['reconnect-s']),
@@ -470,9 +542,11 @@ function parseCommandLine(argv, env = process.env) {
     quiet: Boolean(values.quiet),
   };
   if (!options.strategy) throw new UsageError('--strategy is required: random, heuristic, or a path to a .js file');
-  if (!options.server.includes(':') || options.server.startsWith(':')) {
-    throw new UsageError(`--server takes HOST:PORT, e.g. ${DEFAULT_SERVER}; got '${options.server}'`);
+  const address = options.server.startsWith(TLS_SCHEME) ? options.server.slice(TLS_SCHEME.length) : options.server;
+  if (!address.includes(':') || address.startsWith(':')) {
+    throw new UsageError(`--server takes HOST:PORT or ${TLS_SCHEME}HOST:PORT, e.g. ${DEFAULT_SERVER}; got '${options.server}'`);
   }
+  connection(options.server, { tls: options.tls, caFile: options.tlsCa }); // (a CA file that cannot be read: said now)
   if (!Number.isFinite(options.reconnectS) || options.reconnectS < 0) {
     throw new UsageError('--reconnect-s must be a number, 0 or more');
   }
@@ -503,13 +577,15 @@ async function main(argv = process.argv.slice(2)) {
   logLevel = options.verbose ? LEVELS.debug : options.quiet ? LEVELS.warn : LEVELS.info;
   const runner = new Runner(strategy, {
     server: options.server, token: options.token, name: options.name, reconnectS: options.reconnectS, protocol,
+    tls: options.tls, tlsCa: options.tlsCa,
   });
+  if (runner.connection.tls) quietIpServerNameWarning();
   process.on('SIGTERM', () => runner.stop(EXIT.OK));
   process.on('SIGINT', () => runner.stop(EXIT.INTERRUPTED));
   return runner.play();
 }
 
-module.exports = { Dispatcher, Runner, EXIT, actionId, loadProtocol, loadStrategy, parseCommandLine, LOADER_OPTIONS };
+module.exports = { Dispatcher, Runner, EXIT, actionId, connection, loadProtocol, loadStrategy, parseCommandLine, LOADER_OPTIONS };
 
 if (require.main === module) {
   main().then((code) => process.exit(code), (err) => {

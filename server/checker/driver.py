@@ -49,7 +49,7 @@ from server.protocol import wire
 from server.spec import Clocks
 from server.transport import sandbox as sandboxes
 from server.transport.commands import bot_command
-from server.transport.launcher import command_problem
+from server.transport.launcher import bot_env, command_problem
 
 DEFAULT_TIMEOUT_S = 5.0
 DEFAULT_CONNECT_TIMEOUT_S = 20.0
@@ -838,13 +838,7 @@ async def _check(command: list[str], options: CheckOptions) -> Report:
         jail = box.confine(command, cwd=options.cwd, watched=False)
         argv = jail.argv
     else:
-        env = {
-            **os.environ,
-            "CRAITS_SERVER": f"127.0.0.1:{port}",
-            "CRAITS_TOKEN": token,
-            "CRAITS_BOT_NAME": BOT_SEAT_NAME,
-            "PYTHONUNBUFFERED": "1",
-        }
+        env = bot_env(f"127.0.0.1:{port}", token, BOT_SEAT_NAME)
         argv = command
     bot: _BotProcess | None = None
     try:

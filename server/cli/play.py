@@ -29,7 +29,7 @@ from server.spec import BotSpec, Clocks, GameRecord, GameSpec, SeatStatus
 from server.transport import sandbox as sandboxes
 from server.transport.commands import bot_command, bot_command_help
 from server.transport.launcher import command_problem
-from server.transport.service import Arena, ArenaError, ArenaOptions, listening_text
+from server.transport.service import Arena, ArenaError, ArenaOptions, listening_text, security_notes
 
 CONNECT_TIMEOUT_MS = 10_000
 """How long a game waits for a bot's first Hello, unless told."""
@@ -318,8 +318,10 @@ async def _play(args: argparse.Namespace, bots: list[BotSpec], settings: GameSet
     remote = [bot for bot in bots if not bot.command and not bot.builtin]
     for bot in remote:
         arena.register_token(bot.token, bot.name)
+    for note in security_notes(arena):  # (a public --address: its risk, in one line)
+        print(note, file=sys.stderr, flush=True)
     if remote:
-        print(listening_text(arena.target, [bot.name for bot in remote])
+        print(listening_text(arena, [bot.name for bot in remote])
               + f"; the game waits up to {settings.clocks.connect_timeout_s:g} s for them", file=sys.stderr, flush=True)
     wins: dict[str, float] = {b.name: 0.0 for b in bots}
     places: dict[str, list[int]] = {b.name: [] for b in bots}

@@ -17,12 +17,21 @@ from typing import Any
 
 from server.cli import play
 from server.cli.play import game_settings, make_spec, parse_bots, record_summary
+from server.cli.tls_options import add_tls_options, tls_request
 from server.errors import UserError
 from server.logging import configure_logging
 from server.spec import SeatStatus
 from server.transport import sandbox as sandboxes
 from server.transport.commands import bot_command_help
-from server.transport.service import Arena, ArenaClosed, ArenaError, ArenaOptions, listening_text
+from server.transport.service import (
+    Arena,
+    ArenaClosed,
+    ArenaError,
+    ArenaOptions,
+    listening_text,
+    security_notes,
+)
+from server.transport.tls import ServerTLS, server_tls
 from server.web.serve import add_web_options, run_watched, web_options
 
 
@@ -54,6 +63,7 @@ def register_cli(subparsers: Any) -> None:
     parser.add_argument("--shutdown-grace", type=float, default=10.0, metavar="S",
                         help="seconds games in flight may take to finish after SIGTERM")
     play.add_game_options(parser)
+    add_tls_options(parser, folder="--log-dir")
     add_web_options(parser)
     parser.set_defaults(func=_cmd_serve)
 
@@ -70,6 +80,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     if _port_taken(args.address):  # (gRPC would say it in two lines, one of them its own log's)
         raise UserError(f"--address {args.address}: the port is in use (is another referee running there?); "
                         "choose another (port 0: any free port)")
+    tls = server_tls(tls_request(args), args.log_dir, args.address)
     bots = parse_bots(args.bot) if args.bot else []
     launches = any(bot.command for bot in bots)
     try:
@@ -90,14 +101,15 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     except OSError as err:
         raise UserError(f"--log-dir {args.log_dir}: cannot write the log there: {_why(err)}") from None
     web_options(args)
-    return asyncio.run(run_watched(args, None, "Craits serve", lambda: _serve(args, tokens, bots, settings, log_path)))
+    return asyncio.run(run_watched(args, None, "Craits serve",
+                                   lambda: _serve(args, tokens, bots, settings, log_path, tls)))
 
 
 async def _serve(args: argparse.Namespace, tokens: list[tuple[str, str]], bots: list[Any], settings: Any,
-                 log_path: Path | None) -> int:
+                 log_path: Path | None, tls: ServerTLS | None = None) -> int:
     try:
         arena = await Arena.start(args.address, ArenaOptions(bot_log_dir=Path(args.log_dir) / "bots",
-                                                             sandbox=args.sandbox))
+                                                             sandbox=args.sandbox), tls)
     except ArenaError as err:
         raise UserError(str(err)) from None
     for name, token in tokens:
@@ -105,9 +117,11 @@ async def _serve(args: argparse.Namespace, tokens: list[tuple[str, str]], bots: 
     remote = [bot for bot in bots if not bot.command and not bot.builtin]
     for bot in remote:
         arena.register_token(bot.token, bot.name)
-    print(f"craits serve: listening on {arena.target} (logs: {log_path})", flush=True)
+    print(f"craits serve: listening on {arena.target}{' over TLS' if tls else ''} (logs: {log_path})", flush=True)
+    for note in security_notes(arena):
+        print(f"craits serve: {note}", file=sys.stderr, flush=True)
     if remote:
-        print(f"craits serve: {listening_text(arena.target, [bot.name for bot in remote])}; each game waits up to "
+        print(f"craits serve: {listening_text(arena, [bot.name for bot in remote])}; each game waits up to "
               f"{settings.clocks.connect_timeout_s:g} s for them", file=sys.stderr, flush=True)
     hint = "" if bots else " (games start with --bot: one seat per bot, remote:NAME:TOKEN for this one)"
 

@@ -32,6 +32,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from server.cli.tls_options import add_tls_options, tls_request
 from server.errors import UserError
 from server.game.policies import POLICY_NAMES
 from server.logging import configure_logging
@@ -169,6 +170,7 @@ def _runner_options(parser: argparse.ArgumentParser, *, progress: bool = True) -
     )
     if progress:
         parser.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
+    add_tls_options(parser)
     add_web_options(parser)
     _store_option(parser)
     parser.add_argument(
@@ -225,9 +227,11 @@ def _whole(text: str, low: int) -> int:
 
 
 def _with_address(config: TournamentConfig, args: argparse.Namespace) -> TournamentConfig:
-    """The file's configuration with ``--address`` (and ``--no-sandbox``) applied."""
+    """The file's configuration with ``--address`` (and ``--no-sandbox``, ``--tls*``) applied."""
     if getattr(args, "no_sandbox", False):
         config = dataclasses.replace(config, sandbox="none")
+    if (tls := tls_request(args)) is not None:
+        config = dataclasses.replace(config, tls=tls)
     if args.address is None:
         return config
     if (problem := address_problem(args.address)) is not None:
@@ -684,7 +688,21 @@ def choose_runner(
     _check_sandbox(config)
     if out_dir is not None:
         _check_output_unseen(config, out_dir, resuming=resuming)
+    _check_key_unseen(config)
     return tournament_runner
+
+
+def _check_key_unseen(config: TournamentConfig) -> None:
+    """The referee's TLS private key must not be readable by a sandboxed bot (in its cwd, by
+    default the file's folder, or an allow_read path): with it, whoever has it can pose as the referee."""
+    key = config.tls.key
+    if key is None or config.sandbox == "none":
+        return
+    for bot in config.launched_bots:
+        for seen in (bot.cwd, *bot.allow_read):
+            if seen is not None and Path(key).resolve().is_relative_to(Path(seen).resolve()):
+                raise UserError(f"bot {bot.name!r} could read the referee's TLS key {key}, which is inside its folder "
+                                f"{seen}: keep the key out of every bot's folder (and allow_read)")
 
 
 def _check_output_unseen(config: TournamentConfig, out_dir: Path, *, resuming: bool = False) -> None:

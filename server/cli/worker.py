@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from server.cli.tls_options import add_tls_options, tls_request
 from server.cli.tournament import RUNNERS, _positive, store_url
 from server.cli.tournament_pg import runner_for
 from server.errors import UserError
@@ -39,6 +42,7 @@ from server.storage.postgres import (
 )
 from server.storage.store import StoreError
 from server.web.serve import add_web_options, watching, web_options
+from tournaments.config import TournamentConfig
 from tournaments.distributed import (
     DATABASE_WAIT_ENV,
     WorkerService,
@@ -46,7 +50,7 @@ from tournaments.distributed import (
     adopt_queue_logs,
     database_wait_s,
 )
-from tournaments.runner import install_stop_handlers
+from tournaments.runner import RunnerFactory, install_stop_handlers
 
 
 def register_cli(subparsers: Any) -> None:
@@ -73,6 +77,7 @@ def register_cli(subparsers: Any) -> None:
     worker.add_argument("--stalled-after", type=float, default=30.0, metavar="S",
                         help="a worker silent this long is dead: its games go to another (default 30)")
     worker.add_argument("--log-dir", default="logs", help="where worker.jsonl goes (default logs/)")
+    add_tls_options(worker, folder="--log-dir")
     add_web_options(worker)
     worker.set_defaults(func=cmd_worker)
 
@@ -119,7 +124,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         files_dir=files_dir,
         **({"name": args.name} if args.name else {}),
     )
-    service = WorkerService(url, settings, runner_for(args.runner))
+    service = WorkerService(url, settings, _with_tls(runner_for(args.runner), args))
     print(f"craits worker {settings.name}: playing the games queued in {redact(url)}, {settings.concurrency} at "
           f"once; stop with Ctrl-C or SIGTERM", file=sys.stderr, flush=True)
 
@@ -142,6 +147,21 @@ def cmd_worker(args: argparse.Namespace) -> int:
     asyncio.run(serve())
     stopped()
     return 0
+
+
+def _with_tls(choose: Callable[[TournamentConfig], RunnerFactory],
+              args: argparse.Namespace) -> Callable[[TournamentConfig], RunnerFactory]:
+    """``--tls*`` over every tournament file's own (a self-signed certificate kept in --log-dir)."""
+    wanted = tls_request(args)
+    if wanted is None:
+        return choose
+    wanted = dataclasses.replace(wanted, folder=args.log_dir)
+
+    def chosen(config: TournamentConfig) -> RunnerFactory:
+        factory = choose(config)
+        return lambda config, out_dir: factory(dataclasses.replace(config, tls=wanted), out_dir)
+
+    return chosen
 
 
 def _postgres_url(url: str) -> str:

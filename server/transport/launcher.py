@@ -118,9 +118,16 @@ class LaunchError(Exception):
     """The command could not be started at all (no such file, not executable)."""
 
 
+KIT_TLS_VARIABLES = ("CRAITS_TLS", "CRAITS_TLS_CA")
+"""What tells the kits to connect over TLS: a launched bot never inherits them from the referee's
+environment (an organizer's shell set up to test a bot against a remote referee, say)."""
+
+
 def bot_env(server: str, token: str, name: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment of a launched bot: ours, plus where to connect and who it is."""
     env = dict(os.environ)
+    for kit_tls in KIT_TLS_VARIABLES:  # (it connects through the referee's Unix socket or loopback, in plain text)
+        env.pop(kit_tls, None)
     if grpc_io.chosen:  # this process's choice of gRPC's I/O, not the user's: a bot makes its own
         env.pop("GRPC_EXPERIMENTS", None)
     env.update(extra or {})

@@ -46,6 +46,7 @@ from server.spec import BotSpec, GameRecord, GameSpec, SeatStatus
 from server.transport import sandbox as sandboxes
 from server.transport.launcher import DEFAULT_OUTPUT_LIMIT, LaunchedBot, LaunchError
 from server.transport.pool import BotPool, PooledBot, RestartPolicy
+from server.transport.tls import ServerTLS, is_loopback, plain_text_warning
 
 log = get_logger()
 _perf = time.perf_counter
@@ -207,13 +208,19 @@ class Arena:
         (``craits serve`` says so on standard error)."""
         self.sandbox: sandboxes.Sandbox | None = None
         """Where launched bots run (None: unsandboxed)."""
+        self.tls: ServerTLS | None = None
+        """The certificate the TCP port is served with (None: plain text)."""
+        self.local_socket: str | None = None
+        """The Unix socket launched bots connect through (sandboxed ones, and every one under TLS)."""
 
     # ------------------------------------------------------------------ lifecycle
 
     @classmethod
-    async def start(cls, address: str = "127.0.0.1:50051", options: ArenaOptions | None = None) -> Arena:
-        """Bind ``address`` (port 0 picks a free port) and start serving."""
+    async def start(cls, address: str = "127.0.0.1:50051", options: ArenaOptions | None = None,
+                    tls: ServerTLS | None = None) -> Arena:
+        """Bind ``address`` (port 0 picks a free port) and start serving, over TLS with ``tls``."""
         arena = cls(options)
+        arena.tls = tls
         await arena._start(address)
         return arena
 
@@ -247,25 +254,30 @@ class Arena:
             server,
         )
         try:
-            port = server.add_insecure_port(address)
+            port = (server.add_secure_port(address, self.tls.credentials()) if self.tls is not None
+                    else server.add_insecure_port(address))
         except RuntimeError as err:
             raise ArenaError(f"cannot listen on {address}: {err} (is another referee running there?)") from None
         if port == 0:
             raise ArenaError(f"cannot listen on {address} (is another referee running there?)")
         socket_path = None
-        if self.options.sandbox == "bwrap":  # sandboxed bots have no network: they come through a socket
+        # Sandboxed bots have no network: they come through a socket. Under TLS unsandboxed
+        # ones do too: a certificate names the hosts bots reach, not necessarily this one's loopback.
+        if self.options.sandbox == "bwrap" or self.tls is not None:
             socket_path = sandboxes.socket_path()
             server.add_insecure_port(f"unix:{socket_path}")
         await server.start()
         if socket_path is not None:
             sandboxes.open_socket(socket_path)
+            self.local_socket = socket_path
+        if socket_path is not None and self.options.sandbox == "bwrap":
             self.sandbox = sandboxes.Sandbox(socket_path, self.options.limits)
         self.server = server
         self.port = port
         self.host = host.strip("[]")
         await self.health.set("", health_pb2.HealthCheckResponse.SERVING)
         await self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
-        log.info("referee_listening", address=f"{self.host}:{port}", version=__version__)
+        log.info("referee_listening", address=f"{self.host}:{port}", version=__version__, tls=self.tls is not None)
 
     @property
     def target(self) -> str:
@@ -314,8 +326,8 @@ class Arena:
                 session.close(StreamEnd.UNAVAILABLE, "the referee is shutting down")
         if self.server is not None:
             await self.server.stop(1.0)
-        if self.sandbox is not None:
-            sandboxes.remove_socket(self.sandbox.socket)
+        if self.local_socket is not None:
+            sandboxes.remove_socket(self.local_socket)
         log.info("shutdown_finished", aborted_games=len(unfinished))
         self._closed.set()
 
@@ -593,8 +605,9 @@ class Arena:
         assert bot.command is not None
         if self.sandbox is not None and (why := sandboxes.problem()) is not None:
             raise LaunchError(f"bot {bot.name}: cannot sandbox it: {why}")
+        server = f"unix:{self.local_socket}" if self.local_socket else self.target
         return await LaunchedBot.start(
-            bot.command, server=self.target, token=token, name=bot.name, cwd=bot.cwd, output_path=output_path,
+            bot.command, server=server, token=token, name=bot.name, cwd=bot.cwd, output_path=output_path,
             output_limit=self.options.bot_output_limit_bytes, sandbox=self.sandbox, allow_read=bot.allow_read,
         )
 
@@ -814,11 +827,26 @@ class Arena:
             seat.note(what)
 
 
-def listening_text(target: str, remote: Sequence[str]) -> str:
+def listening_text(arena: Arena, remote: Sequence[str]) -> str:
     """Where bots that connect on their own find the referee, for the one who tells them."""
-    host, _, port = target.rpartition(":")
-    if host in ("0.0.0.0", "::", "[::]"):
-        where = f"{target}, every network interface: bots connect to this machine's address, e.g. {socket.gethostname()}:{port}"
+    host, port = arena.host, arena.port
+    if host in ("0.0.0.0", "", "::"):
+        where = (f"{host or '0.0.0.0'}:{port}, every network interface: bots connect to this machine's address, "
+                 f"e.g. {socket.gethostname()}:{port}")
     else:
-        where = target + (" (this machine only)" if host in ("127.0.0.1", "localhost", "::1", "[::1]") else "")
+        where = arena.target + (" (this machine only)" if is_loopback(host) else "")
+    if arena.tls is not None:
+        return (f"referee listening on {where}, over TLS; {', '.join(remote)} connect there with their tokens "
+                f"(CRAITS_SERVER=grpcs://HOST:PORT, CRAITS_TOKEN{', CRAITS_TLS_CA' if arena.tls.self_signed else ''})")
     return f"referee listening on {where}; {', '.join(remote)} connect there with their tokens (CRAITS_SERVER, CRAITS_TOKEN)"
+
+
+def security_notes(arena: Arena) -> list[str]:
+    """What to say at start about the bot port's encryption: the certificate bots check (and
+    where it is), or the risk of plain text beyond this machine; nothing for plain loopback."""
+    host = arena.host
+    shown = socket.gethostname() if host in ("0.0.0.0", "", "::") else f"[{host}]" if ":" in host else host
+    if arena.tls is not None:
+        return [arena.tls.announcement(f"{shown}:{arena.port}")]
+    warning = plain_text_warning(host, arena.port)
+    return [warning] if warning else []

@@ -152,7 +152,8 @@ class WebServer:
     # ------------------------------------------------------------------ life
 
     def _make_app(self) -> web.Application:
-        app = web.Application(middlewares=[self._errors], client_max_size=Bounds().packed + 2**20)
+        packed = self.participants.bounds.packed if self.participants is not None else Bounds().packed
+        app = web.Application(middlewares=[self._errors], client_max_size=packed + 2**20)  # (an upload's form)
         app.add_routes([
             web.get("/", self.page_board),
             web.get("/games", self.page_games),

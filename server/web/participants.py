@@ -212,6 +212,8 @@ class ParticipantPages:
                                           f"{LOCKOUT_S - (time.monotonic() - since):.0f} s")
         who = await self._call(self.roster.authenticate, token)
         if who is None:
+            if len(self._failures) > 10_000:  # (addresses that stopped guessing long ago are forgotten)
+                self._failures = {a: f for a, f in self._failures.items() if time.monotonic() - f[1] < LOCKOUT_S}
             count = count + 1 if time.monotonic() - since < LOCKOUT_S else 1
             self._failures[address] = (count, time.monotonic())
             log.info("participant_token_refused", address=address, failures=count)

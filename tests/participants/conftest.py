@@ -1,4 +1,4 @@
-"""One classroom ladder for the participants' web tests: a roster of two, a house bot, and
+"""A classroom ladder for each file of the participants' web tests: a roster of two, a house bot, and
 ``craits ladder run --web`` playing whatever the participants get admitted."""
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ class Classroom:
     tokens: dict[str, str]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # (not the session's: the ladder would keep playing through other files' tests)
 def classroom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Classroom]:
     folder = tmp_path_factory.mktemp("classroom")
     (folder / "class.toml").write_text(LADDER, encoding="utf-8")

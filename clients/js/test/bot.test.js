@@ -3,7 +3,7 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 
-const { Dispatcher, actionId, loadProtocol, parseCommandLine, EXIT } = require('../bot.js');
+const { Dispatcher, actionId, connection, loadProtocol, parseCommandLine, EXIT } = require('../bot.js');
 const heuristic = require('../strategies/heuristic.js');
 
 const card = (text, rank, suit) => ({ text, rank, suit });
@@ -105,6 +105,19 @@ test('command line: flags, then environment, then defaults; mistakes are usage e
   assert.throws(() => parseCommandLine(['--strategy', 'random', '--server', 'nope'], {}), /HOST:PORT/);
   assert.throws(() => parseCommandLine(['--bogus'], {}), /bogus/);
   assert.equal(EXIT.REFUSED, 3);
+});
+
+test('TLS: grpcs://, CRAITS_TLS=1 or a CA file ask for it; a CA file that cannot be read is a usage error', () => {
+  assert.equal(connection('127.0.0.1:50051').tls, false);
+  assert.deepEqual(Object.keys(connection('grpcs://r:1')).sort(), ['credentials', 'target', 'tls']);
+  assert.equal(connection('grpcs://r:1').target, 'r:1');
+  assert.equal(connection('grpcs://r:1').tls, true);
+  assert.equal(connection('r:1', { tls: true }).tls, true);
+  const options = parseCommandLine(['--strategy', 'random'], { CRAITS_SERVER: 'grpcs://r:1', CRAITS_TLS: '1' });
+  assert.equal(options.tls, true);
+  assert.equal(parseCommandLine(['--strategy', 'random'], { CRAITS_TLS: '0' }).tls, false);
+  assert.throws(() => parseCommandLine(['--strategy', 'random', '--tls-ca', '/no/such.pem'], {}), /--tls-ca \/no\/such.pem: cannot read it/);
+  assert.throws(() => parseCommandLine(['--strategy', 'random'], { CRAITS_TLS_CA: __filename }), /not a PEM certificate/);
 });
 
 test('a strategy that cannot load says why, where, and exits 2 without a stack', () => {

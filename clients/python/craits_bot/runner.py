@@ -1,7 +1,8 @@
 """Connect a Bot to a referee and play until the referee is done with it.
 
 ``run(bot)`` is all a bot script needs: it reads ``--server/--token/--name`` (or
-the environment variables CRAITS_SERVER, CRAITS_TOKEN, CRAITS_BOT_NAME), says
+the environment variables CRAITS_SERVER, CRAITS_TOKEN, CRAITS_BOT_NAME; over TLS,
+``CRAITS_SERVER=grpcs://HOST:PORT`` and CRAITS_TLS_CA for a self-signed certificate), says
 Hello, answers every DecisionRequest, logs the referee's errors one line each,
 reconnects with backoff when the connection drops, and exits with a code that
 says how it ended (see :class:`ExitCode`). SIGTERM and SIGINT close the stream
@@ -36,6 +37,9 @@ log = logging.getLogger("craits_bot")
 ENV_SERVER = "CRAITS_SERVER"
 ENV_TOKEN = "CRAITS_TOKEN"
 ENV_NAME = "CRAITS_BOT_NAME"
+ENV_TLS = "CRAITS_TLS"
+ENV_TLS_CA = "CRAITS_TLS_CA"
+TLS_SCHEME = "grpcs://"
 DEFAULT_SERVER = "127.0.0.1:50051"
 DEFAULT_RECONNECT_S = 30.0
 
@@ -87,6 +91,44 @@ _FIRST_DELAY_S = 0.2
 _MAX_DELAY_S = 5.0
 
 
+def connection(server: str, *, tls: bool = False, ca_file: str | None = None) -> tuple[str, Any]:
+    """Where to dial and, over TLS, the credentials that check the referee's certificate (None:
+    plain text). ``grpcs://HOST:PORT``, ``tls`` or a ``ca_file`` (the organizer's self-signed
+    certificate, else the system's authorities) ask for TLS; then there is no plain-text
+    fall-back, ever: a token sent in clear can be read by anyone on the network. Raises
+    ValueError for a CA file that cannot be read."""
+    target = server.removeprefix(TLS_SCHEME)
+    if not (tls or ca_file or server.startswith(TLS_SCHEME)):
+        return target, None
+    root = None
+    if ca_file:
+        try:
+            root = Path(ca_file).read_bytes()
+        except OSError as err:
+            raise ValueError(f"{ENV_TLS_CA}/--tls-ca {ca_file}: cannot read it: {err.strerror or err}") from None
+        if b"-----BEGIN CERTIFICATE-----" not in root:
+            raise ValueError(f"{ENV_TLS_CA}/--tls-ca {ca_file}: not a PEM certificate (-----BEGIN CERTIFICATE-----)")
+    return target, grpc.ssl_channel_credentials(root_certificates=root)
+
+
+def _tls_refusal(details: str) -> str | None:
+    """Why a TLS connection could not be made, from gRPC's details (None: not a TLS failure)."""
+    if "Hostname Verification Check failed" in details:
+        return ("the referee's certificate does not name the host dialled: connect by a name or address it names "
+                "(the one the organizer gave); this bot never falls back to plain text")
+    if "handshake failed" not in details.lower():
+        return None
+    reason = details[details.lower().index("handshake failed"):].removesuffix(": OK")
+    if "CERTIFICATE_VERIFY_FAILED" in reason:
+        return (f"the referee's certificate is not one this bot trusts ({reason.rpartition('VERIFY_FAILED: ')[2]}): "
+                f"set {ENV_TLS_CA} (or --tls-ca) to the certificate file the organizer gave you, and check its "
+                "SHA-256 fingerprint with them; this bot never falls back to plain text")
+    if "WRONG_VERSION_NUMBER" in reason:
+        return ("the referee does not speak TLS on that port (a plain-text referee?); this bot never falls back "
+                "to plain text, which would send its token in clear: ask the organizer for its address")
+    return f"the TLS handshake with the referee failed ({reason}); this bot never falls back to plain text"
+
+
 class Runner:
     """Plays one bot against one referee; :meth:`play` returns an :class:`ExitCode`."""
 
@@ -98,9 +140,12 @@ class Runner:
         token: str = "",
         name: str = "",
         reconnect_s: float = DEFAULT_RECONNECT_S,
+        tls: bool = False,
+        tls_ca: str | None = None,
     ) -> None:
         self.bot = bot
         self.server = server
+        self.target, self.credentials = connection(server, tls=tls, ca_file=tls_ca)
         self.token = token
         self.name = name or bot.name or type(bot).__name__
         self.reconnect_s = reconnect_s
@@ -185,7 +230,8 @@ class Runner:
         )
         fatal: pb.Error | None = None
         call: Any = None
-        channel = grpc.aio.insecure_channel(self.server)
+        channel = (grpc.aio.secure_channel(self.target, self.credentials) if self.credentials is not None
+                   else grpc.aio.insecure_channel(self.target))
         try:
             call = referee_pb2_grpc.RefereeStub(channel).Play()
             with self._lock:
@@ -281,8 +327,13 @@ class Runner:
         if fatal is not None:  # e.g. another stream took over this token: connecting again would fight it
             log.error("the referee at %s closed the stream: %s (%s)", self.server, fatal.message or details, code.name)
             return ExitCode.FAILED
+        if code == grpc.StatusCode.UNAVAILABLE and (why := _tls_refusal(details)):
+            log.error("cannot connect to the referee at %s: %s", self.server, why)
+            return ExitCode.REFUSED
         if code in _RETRYABLE:
             self._last_failure = self._late_answer or f"{details} ({code.name})"
+            if self.credentials is None and not self._ever_welcomed and details.endswith("Socket closed"):
+                self._last_failure += f" (a referee that speaks TLS closes plain connections: is it {TLS_SCHEME}?)"
             return None
         log.error("the referee at %s ended the stream: %s (%s)", self.server, details, code.name)
         return ExitCode.FAILED
@@ -345,8 +396,12 @@ def parse_args(
     parser.add_argument(
         "--server",
         default=env.get(ENV_SERVER) or server or DEFAULT_SERVER,
-        help=f"referee address HOST:PORT (env {ENV_SERVER}; default {DEFAULT_SERVER})",
+        help=f"referee address HOST:PORT, or {TLS_SCHEME}HOST:PORT over TLS (env {ENV_SERVER}; default {DEFAULT_SERVER})",
     )
+    parser.add_argument("--tls", action="store_true", default=env.get(ENV_TLS, "") not in ("", "0"),
+                        help=f"connect over TLS (env {ENV_TLS}=1; implied by {TLS_SCHEME} and --tls-ca)")
+    parser.add_argument("--tls-ca", default=env.get(ENV_TLS_CA) or None, metavar="FILE",
+                        help=f"the referee's (self-signed) certificate to trust (env {ENV_TLS_CA})")
     parser.add_argument(
         "--token", default=env.get(ENV_TOKEN) or token or "", help=f"this bot's secret token (env {ENV_TOKEN})"
     )
@@ -363,8 +418,13 @@ def parse_args(
     parser.add_argument("-v", "--verbose", action="store_true", help="log every decision")
     parser.add_argument("-q", "--quiet", action="store_true", help="log only problems")
     args = parser.parse_args(argv)
-    if ":" not in args.server or args.server.startswith(":"):
-        parser.error(f"--server takes HOST:PORT, e.g. {DEFAULT_SERVER}; got {args.server!r}")
+    address = args.server.removeprefix(TLS_SCHEME)
+    if ":" not in address or address.startswith(":"):
+        parser.error(f"--server takes HOST:PORT or {TLS_SCHEME}HOST:PORT, e.g. {DEFAULT_SERVER}; got {args.server!r}")
+    try:
+        connection(args.server, tls=args.tls, ca_file=args.tls_ca)
+    except ValueError as err:
+        parser.error(str(err))
     if args.reconnect_s < 0:
         parser.error("--reconnect-s must be 0 or more")
     return args
@@ -412,7 +472,8 @@ def run(
         argv, description=f"Run the Craits bot {type(bot).__name__}.", server=server, token=token, name=name
     )
     configure_logging(args.verbose, args.quiet)
-    runner = Runner(bot, server=args.server, token=args.token, name=args.name, reconnect_s=args.reconnect_s)
+    runner = Runner(bot, server=args.server, token=args.token, name=args.name, reconnect_s=args.reconnect_s,
+                    tls=args.tls, tls_ca=args.tls_ca)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, lambda *_: runner.stop(ExitCode.OK))
         signal.signal(signal.SIGINT, lambda *_: runner.stop(ExitCode.INTERRUPTED))
