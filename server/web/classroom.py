@@ -29,8 +29,9 @@ from participants.compare import (
     Comparison,
     Comparisons,
 )
+from participants.dashboard import Row, Rubric, read_rubrics, rows, to_csv
 from participants.final import Final, FinalError
-from participants.roster import RosterError
+from participants.roster import ORGANIZER, RosterError
 from server.web.participants import Builder, ParticipantPages
 
 e = html.escape
@@ -58,6 +59,8 @@ class ClassroomPages:
             web.get("/p/{name}/compare/{ident}", self.page_comparison),
             web.get("/p/{name}/final", self.page_final),
             web.post("/p/{name}/final", self.post_final),
+            web.get("/organizer", self.page_dashboard),
+            web.get("/organizer.csv", self.dashboard_csv),
             web.post("/api/compare", self.api_compare),
             web.get("/api/me/compare/{ident}", self.api_comparison),
         ]
@@ -257,6 +260,75 @@ class ClassroomPages:
         except RosterError as err:
             return await self.page_final(request, said=str(err), status=400)
         raise web.HTTPSeeOther(f"/p/{quote(name)}/final")
+
+
+    # ------------------------------------------------------------------ the teacher's dashboard
+
+    async def _organizer(self, request: web.Request) -> None:
+        """Only the organizer: anyone else gets the same 404 as for a page that does not exist."""
+        if await self.pages._who(request) != ORGANIZER:
+            raise web.HTTPNotFound(text="no such page")
+
+    async def _table(self) -> tuple[list[Row], list[Rubric], str]:
+        board = self.server.board
+        games = list(board.snapshot.games) if board is not None else []
+        standings = list(board.snapshot.standings.get("standings", [])) if board is not None else []
+        said = ""
+        try:
+            rubrics = await self.pages._call(read_rubrics, self.roster.folder)
+        except RosterError as err:
+            rubrics, said = [], str(err)
+        table = await self.pages._call(rows, self.roster, games, standings, rubrics)
+        return table, rubrics, said
+
+    async def page_dashboard(self, request: web.Request) -> web.Response:
+        await self._organizer(request)
+        table, rubrics, said = await self._table()
+        try:
+            plan = await self.pages._call(self.final.plan)
+        except FinalError as err:
+            plan, said = None, said or str(err)
+        past = plan is not None and time.time() >= plan.deadline
+        heads = "".join(f"<th>{e(r.name)}<br><small>{r.confidence:.0%}, {r.games}+ games</small></th>" for r in rubrics)
+        lines = []
+        for row in table:
+            verdicts = "".join(
+                f'<td class="verdict {v.verdict}" title="{v.games} games'
+                + (f", placing gap {v.mean:+.2f} ({v.low:+.2f} .. {v.high:+.2f})" if v.mean is not None else "")
+                + f'">{v.verdict} ({v.games})</td>' for v in row.verdicts)
+            when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(row.last_submission)) if row.last_submission else "-"
+            lines.append(
+                f'<tr data-name="{e(row.name)}"><td><a href="/p/{quote(row.name)}">{e(row.name)}</a>'
+                f'{" (revoked)" if row.revoked else ""}</td><td>{e(row.team)}</td>'
+                f'<td>{"yes" if row.submitted else "no"}</td><td>{e(row.latest)}</td><td>{e(row.playing)}</td>'
+                f'<td>{e(row.final)}</td><td>{row.games}</td>'
+                f'<td>{"-" if row.faults_per_game is None else f"{row.faults_per_game:.2f}"}</td>'
+                f'<td>{"-" if row.rating is None else f"{row.rating:.2f}"}</td><td>{row.rank or "-"}</td>'
+                f'<td>{when}</td>{verdicts}</tr>')
+        deadline = ("No final is planned (final.toml)." if plan is None else
+                    f"Deadline {e(plan.deadline_text)}: " + ("passed; the final column is the snapshot taken then."
+                                                            if past else "to come; the final column is what would "
+                                                            "enter if it were now."))
+        body = ('<main class="board"><h1>Dashboard</h1>'
+                + (f'<p class="meta error" id="dashboard-error">{e(said)}</p>' if said else "")
+                + f'<p class="meta" id="dashboard-deadline">{deadline} Results of the final: '
+                  f'{"published" if self.final.published else "hidden from the participants"}.</p>'
+                + '<p><a id="csv" href="/organizer.csv" download>download as CSV</a></p>'
+                '<table id="dashboard"><tr><th>participant</th><th>team</th><th>submitted</th><th>latest</th>'
+                '<th>playing</th><th>final</th><th>games</th><th>faults/game</th><th>rating</th><th>rank</th>'
+                f'<th>last submission (UTC)</th>{heads}</tr>{"".join(lines)}</table>'
+                '<p class="meta">A rubric passes when the whole 95 % (or its stated) anytime-valid interval of the '
+                'placing gap is below 0 over at least its number of games, fails when it is above 0, and is '
+                'undecided otherwise. Games, faults and ratings are the ladder\'s, over all of a participant\'s '
+                'versions (rating and rank: the version playing).</p></main>')
+        return self._page("Dashboard", body)
+
+    async def dashboard_csv(self, request: web.Request) -> web.Response:
+        await self._organizer(request)
+        table, rubrics, _ = await self._table()
+        stamp = time.strftime("%Y%m%d-%H%M", time.gmtime())
+        return web.Response(text=to_csv(table, rubrics), content_type="text/csv", headers={
+            "Content-Disposition": f'attachment; filename="dashboard-{stamp}.csv"'})
 
 
 def _json(data: Any, status: int = 200) -> web.Response:

@@ -293,7 +293,8 @@ class ParticipantPages:
         if who == ORGANIZER:
             names = [p.name for p in await self._call(self.roster.participants)]
             links = "".join(f'<li><a href="/p/{quote(n)}">{e(n)}</a></li>' for n in names)
-            return self.server._page("Participants", f'<main class="board"><h1>Participants</h1><ul>{links}</ul></main>')
+            return self.server._page("Participants", '<main class="board"><h1>Participants</h1><p><a id="dashboard-link" '
+                                     f'href="/organizer">the dashboard</a></p><ul>{links}</ul></main>')
         raise web.HTTPSeeOther(f"/p/{quote(who)}")
 
     # ------------------------------------------------------------------ a participant's pages
