@@ -76,6 +76,8 @@ def build(folder: Path, command: tuple[str, ...], limits: BuildLimits) -> tuple[
                                                           output=limits.output))
     jail = box.confine(command, cwd=str(folder), watched=False, writable=True)
     env = box.env("", "build")
+    # `python` in a build is the one that will run the bot (`command = ["python", ...]` is this Python too).
+    env["PATH"] = f"{Path(sys.executable).parent}:{env['PATH']}"
     started = time.monotonic()
     try:
         process = subprocess.Popen(jail.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
