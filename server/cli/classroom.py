@@ -1,6 +1,7 @@
 """``craits compare`` (a participant's) and ``craits final ...`` (the organizer's).
 
     craits compare OLD NEW --server URL [--games N] [--against default,random] [--all]
+    craits scrimmage OPPONENT... --server URL [--games N]   unrated games against participants or house bots
     craits final show ROSTER          the deadline, and the versions entered (the snapshot once past it)
     craits final run ROSTER           play the final: the snapshot's versions, a balanced schedule
     craits final publish ROSTER       show the final's results to the participants (--hide: not any more)
@@ -42,6 +43,16 @@ def register_cli(subparsers: Any) -> None:
     compare.add_argument("--no-wait", action="store_true", help="return once asked, without waiting for the verdict")
     compare.set_defaults(func=_compare)
 
+    scrimmage = subparsers.add_parser(
+        "scrimmage", help="unrated games against chosen opponents: craits scrimmage bob random --server URL",
+        description="Play your playing version against other participants' (by name) or house bots, unrated, "
+        "within your hourly quota, and print the places. The token comes from $CRAITS_TOKEN, or is asked for.")
+    scrimmage.add_argument("opponents", nargs="+", metavar="OPPONENT", help="a participant's name or a house bot")
+    scrimmage.add_argument("--server", required=True, metavar="URL", help="the ladder's web address")
+    scrimmage.add_argument("--games", type=int, default=4, help="how many games (default 4)")
+    scrimmage.add_argument("--no-wait", action="store_true", help="return once asked")
+    scrimmage.set_defaults(func=_scrimmage)
+
     final = subparsers.add_parser("final", help="the deadline and the final of a roster (docs/teachers.md)",
                                   description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = final.add_subparsers(dest="final_command", metavar="ACTION", required=True)
@@ -81,6 +92,29 @@ def _compare(args: argparse.Namespace) -> int:
           f"  placing v{job['b']} - v{job['a']}: {p['mean']:+.3f} (95% anytime interval {p['low']:+.3f} .. "
           f"{p['high']:+.3f}; below 0 is better)\n"
           f"  points  v{job['b']} - v{job['a']}: {q['mean']:+.1f} (about {q['low']:+.1f} .. {q['high']:+.1f})")
+    return 0 if job["status"] == "done" else 1
+
+
+def _scrimmage(args: argparse.Namespace) -> int:
+    token = ask_token()
+    base = args.server.rstrip("/")
+    job = _request(f"{base}/api/scrimmage", token, _json_bytes({"against": args.opponents, "games": args.games}),
+                   {"Content-Type": "application/json"})
+    print(f"scrimmage {job['id']}: {job['games']} games at {', '.join(job['seats'])} (unrated)", flush=True)
+    if args.no_wait:
+        return 0
+    deadline = time.monotonic() + WAIT_S
+    shown = 0
+    while time.monotonic() < deadline:
+        for game in job["results"][shown:]:
+            print(f"  {game['game_id']}: " + ", ".join(f"{b} {p}" for b, p in zip(game["bots"], game["placings"],
+                                                                                  strict=True)), flush=True)
+        shown = len(job["results"])
+        if job["status"] not in ("waiting", "running"):
+            break
+        time.sleep(1.0)
+        job = _request(f"{base}/api/me/scrimmage/{job['id']}", token)
+    print(f"scrimmage {job['id']}: {job['status']}" + (f": {job['message']}" if job["message"] else ""))
     return 0 if job["status"] == "done" else 1
 
 

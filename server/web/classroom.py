@@ -32,6 +32,9 @@ from participants.compare import (
 from participants.dashboard import Row, Rubric, read_rubrics, rows, to_csv
 from participants.final import Final, FinalError
 from participants.roster import ORGANIZER, RosterError
+from participants.scrimmage import Scrimmage, Scrimmages, quota
+from server.storage.replay.reader import read_replay
+from server.viewer.pages import render_html
 from server.web.participants import Builder, ParticipantPages
 
 e = html.escape
@@ -51,6 +54,8 @@ class ClassroomPages:
         self.comparisons = Comparisons(self.roster)
         self.final = Final(self.roster)
         self.comparer = Builder(self.roster.folder, module="participants.compare")
+        self.scrimmages = Scrimmages(self.roster)
+        self.scrimmager = Builder(self.roster.folder, module="participants.scrimmage")
 
     def routes(self) -> list[web.RouteDef]:
         return [
@@ -61,6 +66,12 @@ class ClassroomPages:
             web.post("/p/{name}/final", self.post_final),
             web.get("/organizer", self.page_dashboard),
             web.get("/organizer.csv", self.dashboard_csv),
+            web.get("/p/{name}/scrimmage", self.page_scrimmages),
+            web.post("/p/{name}/scrimmage", self.post_scrimmage),
+            web.get("/p/{name}/scrimmage/{ident}", self.page_scrimmage),
+            web.get("/p/{name}/scrimmage/{ident}/{game_id}", self.page_scrimmage_replay),
+            web.post("/api/scrimmage", self.api_scrimmage),
+            web.get("/api/me/scrimmage/{ident}", self.api_scrimmage_get),
             web.post("/api/compare", self.api_compare),
             web.get("/api/me/compare/{ident}", self.api_comparison),
         ]
@@ -69,9 +80,12 @@ class ClassroomPages:
         """Continue the comparisons an earlier run left unfinished."""
         if self.comparisons.pending():
             self.comparer.kick()
+        if self.scrimmages.pending():
+            self.scrimmager.kick()
 
     async def close(self) -> None:
         await self.comparer.close()
+        await self.scrimmager.close()
 
     def _page(self, title: str, body: str, **kwargs: Any) -> web.Response:
         return self.server._page(f"{title} - {self.server.title}", body, **kwargs)
@@ -194,6 +208,112 @@ class ClassroomPages:
         who = await self.pages._bearer(request)
         job = await self._job(who, request.match_info["ident"])
         return _json(job.to_dict())
+
+    # ------------------------------------------------------------------ scrimmages
+
+    async def page_scrimmages(self, request: web.Request, *, said: str = "", status: int = 200) -> web.Response:
+        name = await self.pages._may_see(request)
+        active = await self.pages._call(self.roster.active)
+        jobs: list[Scrimmage] = await self.pages._call(self.scrimmages.involving, name)
+        used = await self.pages._call(self.scrimmages.used, name)
+        limit = await self.pages._call(quota, self.roster)
+        mine = next((v for v in active if v.participant == name), None)
+        others = [v.participant for v in active if v.participant != name]
+        choices = "".join(f'<option value="{e(o)}">{e(o)}</option>' for o in others) + "".join(
+            f'<option value="{h}">house {h}</option>' for h in HOUSE)
+        form = ('<p class="meta">You need an admitted version to play scrimmages.</p>' if mine is None else
+                f'<form method="post" action="/p/{quote(name)}/scrimmage" id="scrimmage-form">'
+                f'<input type="hidden" name="csrf" value="{self.pages._csrf(request)}">'
+                f'<label>against <select name="against" id="scrim-against" multiple size="5">{choices}</select></label> '
+                f'<label><input type="number" name="games" id="scrim-games" value="4" min="1" max="{limit}"> games'
+                '</label> <button id="scrimmage">play</button></form>')
+        rows = "".join(
+            f'<tr><td><a href="/p/{quote(name)}/scrimmage/{j.id}">{j.id}</a></td><td>{e(j.participant)}</td>'
+            f'<td>{e(", ".join(j.seats))}</td><td>{e(j.status)}</td><td>{len(j.results)} of {j.games}</td></tr>'
+            for j in jobs)
+        body = (f'<main class="board participant">{self._back(name)}<h1>Scrimmages</h1>'
+                + (f'<p class="meta error" id="scrimmage-error">{e(said)}</p>' if said else "")
+                + '<p class="meta">Unrated games against the bots you choose (other participants\' playing versions '
+                  f'or house bots), played when the ladder leaves room. You have <span id="quota-left">'
+                  f'{max(limit - used, 0)}</span> of {limit} games left this hour.</p>'
+                + form + '<h2>Your scrimmages</h2><table id="scrimmages"><tr><th>#</th><th>asked by</th><th>table</th>'
+                  f'<th>status</th><th>games</th></tr>{rows}</table></main>')
+        return self._page(f"{name}: scrimmages", body, status=status)
+
+    async def post_scrimmage(self, request: web.Request) -> web.StreamResponse:
+        name = await self.pages._may_see(request)
+        form = await self.pages._form(request)
+        try:
+            job = await self._scrimmage(name, {"against": form.getall("against", []), "games": form.get("games")})
+        except RosterError as err:
+            return await self.page_scrimmages(request, said=str(err), status=400)
+        raise web.HTTPSeeOther(f"/p/{quote(name)}/scrimmage/{job.id}")
+
+    async def _scrimmage(self, name: str, asked: dict[str, Any]) -> Scrimmage:
+        games = str(asked.get("games") or "").strip()
+        if not games.isdigit():
+            raise CompareError(f"games: a whole number, got {asked.get('games')!r}")
+        against = [str(a) for a in asked.get("against") or []]
+        job: Scrimmage = await self.pages._call(self.scrimmages.ask, name, against, int(games))
+        self.scrimmager.kick()
+        return job
+
+    async def _scrimmage_of(self, name: str, ident: str) -> Scrimmage:
+        job = await self.pages._call(self.scrimmages.get, int(ident)) if ident.isdigit() else None
+        if job is None or name not in job.participants():
+            raise web.HTTPNotFound(text="no such page")
+        return job
+
+    async def page_scrimmage(self, request: web.Request) -> web.Response:
+        name = await self.pages._may_see(request)
+        job = await self._scrimmage_of(name, request.match_info["ident"])
+        going = job.status in ("waiting", "running")
+        rows = "".join(
+            f'<tr class="scrim-game"><td><a href="/p/{quote(name)}/scrimmage/{job.id}/{quote(g["game_id"])}">'
+            f'{e(g["game_id"])}</a></td>'
+            + "".join(f"<td>{e(bot)}: {place}</td>" for bot, place in zip(g["bots"], g["placings"], strict=True))
+            + "</tr>" for g in job.results)
+        body = (f'<main class="board participant">{self._back(name)}'
+                f'<p><a href="/p/{quote(name)}/scrimmage">all scrimmages</a></p>'
+                f'<h1>Scrimmage {job.id}: <span id="scrim-status">{e(job.status)}</span></h1>'
+                f'<p class="meta">Asked by {e(job.participant)}: {job.games} games at {e(", ".join(job.seats))}; '
+                f'unrated (not in the ladder\'s ratings).{" " + e(job.message) if job.message else ""}</p>'
+                f'<table id="scrim-games"><tr><th>game (replay)</th><th colspan="5">places</th></tr>{rows}</table>'
+                + ('<p class="meta">Playing: this page reloads by itself.</p>' if going else "") + "</main>")
+        head = '<meta http-equiv="refresh" content="2">' if going else ""
+        return self._page(f"scrimmage {job.id}", body, head=head)
+
+    async def page_scrimmage_replay(self, request: web.Request) -> web.Response:
+        name = await self.pages._may_see(request)
+        job = await self._scrimmage_of(name, request.match_info["ident"])
+        game_id = request.match_info["game_id"]
+        if game_id not in {g["game_id"] for g in job.results}:
+            raise web.HTTPNotFound(text="no such page")
+        try:
+            page = await self.pages._call(lambda: render_html(read_replay(self.scrimmages.replay_path(job, game_id))))
+        except (OSError, ValueError):
+            raise web.HTTPNotFound(text="this game's replay is not kept") from None
+        from server.web.app import CSP  # (app imports this module)
+
+        return web.Response(text=page, content_type="text/html", headers={"Content-Security-Policy": CSP})
+
+    async def api_scrimmage(self, request: web.Request) -> web.Response:
+        who = await self.pages._bearer(request)
+        try:
+            asked = await request.json()
+            if not isinstance(asked, dict):
+                raise ValueError
+        except ValueError:
+            return _json({"error": 'send JSON: {"against": ["bob", "random"], "games": 4}'}, 400)
+        try:
+            job = await self._scrimmage(who, asked)
+        except RosterError as err:
+            return _json({"error": str(err)}, 400)
+        return _json(_scrimmage_json(job))
+
+    async def api_scrimmage_get(self, request: web.Request) -> web.Response:
+        who = await self.pages._bearer(request)
+        return _json(_scrimmage_json(await self._scrimmage_of(who, request.match_info["ident"])))
 
     # ------------------------------------------------------------------ the deadline and the final
 
@@ -329,6 +449,11 @@ class ClassroomPages:
         stamp = time.strftime("%Y%m%d-%H%M", time.gmtime())
         return web.Response(text=to_csv(table, rubrics), content_type="text/csv", headers={
             "Content-Disposition": f'attachment; filename="dashboard-{stamp}.csv"'})
+
+
+def _scrimmage_json(job: Scrimmage) -> dict[str, Any]:
+    return {"id": job.id, "seats": list(job.seats), "games": job.games, "status": job.status, "message": job.message,
+            "results": list(job.results)}
 
 
 def _json(data: Any, status: int = 200) -> web.Response:

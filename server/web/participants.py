@@ -355,7 +355,7 @@ class ParticipantPages:
             f'<form method="post" action="/p/{quote(name)}/pin"><input type="hidden" name="csrf" value="{csrf}">'
             f'<label>play <select name="version">{options}</select></label> <button>choose</button></form>'
             f'<p class="meta" id="class-links"><a id="compare-link" href="/p/{quote(name)}/compare">compare two of your '
-            f'versions</a> · <a id="final-link" href="/p/{quote(name)}/final">the deadline and the final</a></p>'
+            f'versions</a> · <a id="scrimmage-link" href="/p/{quote(name)}/scrimmage">scrimmages</a> · <a id="final-link" href="/p/{quote(name)}/final">the deadline and the final</a></p>'
             f'<h2>Games</h2><table id="games"><tr><th>game</th><th>version</th><th>place</th><th>table</th>'
             f'<th>status</th><th></th></tr>{"".join(game_rows)}</table></main>')
         return self.server._page(f"{name} - {self.server.title}", body)

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,11 +20,14 @@ from participants.admission import admit_pending
 from participants.dashboard import Rubric, judge, read_rubrics, rows, to_csv
 from participants.final import Final, FinalError, read_plan
 from participants.roster import ORGANIZER, Roster
+from participants.scrimmage import QUOTA_KEY, ScrimmageError, Scrimmages
 from server.cli import main as craits
 from tests.participants.test_compare_browser import HEURISTIC_BOT
+from tests.participants.test_participants_browser import _until
 from tests.participants.test_participants_web import Client
 from tests.participants.uploads import MANIFEST, good_bot, zip_of
 from tests.web.conftest import ARTIFACTS, Running, start_craits
+from tournaments.runner import load_standings, open_tournament
 
 FINAL_PLAN = 'deadline = "{deadline}"\ngames_per_bot = 3\ntable_size = 3\nhouse = ["random"]\nseed = 4\n'
 PRACTICE = """name = "practice"
@@ -220,3 +225,69 @@ def test_the_organizer_sees_the_dashboard_and_downloads_its_csv(course: Course, 
     alice = Client(url)
     alice.log_in(course.tokens["alice"])
     assert alice.request("organizer")[0] == 404 and alice.request("organizer.csv")[0] == 404
+
+
+def _standings(url: str) -> Any:
+    with urllib.request.urlopen(url + "api/standings", timeout=30) as response:
+        return json.loads(response.read())
+
+
+@pytest.mark.browser
+def test_a_scrimmage_is_played_shown_to_both_participants_and_never_rated(course: Course, page: Any) -> None:
+    url = course.running.url
+    before_file = (course.folder / "practice" / "standings.json").read_text(encoding="utf-8")
+    before = _standings(url)
+    page.goto(url + "login")
+    page.fill("#token", course.tokens["alice"])
+    page.click("#login")
+    page.click("#scrimmage-link")
+    page.select_option("#scrim-against", ["bob", "random"])
+    page.fill("#scrim-games", "3")
+    page.click("#scrimmage")
+    status = _until(page, lambda p: (s := p.text_content("#scrim-status", timeout=1000)) in ("done", "failed") and s,
+                    timeout_s=240)
+    assert status == "done"
+    games = page.query_selector_all("tr.scrim-game")
+    assert len(games) == 3 and "alice.v2" in games[0].inner_text() and "bob.v1" in games[0].inner_text()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "participant-scrimmage.png"), full_page=True)
+    replay = page.goto(url + page.query_selector("tr.scrim-game a").get_attribute("href").lstrip("/"))
+    assert replay.status == 200 and "Craits replay scrim" in page.title()
+    ident = page.url.split("/scrimmage/")[1].split("/")[0]
+    bob = Client(url)
+    bob.log_in(course.tokens["bob"])
+    status, listing, _ = bob.request("p/bob/scrimmage")
+    assert status == 200 and f'/p/bob/scrimmage/{ident}"' in listing
+    assert bob.request(f"p/bob/scrimmage/{ident}")[0] == 200
+    dave = Client(url)
+    dave.log_in(course.tokens["dave"])
+    assert dave.request(f"p/dave/scrimmage/{ident}")[0] == 404 and dave.request(f"p/alice/scrimmage/{ident}")[0] == 404
+    # never rated: the board's standings and the store's are as they were, and hold no scrimmage game
+    assert _standings(url) == before
+    assert (course.folder / "practice" / "standings.json").read_text(encoding="utf-8") == before_file
+    config, store = open_tournament(course.folder / "practice", readonly=True)
+    with store:
+        assert not [g for g in store.games() if g.game_id.startswith("scrim")]
+        assert load_standings(config, store).to_dict()["standings"] == json.loads(before_file)["standings"]
+
+
+def test_scrimmages_are_held_to_the_hourly_quota(tmp_path: Path) -> None:
+    roster = Roster.create(tmp_path / "roster")
+    for name in ("alice", "bob", "dave"):
+        roster.add(name)
+    for name in ("alice", "bob"):
+        roster.decide(roster.submit(name, b"print(1)\n", "bot.py"), "admitted", command=("python", "bot.py"))
+    scrimmages = Scrimmages(roster)
+    roster.set_limits({QUOTA_KEY: 5})
+    now = time.time()
+    scrimmages.ask("bob", ["random"], 3, now=now)
+    with pytest.raises(ScrimmageError, match="quota of 5 scrimmage games an hour: 2 left"):
+        scrimmages.ask("bob", ["alice"], 3, now=now)
+    with pytest.raises(ScrimmageError, match="no admitted version"):
+        scrimmages.ask("dave", ["bob"], 1, now=now)
+    with pytest.raises(ScrimmageError, match="'carl': not a participant"):
+        scrimmages.ask("bob", ["carl"], 1, now=now)
+    assert scrimmages.ask("bob", ["alice"], 2, now=now).seats == ("bob.v1", "alice.v1")
+    assert scrimmages.ask("bob", ["random", "random"], 5, now=now + 3601).seats == (
+        "bob.v1", "house-random", "house-random-3")  # an hour later: the quota is whole again
+    assert [s.participant for s in scrimmages.involving("alice")] == ["bob"]
