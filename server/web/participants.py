@@ -47,10 +47,15 @@ from participants.admission import roster_limits
 from participants.roster import ORGANIZER, Roster, RosterError, Version, split_bot
 from participants.unpack import Bounds
 from server.logging import get_logger
+from server.storage.replay.reader import read_replay
 from server.transport.pool import file_part
+from server.viewer.pages import render_html
 
 if TYPE_CHECKING:
     from server.web.app import WebServer
+
+CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
+"""The viewer's (as server.web.app's pages, without a connection back: a replay page needs none)."""
 
 log = get_logger()
 
@@ -155,6 +160,7 @@ class ParticipantPages:
             web.post("/p/{name}/pin", self.post_pin),
             web.get("/p/{name}/versions/{number}", self.page_version),
             web.get("/p/{name}/games/{game_id}/output", self.page_output),
+            web.get("/p/{name}/versions/{number}/replay", self.page_validation_replay),
             web.post("/api/submit", self.api_submit),
             web.get("/api/me/versions/{number}", self.api_version),
         ]
@@ -373,6 +379,8 @@ class ParticipantPages:
                           f'{e(", ".join(game.get("seats", [])[1:]))}; {e(str(game.get("status")))}, place '
                           f'{e(str(game.get("placing")))}</p>'
                           + "".join(f"<p>{e(x)}</p>" for x in game.get("events", []))
+                          + (f'<p><a id="validation-replay" href="/p/{quote(name)}/versions/{version.number}/replay">'
+                             "watch it</a></p>" if game.get("replay") else "")
                           + f'<h3>Your bot\'s output</h3><pre id="validation-output">{e(game.get("output", ""))}</pre>')
         building = version.status == "building"
         body = (
@@ -387,6 +395,18 @@ class ParticipantPages:
             f"{validation}</main>")
         head = '<meta http-equiv="refresh" content="2">' if building else ""
         return self.server._page(f"{name} v{version.number} - {self.server.title}", body, head=head)
+
+    async def page_validation_replay(self, request: web.Request) -> web.Response:
+        """The validation game's replay in the viewer (every hand shown: it was a game of its own)."""
+        name = await self._may_see(request)
+        number = request.match_info["number"]
+        version = await self._call(self.roster.version, name, int(number)) if number.isdigit() else None
+        folder = (self.roster.folder / "validation").resolve()
+        path = (folder / str((version.validation if version else {}).get("replay", ""))).resolve()
+        if version is None or not path.is_file() or folder not in path.parents:
+            raise web.HTTPNotFound(text="no such page")
+        page = await self._call(lambda: render_html(read_replay(path)))
+        return web.Response(text=page, content_type="text/html", headers={"Content-Security-Policy": CSP})
 
     async def page_output(self, request: web.Request) -> web.Response:
         name = await self._may_see(request)

@@ -73,6 +73,9 @@ def test_a_participant_uploads_sees_it_admitted_and_playing_and_sees_why_broken_
     assert "compiled fine" in page.text_content("#build-log")
     assert "0 failed" in page.text_content("#report")
     _shot(page, "admitted")
+    page.click("#validation-replay")  # the validation game, in the replay viewer
+    _until(page, lambda p: "alice.v1" in p.content() and "house-random" in p.content())
+    page.go_back()
     page.goto(url + "p/alice")  # the ladder seats the new version; its games appear on the page
     _until(page, lambda p: p.reload() and len(p.query_selector_all("#games tr")) > 1)
     assert "alice.v1" in page.text_content("#games")
