@@ -44,6 +44,7 @@ from urllib.parse import quote
 from aiohttp import web
 
 from participants.admission import roster_limits
+from participants.fairness import Pauses
 from participants.roster import ORGANIZER, Roster, RosterError, Version, split_bot
 from participants.unpack import Bounds
 from server.logging import get_logger
@@ -348,7 +349,9 @@ class ParticipantPages:
                 f'<td><a href="/p/{quote(name)}/games/{quote(g["game_id"])}/output">its output</a></td></tr>')
         body = (
             f'<main class="board participant"><h1 id="who">{e(name)}</h1>'
-            f'<form method="post" action="/logout" class="inline"><input type="hidden" name="csrf" value="{csrf}">'
+            + "".join(f'<p class="meta error paused" data-version="{p.number}">v{p.number} {e(p.note)}</p>'
+                      for p in await self._call(Pauses(self.roster).of, name))
+            + f'<form method="post" action="/logout" class="inline"><input type="hidden" name="csrf" value="{csrf}">'
             '<button>log out</button></form>'
             f'<h2>Submit a new version</h2><form method="post" action="/p/{quote(name)}/upload" enctype="multipart/form-data">'
             f'<input type="hidden" name="csrf" value="{csrf}"><input type="file" name="bot" id="bot-file" required> '
