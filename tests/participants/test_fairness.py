@@ -13,7 +13,7 @@ from tests.participants.conftest import LADDER
 from tests.participants.uploads import good_bot
 from tournaments.config import parse_config
 from tournaments.grpc_runner import tournament_runner
-from tournaments.ladder import LadderRound, open_ladder, run_ladder
+from tournaments.ladder import LadderBook, LadderRound, open_ladder, run_ladder
 from tournaments.standings import BotStanding, Standings
 
 
@@ -57,3 +57,28 @@ def test_a_version_that_faults_in_most_games_is_paused_and_sits_out_with_a_note(
     assert 0 < first_paused < len(seated)  # it played, then sat out every round after
     assert all(sorted(s) == ["bob.v1", "house"] for s in seated[first_paused:])
     assert Pauses(roster).of("bob") == []
+
+
+def _field(names: list[str]) -> str:
+    return 'name = "fair"\ntable_size = 3\nseed = 11\n' + "".join(
+        f'[[bots]]\nname = "{n}"\nbuiltin = "random"\n' for n in names)
+
+
+def test_a_late_version_plays_at_the_fields_rate_and_meets_the_whole_field_first(tmp_path: Path) -> None:
+    """Games per bot per hour stay within a ratio of 1.5 of the others' (here: per round of the
+    ladder), a version joining after 40 rounds included; and its first rounds seat it with
+    the bots it has not met, not the same few."""
+    old = [f"b{i}" for i in range(6)]
+    config = parse_config(_field(old), source="fair.toml", base_dir=tmp_path)
+    with open_ladder(config, _field(old), "fair.toml", tmp_path / "out") as store:
+        book = LadderBook(config, store)
+        for _ in range(40):
+            book.new_round(book.standings())
+        late_config = parse_config(_field([*old, "late"]), source="fair.toml", base_dir=tmp_path)
+        book.update(late_config)
+        picked = [book.new_round(book.standings()).seats for _ in range(42)]
+    counts = {bot: sum(bot in seats for seats in picked) for bot in [*old, "late"]}
+    share = 42 * 3 / 7
+    assert all(share / 1.5 <= n <= share * 1.5 for n in counts.values()), counts
+    first = [seats for seats in picked if "late" in seats][:3]
+    assert len({bot for seats in first for bot in seats} - {"late"}) == 6  # three tables, six different opponents
