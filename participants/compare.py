@@ -23,20 +23,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import math
 import sqlite3
 import statistics
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from participants.confidence import mean_interval
 from participants.roster import Roster, RosterError, Version
+from participants.tables import RosterTables
 from server.engine import make_config
 from server.game.policies import POLICY_NAMES
 from server.spec import BotSpec, Clocks, GameRecord, GameSpec, SeatStatus
@@ -207,22 +207,10 @@ def _comparison(row: Sequence[Any]) -> Comparison:
                       row[8], row[9], deals, row[11])
 
 
-class Comparisons:
+class Comparisons(RosterTables):
     """The comparisons of a roster (beside its participants, in its database)."""
 
-    def __init__(self, roster: Roster) -> None:
-        self.roster = roster
-        with self._db() as db:
-            db.executescript(SCHEMA)
-
-    @contextlib.contextmanager
-    def _db(self) -> Iterator[sqlite3.Connection]:
-        db = sqlite3.connect(self.roster.db_path, timeout=30)
-        try:
-            with db:
-                yield db
-        finally:
-            db.close()
+    SCHEMA = SCHEMA
 
     def ask(self, name: str, a: int, b: int, *, games: int = DEFAULT_GAMES, until_told: bool = True,
             panel: Sequence[str] = DEFAULT_PANEL) -> Comparison:

@@ -10,13 +10,12 @@ page says why. Submitting a new version is the way back (a paused version stays 
 
 from __future__ import annotations
 
-import contextlib
-import sqlite3
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from participants.roster import Roster, Version, split_bot
+from participants.roster import Version, split_bot
+from participants.tables import RosterTables
 from tournaments.standings import BAD_STATUSES, BotStanding
 
 MIN_GAMES = 6
@@ -43,20 +42,8 @@ def faulty(row: BotStanding) -> bool:
     return row.games >= MIN_GAMES and bad > FAULT_SHARE * row.games
 
 
-class Pauses:
-    def __init__(self, roster: Roster) -> None:
-        self.roster = roster
-        with self._db() as db:
-            db.executescript(SCHEMA)
-
-    @contextlib.contextmanager
-    def _db(self) -> Iterator[sqlite3.Connection]:
-        db = sqlite3.connect(self.roster.db_path, timeout=30)
-        try:
-            with db:
-                yield db
-        finally:
-            db.close()
+class Pauses(RosterTables):
+    SCHEMA = SCHEMA
 
     def check(self, rows: Iterable[BotStanding]) -> list[Version]:
         """Pause the versions whose rows show them faulting in most of their games; returns the newly paused."""

@@ -24,19 +24,17 @@ nothing of them before.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import json
 import os
-import sqlite3
 import time
 import tomllib
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from participants.roster import Roster, RosterError, Version
+from participants.tables import RosterTables
 from server.game.policies import POLICY_NAMES
 
 PLAN_FILE = "final.toml"
@@ -123,23 +121,14 @@ def read_plan(folder: str | Path) -> Plan | None:
     return Plan(**values)
 
 
-class Final:
+class Final(RosterTables):
     """A roster's final: the plan, the participants' choices, the snapshot, publication."""
 
-    def __init__(self, roster: Roster) -> None:
-        self.roster = roster
-        self.folder = roster.folder / "final"
-        with self._db() as db:
-            db.executescript(SCHEMA)
+    SCHEMA = SCHEMA
 
-    @contextlib.contextmanager
-    def _db(self) -> Iterator[sqlite3.Connection]:
-        db = sqlite3.connect(self.roster.db_path, timeout=30)
-        try:
-            with db:
-                yield db
-        finally:
-            db.close()
+    def __init__(self, roster: Roster) -> None:
+        super().__init__(roster)
+        self.folder = roster.folder / "final"
 
     def plan(self) -> Plan | None:
         return read_plan(self.roster.folder)

@@ -24,13 +24,14 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from participants.compare import HOUSE, GameRunner, version_spec
 from participants.roster import ORGANIZER, Roster, RosterError
+from participants.tables import RosterTables
 from server.engine import make_config
 from server.spec import BotSpec, Clocks, GameSpec
 from tournaments.schedule import derive_seed, rotate
@@ -85,20 +86,8 @@ def _row(row: Sequence[Any]) -> Scrimmage:
 _COLUMNS = "id, participant, seats, games, seed, status, created, results, message"
 
 
-class Scrimmages:
-    def __init__(self, roster: Roster) -> None:
-        self.roster = roster
-        with self._db() as db:
-            db.executescript(SCHEMA)
-
-    @contextlib.contextmanager
-    def _db(self) -> Iterator[sqlite3.Connection]:
-        db = sqlite3.connect(self.roster.db_path, timeout=30)
-        try:
-            with db:
-                yield db
-        finally:
-            db.close()
+class Scrimmages(RosterTables):
+    SCHEMA = SCHEMA
 
     def used(self, name: str, now: float | None = None) -> int:
         """Games ``name`` asked for in the last hour."""

@@ -193,13 +193,7 @@ class ClassroomPages:
     async def api_compare(self, request: web.Request) -> web.Response:
         who = await self.pages._bearer(request)
         try:
-            asked = await request.json()
-            if not isinstance(asked, dict):
-                raise ValueError
-        except ValueError:
-            return _json({"error": 'send JSON: {"a": 1, "b": 2, "games": 120}'}, 400)
-        try:
-            job = await self._ask(who, asked)
+            job = await self._ask(who, await _asked(request, '{"a": 1, "b": 2, "games": 120}'))
         except RosterError as err:
             return _json({"error": str(err)}, 400)
         return _json(job.to_dict())
@@ -300,13 +294,7 @@ class ClassroomPages:
     async def api_scrimmage(self, request: web.Request) -> web.Response:
         who = await self.pages._bearer(request)
         try:
-            asked = await request.json()
-            if not isinstance(asked, dict):
-                raise ValueError
-        except ValueError:
-            return _json({"error": 'send JSON: {"against": ["bob", "random"], "games": 4}'}, 400)
-        try:
-            job = await self._scrimmage(who, asked)
+            job = await self._scrimmage(who, await _asked(request, '{"against": ["bob", "random"], "games": 4}'))
         except RosterError as err:
             return _json({"error": str(err)}, 400)
         return _json(_scrimmage_json(job))
@@ -449,6 +437,17 @@ class ClassroomPages:
         stamp = time.strftime("%Y%m%d-%H%M", time.gmtime())
         return web.Response(text=to_csv(table, rubrics), content_type="text/csv", headers={
             "Content-Disposition": f'attachment; filename="dashboard-{stamp}.csv"'})
+
+
+async def _asked(request: web.Request, example: str) -> dict[str, Any]:
+    """An API request's JSON object; a :class:`RosterError` (a 400 with the reason) otherwise."""
+    try:
+        asked = await request.json()
+    except ValueError:
+        asked = None
+    if not isinstance(asked, dict):
+        raise RosterError(f"send a JSON object, like {example}")
+    return asked
 
 
 def _scrimmage_json(job: Scrimmage) -> dict[str, Any]:
