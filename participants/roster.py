@@ -323,11 +323,11 @@ class Roster:
                     os.unlink(temp)
                 raise
         safe_name = re.sub(r"[^A-Za-z0-9_.\-]", "_", Path(filename).name)[:80] or "upload"
-        with self._db() as db:
-            number = db.execute("SELECT COALESCE(MAX(number), 0) + 1 FROM versions WHERE participant = ?",
-                                (name,)).fetchone()[0]
-            cursor = db.execute("INSERT INTO versions (participant, number, sha256, size, filename, created) "
-                                "VALUES (?, ?, ?, ?, ?, ?)", (name, number, digest, len(data), safe_name, time.time()))
+        with self._db() as db:  # (the number in the same statement: two uploads at once get two numbers)
+            cursor = db.execute(
+                "INSERT INTO versions (participant, number, sha256, size, filename, created) VALUES (?, "
+                "(SELECT COALESCE(MAX(number), 0) + 1 FROM versions WHERE participant = ?), ?, ?, ?, ?)",
+                (name, name, digest, len(data), safe_name, time.time()))
             row_id = cursor.lastrowid
         found = self.version_by_id(int(row_id or 0))
         assert found is not None

@@ -432,6 +432,9 @@ def _play_ladder(
 
         entrants = RosterEntrants(config)
         config = entrants.config()
+        print(f"{config.name}: roster {config.roster}: {len(entrants.roster.participants())} participant(s), "
+              f"{len(entrants.versions())} admitted version(s) playing"
+              + ("" if getattr(args, "web", None) else "; without --web they cannot log in or submit"), file=sys.stderr)
         args.roster_dir = config.roster  # (--web: its participants log in and submit there)
         if factory is tournament_runner:  # (their tokens also let their own bots connect)
             factory = functools.partial(tournament_runner, resolve_token=entrants.resolve_token)

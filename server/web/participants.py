@@ -48,7 +48,8 @@ from participants.fairness import Pauses
 from participants.roster import ORGANIZER, Roster, RosterError, Version, split_bot
 from participants.unpack import Bounds
 from server.logging import get_logger
-from server.storage.replay.reader import read_replay
+from server.storage.replay.format import ReplayError
+from server.storage.replay.reader import load_records, read_replay
 from server.transport.pool import file_part
 from server.viewer.pages import render_html
 
@@ -98,6 +99,24 @@ def game_output(log_dir: Path, bot: str, game_id: str, seat: int) -> str | None:
                 return data[mark.end():end].decode("utf-8", "replace").strip("\n")
     alone = log_dir / f"{game_id}-seat{seat}.log"
     return alone.read_text(encoding="utf-8", errors="replace") if alone.is_file() else None
+
+
+FAULTS_SHOWN = 200
+GOOD_STATUSES = ("ok", "auto", "bank")
+"""A decision's statuses that are not faults (answered in time, single action, within the bank)."""
+
+
+def seat_faults(replay: str | None, seat: int) -> list[tuple[int, str, str]]:
+    """(decision number, status, note) of each decision of ``seat`` that went wrong, from the
+    game's replay (none when it has none)."""
+    if not replay:
+        return []
+    try:
+        records = load_records(replay)
+    except (OSError, ReplayError):
+        return []
+    return [(r["n"], r["status"], r.get("note", "")) for r in records
+            if r.get("type") == "decision" and r.get("seat") == seat and r.get("status") not in GOOD_STATUSES]
 
 
 class Builder:
@@ -424,9 +443,14 @@ class ParticipantPages:
         if out_dir is not None:
             text = await self._call(game_output, Path(out_dir) / "bots", bots[0], game_id, seats[0])
         shown = "(no output kept for this game)" if text is None else text[-OUTPUT_SHOWN:] or "(it printed nothing)"
+        faults = await self._call(seat_faults, game.get("replay"), seats[0])
+        listed = "".join(
+            f'<li><a class="fault" href="/games/{quote(game_id)}#decision={n}">decision {n}</a>: {e(status)}'
+            f'{": " + e(note) if note else ""}</li>' for n, status, note in faults[:FAULTS_SHOWN])
         body = (f'<main class="board participant"><p><a href="/p/{quote(name)}">{e(name)}</a></p>'
                 f'<h1>{e(bots[0])} in <a href="/games/{quote(game_id)}">{e(game_id)}</a></h1>'
-                f'<pre id="output">{e(shown)}</pre></main>')
+                + (f'<h2>Its faults</h2><ul id="faults">{listed}</ul>' if faults else "")
+                + f'<h2>Its output</h2><pre id="output">{e(shown)}</pre></main>')
         return self.server._page(f"{bots[0]} in {game_id}", body)
 
     async def post_upload(self, request: web.Request) -> web.StreamResponse:

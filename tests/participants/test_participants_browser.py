@@ -79,6 +79,10 @@ def test_a_participant_uploads_sees_it_admitted_and_playing_and_sees_why_broken_
     page.goto(url + "p/alice")  # the ladder seats the new version; its games appear on the page
     _until(page, lambda p: p.reload() and len(p.query_selector_all("#games tr")) > 1)
     assert "alice.v1" in page.text_content("#games")
+    game = page.get_attribute("#games a", "href")  # a fault's link opens the replay at its decision
+    page.goto(url + game.lstrip("/") + "#decision=5")
+    assert _until(page, lambda p: p.get_attribute("#frame-label", "data-decision", timeout=1000) == "5")
+    page.go_back()
     page.reload()
     assert "(playing)" in page.text_content("#versions")
 

@@ -3,6 +3,7 @@ imported all or nothing; versions numbered and stored whole, never overwritten."
 
 from __future__ import annotations
 
+import concurrent.futures
 import sqlite3
 from pathlib import Path
 
@@ -100,3 +101,10 @@ def test_names_that_cannot_be_bot_names_are_refused(roster: Roster) -> None:
     roster.add("alice")
     with pytest.raises(RosterError, match="already on the roster"):
         roster.add("alice")
+
+
+def test_uploads_at_the_same_time_get_distinct_versions(roster: Roster) -> None:
+    roster.add("alice")
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        made = list(pool.map(lambda i: roster.submit("alice", good_bot() + bytes([i]), f"{i}.zip"), range(16)))
+    assert sorted(v.number for v in made) == list(range(1, 17))

@@ -710,6 +710,9 @@
   setupStatic();
   bind();
   render();
+  // A link to one decision (a participant's fault: /games/ID#decision=N) opens the game there.
+  const at = /^#decision=(\d+)$/.exec(window.location.hash || "");
+  if (at) gotoDecision(at[1]);
 
   /* Live: add records as they come; a viewer on the last frame follows the game. */
   function append(records) {

@@ -20,7 +20,7 @@
     badge.after(a);
   }
   document.body.dataset.live = "playing";
-  viewer.go(viewer.frames - 1);
+  if (!/^#decision=\d+$/.test(window.location.hash)) viewer.go(viewer.frames - 1);  // (else: at that decision)
 
   let batch = [];
   let timer = null;
