@@ -195,7 +195,8 @@ class Comparison:
         return {"id": self.id, "a": self.a, "b": self.b, "panel": list(self.panel), "games_wanted": self.games,
                 "until_told": self.until_told, "status": self.status, "message": self.message,
                 "deals": s.deals, "games": s.games, "verdict": s.verdict, "placing": asdict(s.placing),
-                "points": asdict(s.points), "faults": {"a": s.a_faults, "b": s.b_faults}}
+                "points": {k: v if math.isfinite(v) else None for k, v in asdict(s.points).items()},
+                "faults": {"a": s.a_faults, "b": s.b_faults}}
 
 
 _COLUMNS = "id, participant, a, b, panel, games, until_told, seed, status, created, deals, message"
