@@ -224,6 +224,9 @@ class Comparisons(RosterTables):
             raise CompareError("compare two different versions")
         if not 1 <= games <= MAX_GAMES:
             raise CompareError(f"games: from 1 to {MAX_GAMES}, got {games}")
+        if waiting := [c.id for c in self.pending() if c.participant == name]:
+            raise CompareError(f"your comparison {waiting[0]} is still playing: one at a time (it plays beside the "
+                               "ladder, on the same machine)")
         panel = tuple(panel)
         if not 1 <= len(panel) <= 5 or (unknown := [p for p in panel if p not in HOUSE]):
             raise CompareError(f"opponents: 1 to 5 of the house bots {', '.join(HOUSE)}"
@@ -294,13 +297,18 @@ async def play_pending(roster: Roster, run_game: GameRunner | None = None) -> li
                 continue
             a, b = (version_spec(roster, v) for v in versions if v is not None)
             store.record(job.id, "running", job.deals)
+            played: list[Deal] = list(job.deals)
+
+            def keep(deals: list[Deal], ident: int = job.id, played: list[Deal] = played) -> None:
+                played[:] = deals  # (what a failure keeps)
+                store.record(ident, "running", deals)
+
             try:
                 deals = await compare(run_game, a, b, house_specs(job.panel), seed=job.seed, games=job.games,
                                       until_told=job.until_told, done=job.deals, tag=f"cmp{job.id}",
-                                      replays=roster.folder / "compare" / str(job.id),
-                                      on_deal=lambda deals, job=job: store.record(job.id, "running", deals))
+                                      replays=roster.folder / "compare" / str(job.id), on_deal=keep)
             except CompareError as err:
-                store.record(job.id, "failed", store.get(job.id).deals if store.get(job.id) else (), str(err))
+                store.record(job.id, "failed", played, str(err))
                 continue
             store.record(job.id, "done", deals)
             finished.append(job.id)

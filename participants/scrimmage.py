@@ -34,7 +34,7 @@ from participants.roster import ORGANIZER, Roster, RosterError
 from participants.tables import RosterTables
 from server.engine import make_config
 from server.spec import BotSpec, Clocks, GameSpec
-from tournaments.schedule import derive_seed, rotate
+from tournaments.schedule import derive_seed
 
 GAMES_PER_HOUR = 30
 QUOTA_KEY = "scrimmage_games_per_hour"
@@ -184,7 +184,7 @@ async def play(store: Scrimmages, job: Scrimmage, run_game: GameRunner) -> list[
     results = list(job.results)
     store.record(job.id, "running", results)
     for number in range(len(results), job.games):
-        order = rotate(tuple(range(table)), number % table)
+        order = [(seat + number) % table for seat in range(table)]  # (as tournaments.schedule.rotate seats them)
         game_id = f"scrim{job.id}-g{number + 1}"
         spec = GameSpec(game_id, config, derive_seed(job.seed, "scrimmage", number // table),
                         tuple(specs[i] for i in order), Clocks(), store.replay_path(job, game_id),

@@ -186,7 +186,7 @@ class ClassroomPages:
         return self._page(f"{name}: v{job.b} against v{job.a}", body, head=head)
 
     async def _job(self, name: str, ident: str) -> Comparison:
-        job = await self.pages._call(self.comparisons.get, int(ident)) if ident.isdigit() else None
+        job: Comparison | None = await self.pages._call(self.comparisons.get, int(ident)) if ident.isdigit() else None
         if job is None or job.participant != name:
             raise web.HTTPNotFound(text="no such page")
         return job
@@ -254,7 +254,7 @@ class ClassroomPages:
         return job
 
     async def _scrimmage_of(self, name: str, ident: str) -> Scrimmage:
-        job = await self.pages._call(self.scrimmages.get, int(ident)) if ident.isdigit() else None
+        job: Scrimmage | None = await self.pages._call(self.scrimmages.get, int(ident)) if ident.isdigit() else None
         if job is None or name not in job.participants():
             raise web.HTTPNotFound(text="no such page")
         return job

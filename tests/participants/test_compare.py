@@ -83,3 +83,5 @@ def test_a_comparison_needs_two_admitted_versions_and_house_bots(tmp_path: Path)
     job = comparisons.ask("alice", 1, 2, games=30)
     assert (job.status, job.table_size, comparisons.pending()) == ("waiting", 3, [job])
     assert comparisons.of("bob") == []
+    with pytest.raises(CompareError, match=f"your comparison {job.id} is still playing"):
+        comparisons.ask("alice", 2, 1)
