@@ -18,6 +18,7 @@ import pytest
 
 from participants.admission import admit_pending
 from participants.dashboard import Rubric, judge, read_rubrics, rows, to_csv
+from participants.fairness import Pauses
 from participants.final import Final, FinalError, read_plan
 from participants.roster import ORGANIZER, Roster
 from participants.scrimmage import QUOTA_KEY, ScrimmageError, Scrimmages
@@ -28,6 +29,7 @@ from tests.participants.test_participants_web import Client
 from tests.participants.uploads import MANIFEST, good_bot, zip_of
 from tests.web.conftest import ARTIFACTS, Running, start_craits
 from tournaments.runner import load_standings, open_tournament
+from tournaments.standings import BotStanding
 
 FINAL_PLAN = 'deadline = "{deadline}"\ngames_per_bot = 3\ntable_size = 3\nhouse = ["random"]\nseed = 4\n'
 PRACTICE = """name = "practice"
@@ -291,3 +293,22 @@ def test_scrimmages_are_held_to_the_hourly_quota(tmp_path: Path) -> None:
     assert scrimmages.ask("bob", ["random", "random"], 5, now=now + 3601).seats == (
         "bob.v1", "house-random", "house-random-3")  # an hour later: the quota is whole again
     assert [s.participant for s in scrimmages.involving("alice")] == ["bob"]
+
+
+def test_a_paused_version_is_explained_on_its_owners_page(course: Course) -> None:
+    pauses = Pauses(course.roster)
+    row = BotStanding(rank=1, bot="bob.v1", games=8, avg_points=None, ci_low=None, ci_high=None, avg_placing=None,
+                      wins=0, win_rate=None, rating_mu=25.0, rating_sigma=8.0, rating_ordinal=0.0,
+                      issues={"struck_out": 5, "never_connected": 1})
+    assert [v.bot for v in pauses.check([row])] == ["bob.v1"]
+    try:
+        bob = Client(course.running.url)
+        bob.log_in(course.tokens["bob"])
+        _, page, _ = bob.request("p/bob")
+        assert "v1 paused: it faulted in 6 of its 8 games (struck out 5, never connected 1)" in page
+        alice = Client(course.running.url)
+        alice.log_in(course.tokens["alice"])
+        assert "paused" not in alice.request("p/alice")[1]
+    finally:
+        with pauses._db() as db:
+            db.execute("DELETE FROM paused")
