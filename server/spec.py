@@ -54,6 +54,9 @@ class SeatStatus(enum.StrEnum):
     DISCONNECTED = "disconnected"
     """Gone past the reconnect grace: the default policy played the rest."""
     NEVER_CONNECTED = "never_connected"
+    LEFT = "left"
+    """A bot that connects on its own closed its stream cleanly mid-game (its process stopped):
+    the default policy played the rest at once, without waiting for the reconnect grace."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +79,11 @@ class SeatReport:
     """Answers refused because they named a decision that was not open (no strike)."""
     events: tuple[str, ...] = ()
     """Every fault of this seat in words, in order (timeouts, refusals, disconnects)."""
+    bot_errors: int = 0
+    """Answers on which the bot's own code failed and its kit answered in its place
+    (Answer.bot_error): a crashing bot, told from a weak one. No strike."""
+    bot_error: str = ""
+    """The first of those failures' first line ("ZeroDivisionError: ... at my_bot.py:42")."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,7 @@ referee worker processes when more than one is in flight (:mod:`server.transport
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import sys
@@ -14,6 +15,7 @@ from typing import Any
 
 from server.errors import UserError
 from server.logging import get_logger, log_file
+from server.transport import presence
 from server.transport.pool import RestartPolicy
 from server.transport.sandbox import Limits
 from server.transport.service import Arena, ArenaError, ArenaOptions, listening_text, security_notes
@@ -65,6 +67,9 @@ async def tournament_runner(
     for bot in remote:  # (a roster participant's entry opens only to their real token, through the resolver)
         arena.register_token(bot.token, bot.name, direct=not bot.token.startswith(RESOLVED_PREFIX))
     arena.resolve_token = resolve_token
+    if remote:
+        arena.presence.watch(bot.name for bot in remote)
+        arena.presence.on_change = PresenceReport(arena.presence, Path(out_dir) / presence.FILENAME).changed
     log.info("tournament_referee", address=arena.target, tournament=getattr(config, "name", ""), tls=tls is not None)
     for note in security_notes(arena):
         print(note, file=sys.stderr, flush=True)
@@ -81,3 +86,40 @@ async def tournament_runner(
             await pool.close()
         finally:
             await arena.shutdown(grace_s=0)
+            if remote:  # (as the run ends: every bot away)
+                presence.write_file(Path(out_dir) / presence.FILENAME, arena.presence.snapshot())
+
+
+class PresenceReport:
+    """Shows the remote bots' comings and goings (:mod:`server.transport.presence`): one line
+    each on the organizer's terminal (a refused Hello by the name it claimed, never its token),
+    and the output folder's ``connections.json`` for the board, rewritten at most every
+    :data:`WRITE_S` (a bot retrying a wrong token in a loop costs one write a half second)."""
+
+    WRITE_S = 0.5
+
+    def __init__(self, tracker: presence.Presence, path: Path) -> None:
+        self.tracker = tracker
+        self.path = path
+        self._pending = False
+        self._said: dict[tuple[str, str], float] = {}
+        presence.write_file(path, tracker.snapshot())
+
+    def changed(self, kind: str, what: Any) -> None:
+        if kind == "refused":
+            key = (what.claimed, what.why)
+            if what.at - self._said.get(key, 0.0) >= 60.0:  # the same refusal once a minute
+                self._said[key] = what.at
+                claimed = repr(what.claimed) if what.claimed else "(no name)"
+                print(f"refused a bot that says it is {claimed}: {what.why} (check the token it was given)",
+                      file=sys.stderr, flush=True)
+        else:
+            state = self.tracker.bots[what]
+            print(f"{what}: {state.state}", file=sys.stderr, flush=True)
+        if not self._pending:
+            self._pending = True
+            asyncio.get_running_loop().call_later(self.WRITE_S, self._write)
+
+    def _write(self) -> None:
+        self._pending = False
+        presence.write_file(self.path, self.tracker.snapshot())

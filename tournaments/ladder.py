@@ -39,17 +39,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import itertools
 import json
 import random
 import secrets
+import signal
 import sys
+import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from server.storage.replay.format import write_text_atomic
 from server.storage.store import GameSlot, Store, TournamentStore
 from tournaments.config import TournamentConfig, parse_config
 from tournaments.pages import write_game_pages
@@ -92,6 +96,61 @@ class LadderSummary:
     """Games this run recorded (an interrupted round's included)."""
     stopped: bool
     """Stopped by a signal."""
+    why: str = ""
+    """Why it stopped, in words: "Ctrl-C", "SIGTERM", "--rounds 20", "waiting for bots"."""
+
+
+STATE_FILE = "ladder.json"
+"""A ladder's output folder says in it whether the ladder runs, or how and when it last
+stopped, for ``ladder standings`` and the board (a ladder has no end: its standings are
+never "complete", and a normal stop is not an incomplete one)."""
+
+
+def write_state(out_dir: Path, *, running: bool, rounds: int = 0, why: str = "") -> None:
+    """Record whether the ladder runs, or why it stopped, and when, in its folder (atomically;
+    a write that fails changes nothing: the standings then say less)."""
+    state = {"running": running, "rounds": rounds, "why": why, "at": time.time()}
+    with contextlib.suppress(OSError):
+        write_text_atomic(out_dir / STATE_FILE, json.dumps(state, sort_keys=True) + "\n")
+
+
+def read_state(out_dir: Path) -> dict[str, Any] | None:
+    try:
+        state = json.loads((out_dir / STATE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return state if isinstance(state, dict) else None
+
+
+def rounds_played(games: Sequence[GameSlot], pending: Collection[str]) -> int:
+    """Rounds (a ladder's tables) every game of which is recorded (``pending``: the ids of those that are not)."""
+    tables = {g.table for g in games}
+    unfinished = {g.table for g in games if g.game_id in pending}
+    return len(tables - unfinished)
+
+
+def ladder_status(out_dir: Path | None, store: TournamentStore) -> str:
+    """How a ladder stands, for its standings' title: "ladder: 70 rounds played, 210 games; the
+    last run stopped after 12 new rounds (Ctrl-C, 2026-11-26 17:52 UTC)", or "running since",
+    or only the rounds and games where its folder does not say (an older ladder, a PostgreSQL
+    store)."""
+    games = store.games()
+    pending = {g.game_id for g in store.pending_games()}
+    rounds = rounds_played(games, pending)
+    done = len(games) - len(pending)
+    text = f"ladder: {rounds} round{'' if rounds == 1 else 's'} played, {done} games"
+    state = read_state(out_dir) if out_dir is not None else None
+    if state is not None:
+        at = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(float(state.get("at", 0))))
+        if state.get("running"):
+            text += f"; running since {at} (or killed: then `ladder run` continues it)"
+        else:
+            last = int(state.get("rounds") or 0)
+            text += (f"; the last run stopped after {last} new round{'' if last == 1 else 's'} "
+                     f"({state.get('why') or 'stopped'}, {at})")
+    if pending:
+        text += f"; the {len(pending)} unplayed games of an interrupted round are played first when it continues"
+    return text
 
 
 # ------------------------------------------------------------------ matchmaking (pure)
@@ -245,9 +304,16 @@ def _settings_text(settings: Mapping[str, Any], keys: Sequence[str]) -> str:
     return ", ".join(f"{key} = {json.dumps(settings.get(key))}" for key in keys)
 
 
-def ladder_standings(config: TournamentConfig, store: TournamentStore) -> Standings:
-    """Every bot the ladder has known, ordered by rating (from every recorded game)."""
-    return standings_of(config, store, store.bot_names(), by_rating=True)
+def ladder_standings(
+    config: TournamentConfig, store: TournamentStore, out_dir: Path | None = None, *, with_status: bool = False
+) -> Standings:
+    """Every bot the ladder has known, ordered by rating (from every recorded game); for a
+    terminal (``out_dir`` given, or ``with_status``), titled with how the ladder stands
+    (:func:`ladder_status`: a ladder is never "complete", nor "INCOMPLETE" after a stop)."""
+    standings = standings_of(config, store, store.bot_names(), by_rating=True)
+    if out_dir is None and not with_status:
+        return standings
+    return dataclasses.replace(standings, status=ladder_status(out_dir, store))
 
 
 class LadderBook:
@@ -404,8 +470,14 @@ async def run_ladder(
 
     played_rounds = recorded = 0
     short = False
+    why: list[str] = []
+
+    def on_signal(sig: signal.Signals) -> None:
+        why.append("Ctrl-C" if sig == signal.SIGINT else sig.name)
+
     pages: asyncio.Future[int] | None = None
-    restore = install_stop_handlers(request_stop) if handle_signals else (lambda: None)
+    restore = install_stop_handlers(request_stop, on_signal) if handle_signals else (lambda: None)
+    write_state(out_dir, running=True)
     try:
         with event_log(out_dir / LOG_NAME) as log:
             log = log.bind(ladder=config.name)
@@ -469,7 +541,11 @@ async def run_ladder(
                     await pages
     finally:
         restore()
-    return LadderSummary(played_rounds, recorded, stop.is_set())
+        if not why:
+            why.append(f"--rounds {rounds}" if rounds is not None and played_rounds >= rounds
+                       else "stopped" if stop.is_set() else "an error")
+        write_state(out_dir, running=False, rounds=played_rounds, why=why[0])
+    return LadderSummary(played_rounds, recorded, stop.is_set(), why[0])
 
 
 WAIT_POLL_S = 0.5

@@ -46,6 +46,39 @@ def game_links(store: TournamentStore, out_dir: Path) -> list[dict[str, Any]]:
     return games
 
 
+def fault_links(store: TournamentStore, out_dir: Path, commands: dict[str, str], base: Path | None = None
+                ) -> list[dict[str, Any]]:
+    """Each bot's first fault in each game where it had one: the decision in the replay, what
+    happened, the viewer's link to it and the command that reruns it (``commands``: bot name ->
+    its command, shown in the command; docs/rerun.md); paths are relative to ``base`` (default
+    ``out_dir``). Only the replays of games whose seats report a fault are read."""
+    from server.storage.replay.faults import replay_faults
+    from tournaments.standings import BAD_STATUSES, ISSUE_COUNTERS
+
+    out = []
+    for result in store.results():
+        faulty = {i for i, seat in enumerate(result.seats)
+                  if seat.status in BAD_STATUSES or any(seat.counters.get(k, 0) for k in ISSUE_COUNTERS)}
+        replay = _find_replay(result.replay_path, out_dir) if faulty else None
+        if replay is None:
+            continue
+        try:
+            faults = replay_faults(read_replay(replay))
+        except ReplayError:
+            continue
+        file = os.path.relpath(replay, base or out_dir)
+        viewer = os.path.relpath(out_dir / VIEWER_DIR / f"{result.game_id}.html", base or out_dir)
+        for fault in faults:
+            if fault.seat in faulty:
+                out.append({
+                    "game_id": result.game_id, "bot": fault.bot, "seat": fault.seat, "decision": fault.n,
+                    "what": fault.what, "count": fault.count, "replay": file,
+                    "viewer": viewer + fault.anchor(),
+                    "command": fault.command(file, commands.get(fault.bot) or "python my_bot.py"),
+                })
+    return out
+
+
 def _find_replay(stored: str | None, out_dir: Path) -> Path | None:
     """This folder's own copy of the replay: ``replays/<name>`` first, then the stored path
     (relative to the folder, or as stored) only if it lies inside the folder, so a copied or

@@ -533,9 +533,11 @@ class PageWriter:
             await asyncio.shield(self._task)
 
 
-def install_stop_handlers(on_stop: Callable[[], None]) -> Callable[[], None]:
-    """SIGINT and SIGTERM call ``on_stop`` once; a second one interrupts at once. Returns the
-    function that removes the handlers."""
+def install_stop_handlers(
+    on_stop: Callable[[], None], on_signal: Callable[[signal.Signals], None] | None = None
+) -> Callable[[], None]:
+    """SIGINT and SIGTERM call ``on_stop`` once (after ``on_signal(which)``); a second one
+    interrupts at once. Returns the function that removes the handlers."""
     loop = asyncio.get_running_loop()
     installed: list[int] = []
 
@@ -543,13 +545,15 @@ def install_stop_handlers(on_stop: Callable[[], None]) -> Callable[[], None]:
         while installed:
             loop.remove_signal_handler(installed.pop())
 
-    def first_signal() -> None:
+    def first_signal(sig: signal.Signals) -> None:
+        if on_signal is not None:
+            on_signal(sig)
         on_stop()
         restore()  # a second Ctrl-C interrupts at once
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no support
-            loop.add_signal_handler(sig, first_signal)
+            loop.add_signal_handler(sig, first_signal, sig)
             installed.append(sig)
     return restore
 

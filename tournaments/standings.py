@@ -44,8 +44,19 @@ CONFIDENCE = 0.95
 HEAD_TO_HEAD_GRID_BOTS = 12
 """Up to this many bots the terminal's standings end with the whole head-to-head grid."""
 RATING_MODEL = "OpenSkill Plackett-Luce (default mu=25, sigma=25/3)"
-ISSUE_COUNTERS = ("timeouts", "strikes", "illegal", "malformed", "disconnects", "default_actions")
-BAD_STATUSES = ("struck_out", "disconnected", "never_connected")
+RATING_HEADERS = ("rating", "mu ± sigma")
+"""The rating's two columns, in this order, on the terminal, the board and the bot pages: the
+*rating* is the ordinal mu - 3 sigma (what a ladder ranks by: a skill the bot has with 99.7%
+confidence), then the estimate mu and its uncertainty sigma. The standings files hold them as
+``rating_ordinal``, ``rating_mu``, ``rating_sigma``, in that order."""
+RATING_LEGEND = ("Rating: OpenSkill Plackett-Luce; rating = mu - 3 sigma (a cautious estimate of the bot's "
+                 "skill), from mu (the estimate) and sigma (its uncertainty, which shrinks as the bot plays).")
+ISSUE_COUNTERS = ("timeouts", "strikes", "illegal", "malformed", "disconnects", "default_actions", "bot_errors")
+"""Per-seat fault counters the standings sum (``bot_errors``: the bot's own code failed and
+its kit answered in its place, Answer.bot_error)."""
+BAD_STATUSES = ("struck_out", "disconnected", "never_connected", "left")
+"""Seat statuses counted as faults: ``left`` is a clean exit mid-game (the bot closed its stream),
+told apart from ``disconnected`` (a crash or a network drop, waited for)."""
 
 # Student's t, two-sided 95% (the 0.975 quantile), for 1..30 degrees of freedom.
 _T975 = (
@@ -155,6 +166,10 @@ class Standings:
     games_scheduled: int
     games_aborted: int
     lower_wins: bool
+    status: str = ""
+    """How the competition stands, in words, for the terminal's title in place of "complete" or
+    "INCOMPLETE" (a ladder: the rounds it played, and how and when it stopped). Not in the
+    exports: they stay the same for the same games, however the runs that played them ended."""
 
     @property
     def complete(self) -> bool:
@@ -174,7 +189,7 @@ class Standings:
             "games_aborted": self.games_aborted,
             "points": "lower is better" if self.lower_wins else "higher is better",
             "confidence_interval": "95%, Student's t on points per game",
-            "rating": RATING_MODEL + "; ordinal = mu - 3 sigma",
+            "rating": RATING_MODEL + "; rating = rating_ordinal = mu - 3 sigma",
             "standings": [{k: _round(v) for k, v in asdict(row).items()} for row in self.rows],
         }
         if head_to_head:
@@ -187,7 +202,7 @@ class Standings:
     def to_csv(self) -> str:
         columns = [
             "rank", "bot", "games", "avg_points", "ci_low", "ci_high", "avg_placing", "wins", "win_rate",
-            "rating_mu", "rating_sigma", "rating_ordinal", *ISSUE_COUNTERS, *BAD_STATUSES, "aborted",
+            "rating_ordinal", "rating_mu", "rating_sigma", *ISSUE_COUNTERS, *BAD_STATUSES, "aborted",
         ]
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
@@ -201,7 +216,7 @@ class Standings:
     def format_table(self, grid_limit: int = HEAD_TO_HEAD_GRID_BOTS) -> str:
         """The standings and the head-to-head table, for a terminal (up to ``grid_limit``
         bots: a class's 30 would make lines of 300 characters; then where to find it)."""
-        header = ["#", "bot", "games", "avg pts", "95% CI", "avg place", "wins", "rating mu±sigma", "ordinal", "issues"]
+        header = ["#", "bot", "games", "avg pts", "95% CI", "avg place", "wins", *RATING_HEADERS, "issues"]
         lines = [header]
         for r in self.rows:
             issues = {k: v for k, v in r.issues.items() if v} | ({"aborted": r.aborted} if r.aborted else {})
@@ -213,16 +228,17 @@ class Standings:
                 "-" if r.ci_low is None else f"{_fmt(r.ci_low)} .. {_fmt(r.ci_high)}",
                 _fmt(r.avg_placing, 2),
                 str(r.wins),
-                f"{r.rating_mu:.2f} ± {r.rating_sigma:.2f}",
                 f"{r.rating_ordinal:.2f}",
+                f"{r.rating_mu:.2f} ± {r.rating_sigma:.2f}",
                 ", ".join(f"{k} {v}" for k, v in issues.items()) or "-",
             ])
         state = "complete" if self.complete else "INCOMPLETE"
-        title = (
-            f"{self.name}: {self.games_recorded}/{self.games_scheduled} games ({state}), "
-            f"points: {'lower' if self.lower_wins else 'higher'} is better"
-        )
-        text = [title, *_columns(lines, right={0, 2, 3, 5, 6, 8})]
+        points = f"points: {'lower' if self.lower_wins else 'higher'} is better"
+        if self.status:
+            title = f"{self.name}: {self.status}; {points}"
+        else:
+            title = f"{self.name}: {self.games_recorded}/{self.games_scheduled} games ({state}), {points}"
+        text = [title, *_columns(lines, right={0, 2, 3, 5, 6, 7}), RATING_LEGEND]
         bots = [r.bot for r in self.rows]
         if len(bots) > grid_limit:
             text += ["", f"head to head: {len(bots)} bots make a grid too wide to print; one bot against each "

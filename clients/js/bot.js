@@ -95,6 +95,7 @@ class Dispatcher {
     this.gamesEnded = 0;
     this.decisions = 0;
     this.fallbacks = 0;
+    this.failures = new Map(); // how often choose() failed at each place (each stack printed once)
   }
 
   /** Handle one RefereeMessage; resolves to the BotMessage to send, or null. */
@@ -174,14 +175,12 @@ class Dispatcher {
     const request = this.requestFor(msg);
     this.decisions += 1;
     let chosen;
+    let failure = null;
     try {
       chosen = actionId(await this.strategy.choose(request), request);
     } catch (err) {
-      const first = request.legal_actions[0];
-      this.fallbacks += 1;
-      const what = err instanceof ChoiceError ? err.message : `choose() failed: ${describe(err)}`;
-      log('error', `${what}; answered the first legal action '${first.text}' instead`);
-      chosen = first.id;
+      failure = botError(err);
+      chosen = this.fallback(request, err);
     }
     const thinkUs = Number((process.hrtime.bigint() - received) / 1000n);
     if (logLevel <= LEVELS.debug) {
@@ -189,7 +188,33 @@ class Dispatcher {
       const hand = request.hand.map((c) => c.text).join(' ') || '(hidden)';
       log('debug', `game ${msg.game_id} decision ${msg.decision_id} (${request.kind}): hand ${hand}, top ${request.observation.top_card.text} -> ${text}`);
     }
-    return { answer: { game_id: msg.game_id, decision_id: msg.decision_id, action_id: chosen, think_us: thinkUs } };
+    const answer = { game_id: msg.game_id, decision_id: msg.decision_id, action_id: chosen, think_us: thinkUs };
+    if (failure) answer.bot_error = failure; // the referee records it as a fault of the bot's (bot_errors)
+    return { answer };
+  }
+
+  /**
+   * The first legal action, in place of a failed choice, and the failure said loudly: the
+   * first one at each place in the code prints its whole stack between two rulers, later
+   * ones one line each. The referee is told too (Answer.bot_error).
+   */
+  fallback(request, err) {
+    const first = request.legal_actions[0];
+    this.fallbacks += 1;
+    const what = err instanceof ChoiceError ? err.message : `choose() failed: ${describe(err)}`;
+    const key = err instanceof ChoiceError ? what : `${err && err.name} ${describe(err)}`;
+    const seen = (this.failures.get(key) || 0) + 1;
+    this.failures.set(key, seen);
+    if (seen === 1) {
+      const trace = err instanceof Error && !(err instanceof ChoiceError) ? err.stack : what;
+      log('error', `\n${RULER}\nYOUR BOT FAILED (game ${request.game_id}, decision ${request.decision_id}): ${what}\n`
+        + `The kit answered the first legal action '${first.text}' instead and told the referee, `
+        + `which counts it as a bot error.\n${trace}\n${RULER}`);
+    } else {
+      log('error', `${what}; answered the first legal action '${first.text}' instead (failure ${seen} at this place; `
+        + 'its stack was printed the first time)');
+    }
+    return first.id;
   }
 
   hook(name, payload) {
@@ -216,6 +241,17 @@ function actionId(choice, request) {
     throw new ChoiceError(`choose() returned ${id}, which is not a legal action id; legal: ${offered}`);
   }
   return id;
+}
+
+const RULER = '!'.repeat(72);
+
+/** The Answer.bot_error for a failed choice: its first line and, for an exception, where. */
+function botError(err) {
+  if (err instanceof ChoiceError) return { message: `ChoiceError: ${err.message.split('\n')[0]}`, where: '' };
+  if (!(err instanceof Error)) return { message: `thrown: ${String(err).split('\n')[0]}`.slice(0, 200), where: '' };
+  const frame = (err.stack || '').split('\n').slice(1).find((line) => line.trim().startsWith('at ')) || '';
+  const at = /([^/\\ (]+:\d+):\d+\)?$/.exec(frame.trim());
+  return { message: `${err.name}: ${String(err.message).split('\n')[0]}`, where: at ? at[1] : '' };
 }
 
 function describe(err) {
@@ -338,7 +374,18 @@ class Runner {
       this.stopped = true;
       this.stopCode = code;
     }
-    if (this.call) this.call.cancel();
+    const call = this.call;
+    if (call) {
+      // Close this side of the stream: the referee reads a clean exit and hands this bot's seats
+      // in games in progress to its default policy at once, rather than waiting the reconnect
+      // grace for a bot that is not coming back. Cancel if it has not ended the stream in 1 s.
+      try {
+        call.end();
+        setTimeout(() => call.cancel(), 1000).unref();
+      } catch (err) {
+        call.cancel();
+      }
+    }
     if (this.wakeUp) this.wakeUp();
   }
 
@@ -358,7 +405,7 @@ class Runner {
         }
         pending = pending.then(async () => {
           const reply = await this.dispatcher.handle(msg);
-          if (reply && this.call === call) call.write(reply);
+          if (reply && this.call === call && !this.stopped) call.write(reply);
         }).catch((err) => log('error', `could not handle a ${msg.message} message: ${describe(err)}`));
       });
       call.on('error', () => {}); // the 'status' event below carries the same news
@@ -391,13 +438,13 @@ class Runner {
   ended(status, fatal) {
     const d = this.dispatcher;
     const summary = `${d.gamesEnded} game(s) ended, ${d.decisions} decision(s), ${d.fallbacks} fallback answer(s)`;
-    if (status.code === grpc.status.OK) {
-      log('info', `the referee closed the stream: done (${summary})`);
-      return EXIT.OK;
-    }
     if (this.stopped) {
       log('info', 'stopped; stream closed');
       return this.stopCode;
+    }
+    if (status.code === grpc.status.OK) {
+      log('info', `the referee closed the stream: done (${summary})`);
+      return EXIT.OK;
     }
     const name = STATUS_NAMES[status.code] || String(status.code);
     const details = status.details || '';

@@ -197,6 +197,7 @@ def record_summary(spec: GameSpec, record: GameRecord) -> dict[str, Any]:
                 "bot": s.bot, "status": str(s.status), "decisions": s.decisions, "timeouts": s.timeouts,
                 "strikes": s.strikes, "illegal": s.illegal, "malformed": s.malformed,
                 "disconnects": s.disconnects, "default_actions": s.default_actions,
+                "bot_errors": s.bot_errors, "bot_error": s.bot_error,
                 "think_ms": round(s.think_s * 1000, 3), "transport_ms": round(s.transport_s * 1000, 3),
                 "events": list(s.events),
             }

@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from server.cli.replay_rerun import register_rerun
 from server.errors import UserError
 from server.storage.replay.format import REPLAY_SUFFIX, ReplayError
 from server.storage.replay.reader import read_replay
@@ -161,6 +162,8 @@ def register_cli(subparsers: Any) -> None:
     )
     page.add_argument("--title", default="Craits games", help="title of the index page")
     page.set_defaults(func=_cmd_html)
+
+    register_rerun(actions)
 
     export = actions.add_parser(
         "export", help="write a PostgreSQL-stored tournament's replays as files (the database copy is the original)"

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import dataclasses
 import functools
@@ -25,8 +26,10 @@ import itertools
 import json
 import os
 import re
+import shlex
 import sqlite3
 import sys
+import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -50,10 +53,11 @@ from tournaments.ladder import (
     ladder_standings,
     open_ladder,
     reopen_ladder,
+    rounds_played,
     run_ladder,
     tables_at_once,
 )
-from tournaments.pages import REPLAY_DIR, game_links, write_viewer_pages
+from tournaments.pages import REPLAY_DIR, fault_links, game_links, write_viewer_pages
 from tournaments.runner import (
     RunnerFactory,
     RunSummary,
@@ -74,7 +78,7 @@ from tournaments.schedule import (
     schedule_for,
     suggest_balanced,
 )
-from tournaments.standings import Standings
+from tournaments.standings import RATING_HEADERS, Standings
 
 RUNNERS = ("auto", "local", "grpc")
 LARGE_PLAN = 20_000
@@ -115,6 +119,9 @@ def register_cli(subparsers: Any) -> None:
     standings.add_argument("--csv", metavar="FILE", help="also write the standings as CSV")
     standings.add_argument("--json", metavar="FILE", help="also write the standings (with head to head) as JSON")
     standings.add_argument("--against", metavar="BOT", help="also print BOT's head to head against every other bot")
+    standings.add_argument("--faults", action="store_true",
+                           help="also list each bot's faults: the decision in the replay and the command that "
+                                "reruns it (docs/rerun.md)")
     _store_option(standings)
     standings.set_defaults(func=cmd_standings)
 
@@ -146,6 +153,8 @@ def register_cli(subparsers: Any) -> None:
     ladder_standings_cmd.add_argument("target", help="the ladder's output folder, or its TOML file")
     ladder_standings_cmd.add_argument("--csv", metavar="FILE", help="also write the standings as CSV")
     ladder_standings_cmd.add_argument("--json", metavar="FILE", help="also write the standings as JSON")
+    ladder_standings_cmd.add_argument("--faults", action="store_true",
+                                      help="also list each bot's faults and the commands that rerun them")
     ladder_standings_cmd.add_argument("--against", metavar="BOT",
                                       help="also print BOT's head to head against every other bot")
     _store_option(ladder_standings_cmd)
@@ -348,12 +357,31 @@ def cmd_standings(args: argparse.Namespace) -> int:
         with store:
             standings = load_standings(config, store)
             games = game_links(store, out_dir)
-    return _show_standings(standings, games, args)
+            faults = fault_links(store, out_dir, bot_commands(config), Path.cwd()) if args.faults else None
+    return _show_standings(standings, games, args, faults)
 
 
-def _show_standings(standings: Standings, games: list[dict[str, Any]], args: argparse.Namespace) -> int:
-    """Print the table (and one bot's head to head with --against); write the CSV and JSON
-    exports asked for with --csv and --json."""
+def bot_commands(config: Any) -> dict[str, str]:
+    """Each launched bot's command as one line (for the rerun commands of ``--faults``)."""
+    return {bot.name: shlex.join(bot.command) for bot in config.bots if getattr(bot, "command", None)}
+
+
+def format_faults(faults: list[dict[str, Any]]) -> str:
+    """``--faults``: each bot's first fault per game, where it is, and how to play it again."""
+    if not faults:
+        return "faults: none"
+    lines = [f"faults ({len(faults)}: each bot's first per game; rerun them with your bot, docs/rerun.md):"]
+    for f in faults:
+        more = f" (and {f['count'] - 1} more)" if f["count"] > 1 else ""
+        lines += [f"  {f['bot']}: game {f['game_id']}, seat {f['seat']}, decision {f['decision']}: {f['what']}{more}",
+                  f"    viewer: {f['viewer']}", f"    rerun:  {f['command']}"]
+    return "\n".join(lines)
+
+
+def _show_standings(standings: Standings, games: list[dict[str, Any]], args: argparse.Namespace,
+                    faults: list[dict[str, Any]] | None = None) -> int:
+    """Print the table (and one bot's head to head with --against, the faults with --faults);
+    write the CSV and JSON exports asked for with --csv and --json."""
     against = getattr(args, "against", None)
     if against is not None:
         try:
@@ -363,6 +391,8 @@ def _show_standings(standings: Standings, games: list[dict[str, Any]], args: arg
     print(standings.format_table())
     if against is not None:
         print(f"\n{record}")
+    if faults is not None:
+        print(f"\n{format_faults(faults)}")
     if args.csv:
         _write(args.csv, standings.to_csv())
     if args.json:
@@ -453,27 +483,57 @@ def _play_ladder(
           f"recorded so far; playing {until}; output in {out_dir}", file=sys.stderr)
     if factory is not local_runner:
         _quiet_referee_logs(out_dir)
+    goal = 0
+    if args.rounds is not None:
+        goal = rounds_played(store.games(), {g.game_id for g in store.pending_games()}) + args.rounds
+    progress = RoundProgress(done, goal)
     try:
-        summary = asyncio.run(run_watched(args, board_place(store, out_dir), f"Craits ladder {config.name}", lambda: run_ladder(
-            config, store, out_dir, factory, rounds=args.rounds, concurrency=args.concurrency,
-            on_round=_print_round, play_pending=play_pending, entrants=entrants,
-        )))
+        summary = asyncio.run(run_watched(
+            args, board_place(store, out_dir, goal_rounds=goal), f"Craits ladder {config.name}", lambda: run_ladder(
+                config, store, out_dir, factory, rounds=args.rounds, concurrency=args.concurrency,
+                on_round=progress.round_played, play_pending=play_pending, entrants=entrants,
+            )))
     except TournamentError as err:
-        _report(ladder_standings(config, store), store, out_dir, f"Craits ladder {config.name}")
+        _report(ladder_standings(config, store, out_dir), store, out_dir, f"Craits ladder {config.name}")
         print(f"craits: error: {err}\n{store.counts()[0]} games are recorded; after fixing it, "
               f"continue with: {again}", file=sys.stderr)
         return 1
-    written = _report(ladder_standings(config, store), store, out_dir, f"Craits ladder {config.name}")
-    if summary.stopped:
-        print(f"stopped after {summary.rounds} new round(s) ({summary.games} games recorded by this run); "
-              f"continue with: {again}", file=sys.stderr)
+    written = _report(ladder_standings(config, store, out_dir), store, out_dir, f"Craits ladder {config.name}")
+    print(f"stopped after {summary.rounds} new round(s) ({summary.why}; {summary.games} games recorded by this run); "
+          f"continue with: {again}", file=sys.stderr)
     return 0 if written else 1
 
 
-def _print_round(played: LadderRound, standings: Standings) -> None:
-    leader = standings.rows[0]
-    print(f"round {played.number}: {', '.join(played.seats)}; leader {leader.bot} "
-          f"(rating {leader.rating_ordinal:.2f} after {leader.games} games)", file=sys.stderr, flush=True)
+class RoundProgress:
+    """A ladder's progress on the organizer's terminal, one line a round: a ladder has no end,
+    so no bar; the rounds and games played, the rate over the last minute, and the leader (with
+    ``--rounds N``, the rounds out of the goal)."""
+
+    WINDOW_S = 60.0
+
+    def __init__(self, games_before: int, goal_rounds: int = 0) -> None:
+        self.games = games_before
+        self.rounds = 0
+        self.goal = goal_rounds
+        self._samples: collections.deque[tuple[float, int]] = collections.deque([(time.monotonic(), games_before)])
+
+    def round_played(self, played: LadderRound, standings: Standings) -> None:
+        print(self.line(played, standings), file=sys.stderr, flush=True)
+
+    def line(self, played: LadderRound, standings: Standings, now: float | None = None) -> str:
+        now = time.monotonic() if now is None else now
+        self.rounds += 1
+        self.games = standings.games_recorded
+        self._samples.append((now, self.games))
+        while len(self._samples) > 2 and now - self._samples[1][0] > self.WINDOW_S:
+            self._samples.popleft()
+        first_t, first_games = self._samples[0]
+        rate = (self.games - first_games) / (now - first_t) if now > first_t else 0.0
+        leader = standings.rows[0]
+        goal = f"; round {played.number} of {self.goal}" if self.goal else ""
+        return (f"round {played.number}: {', '.join(played.seats)}; {self.games} games played, "
+                f"{rate:.2f} games/s; leader {leader.bot} ({RATING_HEADERS[0]} {leader.rating_ordinal:.2f} "
+                f"after {leader.games} games){goal}")
 
 
 def cmd_ladder_standings(args: argparse.Namespace) -> int:
@@ -488,9 +548,10 @@ def cmd_ladder_standings(args: argparse.Namespace) -> int:
         except TournamentError as err:
             raise UserError(str(err)) from None
         with store:
-            standings = ladder_standings(config, store)
+            standings = ladder_standings(config, store, out_dir)
             games = game_links(store, out_dir)
-    return _show_standings(standings, games, args)
+            faults = fault_links(store, out_dir, bot_commands(config), Path.cwd()) if args.faults else None
+    return _show_standings(standings, games, args, faults)
 
 
 # ------------------------------------------------------------------ helpers

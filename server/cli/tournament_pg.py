@@ -26,6 +26,7 @@ from server.cli.tournament import (
     _report,
     _show_standings,
     _with_address,
+    bot_commands,
     choose_runner,
 )
 from server.errors import UserError
@@ -45,7 +46,7 @@ from tournaments.distributed import (
     start_tournament_pg,
 )
 from tournaments.ladder import ladder_standings, open_ladder
-from tournaments.pages import game_links
+from tournaments.pages import fault_links, game_links
 from tournaments.runner import (
     Progress,
     RunGame,
@@ -195,9 +196,11 @@ def cmd_standings(args: argparse.Namespace, url: str, *, ladder: bool = False) -
     with _errors():
         config, store = open_tournament_pg(url, name, ladder=ladder, readonly=True)
         with store:
-            standings = ladder_standings(config, store) if ladder else load_standings(config, store)
+            standings = ladder_standings(config, store, with_status=True) if ladder else load_standings(config, store)
             games = game_links(store, out or config.output_dir())
-    return _show_standings(standings, games, args)
+            faults = (fault_links(store, out or config.output_dir(), bot_commands(config), Path.cwd())
+                      if getattr(args, "faults", False) else None)
+    return _show_standings(standings, games, args, faults)
 
 
 def cmd_ladder_run(args: argparse.Namespace, config: TournamentConfig, url: str) -> int:

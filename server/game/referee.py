@@ -86,6 +86,33 @@ def _seat_entry(seat: Seat) -> dict[str, Any]:
     return entry
 
 
+def _one_line(text: str, limit: int = 200) -> str:
+    """A bot's text for a record: its first line, at most ``limit`` characters."""
+    line = text.strip().split("\n", 1)[0].strip()
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def refusal_text(judgement: Judgement, strikes: int, max_strikes: int) -> str:
+    """The Error message of a refused answer (the texts a bot is sent are also rebuilt from
+    replays, by :mod:`server.game.transcript`: one place for each)."""
+    return f"{judgement.message} (strike {strikes} of {max_strikes})"
+
+
+def timeout_text(action: int, strikes: int, max_strikes: int) -> str:
+    return (
+        f"no answer within the decision time and the time bank: the referee played "
+        f"{ACTIONS[action]} (the default action); strike {strikes} of {max_strikes}"
+    )
+
+
+def struck_out_text(strikes: int) -> str:
+    return f"{strikes} strikes: the default policy plays this seat for the rest of the game"
+
+
+def aborted_text(aborted: str) -> str:
+    return f"game aborted: {aborted}"
+
+
 def _exit_text(returncode: int | None) -> str:
     if returncode is not None and returncode < 0:
         with contextlib.suppress(ValueError):
@@ -120,6 +147,10 @@ class GameReferee:
         """Why the game was stopped short (an abort or a cancellation), once it is over."""
         """The GameEnd, framed, once the game is over."""
         self._unrecorded: tuple[Any, ...] | None = None
+        self._wire: dict[str, Any] | None = None
+        """What the decision being asked put on the wire beyond what the engine derives (its id,
+        the bank it offered, each refused answer and the request sent again): kept in the replay so
+        ``craits replay messages`` rebuilds every message byte for byte."""
         self._record_failed: Exception | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         """The decision last applied, until the replay has it (see :meth:`_record`)."""
@@ -149,16 +180,23 @@ class GameReferee:
             if seat.open_decision:
                 seat.mailbox.put(CONNECTED)
 
-    def seat_disconnected(self, seat: Seat, session: Session, why: str) -> None:
-        """The seat's stream ended (the bot closed it, died, or was cut off)."""
+    def seat_disconnected(self, seat: Seat, session: Session, why: str, *, clean: bool = False) -> None:
+        """The seat's stream ended (the bot closed it, died, or was cut off). ``clean``: the bot
+        closed its side itself; a bot that connects on its own then left for good (its
+        process stopped), so its seat goes to the default policy at once rather than after
+        the reconnect grace. (A launched bot's exit is its process's to tell.)"""
         if seat.session is not session:
             return
         seat.session = None
         if self.over:
             return
-        seat.disconnects += 1
         seat.disconnected_at = time.monotonic()
-        self._event(seat, f"disconnected: {why}")
+        if clean and seat.bot.command is None:
+            seat.left_cleanly = True
+            self._event(seat, f"left: {why}")
+        else:
+            seat.disconnects += 1
+            self._event(seat, f"disconnected: {why}")
         seat.mailbox.put(DISCONNECTED)
 
     def seat_process_exited(self, seat: Seat, returncode: int | None, why: str = "") -> None:
@@ -327,6 +365,7 @@ class GameReferee:
             self._record()
             state.apply(action)
             if replay is not None:
+                wire_facts, self._wire = self._wire, None
                 self._unrecorded = (
                     decision.seat,
                     decision.kind,
@@ -335,6 +374,7 @@ class GameReferee:
                     None if think is None else think * 1000,
                     None if transport is None else transport * 1000,
                     note,
+                    wire_facts,
                 )
             if len(state.hand_results) != hands_done:
                 hands_done = self._hands_ended(hands_done)
@@ -411,6 +451,12 @@ class GameReferee:
         seat.history_hand = state.hand_number
         seat.history_sent = len(state.log) - state.hand_log_start
         message = self._request(seat, decision_id, history_from, decision_s, seat.bank_s, False)
+        facts: dict[str, Any] = {"id": decision_id, "bank_ms": _ms(seat.bank_s)}
+        if _ms(decision_s) != _ms(round(decision_s * 1000) / 1000):  # not what the header's decision_ms gives
+            facts["deadline_ms"] = _ms(decision_s)
+        if seat.session is None:
+            facts["away"] = 1  # the request reached no bot (it was disconnected)
+        self._wire = facts
         hub.open_decisions[decision_id] = seat
         seat.open_decision = decision_id
         seat.asked.add(decision_id)
@@ -444,6 +490,7 @@ class GameReferee:
                     now = _perf()
                     if item is CONNECTED:
                         resend_from = 0  # the bot may have restarted: the hand's history from its start
+                        facts["reconnects"] = facts.get("reconnects", 0) + 1
                         seat.history_hand = state.hand_number
                         elapsed = now - sent
                         last_sent = now
@@ -454,6 +501,8 @@ class GameReferee:
                         )
                     continue
                 answer = item.answer
+                if answer.HasField("bot_error"):
+                    self._bot_error(seat, decision_id, answer.bot_error, notes)
                 action_id = answer.action_id
                 judgement = None if action_id in legal else judge_answer(state, legal, action_id)
                 if judgement is not None and not judgement.refused:
@@ -474,14 +523,16 @@ class GameReferee:
                     seat.transport_s += transport
                     return action_id, status, think, transport, "; ".join(notes) if notes else ""
                 notes.append(self._refuse(seat, decision_id, judgement))
+                refused = [action_id]
+                facts.setdefault("refused", []).append(refused)
                 if seat.strikes >= clocks.max_strikes:
                     return self._strike_out(seat, legal, notes, "malformed" if judgement.malformed else "illegal")
                 now = last_sent = _perf()
                 elapsed = now - sent
+                deadline_left, bank_left = decision_s - elapsed, seat.bank_s - max(0.0, elapsed - decision_s)
+                refused += (_ms(deadline_left), _ms(bank_left))
                 self._send_request(
-                    seat,
-                    self._request(seat, decision_id, resend_from, decision_s - elapsed,
-                                  seat.bank_s - max(0.0, elapsed - decision_s), True),
+                    seat, self._request(seat, decision_id, resend_from, deadline_left, bank_left, True)
                 )
         finally:
             hub.open_decisions.pop(decision_id, None)
@@ -491,7 +542,7 @@ class GameReferee:
 
     def _grace_end(self, seat: Seat) -> float:
         """When a disconnected seat's grace runs out, on the perf_counter clock."""
-        if seat.process_exited or seat.disconnected_at is None:
+        if seat.process_exited or seat.left_cleanly or seat.disconnected_at is None:
             return 0.0
         left = seat.disconnected_at + self.clocks.reconnect_grace_s - time.monotonic()
         return _perf() + left
@@ -513,12 +564,28 @@ class GameReferee:
             seat.malformed += 1
         else:
             seat.illegal += 1
-        message = f"{judgement.message} (strike {seat.strikes} of {self.clocks.max_strikes})"
+        message = refusal_text(judgement, seat.strikes, self.clocks.max_strikes)
         self._event(seat, f"{judgement.note}: {message}")
         if seat.session is not None:
             seat.session.send_error(judgement.code, message, rule=judgement.rule, game_id=self.game_id,
                                     decision_id=decision_id, strikes=seat.strikes)
         return judgement.note
+
+    def _bot_error(self, seat: Seat, decision_id: int, error: pb.BotError, notes: list[str]) -> None:
+        """The bot's kit says its code failed on this decision and answered in its place: a
+        fault of its own kind (no strike), kept with its first line for the organizer."""
+        text = _one_line(error.message) or "(no message)"
+        if error.where:
+            text += f" at {_one_line(error.where)[:100]}"
+        seat.bot_errors += 1
+        if not seat.bot_error:
+            seat.bot_error = text
+        what = f"bot error on decision {decision_id}: {text}"
+        if seat.bot_errors == 1:
+            self._event(seat, what, warn=True)
+        else:  # (the log has the first: a bot failing at every decision would write a line each)
+            seat.note(what)
+        notes.append(f"bot error: {text}")
 
     def _timed_out(self, seat: Seat, decision_id: int, legal: list[int], notes: list[str]) -> tuple[int, str, None, None, str]:
         seat.timeouts += 1
@@ -526,10 +593,7 @@ class GameReferee:
         seat.bank_s = 0.0
         action = default_action(legal)
         seat.default_actions += 1
-        message = (
-            f"no answer within the decision time and the time bank: the referee played "
-            f"{ACTIONS[action]} (the default action); strike {seat.strikes} of {self.clocks.max_strikes}"
-        )
+        message = timeout_text(action, seat.strikes, self.clocks.max_strikes)
         self._event(seat, f"timeout on decision {decision_id}")
         if seat.session is not None:
             seat.session.send_error(pb.ERROR_CODE_TIMEOUT, message, game_id=self.game_id, decision_id=decision_id,
@@ -549,16 +613,17 @@ class GameReferee:
     def _struck_out(self, seat: Seat) -> None:
         seat.status = SeatStatus.STRUCK_OUT
         seat.policy = DefaultPolicy()
-        message = f"{seat.strikes} strikes: the default policy plays this seat for the rest of the game"
+        message = struck_out_text(seat.strikes)
         self._event(seat, f"struck out: {message}", warn=True)
         if seat.session is not None:
             seat.session.send_error(pb.ERROR_CODE_STRUCK_OUT, message, game_id=self.game_id, strikes=seat.strikes)
 
     def _gone(self, seat: Seat, legal: list[int], notes: list[str]) -> tuple[int, str, None, None, str]:
-        seat.status = SeatStatus.DISCONNECTED
+        seat.status = SeatStatus.LEFT if seat.left_cleanly else SeatStatus.DISCONNECTED
         seat.policy = DefaultPolicy()
         seat.default_actions += 1
-        why = "its process exited" if seat.process_exited else f"not back within {self.clocks.reconnect_grace_s:g} s"
+        why = ("its process exited" if seat.process_exited else "it closed its stream" if seat.left_cleanly
+               else f"not back within {self.clocks.reconnect_grace_s:g} s")
         self._event(seat, f"gone ({why}): the default policy plays this seat", warn=True)
         notes.append(f"disconnected ({why}): default action")
         return default_action(legal), "disconnected", None, None, "; ".join(notes)
@@ -595,7 +660,7 @@ class GameReferee:
         for seat in self.seats:
             if seat.session is not None:
                 if aborted:
-                    seat.session.send_error(self.abort_code, f"game aborted: {aborted}", game_id=self.game_id)
+                    seat.session.send_error(self.abort_code, aborted_text(aborted), game_id=self.game_id)
                 seat.session.send(end)
         record = GameRecord(
             game_id=self.game_id,

@@ -137,6 +137,10 @@ class Session:
         self.dropped = 0
         """Messages dropped by flood control."""
         self.flood_warned_at = -1e9
+        self.half_closed = False
+        self.cancelled: Callable[[], bool] | None = None
+        """Set by the service: whether the call was cancelled (a crash or a drop, not a half-close)."""
+        """The bot closed its side of the stream itself (a clean exit, not a crash or a drop)."""
         self.release: Callable[[], None] | None = None
         """Set by the service: stop reading the stream and let its seats go (for :meth:`cut_off`)."""
 
@@ -177,19 +181,8 @@ class Session:
         strikes: int = 0,
         fatal: bool = False,
     ) -> None:
-        self.send(
-            pb.RefereeMessage(
-                error=pb.Error(
-                    code=code,
-                    message=message,
-                    rule=rule,
-                    game_id=game_id,
-                    decision_id=decision_id,
-                    fatal=fatal,
-                    strikes=strikes,
-                )
-            )
-        )
+        self.send(error_message(code, message, rule=rule, game_id=game_id, decision_id=decision_id,
+                                strikes=strikes, fatal=fatal))
 
     def close(self, status: StreamEnd | None = None, details: str = "") -> None:
         """End the stream after the queued messages (status None: OK)."""
@@ -202,6 +195,15 @@ class Session:
 
     def __repr__(self) -> str:
         return f"Session({self.id} {self.name or '?'} {self.peer})"
+
+
+def error_message(
+    code: int, message: str, *, game_id: str = "", decision_id: int = 0, rule: str = "", strikes: int = 0,
+    fatal: bool = False,
+) -> pb.RefereeMessage:
+    """The Error a session sends (also rebuilt by :mod:`server.game.transcript`)."""
+    return pb.RefereeMessage(error=pb.Error(
+        code=code, message=message, rule=rule, game_id=game_id, decision_id=decision_id, fatal=fatal, strikes=strikes))
 
 
 def is_close(item: object) -> bool:
@@ -374,6 +376,9 @@ class Seat:
         """A stream refused before naming a token while this seat waited for its bot."""
         self.disconnected_at: float | None = None
         self.process_exited = False
+        self.left_cleanly = False
+        """A bot that connects on its own closed its stream itself mid-game: nobody is coming
+        back soon, so the default policy takes the seat at once (no reconnect grace)."""
         self.bank_s = bank_s
         self.strikes = 0
         self.mailbox = Mailbox()
@@ -394,6 +399,9 @@ class Seat:
         self.stale = 0
         self.disconnects = 0
         self.default_actions = 0
+        self.bot_errors = 0
+        self.bot_error = ""
+        """The first bot error's text (the report's ``bot_error``)."""
         self.think_s = 0.0
         self.transport_s = 0.0
         self.events: list[str] = []
@@ -434,6 +442,8 @@ class Seat:
             think_s=self.think_s,
             transport_s=self.transport_s,
             stale=self.stale,
+            bot_errors=self.bot_errors,
+            bot_error=self.bot_error,
             events=tuple(self.events)
             + ((f"... and {self.events_not_kept} more, not kept here (the log has them all)",)
                if self.events_not_kept else ()),

@@ -315,6 +315,12 @@ def _varint(n: int) -> bytes:
     return bytes(out)
 
 
+def delimited(message: bytes) -> bytes:
+    """A serialised message in protobuf's length-delimited form (its length as a varint, then
+    it): how ``craits replay messages --format binary`` writes a stream of them."""
+    return _varint(len(message)) + message
+
+
 _SMALL = tuple(_varint(i) for i in range(1 << 14))
 
 

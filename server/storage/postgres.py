@@ -381,15 +381,15 @@ class PostgresStore:
                     return False
                 with conn.cursor() as cur:
                     cur.executemany(
-                        "INSERT INTO craits_seats (tournament, game_id, seat, bot, total, \"placing\", status, decisions,"
-                        " timeouts, strikes, illegal, malformed, disconnects, default_actions, think_s, transport_s)"
-                        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                        "INSERT INTO craits_seats (tournament, game_id, seat, bot, total, \"placing\", status,"
+                        f" {', '.join(COUNTERS)}, bot_error, think_s, transport_s)"
+                        f" VALUES ({', '.join(['%s'] * (len(COUNTERS) + 10))})",
                         [
                             (
                                 self.name, record.game_id, seat, report.bot,
                                 result.totals[seat] if seat < len(result.totals) else 0,
                                 result.placings[seat] if seat < len(result.placings) else 0,
-                                str(report.status), *(getattr(report, c) for c in COUNTERS),
+                                str(report.status), *(getattr(report, c) for c in COUNTERS), report.bot_error,
                                 report.think_s, report.transport_s,
                             )
                             for seat, report in enumerate(record.seats)
@@ -596,7 +596,7 @@ class PostgresStore:
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
                 seat_rows = conn.execute(
                     "SELECT s.game_id, s.seat, s.bot, s.total, s.\"placing\", s.status, "
-                    f"{', '.join('s.' + c for c in COUNTERS)}, s.think_s, s.transport_s"
+                    f"{', '.join('s.' + c for c in COUNTERS)}, s.bot_error, s.think_s, s.transport_s"
                     " FROM craits_seats s JOIN craits_games g USING (tournament, game_id)"
                     " WHERE s.tournament = %s AND g.ordinal > %s ORDER BY s.game_id, s.seat", (self.name, after)).fetchall()
                 result_rows = conn.execute(
@@ -609,7 +609,8 @@ class PostgresStore:
         seats: dict[str, list[SeatRow]] = {}
         for r in seat_rows:
             counters = dict(zip(COUNTERS, r[6 : 6 + len(COUNTERS)], strict=True))
-            seats.setdefault(r[0], []).append(SeatRow(r[1], r[2], int(r[3]), r[4], r[5], counters, r[-2], r[-1]))
+            seats.setdefault(r[0], []).append(
+                SeatRow(r[1], r[2], int(r[3]), r[4], r[5], counters, r[-2], r[-1], r[6 + len(COUNTERS)]))
         out = []
         for r in result_rows:
             if r[0] not in seats:

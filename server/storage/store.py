@@ -89,6 +89,8 @@ CREATE TABLE seats (
     default_actions INTEGER NOT NULL,
     think_s REAL NOT NULL,
     transport_s REAL NOT NULL,
+    bot_errors INTEGER NOT NULL DEFAULT 0,
+    bot_error TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (game_id, seat)
 );
 CREATE TABLE hands (
@@ -102,8 +104,21 @@ CREATE TABLE hands (
 );
 """
 
-COUNTERS = ("decisions", "timeouts", "strikes", "illegal", "malformed", "disconnects", "default_actions")
+COUNTERS = ("decisions", "timeouts", "strikes", "illegal", "malformed", "disconnects", "default_actions", "bot_errors")
 """Per-seat counters from ``SeatReport``, stored and summed as they are."""
+
+_ADDED_SEAT_COLUMNS = {
+    "bot_errors": "bot_errors INTEGER NOT NULL DEFAULT 0",
+    "bot_error": "bot_error TEXT NOT NULL DEFAULT ''",
+}
+"""Columns of ``seats`` added after layout version 1 was first shipped: a file without them
+gets them when opened for writing (``ALTER TABLE ... ADD COLUMN``: instant, nothing
+rewritten) and reads them as their defaults when opened read-only."""
+
+
+def _default_of(column: str) -> str:
+    """The SQL value a column of ``_ADDED_SEAT_COLUMNS`` reads as where a file lacks it."""
+    return "''" if column == "bot_error" else "0"
 
 
 class StoreError(Exception):
@@ -144,6 +159,8 @@ class SeatRow:
     counters: dict[str, int]
     think_s: float
     transport_s: float
+    bot_error: str = ""
+    """The first of the seat's bot errors, in words (``SeatReport.bot_error``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,6 +282,8 @@ class Store:
         self.close()
 
     def _check_schema(self, *, readonly: bool = False) -> None:
+        self._seat_columns = tuple("s." + c for c in (*COUNTERS, "bot_error"))
+        """What ``results`` selects for the counters and bot_error (defaults where an old file lacks them)."""
         tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if not tables and readonly:  # (a report does not set up a database: it says what the file is)
             if self.path.stat().st_size == 0:
@@ -281,6 +300,12 @@ class Store:
                 f"{self.path}: database layout version {version[0] if version else '?'}, "
                 f"this craits reads version {SCHEMA_VERSION}"
             )
+        have = {r[1] for r in self._db.execute("PRAGMA table_info(seats)")}
+        for column, definition in _ADDED_SEAT_COLUMNS.items():
+            if column not in have and not readonly:
+                self._db.execute(f"ALTER TABLE seats ADD COLUMN {definition}")
+        self._seat_columns = tuple(
+            ("s." + c if c in have or not readonly else _default_of(c)) for c in (*COUNTERS, "bot_error"))
 
     # --------------------------------------------------------------- writing
 
@@ -350,12 +375,11 @@ class Store:
                 total = result.totals[seat] if seat < len(result.totals) else 0
                 placing = result.placings[seat] if seat < len(result.placings) else 0
                 self._db.execute(
-                    "INSERT INTO seats (game_id, seat, bot, total, placing, status, decisions, timeouts, strikes,"
-                    " illegal, malformed, disconnects, default_actions, think_s, transport_s)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    f"INSERT INTO seats (game_id, seat, bot, total, placing, status, {', '.join(COUNTERS)},"
+                    f" bot_error, think_s, transport_s) VALUES ({', '.join('?' * (len(COUNTERS) + 9))})",
                     (
                         record.game_id, seat, report.bot, str(total), placing, str(report.status),
-                        *(getattr(report, name) for name in COUNTERS),
+                        *(getattr(report, name) for name in COUNTERS), report.bot_error,
                         report.think_s, report.transport_s,
                     ),
                 )
@@ -474,7 +498,7 @@ class Store:
     def _results(self, after: int) -> list[StoredResult]:
         seats: dict[str, list[SeatRow]] = {}
         for r in self._db.execute(
-            f"SELECT s.game_id, s.seat, s.bot, s.total, s.placing, s.status, {', '.join('s.' + c for c in COUNTERS)},"
+            f"SELECT s.game_id, s.seat, s.bot, s.total, s.placing, s.status, {', '.join(self._seat_columns)},"
             " s.think_s, s.transport_s FROM games g CROSS JOIN seats s ON s.game_id = g.game_id"  # (the schedule
             " WHERE g.ordinal > ? ORDER BY g.ordinal, s.seat", (after,)  # first: its ordinal's index finds the games)
         ):
@@ -483,7 +507,8 @@ class Store:
                 total = int(r[3])
             except (TypeError, ValueError):
                 raise StoreError(f"{self.path}: game {r[0]}, seat {r[1]}: total {r[3]!r} is not a number") from None
-            seats.setdefault(r[0], []).append(SeatRow(r[1], r[2], total, r[4], r[5], counters, r[-2], r[-1]))
+            seats.setdefault(r[0], []).append(
+                SeatRow(r[1], r[2], total, r[4], r[5], counters, r[-2], r[-1], r[6 + len(COUNTERS)]))
         out = []
         for r in self._db.execute(
             "SELECT r.game_id, g.ordinal, r.lower_wins, r.team_placings, r.aborted, r.digest, r.replay_path"

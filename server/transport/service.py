@@ -46,12 +46,14 @@ from server.spec import BotSpec, GameRecord, GameSpec, SeatStatus
 from server.transport import sandbox as sandboxes
 from server.transport.launcher import DEFAULT_OUTPUT_LIMIT, LaunchedBot, LaunchError
 from server.transport.pool import BotPool, PooledBot, RestartPolicy
+from server.transport.presence import Presence
 from server.transport.tls import ServerTLS, is_loopback, plain_text_warning
 
 log = get_logger()
 _perf = time.perf_counter
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["Referee"].full_name
+LEFT_CLEANLY = "the bot closed the stream (a clean exit)"
 MAX_NAME = 64
 """Hello.name: at most this many characters (a longer name is refused, as protocol.md says)."""
 MAX_ABOUT = 200
@@ -111,6 +113,7 @@ class ArenaOptions:
 _UNFIT = {
     SeatStatus.STRUCK_OUT: "it was struck out",
     SeatStatus.DISCONNECTED: "it disconnected and did not come back",
+    SeatStatus.LEFT: "it closed its stream mid-game",
     SeatStatus.NEVER_CONNECTED: "it never connected",
 }
 """Why a kept process is not given another game, by its seat's status."""
@@ -162,6 +165,7 @@ class RefereeServicer(referee_pb2_grpc.RefereeServicer):  # type: ignore[misc]  
             release(session.details)
 
         session.release = cut
+        session.cancelled = context.cancelled
         why = "the bot closed the stream"
         try:
             while True:
@@ -172,6 +176,7 @@ class RefereeServicer(referee_pb2_grpc.RefereeServicer):  # type: ignore[misc]  
                 yield item
         except asyncio.CancelledError:
             why = "the connection was lost or cancelled"
+            session.half_closed = False  # (its requests' end was the connection's)
             raise
         finally:
             release(why)
@@ -212,6 +217,8 @@ class Arena:
         """The certificate the TCP port is served with (None: plain text)."""
         self.local_socket: str | None = None
         """The Unix socket launched bots connect through (sandboxed ones, and every one under TLS)."""
+        self.presence = Presence()
+        """The watched remote bots' comings and goings and the refused Hellos (for a board)."""
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -377,12 +384,13 @@ class Arena:
 
     # ------------------------------------------------------------------ games
 
-    async def run_game(self, spec: GameSpec) -> GameRecord:
+    async def run_game(self, spec: GameSpec, referee: Callable[..., GameReferee] = GameReferee) -> GameRecord:
         """Play one game and return its record (the tournament scheduler's entry point).
 
         Raises ArenaClosed when shutting down, ArenaError for a spec that cannot be
         played (duplicate game id, unknown built-in bot, unwritable replay path);
-        nothing a bot does raises.
+        nothing a bot does raises. ``referee`` makes the game's referee from the spec, the
+        seats and this hub (``craits replay rerun`` gives one that follows a recorded game).
         """
         if self.closing:
             raise ArenaClosed(f"game {spec.game_id}: the referee is shutting down")
@@ -405,7 +413,7 @@ class Arena:
                 seat.token = secrets.token_urlsafe(24)
             seats.append(seat)
         try:
-            game = GameReferee(spec, seats, self)
+            game = referee(spec, seats, self)
             replay = game.open_replay()
         except (ValueError, OSError) as err:
             raise ArenaError(f"game {spec.game_id}: {err}") from None
@@ -655,7 +663,9 @@ class Arena:
                 else:
                     session.send_error(pb.ERROR_CODE_MALFORMED, "empty message: send an Answer (or Hello first)")
                     self._note(session, "sent an empty message (refused)")
-            session.close()  # the bot half-closed: it can answer nothing more
+            # The bot closed its side itself (a clean exit), unless the call was cancelled (a crash, a drop).
+            session.half_closed = session.cancelled is None or not session.cancelled()
+            session.close(None, LEFT_CLEANLY)  # it can answer nothing more
         except asyncio.CancelledError:
             raise
         except Exception as err:  # a broken stream (reset, undecodable bytes, oversize message)
@@ -706,6 +716,7 @@ class Arena:
             session.close(StreamEnd.UNAUTHENTICATED, text)
             log.warning("stream_refused", peer=session.peer, why=text, bot=_shown(hello.name))
             self._refused(session, "", "its Hello had an unknown token" if hello.token else "its Hello had no token")
+            self.presence.refuse(hello.name, text)
             return False
         if self.closing:
             session.send_error(pb.ERROR_CODE_SHUTTING_DOWN, "the referee is shutting down", fatal=True)
@@ -731,6 +742,7 @@ class Arena:
         )
         log.info("bot_connected", bot=entry.name, says=hello.name, about=hello.about,
                  peer=session.peer, resumed=resumed, games=[s.game.game_id for s in entry.seats])
+        self.presence.connected(entry.name)
         missed, entry.missed = entry.missed, []
         for item in missed:
             session.send(item)
@@ -762,8 +774,9 @@ class Arena:
         if entry is None or entry.session is not session:
             return
         entry.session = None
+        self.presence.left(entry.name, clean=session.half_closed, shutdown=self.closing)
         for seat in list(entry.seats):
-            seat.game.seat_disconnected(seat, session, why)
+            seat.game.seat_disconnected(seat, session, why, clean=session.half_closed)
         if self.pool is not None:
             self.pool.stream_ended(entry.token)
 

@@ -40,11 +40,12 @@ from server.errors import UserError
 from server.logging import get_logger
 from server.storage.replay.format import ReplayError
 from server.storage.store import StoreError
-from server.web.board import Board
+from server.web.board import Board, download_name
 from server.web.classroom import ClassroomPages
 from server.web.fanout import MAX_BUFFER, Reader, accepts_deflate, finish, open_stream
 from server.web.live import END, GameStream, LiveHub, public_records, strip_full
 from server.web.participants import ParticipantPages, is_public
+from tournaments.standings import RATING_HEADERS, RATING_LEGEND
 
 log = get_logger()
 T = TypeVar("T")
@@ -387,6 +388,8 @@ class WebServer:
         note = self.board.source.note if self.board is not None else ""
         body = _fill(_asset("board.html"), {
             "DATA": _embed(data), "NOTE": f'<p id="live-note" class="legend">{html.escape(note)}</p>' if note else "",
+            "LEGEND": html.escape(RATING_LEGEND), "RATING": html.escape(RATING_HEADERS[0]),
+            "SPREAD": html.escape(RATING_HEADERS[1]),
         })
         return self._page(self.title, body, script=_asset("board.js"))
 
@@ -510,7 +513,8 @@ class WebServer:
         if not self._full_allowed(game):
             return _json({"error": f"game {game_id}: its deal is still to be played at another table"}, status=403)
         path = await self._board_call(self._replay_file, game)
-        return web.FileResponse(path, headers={"Content-Type": "application/x-ndjson"})
+        return web.FileResponse(path, headers={"Content-Type": "application/x-ndjson", "Content-Disposition":
+                                               f'attachment; filename="{download_name(game_id)}"'})
 
     def _replay_file(self, game: dict[str, Any]) -> str:
         """A recorded game's replay as a file (on the board's thread): the store's is copied out."""
@@ -652,6 +656,34 @@ def rating_svg(points: list[dict[str, Any]], width: int = 640, height: int = 220
     )
 
 
+def _fault_text(faults: dict[str, Any]) -> str:
+    """A seat's faults in one game, in words: "timeouts 2, bot errors 3 (first: KeyError: 'x' at bot.py:9)"."""
+    first = faults.get("first_bot_error")
+    return ", ".join(
+        f"{k.replace('_', ' ')} {v}" + (f" (first: {first})" if k == "bot_errors" and first else "")
+        for k, v in faults.items() if k != "first_bot_error")
+
+
+def _fault_row(fault: dict[str, Any]) -> str:
+    """A fault of a bot's page: the game (at the decision, when its replay shows where), what
+    happened, and the replay to download with the command that reruns it."""
+    e = html.escape
+    game = quote(fault["game_id"], safe="")
+    first = fault.get("first")
+    counters = _fault_text(fault["faults"])
+    if first is None:
+        link = f'<a href="/games/{e(game, quote=True)}">{e(fault["game_id"])}</a>'
+        return f'<tr><td>{link}</td><td>{fault["seat"]}</td><td>{e(counters)}</td><td></td></tr>'
+    link = (f'<a class="fault-decision" href="/games/{e(game, quote=True)}{e(first["anchor"], quote=True)}">'
+            f'{e(fault["game_id"])}, decision {first["decision"]}</a>')
+    what = f'{first["what"]}' + (f' (and {first["count"] - 1} more)' if first["count"] > 1 else "")
+    reproduce = (f'<a class="fault-replay" href="/api/games/{e(game, quote=True)}/replay" download="'
+                 f'{e(download_name(fault["game_id"]), quote=True)}">replay</a> <code class="fault-command">'
+                 f'{e(first["command"])}</code>')
+    return (f'<tr><td>{link}</td><td>{fault["seat"]}</td><td>{e(what)}<br><small>{e(counters)}</small></td>'
+            f"<td>{reproduce}</td></tr>")
+
+
 def _bot_body(name: str, info: dict[str, Any]) -> str:
     e = html.escape
     row = info["standing"]
@@ -659,20 +691,18 @@ def _bot_body(name: str, info: dict[str, Any]) -> str:
     faults_total = sum(issues.values())
     head = (
         f'<h1 id="bot-name">{e(name)}</h1>'
-        f'<p class="meta">rank {row["rank"]} &middot; rating {_fmt(row["rating_mu"])} &plusmn; '
-        f'{_fmt(row["rating_sigma"])} (ordinal {_fmt(row["rating_ordinal"])}) &middot; average placing '
+        f'<p class="meta">rank {row["rank"]} &middot; {RATING_HEADERS[0]} {_fmt(row["rating_ordinal"])} '
+        f'({e(RATING_HEADERS[1])} {_fmt(row["rating_mu"])} &plusmn; {_fmt(row["rating_sigma"])}) &middot; average placing '
         f'{_fmt(row["avg_placing"])} &middot; {row["games"]} games &middot; {row["wins"]} wins &middot; '
         f"{faults_total} faults</p>"
     )
     plot = f'<section class="panel"><h2>Rating over time</h2>{rating_svg(info["ratings"])}</section>'
-    fault_rows = "".join(
-        f'<tr><td><a href="/games/{e(f["game_id"], quote=True)}">{e(f["game_id"])}</a></td><td>{f["seat"]}</td>'
-        f'<td>{e(", ".join(f"{k} {v}" for k, v in f["faults"].items()))}</td></tr>'
-        for f in info["faults"]
-    ) or '<tr><td colspan="3">no faults</td></tr>'
+    fault_rows = "".join(_fault_row(f) for f in reversed(info["faults"])) or '<tr><td colspan="4">no faults</td></tr>'
     faults = (
-        '<section class="panel"><h2>Faults</h2><table id="faults" class="sheet"><thead><tr><th>game</th>'
-        f"<th>seat</th><th>what</th></tr></thead><tbody>{fault_rows}</tbody></table></section>"
+        '<section class="panel"><h2>Faults</h2><p class="meta">Each links to its decision in the replay; download '
+        'the replay and play the game again from there with your bot (docs/rerun.md).</p>'
+        '<table id="faults" class="sheet"><thead><tr><th>game</th>'
+        f"<th>seat</th><th>what</th><th>reproduce</th></tr></thead><tbody>{fault_rows}</tbody></table></section>"
     )
     shown = info["games"][-BOT_GAMES:]
     game_rows = "".join(

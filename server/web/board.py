@@ -12,10 +12,11 @@ rebuilds the snapshot only when a game was recorded or scheduled, reading only w
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import tempfile
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,11 +24,15 @@ from typing import Any, TypeVar
 
 from server.errors import UserError
 from server.storage.store import GameSlot, Store, StoreError
+from server.transport import presence
 from tournaments.standings import BAD_STATUSES, ISSUE_COUNTERS, Standings, Tally
 
 JsonDict = dict[str, Any]
 T = TypeVar("T")
 
+FAULTS_LOCATED = 50
+"""A bot page locates its most recent faults in their replays (a bot that faulted in every one
+of ten thousand games is not made to wait for ten thousand files)."""
 RATE_WINDOW_S = 60.0
 """The games-per-second rate is measured over this much recent time."""
 
@@ -51,6 +56,9 @@ class BoardSource:
     """The replays are read from the store (PostgreSQL), not from the output folder."""
     note: str = ""
     """Said on the board under the live games (where the others are played)."""
+    goal_rounds: int = 0
+    """A ladder run with ``--rounds N``: the rounds it will have played when it stops (0: no
+    end, so the board draws no bar for it)."""
 
 
 @dataclass(slots=True)
@@ -89,6 +97,21 @@ class _Books:
         themselves are not kept: the tally, the rows and the ratings hold what is shown)."""
         self.ratings: dict[str, list[JsonDict]] = {}
         """Each bot's rating after each of its settled games (``rating_history``'s entries)."""
+        self.table_games: Counter[int] = Counter()
+        """Games in the schedule per table (a ladder's table is a round)."""
+        self.table_settled: Counter[int] = Counter()
+        self.tables_done = 0
+        """Tables whose every game is settled: a ladder's rounds played."""
+
+    def extend(self, slots: Sequence[GameSlot]) -> None:
+        self.slots.extend(slots)
+        self.slot_by_id.update((slot.game_id, slot) for slot in slots)
+        self.table_games.update(slot.table for slot in slots)
+
+    def settle(self, slot: GameSlot) -> None:
+        self.table_settled[slot.table] += 1
+        if self.table_settled[slot.table] == self.table_games[slot.table]:
+            self.tables_done += 1
 
     @property
     def settled(self) -> int:
@@ -110,6 +133,8 @@ class Board:
         self._samples: deque[tuple[float, int]] = deque()
         self._ratings: dict[str, list[JsonDict]] = {}
         self._copies: dict[str, str] = {}
+        self._faults: dict[str, list[Any]] = {}
+        """Game id -> its replay's faults (server.storage.replay.faults): a recorded replay never changes."""
         self._copies_dir: str | None = None
         self._books: _Books | None = None
         self.version = 0
@@ -149,7 +174,7 @@ class Board:
         row = store.tournament()
         finished = row is not None and row.finished_at is not None and done == total
         eta = (total - done) / rate if rate > 0 and total > done else None
-        return {
+        progress = {
             "name": self.source.name,
             "kind": self.source.kind,
             "done": done,
@@ -158,6 +183,14 @@ class Board:
             "eta_s": None if eta is None else round(eta, 1),
             "finished": finished,
         }
+        if self.source.kind == "ladder":  # no end: rounds and games played, a bar only towards --rounds N
+            progress["rounds"] = self._books.tables_done if self._books is not None else 0
+            progress["goal_rounds"] = self.source.goal_rounds or None
+        if self.source.out_dir is not None:
+            here = presence.read_file(self.source.out_dir / presence.FILENAME)
+            if here is not None:
+                progress["connections"] = {"bots": here.get("bots", {}), "refused": here.get("refused", [])}
+        return progress
 
     def _rebuild(self, store: Any, counts: tuple[int, int]) -> None:
         """The snapshot after what changed: new games in the schedule, new results. Read
@@ -171,9 +204,7 @@ class Board:
             if fresh or books is None or books.bots != bots or scheduled < len(books.slots):
                 books = self._books = _Books(self.source.new_tally(store), bots)
             if scheduled > len(books.slots):
-                new_slots = store.games(after=books.slots[-1].ordinal if books.slots else -1)
-                books.slots.extend(new_slots)
-                books.slot_by_id.update((slot.game_id, slot) for slot in new_slots)
+                books.extend(store.games(after=books.slots[-1].ordinal if books.slots else -1))
             after = books.after()
             window = _consistent(lambda after=after: store.results(after=after))
             if books.settled + len(window) == done or fresh:  # (else: results removed, or one recorded meanwhile)
@@ -186,6 +217,7 @@ class Board:
                and window[settling].game_id == books.slots[books.settled].game_id):
             books.tally.add(window[settling])
             _rated(books.tally, window[settling], books.ratings)
+            books.settle(books.slots[books.settled])
             books.games.append(rows[settling])
             settling += 1
         beyond, beyond_rows = window[settling:], rows[settling:]
@@ -282,13 +314,43 @@ class Board:
             }
             games.append(entry)
             if g["faults"][seat]:
-                faults.append({**entry, "faults": g["faults"][seat]})
+                faults.append({**entry, "faults": g["faults"][seat], "first": None, "_game": g})
+        for fault in faults[-FAULTS_LOCATED:]:  # (each reads its game's replay once)
+            fault["first"] = self._first_fault(fault["_game"], fault["seat"])
+        for fault in faults:
+            del fault["_game"]
         return {"standing": row, "games": games, "faults": faults, "ratings": self.ratings().get(name, [])}
+
+    def _first_fault(self, game: JsonDict, seat: int) -> JsonDict | None:
+        """Where the seat's first fault is in the game's replay (decision, what, the viewer's
+        anchor, a command that reruns it), or None when the replay is missing or shows none."""
+        from server.storage.replay import ReplayError, read_replay
+        from server.storage.replay.faults import replay_faults
+
+        game_id = game["game_id"]
+        if game.get("replay") is None:
+            return None
+        found = self._faults.get(game_id)
+        if found is None:
+            try:
+                found = self._faults[game_id] = replay_faults(read_replay(self.replay_file(game)))
+            except (ReplayError, StoreError, OSError):
+                return None
+        fault = next((f for f in found if f.seat == seat), None)
+        if fault is None:
+            return None
+        return {"decision": fault.n, "what": fault.what, "count": fault.count, "anchor": fault.anchor(),
+                "command": fault.command(download_name(game_id))}
 
     def hidden_deal(self, game: JsonDict) -> bool:
         """True while a game with the same deal (seed) is still to be played: its full replay
         would show those cards in advance."""
         return game.get("seed") in self.snapshot.pending_seeds
+
+
+def download_name(game_id: str) -> str:
+    """The file name a game's replay is downloaded as (letters, digits, - _ . kept, else _)."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in game_id) + ".jsonl"
 
 
 def _consistent(read: Callable[[], T], tries: int = 5) -> T:
@@ -320,6 +382,8 @@ def _faults(seat: Any) -> JsonDict:
     out: JsonDict = {k: seat.counters.get(k, 0) for k in ISSUE_COUNTERS if seat.counters.get(k, 0)}
     if seat.status in BAD_STATUSES:
         out["status"] = seat.status
+    if getattr(seat, "bot_error", ""):  # the first failure of the bot's own code, in its words
+        out["first_bot_error"] = seat.bot_error
     return out
 
 
@@ -365,14 +429,18 @@ class BoardPlace:
     """The tournament's or ladder's name in that database."""
     playing_here: bool = False
     """As :func:`postgres_source` says."""
+    goal_rounds: int = 0
+    """As :attr:`BoardSource.goal_rounds` says."""
 
     def source(self) -> BoardSource:
         """The source this place describes (a :class:`UserError` when it holds no tournament)."""
         if self.url:
-            return postgres_source(self.url, self.name, playing_here=self.playing_here)
-        if self.out_dir is None:
+            source = postgres_source(self.url, self.name, playing_here=self.playing_here)
+        elif self.out_dir is None:
             raise UserError("a board needs an output folder or a PostgreSQL store")
-        return folder_source(self.out_dir)
+        else:
+            source = folder_source(self.out_dir)
+        return dataclasses.replace(source, goal_rounds=self.goal_rounds) if self.goal_rounds else source
 
 
 def _stored_source(row: Any, reopen: Callable[[bool], tuple[Any, Any]], **extra: Any) -> BoardSource:

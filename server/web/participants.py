@@ -48,8 +48,9 @@ from participants.fairness import Pauses
 from participants.roster import ORGANIZER, Roster, RosterError, Version, split_bot
 from participants.unpack import Bounds
 from server.logging import get_logger
+from server.storage.replay.faults import fault_words, is_fault
 from server.storage.replay.format import ReplayError
-from server.storage.replay.reader import load_records, read_replay
+from server.storage.replay.reader import read_replay
 from server.transport.pool import file_part
 from server.viewer.pages import render_html
 
@@ -102,21 +103,18 @@ def game_output(log_dir: Path, bot: str, game_id: str, seat: int) -> str | None:
 
 
 FAULTS_SHOWN = 200
-GOOD_STATUSES = ("ok", "auto", "bank")
-"""A decision's statuses that are not faults (answered in time, single action, within the bank)."""
 
 
-def seat_faults(replay: str | None, seat: int) -> list[tuple[int, str, str]]:
-    """(decision number, status, note) of each decision of ``seat`` that went wrong, from the
-    game's replay (none when it has none)."""
+def seat_faults(replay: str | None, seat: int) -> list[tuple[int, str]]:
+    """(decision number, what went wrong) at each of ``seat``'s faults, from the game's replay
+    (none when it has none): :func:`server.storage.replay.faults.is_fault`'s faults."""
     if not replay:
         return []
     try:
-        records = load_records(replay)
+        loaded = read_replay(replay)
     except (OSError, ReplayError):
         return []
-    return [(r["n"], r["status"], r.get("note", "")) for r in records
-            if r.get("type") == "decision" and r.get("seat") == seat and r.get("status") not in GOOD_STATUSES]
+    return [(int(r["n"]), fault_words(r)) for r in loaded.decisions if r["seat"] == seat and is_fault(r)]
 
 
 class Builder:
@@ -445,8 +443,8 @@ class ParticipantPages:
         shown = "(no output kept for this game)" if text is None else text[-OUTPUT_SHOWN:] or "(it printed nothing)"
         faults = await self._call(seat_faults, game.get("replay"), seats[0])
         listed = "".join(
-            f'<li><a class="fault" href="/games/{quote(game_id)}#decision={n}">decision {n}</a>: {e(status)}'
-            f'{": " + e(note) if note else ""}</li>' for n, status, note in faults[:FAULTS_SHOWN])
+            f'<li><a class="fault" href="/games/{quote(game_id)}#decision={n}&amp;seat={seats[0]}">decision {n}</a>: '
+            f"{e(what)}</li>" for n, what in faults[:FAULTS_SHOWN])
         body = (f'<main class="board participant"><p><a href="/p/{quote(name)}">{e(name)}</a></p>'
                 f'<h1>{e(bots[0])} in <a href="/games/{quote(game_id)}">{e(game_id)}</a></h1>'
                 + (f'<h2>Its faults</h2><ul id="faults">{listed}</ul>' if faults else "")

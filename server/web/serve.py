@@ -90,14 +90,15 @@ def web_options(args: argparse.Namespace) -> WebOptions | None:
     return WebOptions(host=host, port=port, reveal_after=reveal, roster=getattr(args, "roster_dir", None))
 
 
-def board_place(store: object, out_dir: Path) -> BoardPlace:
+def board_place(store: object, out_dir: Path, *, goal_rounds: int = 0) -> BoardPlace:
     """The board of the tournament or ladder this process plays in ``store``: its PostgreSQL
-    database (this process's own games are live), else its output folder's SQLite store."""
+    database (this process's own games are live), else its output folder's SQLite store.
+    ``goal_rounds``: a ladder's rounds when it will stop (``--rounds N``; 0: no end)."""
     from server.storage.postgres import PostgresStore
 
     if isinstance(store, PostgresStore):
-        return BoardPlace(url=store.url, name=store.name, playing_here=True)
-    return BoardPlace(out_dir=out_dir)
+        return BoardPlace(url=store.url, name=store.name, playing_here=True, goal_rounds=goal_rounds)
+    return BoardPlace(out_dir=out_dir, goal_rounds=goal_rounds)
 
 
 @asynccontextmanager

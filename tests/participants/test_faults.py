@@ -43,6 +43,5 @@ def test_the_faults_of_a_seat_are_its_decisions_that_went_wrong(tmp_path: Path) 
 
     asyncio.run(play())
     faults = seat_faults(str(replay), 1)
-    assert [status for _, status, _ in faults][:1] == ["timeout"]
-    assert faults[0][0] > 1
+    assert faults and faults[0][0] > 1 and faults[0][1].startswith("timeout")
     assert seat_faults(str(replay), 0) == [] and seat_faults(None, 1) == []

@@ -3,6 +3,7 @@ and locked-out token guessing, ``craits submit``, and no token in any log or pag
 
 from __future__ import annotations
 
+import asyncio
 import html
 import http.cookiejar
 import os
@@ -14,6 +15,11 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+import pytest
+
+from participants.roster import Roster
+from server.web.app import WebOptions, WebServer
+from server.web.live import LiveHub
 from server.web.participants import is_public
 from tests.participants.conftest import Classroom
 from tests.participants.uploads import good_bot
@@ -147,3 +153,19 @@ def test_only_loopback_addresses_count_as_private() -> None:
     """Listening anywhere else, the server says at start to put a TLS proxy in front."""
     assert [is_public(h) for h in ("127.0.0.1", "::1", "localhost", "127.0.0.2")] == [False] * 4
     assert [is_public(h) for h in ("0.0.0.0", "", "::", "192.168.1.5", "arena.example.org")] == [True] * 5
+
+
+def test_pages_with_a_roster_on_a_public_address_say_at_start_to_use_tls(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    Roster.create(tmp_path / "roster")
+
+    async def start_and_stop(host: str) -> None:
+        server = WebServer(LiveHub(), None, WebOptions(host=host, port=0, roster=str(tmp_path / "roster")))
+        await server.start()
+        await server.stop()
+
+    asyncio.run(start_and_stop("127.0.0.1"))
+    assert "TLS" not in capsys.readouterr().err
+    asyncio.run(start_and_stop("0.0.0.0"))
+    assert "serve it behind a TLS reverse proxy (docs/teachers.md)" in capsys.readouterr().err

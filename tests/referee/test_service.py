@@ -251,9 +251,10 @@ def test_craits_play_says_what_went_wrong_at_a_seat_and_where_the_bots_output_is
     assert lines[struck + 4] == "    ... and 1 more (--json lists them all)"
 
 
-def test_craits_play_says_where_a_launched_bot_logged_even_when_its_seat_had_no_trouble(tmp_path: Path) -> None:
-    """The kit answers for a choose() that raises and logs why only in the bot's output: the seat
-    reads "ok", so the table says where that output is."""
+def test_craits_play_shows_a_launched_bots_errors_and_where_it_logged(tmp_path: Path) -> None:
+    """The kit answers for a choose() that raises, prints the traceback in the bot's output and
+    tells the referee (issue 30): the seat is "ok" (no strike), its bot errors are listed with
+    their first line, and the table says where the traceback is."""
     tmp_path.chmod(0o755)  # (a sandboxed bot reads only what every user may read)
     bot = tmp_path / "raising_bot.py"
     bot.write_text("from craits_bot import Bot, run\n\n\nclass Raising(Bot):\n"
@@ -263,10 +264,10 @@ def test_craits_play_says_where_a_launched_bot_logged_even_when_its_seat_had_no_
     lines = result.stdout.splitlines()
     assert "raising_bot" in lines[3] and " ok " in lines[3], result.stdout
     game_id = lines[0].split(":")[0].removeprefix("game ")
-    where = f"  what launched bots printed and logged: {tmp_path / 'logs' / 'bots' / game_id}-seat<N>.log (seat 1)"
-    assert where in lines, result.stdout
+    assert "    bot error on decision 1: IndexError: list index out of range at raising_bot.py:6" in lines, result.stdout
+    assert f"    its output: {tmp_path / 'logs' / 'bots' / game_id}-seat1.log" in lines, result.stdout
     output = (tmp_path / "logs" / "bots" / f"{game_id}-seat1.log").read_text()
-    assert "choose() failed at raising_bot.py:6: IndexError" in output
+    assert "choose() failed at raising_bot.py:6: IndexError" in output and "Traceback" in output
 
 
 def test_craits_play_tells_a_bot_that_exited_0_before_connecting_how_a_bot_starts(tmp_path: Path) -> None:

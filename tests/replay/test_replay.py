@@ -264,7 +264,8 @@ def test_a_spec_writer_names_the_bots_and_never_writes_a_token(tmp_path: Path) -
     replay = read_replay(path)
     assert replay.bots == ["alpha", "beta"]
     assert replay.header["tournament"] == "cup"
-    assert replay.header["clocks"] == {"decision_ms": 1000, "bank_ms": 10000, "max_strikes": 3}
+    assert replay.header["clocks"] == {"decision_ms": 1000, "bank_ms": 10000, "max_strikes": 3,
+                                       "reconnect_grace_ms": 5000}
     assert replay.result["seat_reports"][0]["think_us"] == 250_000
     assert replay.result["seat_reports"][1]["status"] == "struck_out"
     assert verify_replay(path).totals == game.result().totals

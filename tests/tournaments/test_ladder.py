@@ -258,7 +258,7 @@ def test_a_ladder_continued_in_two_runs_plays_the_same_games_as_in_one(
     assert schedule(twice) == schedule(straight)
     assert (twice / "standings.json").read_bytes() == (straight / "standings.json").read_bytes()
     code, stdout, _ = ladder(capsys, "standings", str(twice))
-    assert code == 0 and "18/18 games" in stdout
+    assert code == 0 and "6 rounds played, 18 games; the last run stopped after 4 new rounds (--rounds 4, " in stdout
 
 
 def test_a_bot_added_to_the_file_plays_next_and_a_bot_removed_keeps_its_results(
@@ -366,7 +366,74 @@ def test_sigterm_stops_a_ladder_cleanly_and_running_it_again_finishes_the_interr
         done, scheduled = store.counts()
         assert all(len(result.seats) == 3 for result in store.results())  # every game whole
     assert 7 <= done <= scheduled
+    # ladder standings: how it stopped, not "INCOMPLETE" (issue 30)
+    shown = subprocess.run([sys.executable, "-m", "server.cli", "ladder", "standings", str(out)], cwd=ROOT,
+                           capture_output=True, text=True, timeout=60)
+    title = shown.stdout.splitlines()[0]
+    assert "INCOMPLETE" not in shown.stdout and "the last run stopped after" in title and "(SIGTERM, " in title, shown.stdout
+    assert "an interrupted round are played first" in title or done == scheduled
     proc = subprocess.run([*command, "--rounds", "1"], cwd=ROOT, capture_output=True, timeout=120)
     assert proc.returncode == 0, proc.stderr.decode()
+    assert "(--rounds 1;" in proc.stderr.decode()
     with Store(db) as store:
         assert store.counts() == (scheduled + 3, scheduled + 3)
+        rounds = len({g.table for g in store.games()})
+    shown = subprocess.run([sys.executable, "-m", "server.cli", "ladder", "standings", str(out)], cwd=ROOT,
+                           capture_output=True, text=True, timeout=60)
+    title = shown.stdout.splitlines()[0]
+    assert f"ladder: {rounds} rounds played, {scheduled + 3} games; the last run stopped after 1 new round (--rounds 1, " in title
+    assert "INCOMPLETE" not in shown.stdout
+
+
+def test_ctrl_c_is_named_as_the_ladders_stop(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "server.cli", "ladder", "run", str(ladder_file(tmp_path)), "--out", str(out),
+               "--runner", "local"]
+    proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while proc.poll() is None and recorded(out / Store.FILENAME) < 4 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err.decode()
+    assert "(Ctrl-C;" in err.decode()
+    assert json.loads((out / "ladder.json").read_text())["why"] == "Ctrl-C"
+
+
+def test_a_ladders_progress_is_rounds_games_and_rate_and_no_bar(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A ladder has no end: its terminal line counts rounds (out of --rounds N) and games, and
+    its board's progress has the rounds (a bar only with a goal)."""
+    from server.cli.tournament import RoundProgress
+    from server.web.board import Board, BoardPlace
+
+    out = tmp_path / "out"
+    code, _, stderr = ladder(capsys, "run", str(ladder_file(tmp_path)), "--out", str(out), "--rounds", "2")
+    assert code == 0, stderr
+    lines = [line for line in stderr.splitlines() if line.startswith("round ")]
+    assert len(lines) == 2 and lines[0].endswith("; round 1 of 2") and lines[1].endswith("; round 2 of 2")
+    assert "3 games played" in lines[0] and "6 games played" in lines[1] and " games/s; leader " in lines[1]
+    assert "|" not in stderr and "%" not in stderr  # no bar
+
+    progress = RoundProgress(games_before=6)
+    config, store = reopen(out)
+    with store:
+        standings = ladder_standings(config, store)
+    first = LadderRound(3, ("a", "b", "c"), ())
+    progress.line(first, standings, now=progress._samples[0][0])
+    line = progress.line(LadderRound(4, ("a", "b", "c"), ()), standings, now=progress._samples[0][0] + 2.0)
+    assert line.startswith("round 4: a, b, c; 6 games played, 0.00 games/s")
+
+    for goal, bar in ((0, None), (5, 5)):
+        board = Board(BoardPlace(out_dir=out, goal_rounds=goal).source())
+        try:
+            board.refresh()
+            shown = board.snapshot.progress
+        finally:
+            board.close()
+        assert (shown["kind"], shown["rounds"], shown["done"], shown["goal_rounds"]) == ("ladder", 2, 6, bar)
+
+
+def reopen(out: Path) -> Any:
+    from tournaments.ladder import reopen_ladder
+
+    return reopen_ladder(out)

@@ -216,3 +216,25 @@ def test_t_quantiles_match_the_t_distribution() -> None:
     stats = pytest.importorskip("scipy.stats")
     for df in [1, 2, 5, 10, 29, 30, 31, 40, 60, 100, 1000, 100000]:
         assert t_quantile_975(df) == pytest.approx(stats.t.ppf(0.975, df), abs=2e-4), df
+
+
+def test_the_rating_has_one_name_and_one_order_on_the_terminal_the_files_and_the_bot_page() -> None:
+    """Issue 30: the terminal showed the ordinal as "rating", the board mu ± sigma. Everywhere now:
+    the rating (mu - 3 sigma) first, then mu ± sigma."""
+    from server.web.app import _bot_body
+    from tournaments.standings import RATING_HEADERS
+
+    standings = compute_standings(RESULTS, ["a", "b", "c"], name="cup")
+    header = standings.format_table().splitlines()[1]
+    assert header.index(RATING_HEADERS[0]) < header.index(RATING_HEADERS[1]) and "ordinal" not in header
+    first = row(standings, standings.rows[0].bot)
+    line = standings.format_table().splitlines()[2]
+    assert line.index(f"{first.rating_ordinal:.2f}") < line.index(f"{first.rating_mu:.2f} ± {first.rating_sigma:.2f}")
+    assert "rating = mu - 3 sigma" in standings.format_table()
+    columns = next(csv.reader(io.StringIO(standings.to_csv())))
+    assert columns.index("rating_ordinal") + 1 == columns.index("rating_mu") == columns.index("rating_sigma") - 1
+    assert "rating = rating_ordinal = mu - 3 sigma" in standings.to_dict()["rating"]
+    page = _bot_body(first.bot, {"standing": standings.to_dict()["standings"][0], "games": [], "faults": [],
+                                 "ratings": []})
+    assert f"rating {first.rating_ordinal:.2f} (mu ± sigma {first.rating_mu:.2f} &plusmn; {first.rating_sigma:.2f})" \
+        in page.replace("&middot;", "·"), page[:400]

@@ -95,7 +95,7 @@ def test_statuses_and_counters_are_kept(tmp_path: Path) -> None:
     rows = store.results()[0].seats
     assert [r.status for r in rows] == ["struck_out", "disconnected", "ok"]
     assert rows[0].counters == {"decisions": 9, "timeouts": 2, "strikes": 3, "illegal": 1, "malformed": 0,
-                                "disconnects": 0, "default_actions": 4}
+                                "disconnects": 0, "default_actions": 4, "bot_errors": 0}
 
 
 def test_a_game_is_recorded_once(tmp_path: Path) -> None:

@@ -194,6 +194,15 @@ def _where(err: BaseException) -> str:
     return f"{Path(last.filename).name}:{last.lineno}"
 
 
+def _first_line(err: BaseException) -> str:
+    """``Type: message``, its first line only, for the referee (Answer.bot_error)."""
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
+
+
+_RULER = "!" * 72
+
+
 @dataclass
 class _Game:
     start: pb.GameStart | None = None
@@ -218,6 +227,8 @@ class Dispatcher:
         self.decisions = 0
         self.fallbacks = 0
         """Answers the kit chose because choose() failed."""
+        self._failures: dict[str, int] = {}
+        """How often choose() failed at each place (to print each traceback once)."""
         self.welcome: pb.Welcome | None = None
 
     def handle(self, msg: pb.RefereeMessage) -> pb.BotMessage | None:
@@ -271,14 +282,17 @@ class Dispatcher:
         received = time.perf_counter_ns()
         request = self.request_for(msg)
         self.decisions += 1
+        failure: pb.BotError | None = None
         try:
             choice = self.bot.choose(request)
-        except Exception as err:  # a bot's bug must not cost it the game
-            chosen = self._fallback(request, f"choose() failed at {_where(err)}: {type(err).__name__}: {err}")
+        except Exception as err:  # a bot's bug must not cost it the game, nor go unseen
+            failure = pb.BotError(message=_first_line(err), where=_where(err))
+            chosen = self._fallback(request, f"choose() failed at {failure.where}: {failure.message}", err)
         else:
             try:
                 chosen = action_id(choice, request)
             except (TypeError, ValueError) as err:
+                failure = pb.BotError(message=_first_line(err))
                 chosen = self._fallback(request, str(err))
         think_us = (time.perf_counter_ns() - received) // 1000
         if log.isEnabledFor(logging.DEBUG):
@@ -289,14 +303,31 @@ class Dispatcher:
                 " ".join(c.text for c in request.hand) or "(hidden)", request.observation.top_card.text,
                 chosen_text,
             )
-        return pb.BotMessage(
-            answer=pb.Answer(game_id=msg.game_id, decision_id=msg.decision_id, action_id=chosen, think_us=think_us)
-        )
+        answer = pb.Answer(game_id=msg.game_id, decision_id=msg.decision_id, action_id=chosen, think_us=think_us)
+        if failure is not None:  # the referee records it as a fault of the bot's (bot_errors)
+            answer.bot_error.CopyFrom(failure)
+        return pb.BotMessage(answer=answer)
 
-    def _fallback(self, request: Request, why: str) -> int:
+    def _fallback(self, request: Request, why: str, err: BaseException | None = None) -> int:
+        """The first legal action, in place of a failed choice; the failure said loudly.
+
+        The first failure at each place in the bot's code prints its whole traceback between
+        two rulers (a student's terminal scrolls fast); later ones at the same place one line
+        each, counted. The referee is told too (Answer.bot_error), so the organizer sees it."""
         self.fallbacks += 1
         first = request.legal_actions[0]
-        log.error("%s; answered the first legal action %r instead", why, first.text)
+        key = why if err is None else f"{type(err).__name__} at {_where(err)}"
+        seen = self._failures[key] = self._failures.get(key, 0) + 1
+        if seen == 1:
+            trace = "".join(traceback.format_exception(err)) if err is not None else why + "\n"
+            log.error(
+                "\n%s\nYOUR BOT FAILED (game %s, decision %d): %s\nThe kit answered the first legal action %r "
+                "instead and told the referee, which counts it as a bot error.\n%s%s",
+                _RULER, request.game_id, request.decision_id, why, first.text, trace, _RULER,
+            )
+        else:
+            log.error("%s; answered the first legal action %r instead (failure %d at this place; "
+                      "its traceback was printed the first time)", why, first.text, seen)
         return first.id
 
     def _hook(self, name: str, payload: object) -> None:

@@ -87,6 +87,8 @@ _HINTS = {
     grpc.StatusCode.UNAUTHENTICATED: f"check the token (--token or {ENV_TOKEN})",
     grpc.StatusCode.FAILED_PRECONDITION: "this kit speaks protocol version 1; update it or the referee",
 }
+LEAVE_S = 1.0
+"""How long a stopping bot waits for the referee to end its half-closed stream."""
 _FIRST_DELAY_S = 0.2
 _MAX_DELAY_S = 5.0
 
@@ -209,7 +211,24 @@ class Runner:
             call, loop = self._call, self._loop
         if call is not None and loop is not None:
             with contextlib.suppress(RuntimeError):  # the session's loop has just closed
-                loop.call_soon_threadsafe(call.cancel)
+                loop.call_soon_threadsafe(self._leave, call, loop)
+
+    @staticmethod
+    def _leave(call: Any, loop: asyncio.AbstractEventLoop) -> None:
+        """Close this side of the stream (the referee reads a clean exit: it hands the bot's
+        seats in games in progress to its default policy at once, rather than waiting the
+        reconnect grace for a bot that is not coming back), and cancel it if the referee has
+        not ended it within :data:`LEAVE_S`."""
+
+        async def leave() -> None:
+            try:
+                await asyncio.wait_for(call.done_writing(), LEAVE_S)
+            except Exception:  # (mid-write, or already ended: cancelling says the same)
+                call.cancel()
+                return
+            loop.call_later(LEAVE_S, call.cancel)
+
+        loop.create_task(leave())
 
     # ------------------------------------------------------------------ one stream
 
@@ -262,6 +281,9 @@ class Runner:
                             self._late_answer = _late_text(reply.answer)
                         raise
             code = await call.code()
+            if self._stop.is_set():  # (the referee ended the stream this bot closed on stopping)
+                log.info("stopped; stream closed")
+                return self._stop_code
             if code != grpc.StatusCode.OK:
                 return self._ended(_Ended(code, await call.details()), fatal)
             log.info("the referee closed the stream: done (%s)", self._summary())

@@ -76,7 +76,7 @@ deeper values could overflow the JSON encoder when the viewer page embeds them."
 
 _SEAT_REPORT_INTS = (
     "decisions", "timeouts", "strikes", "illegal", "malformed", "disconnects",
-    "default_actions", "think_us", "transport_us", "stale",
+    "default_actions", "think_us", "transport_us", "stale", "bot_errors",
 )  # fmt: skip
 
 
@@ -194,7 +194,7 @@ def _check_header(rec: JsonDict) -> int:
                 _check_str(entry[key], f"header field seats[{i}].{key}")
     if "clocks" in rec:
         clocks = _check_object(rec["clocks"], "header field clocks")
-        for key in ("decision_ms", "bank_ms", "max_strikes"):
+        for key in ("decision_ms", "bank_ms", "max_strikes", "reconnect_grace_ms"):
             if key in clocks:
                 _check_int(clocks[key], f"header field clocks.{key}", 0)
     if "extra" in rec:
@@ -221,6 +221,32 @@ def _check_decision(rec: JsonDict, expected_n: int, players: int) -> None:
         if rec.get(key) is not None:
             _check_int(rec[key], f"decision field {key}")
     _check_events(rec["events"], "decision field events", players)
+    if "wire" in rec:
+        _check_wire(rec["wire"])
+
+
+_UINT32 = 2**32 - 1
+
+
+def _check_wire(value: Any) -> None:
+    """A decision's ``wire`` facts: the request's id and bank, each refused answer with the
+    deadline and bank of the request sent again, reconnects (docs/replay-format.md)."""
+    wire = _check_object(value, "decision field wire")
+    _check_int(wire.get("id"), "decision field wire.id", 1, 2**64 - 1)
+    _check_int(wire.get("bank_ms"), "decision field wire.bank_ms", 0, _UINT32)
+    for key in ("deadline_ms", "reconnects", "away"):
+        if key in wire:
+            _check_int(wire[key], f"decision field wire.{key}", 0, _UINT32)
+    refused = wire.get("refused", [])
+    if not isinstance(refused, list):
+        raise _FieldError(f"decision field wire.refused must be a JSON array, not {_shown(refused)}")
+    for i, entry in enumerate(refused):
+        at = f"decision field wire.refused[{i}]"
+        if not isinstance(entry, list) or len(entry) not in (1, 3):
+            raise _FieldError(f"{at} must be [action id] or [action id, deadline_ms, bank_ms], not {_shown(entry)}")
+        _check_int(entry[0], f"{at} action id", 0, _UINT32)
+        for j, ms in enumerate(entry[1:], start=1):
+            _check_int(ms, f"{at}[{j}]", 0, _UINT32)
 
 
 def _check_result(rec: JsonDict, players: int) -> None:
@@ -267,7 +293,7 @@ def _check_result(rec: JsonDict, players: int) -> None:
         for i, report in enumerate(reports):
             at = f"result field seat_reports[{i}]"
             entry = _check_object(report, at)
-            for key in ("bot", "status"):
+            for key in ("bot", "status", "bot_error"):
                 if key in entry:
                     _check_str(entry[key], f"{at}.{key}")
             for key in _SEAT_REPORT_INTS:

@@ -67,7 +67,7 @@ def _int_text(value: int | None) -> str:
 
 def _decision_line(
     prev: str, n: int, hand: int, seat: int, kind: DecisionKind, legal: int, action: int, sent: int | None,
-    status: str, think_us: int | None, transport_us: int | None, events: str, note: str,
+    status: str, think_us: int | None, transport_us: int | None, events: str, note: str, wire: str = "",
 ) -> tuple[str, str]:
     """``hashed_line`` of a decision record, from its fields (keys in canonical order)."""
     head = f'"action":{action:d},"events":{events},"hand":{hand:d}'
@@ -78,9 +78,17 @@ def _decision_line(
         "" if sent is None else f'"sent":{int(sent):d},',
         f'"status":{_string_text(status)},"text":{_ACTION_JSON[action]},',
         f'"think_us":{_int_text(think_us)},"transport_us":{_int_text(transport_us)},"type":"decision"',
+        f',"wire":{wire}' if wire else "",
     ))
     digest = hashlib.sha256(f"{{{head},{tail}}}".encode()).hexdigest()
     return f'{{{head},"hash":"{digest}",{tail}}}', digest
+
+
+def _wire_text(wire: Mapping[str, Any]) -> str:
+    """``canonical_json(wire)``; the usual decision's (its id and bank alone) put together directly."""
+    if len(wire) == 2 and "id" in wire and "bank_ms" in wire:
+        return f'{{"bank_ms":{int(wire["bank_ms"]):d},"id":{int(wire["id"]):d}}}'
+    return canonical_json(wire)
 
 
 def _micros(ms: float | None) -> int | None:
@@ -129,6 +137,7 @@ def _clocks_entry(clocks: Any) -> JsonDict | None:
         "decision_ms": round(clocks.decision_s * 1000),
         "bank_ms": round(clocks.bank_s * 1000),
         "max_strikes": clocks.max_strikes,
+        "reconnect_grace_ms": round(clocks.reconnect_grace_s * 1000),
     }
 
 
@@ -305,12 +314,15 @@ class ReplayWriter:
         think_ms: float | None = None,
         transport_ms: float | None = None,
         note: str = "",
+        wire: Mapping[str, Any] | None = None,
     ) -> None:
         """Record the decision just applied: who, what kind, which action, how it went.
 
         ``status`` says how the action was obtained ("ok", "auto" for a single legal action
         the referee applied itself, "timeout", "illegal", "default", ...); ``note`` may carry
-        detail (e.g. the illegal text the bot sent before the default action was applied).
+        detail (e.g. the illegal text the bot sent before the default action was applied);
+        ``wire``, for a decision asked of a bot, what its requests carried that the engine
+        does not derive (docs/replay-format.md, ``wire``).
         """
         if self._pending is None:
             raise ReplayUsageError("decision() after the last decision of the game")
@@ -349,6 +361,7 @@ class ReplayWriter:
         line, self._prev = _decision_line(
             self._prev, self._n, hand, seat, p_kind, len(legal), applied, None if applied == action_id else action_id,
             status, _micros(think_ms), _micros(transport_ms), events, note,
+            _wire_text(wire) if wire else "",
         )
         out.write(line + "\n")
         if self._tap is not None:

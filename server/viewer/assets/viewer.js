@@ -710,9 +710,10 @@
   setupStatic();
   bind();
   render();
-  // A link to one decision (a participant's fault: /games/ID#decision=N) opens the game there.
-  const at = /^#decision=(\d+)$/.exec(window.location.hash || "");
-  if (at) gotoDecision(at[1]);
+  /* A link to a decision (a fault's, from a bot's page): #decision=N, with seat=S for that seat's view. */
+  const wanted = new URLSearchParams(location.hash.slice(1));
+  if (wanted.has("seat")) setViewer(wanted.get("seat"));
+  if (wanted.has("decision")) gotoDecision(wanted.get("decision"));
 
   /* Live: add records as they come; a viewer on the last frame follows the game. */
   function append(records) {

@@ -28,6 +28,46 @@
   }
 
   let previous = {};
+  let connections = null; // progress.connections: the remote bots' presence, the refused Hellos
+
+  function since(t) {
+    if (t == null) return "";
+    const d = new Date(t * 1000);
+    const two = (n) => String(n).padStart(2, "0");
+    return " since " + two(d.getHours()) + ":" + two(d.getMinutes());
+  }
+
+  /** A bot's connection cell: "connected since 17:40", "away since 17:52 (left cleanly)", or "" (launched). */
+  function connectionCell(td, bot) {
+    const p = connections && connections.bots ? connections.bots[bot] : null;
+    td.textContent = "";
+    td.className = "conn-cell";
+    if (!p) { td.textContent = "\u2013"; return; }
+    if (p.state === "connected") {
+      td.classList.add("here");
+      td.textContent = "connected" + since(p.since);
+    } else {
+      td.classList.add("away");
+      td.textContent = (p.state === "never connected" ? "away: never connected" : "away" + since(p.since) + " (" + p.state + ")");
+    }
+    td.dataset.state = p.state;
+  }
+
+  function renderConnections() {
+    for (const tr of document.querySelectorAll("#standings tbody tr[data-bot]")) {
+      const td = tr.querySelector("td.conn-cell");
+      if (td) connectionCell(td, tr.dataset.bot);
+    }
+    const list = $("refused");
+    if (!list) return;
+    list.textContent = "";
+    const refused = (connections && connections.refused) || [];
+    for (const r of refused.slice(-5).reverse()) {
+      const claimed = r.claimed ? "\u201c" + r.claimed + "\u201d" : "(no name)";
+      list.appendChild(el("li", null, "refused a bot that says it is " + claimed + ": " + r.why + since(r.at).replace(" since", " at")));
+    }
+    list.parentElement.hidden = refused.length === 0;
+  }
 
   function renderStandings(doc) {
     const table = $("standings");
@@ -47,8 +87,8 @@
       const name = el("td");
       name.appendChild(link("/bots/" + encodeURIComponent(r.bot), r.bot));
       tr.appendChild(name);
-      tr.appendChild(el("td", "rating", fixed(r.rating_mu, 2) + " \u00b1 " + fixed(r.rating_sigma, 2)));
-      tr.appendChild(el("td", null, fixed(r.rating_ordinal, 2)));
+      tr.appendChild(el("td", "rating", fixed(r.rating_ordinal, 2)));
+      tr.appendChild(el("td", "mu-sigma", fixed(r.rating_mu, 2) + " \u00b1 " + fixed(r.rating_sigma, 2)));
       tr.appendChild(el("td", null, fixed(r.avg_placing, 2)));
       tr.appendChild(el("td", "games", r.games));
       tr.appendChild(el("td", null, r.wins));
@@ -56,6 +96,9 @@
       const f = el("td", "faults", faults);
       f.title = Object.entries(r.issues || {}).filter(([, v]) => v).map(([k, v]) => v + " " + k).join(", ");
       tr.appendChild(f);
+      const c = el("td");
+      connectionCell(c, r.bot);
+      tr.appendChild(c);
       body.appendChild(tr);
     }
     previous = now;
@@ -64,18 +107,28 @@
 
   function renderProgress(p) {
     if (!p || !$("progress")) return;
-    const fraction = p.total ? p.done / p.total : 0;
-    $("progress-fill").style.width = (100 * fraction).toFixed(1) + "%";
+    let fraction = p.total ? p.done / p.total : 0;
     let text = p.done + " / " + p.total + " games";
-    if (p.kind === "ladder") text = p.done + " games played (ladder)";
+    if (p.kind === "ladder") {
+      // A ladder has no end: rounds and games played; a bar only towards --rounds N.
+      text = (p.rounds || 0) + (p.goal_rounds ? " / " + p.goal_rounds : "") + " rounds, " + p.done + " games played";
+      fraction = p.goal_rounds ? Math.min(1, (p.rounds || 0) / p.goal_rounds) : null;
+    }
+    const bar = $("progress-fill").parentElement;
+    bar.hidden = fraction === null;
+    if (fraction !== null) $("progress-fill").style.width = (100 * fraction).toFixed(1) + "%";
     if (p.kind === "server") text = p.done + " games played, " + (p.live || 0) + " being played";
     if (p.rate) text += " \u00b7 " + p.rate.toFixed(2) + " games/s";
     if (p.kind !== "ladder" && !p.finished && p.eta_s != null) text += " \u00b7 ETA " + clock(p.eta_s);
-    if (p.finished) text += " \u00b7 finished";
+    if (p.finished && p.kind !== "ladder") text += " \u00b7 finished"; // (a ladder between runs is stopped, not finished)
     const t = $("progress-text");
     t.textContent = text;
     t.dataset.done = String(p.done);
     t.dataset.total = String(p.total);
+    if (p.connections !== undefined) {
+      connections = p.connections;
+      renderConnections();
+    }
   }
 
   function renderLive(games) {

@@ -20,7 +20,7 @@
     badge.after(a);
   }
   document.body.dataset.live = "playing";
-  if (!/^#decision=\d+$/.test(window.location.hash)) viewer.go(viewer.frames - 1);  // (else: at that decision)
+  if (!new URLSearchParams(location.hash.slice(1)).has("decision")) viewer.go(viewer.frames - 1);  // (else: there)
 
   let batch = [];
   let timer = null;

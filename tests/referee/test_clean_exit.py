@@ -1,0 +1,106 @@
+"""A bot that leaves cleanly frees its seat at once; a crash or a drop is waited for (issue 30, point 8).
+
+A student who stops their bot to restart it with better code closes its stream (the kits
+half-close on SIGTERM and Ctrl-C): nobody is coming back to that game, so the default policy
+takes the seat at once instead of the table waiting out the reconnect grace. A stream that
+breaks without being closed (a crash, a kill, a network drop) may come back, and is waited
+for as before. The presence the board shows tells the two apart."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import time
+
+from server.spec import Clocks, SeatStatus
+from server.transport import presence
+from tests.bots.commands import PY_RANDOM, ROOT
+
+from .conftest import Client, builtin, remote, spec, with_arena
+
+LONG_GRACE = Clocks(decision_s=10.0, bank_s=10.0, max_strikes=3, reconnect_grace_s=120.0, connect_timeout_s=30.0)
+"""A grace far longer than the test may take: a seat freed within the test was not waited for."""
+
+
+def test_a_stream_the_bot_closes_mid_game_frees_its_seat_at_once() -> None:
+    me = remote("me")
+    game = spec(me, builtin("random"), clocks=LONG_GRACE)
+
+    async def body(arena):
+        arena.presence.watch(["me"])
+        task = asyncio.create_task(arena.run_game(game))
+        client = await Client(arena.target, me.token).open()
+        request = (await client.next("decision")).decision
+        await client.answer(request, request.legal_actions[0].id)
+        await client.next("decision")
+        assert arena.presence.bots["me"].state == presence.CONNECTED
+        await client.call.done_writing()  # what the kits do when stopped
+        record = await task
+        await client.close()
+        return record, arena.presence.bots["me"]
+
+    record, seen = with_arena(body, timeout=60)  # far less than the 120 s grace
+    seat = record.seats[0]
+    assert seat.status is SeatStatus.LEFT and not record.aborted
+    assert seat.disconnects == 0 and seat.default_actions > 0
+    assert any(e.startswith("left: the bot closed the stream (a clean exit)") for e in seat.events), seat.events
+    assert any("gone (it closed its stream)" in e for e in seat.events), seat.events
+    assert seen.state == presence.LEFT and seen.since is not None
+
+
+def test_a_stream_that_breaks_is_waited_for_and_shown_as_lost() -> None:
+    me = remote("me")
+    game = spec(me, builtin("random"), clocks=Clocks(decision_s=10, bank_s=10, max_strikes=3,
+                                                     reconnect_grace_s=0.5, connect_timeout_s=15))
+
+    async def body(arena):
+        arena.presence.watch(["me"])
+        task = asyncio.create_task(arena.run_game(game))
+        client = await Client(arena.target, me.token).open()
+        await client.next("decision")
+        await client.close()  # cancelled: a crash or a drop looks the same
+        return await task, arena.presence.bots["me"]
+
+    record, seen = with_arena(body)
+    assert record.seats[0].status is SeatStatus.DISCONNECTED and record.seats[0].disconnects == 1
+    assert seen.state == presence.LOST
+
+
+def test_a_kit_bot_stopped_with_sigterm_mid_game_leaves_cleanly() -> None:
+    """The Python kit, a real process connecting on its own as a student's does."""
+    me = remote("student")
+
+    async def body(arena):
+        arena.presence.watch(["student"])
+        game = spec(me, builtin("random"), clocks=LONG_GRACE, seed=11)
+        task = asyncio.create_task(arena.run_game(game))
+        proc = subprocess.Popen(
+            PY_RANDOM, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "CRAITS_SERVER": arena.target, "CRAITS_TOKEN": me.token, "CRAITS_BOT_NAME": "student"},
+        )
+        try:
+            while True:  # until the bot has answered a few decisions
+                referee = arena.games.get(game.game_id)
+                if referee is not None and referee.seats[0].decisions >= 3:
+                    break
+                await asyncio.sleep(0.05)
+            proc.send_signal(signal.SIGTERM)
+            stopped = time.monotonic()
+            record = await task
+            freed_after = time.monotonic() - stopped
+        finally:
+            try:
+                _, err = await asyncio.to_thread(proc.communicate, timeout=30)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+        return record, freed_after, proc.returncode, err, arena.presence.bots["student"]
+
+    record, freed_after, code, err, seen = with_arena(body, timeout=90)
+    seat = record.seats[0]
+    assert code == 0, err
+    assert seat.status is SeatStatus.LEFT and seat.disconnects == 0, (seat, err)
+    assert freed_after < LONG_GRACE.reconnect_grace_s
+    assert seen.state == presence.LEFT
