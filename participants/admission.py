@@ -231,7 +231,8 @@ def admit(roster: Roster, version: Version, *, limits: BuildLimits | None = None
 
 
 LIMIT_KEYS = {"build_time_s": "time_s", "build_memory": "memory", "build_processes": "processes",
-              "build_output": "output", "packed": "packed", "unpacked": "unpacked", "files": "files"}
+              "build_output": "output", "packed": "packed", "unpacked": "unpacked", "files": "files",
+              "scrimmage_games_per_hour": "scrimmage_games_per_hour"}
 """``craits roster set`` keys: the build's (:class:`BuildLimits`) and the upload's (:class:`Bounds`)."""
 SIZE_KEYS = ("build_memory", "build_output", "packed", "unpacked")
 

@@ -22,6 +22,7 @@ import dataclasses
 import hashlib
 import time
 
+from participants.fairness import Pauses
 from participants.roster import ORGANIZER, Roster, Version
 from participants.tokens import token_id
 from tournaments.config import RESOLVED_PREFIX, BotEntry, TournamentConfig
@@ -47,7 +48,9 @@ class RosterEntrants:
         self._guesses: dict[str, list[float]] = {}
 
     def versions(self) -> list[Version]:
-        return self.roster.active()
+        """The participants' active versions, less those paused for faulting (participants.fairness)."""
+        paused = Pauses(self.roster).paused_ids()
+        return [v for v in self.roster.active() if v.id not in paused]
 
     def resolve_token(self, token: str) -> tuple[str, str] | None:
         """The referee's resolver: a participant's token opens their remote bot's seat, named
@@ -82,6 +85,7 @@ class RosterEntrants:
         return dataclasses.replace(self.base, bots=(*self.base.bots, *entries, *remote))
 
     def __call__(self, standings: Standings) -> TournamentConfig:
+        Pauses(self.roster).check(standings.rows)
         versions = self.versions()
         self._start_from_predecessors(versions, standings)
         return self.config(versions)

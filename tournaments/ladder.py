@@ -12,7 +12,11 @@ time, so it can run for days, take in a bot added to its file, and rank everyone
   bot that has played the fewest rounds, then, from those that have played the fewest, the
   ones whose ratings are closest to its own (less than a rating point apart counts as equally
   close), then the ones it has met least, then the round's seeded draw. Every bot plays about
-  as often as every other, and mostly against bots of its strength;
+  as often as every other, and mostly against bots of its strength. A bot that joins late
+  is credited with the rounds an average bot played before it came (:meth:`LadderBook.credited`),
+  so it plays at the field's rate rather than at every round until it has caught up, and in
+  its first rounds it meets the bots it has met least first (``newcomers``), so its first
+  games spread over the field;
 * **who may play**: launched and builtin bots always; a bot that connects on its own only
   while its stream is open (:func:`seatable_bots`), so a student's bot that is away sits
   out instead of costing its table a connect timeout and losing games to the default
@@ -156,13 +160,16 @@ def pick_table(
     bots: Sequence[str],
     table_size: int,
     *,
-    rounds_played: Mapping[str, int],
+    rounds_played: Mapping[str, float],
     ordinals: Mapping[str, float],
     met: Mapping[frozenset[str], int],
     seed: int,
     round_no: int,
+    newcomers: Collection[str] = (),
 ) -> tuple[str, ...]:
-    """The bots of round ``round_no``, the first seat first (see the module docstring)."""
+    """The bots of round ``round_no``, the first seat first (see the module docstring).
+    ``newcomers``: bots in their first rounds; one that sits first meets the bots it has met
+    least before those closest in rating, so its first games spread over the field."""
     if len(set(bots)) != len(bots):
         raise ValueError("bot names must be distinct")
     if len(bots) < table_size:
@@ -172,13 +179,12 @@ def pick_table(
     first = min(bots, key=lambda b: (rounds_played.get(b, 0), draw[b]))
     rating = ordinals.get(first, 0.0)
 
-    def preference(bot: str) -> tuple[int, int, int, float]:
-        return (
-            rounds_played.get(bot, 0),
-            int(abs(ordinals.get(bot, 0.0) - rating)),
-            met.get(frozenset((first, bot)), 0),
-            draw[bot],
-        )
+    spread = first in newcomers
+
+    def preference(bot: str) -> tuple[float, int, int, float]:
+        gap = int(abs(ordinals.get(bot, 0.0) - rating))
+        times = met.get(frozenset((first, bot)), 0)
+        return (rounds_played.get(bot, 0), *((times, gap) if spread else (gap, times)), draw[bot])
 
     others = sorted((b for b in bots if b != first), key=preference)
     return (first, *others[: table_size - 1])
@@ -200,6 +206,19 @@ def make_round(round_no: int, seats: tuple[str, ...], seed: int, first_ordinal: 
         for rotation in range(len(seats))
     )
     return LadderRound(round_no, seats, games)
+
+
+NEWCOMER_ROUNDS = 3
+"""A bot's first rounds, in which it meets the bots it has met least before those of its rating."""
+
+
+def entry_rounds(games: Sequence[GameSlot]) -> dict[str, int]:
+    """The round (1 for the first) in which each bot of a ladder's schedule first sat."""
+    entered: dict[str, int] = {}
+    for game in sorted(games, key=lambda g: g.table):
+        for bot in game.seats:
+            entered.setdefault(bot, game.table + 1)
+    return entered
 
 
 def history(games: Sequence[GameSlot]) -> tuple[Counter[str], Counter[frozenset[str]], int]:
@@ -310,6 +329,7 @@ class LadderBook:
         self.store = store
         games = store.games()
         self.played, self.met, self.number = history(games)
+        self.entered = entry_rounds(games)
         self.next_ordinal = max((g.ordinal for g in games), default=-1) + 1
         self._start_tally()
 
@@ -349,16 +369,28 @@ class LadderBook:
         bots = config.bot_names if available is None else tuple(b for b in config.bot_names if b in available)
         seats = pick_table(
             bots, config.table_size,
-            rounds_played=self.played, ordinals={row.bot: row.rating_ordinal for row in standings.rows},
+            rounds_played=self.credited(bots), ordinals={row.bot: row.rating_ordinal for row in standings.rows},
             met=self.met, seed=config.seed, round_no=self.number,
+            newcomers={b for b in bots if self.played.get(b, 0) < NEWCOMER_ROUNDS},
         )
         new = make_round(self.number, seats, config.seed, self.next_ordinal)
         self.store.add_games(new.games)
         self.played.update(seats)
+        for bot in seats:
+            self.entered.setdefault(bot, self.number)
         self.met.update(frozenset(pair) for pair in itertools.combinations(sorted(set(seats)), 2))
         self.number += 1
         self.next_ordinal += len(new.games)
         return new
+
+    def credited(self, bots: Sequence[str]) -> dict[str, int]:
+        """Rounds played, plus a late entrant's share of the rounds played before it came: the
+        ``(R - 1) * table_size / bots`` rounds an average bot of this field played in the
+        ``R - 1`` rounds before its first (rounded down: 0 for the ladder's first bots). So a
+        bot that joins late, a participant's new version say, plays at the field's rate, not
+        at every round until it has caught up with bots that have played for weeks."""
+        share = self.config.table_size / max(len(bots), 1)
+        return {b: self.played.get(b, 0) + int((self.entered.get(b, self.number) - 1) * share) for b in bots}
 
     def new_rounds(self, standings: Standings, available: Collection[str] | None, count: int) -> list[LadderRound]:
         """Up to ``count`` new rounds, each seating bots none of the others seat (one at least),

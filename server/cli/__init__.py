@@ -15,13 +15,26 @@ import sys
 from collections.abc import Sequence
 
 from server import __version__
-from server.cli import check_bot, demo, doctor, handout, play, replay, roster, serve, tournament, web, worker
+from server.cli import (
+    check_bot,
+    classroom,
+    demo,
+    doctor,
+    handout,
+    play,
+    replay,
+    roster,
+    serve,
+    tournament,
+    web,
+    worker,
+)
 from server.engine import ConfigError
 from server.errors import UserError
 
 __all__ = ["UserError", "build_parser", "main"]
 
-_COMMAND_GROUPS = (demo, serve, play, check_bot, replay, tournament, handout, worker, web, roster, doctor)
+_COMMAND_GROUPS = (demo, serve, play, check_bot, replay, tournament, handout, worker, web, roster, classroom, doctor)
 """In the order ``craits --help`` lists them."""
 
 

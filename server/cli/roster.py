@@ -221,10 +221,16 @@ def _request(url: str, token: str, data: bytes | None = None, headers: dict[str,
         raise UserError(f"{url}: cannot reach the server: {getattr(err, 'reason', err)}") from None
 
 
-def _submit(args: argparse.Namespace) -> int:
+def ask_token() -> str:
+    """A participant's token: ``$CRAITS_TOKEN``, else asked on the terminal (never an argument)."""
     token = os.environ.get("CRAITS_TOKEN") or (getpass.getpass("your token: ") if sys.stdin.isatty() else "")
     if not token.strip():
-        raise UserError("no token: set CRAITS_TOKEN, or run craits submit on a terminal to be asked for it")
+        raise UserError("no token: set CRAITS_TOKEN, or run the command on a terminal to be asked for it")
+    return token.strip()
+
+
+def _submit(args: argparse.Namespace) -> int:
+    token = ask_token()
     data, filename = pack(args.path)
     base = args.server.rstrip("/")
     answer = _request(f"{base}/api/submit", token.strip(), data,

@@ -41,6 +41,7 @@ from server.logging import get_logger
 from server.storage.replay.format import ReplayError
 from server.storage.store import StoreError
 from server.web.board import Board, download_name
+from server.web.classroom import ClassroomPages
 from server.web.fanout import MAX_BUFFER, Reader, accepts_deflate, finish, open_stream
 from server.web.live import END, GameStream, LiveHub, public_records, strip_full
 from server.web.participants import ParticipantPages, is_public
@@ -146,6 +147,7 @@ class WebServer:
         """The most connections reading a stream at once so far."""
         self.dropped = 0
         self.participants = ParticipantPages(self, options.roster) if options.roster else None
+        self.classroom = ClassroomPages(self.participants) if self.participants is not None else None
         self.app = self._make_app()
 
     # ------------------------------------------------------------------ life
@@ -170,6 +172,8 @@ class WebServer:
         ])
         if self.participants is not None:
             app.add_routes(self.participants.routes())
+        if self.classroom is not None:
+            app.add_routes(self.classroom.routes())
         return app
 
     async def start(self) -> str:
@@ -195,6 +199,8 @@ class WebServer:
         self.url = f"http://{shown}:{bound}/"
         if self.participants is not None:
             self.participants.start()
+            if self.classroom is not None:
+                self.classroom.start()
             if is_public(host):
                 print(f"web: {host} is reachable from other machines and participants' tokens and code cross it: "
                       "serve it behind a TLS reverse proxy (docs/teachers.md) and let only the proxy reach this port",
@@ -236,6 +242,8 @@ class WebServer:
             self._runner = None
         if self.participants is not None:
             await self.participants.close()
+        if self.classroom is not None:
+            await self.classroom.close()
         if self.board is not None:
             board = self.board
             await asyncio.get_running_loop().run_in_executor(self._executor, board.close)

@@ -44,6 +44,7 @@ from urllib.parse import quote
 from aiohttp import web
 
 from participants.admission import roster_limits
+from participants.fairness import Pauses
 from participants.roster import ORGANIZER, Roster, RosterError, Version, split_bot
 from participants.unpack import Bounds
 from server.logging import get_logger
@@ -117,8 +118,10 @@ class Builder:
     """Builds and checks the versions waiting for it, in a process of its own, one run at a
     time; started again when an upload came in meanwhile."""
 
-    def __init__(self, roster: Path) -> None:
+    def __init__(self, roster: Path, module: str = "participants.admission") -> None:
         self.roster = roster
+        self.module = module
+        """The program run (``python -m MODULE ROSTER``): the admission, or another queue's."""
         self.wanted = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._process: asyncio.subprocess.Process | None = None
@@ -132,11 +135,11 @@ class Builder:
         while self.wanted.is_set():
             self.wanted.clear()
             process = self._process = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "participants.admission", str(self.roster),
+                sys.executable, "-m", self.module, str(self.roster),
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
             out, _ = await process.communicate()
             self._process = None
-            log.info("participants_built", exit=process.returncode, said=out.decode(errors="replace")[-2000:])
+            log.info("participants_built", module=self.module, exit=process.returncode, said=out.decode(errors="replace")[-2000:])
         self._task = None
 
     async def close(self) -> None:
@@ -313,7 +316,8 @@ class ParticipantPages:
         if who == ORGANIZER:
             names = [p.name for p in await self._call(self.roster.participants)]
             links = "".join(f'<li><a href="/p/{quote(n)}">{e(n)}</a></li>' for n in names)
-            return self.server._page("Participants", f'<main class="board"><h1>Participants</h1><ul>{links}</ul></main>')
+            return self.server._page("Participants", '<main class="board"><h1>Participants</h1><p><a id="dashboard-link" '
+                                     f'href="/organizer">the dashboard</a></p><ul>{links}</ul></main>')
         raise web.HTTPSeeOther(f"/p/{quote(who)}")
 
     # ------------------------------------------------------------------ a participant's pages
@@ -361,7 +365,9 @@ class ParticipantPages:
                 f'<td><a href="/p/{quote(name)}/games/{quote(g["game_id"])}/output">its output</a></td></tr>')
         body = (
             f'<main class="board participant"><h1 id="who">{e(name)}</h1>'
-            f'<form method="post" action="/logout" class="inline"><input type="hidden" name="csrf" value="{csrf}">'
+            + "".join(f'<p class="meta error paused" data-version="{p.number}">v{p.number} {e(p.note)}</p>'
+                      for p in await self._call(Pauses(self.roster).of, name))
+            + f'<form method="post" action="/logout" class="inline"><input type="hidden" name="csrf" value="{csrf}">'
             '<button>log out</button></form>'
             f'<h2>Submit a new version</h2><form method="post" action="/p/{quote(name)}/upload" enctype="multipart/form-data">'
             f'<input type="hidden" name="csrf" value="{csrf}"><input type="file" name="bot" id="bot-file" required> '
@@ -373,6 +379,8 @@ class ParticipantPages:
             f'<th>size</th><th>games</th><th>rating</th></tr>{"".join(rows)}</table>'
             f'<form method="post" action="/p/{quote(name)}/pin"><input type="hidden" name="csrf" value="{csrf}">'
             f'<label>play <select name="version">{options}</select></label> <button>choose</button></form>'
+            f'<p class="meta" id="class-links"><a id="compare-link" href="/p/{quote(name)}/compare">compare two of your '
+            f'versions</a> · <a id="scrimmage-link" href="/p/{quote(name)}/scrimmage">scrimmages</a> · <a id="final-link" href="/p/{quote(name)}/final">the deadline and the final</a></p>'
             f'<h2>Games</h2><table id="games"><tr><th>game</th><th>version</th><th>place</th><th>table</th>'
             f'<th>status</th><th></th></tr>{"".join(game_rows)}</table></main>')
         return self.server._page(f"{name} - {self.server.title}", body)

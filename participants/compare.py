@@ -1,0 +1,342 @@
+"""Version against version: "did my change help?"
+
+A participant names two of their admitted versions, A (the old) and B (the new). Both play
+the same deals, each deal in every seat rotation, against the same panel of house bots (the
+builtin policies, seeded by the deal and the seat, so they play the same way for both): the
+only difference between A's games and B's is the version. Per deal, each version's placing
+and points are averaged over the rotations; the difference B - A of those averages is one
+observation, and the comparison reports its mean with an anytime-valid 95 % interval
+(:mod:`participants.confidence`), so the participant may watch it deal after deal and stop
+as soon as it says something, without watching biasing it.
+
+The verdict is on the placing (lower is better): **better** when the whole interval of B - A
+is below 0, **worse** when it is above, **not yet told apart** otherwise. Points (lower is
+better too) are shown beside, with a plain normal interval, as a hint only.
+
+Comparisons are kept in the roster's database (table ``comparisons``) and played by
+``python -m participants.compare ROSTER``, a process the web pages start (as they start the
+admission), one comparison at a time, in the bots' sandbox. A comparison interrupted midway
+continues from its last whole deal: deal ``k``'s seed is fixed by the comparison and ``k``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import sqlite3
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from participants.confidence import mean_interval
+from participants.roster import Roster, RosterError, Version
+from participants.tables import RosterTables
+from server.engine import make_config
+from server.game.policies import POLICY_NAMES
+from server.spec import BotSpec, Clocks, GameRecord, GameSpec, SeatStatus
+from tournaments.schedule import derive_seed, rotate
+
+HOUSE = POLICY_NAMES
+"""The house bots a panel may hold (the referee's builtin policies)."""
+DEFAULT_PANEL = ("default", "random")
+MAX_GAMES = 2000
+DEFAULT_GAMES = 120
+ALPHA = 0.05
+VERDICTS = ("better", "worse", "not yet told apart")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS comparisons (
+    id INTEGER PRIMARY KEY, participant TEXT NOT NULL, a INTEGER NOT NULL, b INTEGER NOT NULL,
+    panel TEXT NOT NULL, games INTEGER NOT NULL, until_told INTEGER NOT NULL, seed INTEGER NOT NULL,
+    status TEXT NOT NULL DEFAULT 'waiting', created REAL NOT NULL, deals TEXT NOT NULL DEFAULT '[]',
+    message TEXT NOT NULL DEFAULT ''
+);
+"""
+
+GameRunner = Callable[[GameSpec], Awaitable[GameRecord]]
+
+
+@dataclass(frozen=True, slots=True)
+class Deal:
+    """One deal played in every rotation by A and by B: their average placing and points."""
+
+    a_placing: float
+    b_placing: float
+    a_points: float
+    b_points: float
+    a_faults: int
+    """Games of the deal in which A's seat did not end ``ok`` (struck out, disconnected...)."""
+    b_faults: int
+
+
+@dataclass(frozen=True, slots=True)
+class Difference:
+    mean: float
+    low: float
+    high: float
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    deals: int
+    games: int
+    placing: Difference
+    """B's average placing minus A's (below 0: B places better), with the anytime-valid interval."""
+    points: Difference
+    """B's average points minus A's (below 0: B scores fewer, which is better), normal interval."""
+    verdict: str
+    a_faults: int
+    b_faults: int
+
+
+def summarize(deals: Sequence[Deal], table_size: int, alpha: float = ALPHA) -> Summary:
+    """The comparison so far: the differences B - A with their intervals, and the verdict."""
+    spread = table_size - 1  # a placing difference lies in [-spread, spread]
+    scaled = [(d.b_placing - d.a_placing + spread) / (2 * spread) for d in deals]
+    found = mean_interval(scaled, alpha)
+    placing = Difference(*(v * 2 * spread - spread for v in (found.mean, found.low, found.high)))
+    if not deals:
+        placing = Difference(0.0, -spread, spread)
+    gaps = [d.b_points - d.a_points for d in deals]
+    mean = statistics.fmean(gaps) if gaps else 0.0
+    half = 1.96 * statistics.stdev(gaps) / math.sqrt(len(gaps)) if len(gaps) > 1 else math.inf
+    verdict = "better" if placing.high < 0 else "worse" if placing.low > 0 else "not yet told apart"
+    return Summary(len(deals), len(deals) * 2 * table_size, placing, Difference(mean, mean - half, mean + half),
+                   verdict, sum(d.a_faults for d in deals), sum(d.b_faults for d in deals))
+
+
+async def play_deal(run_game: GameRunner, a: BotSpec, b: BotSpec, panel: Sequence[BotSpec], *, seed: int,
+                    number: int, short_game: bool = True, replays: Path | None = None, at_once: int = 2,
+                    tag: str = "cmp") -> Deal:
+    """Deal ``number``: A's and B's games, each in every rotation against ``panel``."""
+    table = 1 + len(panel)
+    config = make_config("craits", table, short_game=short_game)
+    deal_seed = derive_seed(seed, "compare-deal", number)
+    gate = asyncio.Semaphore(at_once)
+
+    async def one(side: str, bot: BotSpec, rotation: int) -> tuple[float, float, bool]:
+        seating = rotate((bot.name, *(p.name for p in panel)), rotation)
+        by_name = {bot.name: bot, **{p.name: p for p in panel}}
+        game_id = f"{tag}-d{number + 1}-{side}-r{rotation + 1}"
+        spec = GameSpec(game_id, config, deal_seed, tuple(by_name[n] for n in seating), Clocks(),
+                        None if replays is None else replays / f"{game_id}.jsonl", tournament="compare")
+        async with gate:
+            record = await run_game(spec)
+        if record.aborted:
+            raise CompareError(f"game {game_id} could not be played: {record.aborted}")
+        seat = seating.index(bot.name)
+        return (record.result.placings[seat], record.result.totals[seat],
+                record.seats[seat].status != SeatStatus.OK)
+
+    played = await asyncio.gather(*(one(side, bot, r) for side, bot in (("a", a), ("b", b)) for r in range(table)))
+    a_games, b_games = played[:table], played[table:]
+    return Deal(statistics.fmean(g[0] for g in a_games), statistics.fmean(g[0] for g in b_games),
+                statistics.fmean(g[1] for g in a_games), statistics.fmean(g[1] for g in b_games),
+                sum(g[2] for g in a_games), sum(g[2] for g in b_games))
+
+
+async def compare(run_game: GameRunner, a: BotSpec, b: BotSpec, panel: Sequence[BotSpec], *, seed: int,
+                  games: int, until_told: bool = True, done: Sequence[Deal] = (),
+                  on_deal: Callable[[list[Deal]], None] | None = None, **deal_options: Any) -> list[Deal]:
+    """Deals until ``games`` games are played, or (``until_told``) the verdict is no longer
+    "not yet told apart"; ``done``: the deals of an interrupted run, continued from."""
+    if a.name == b.name:
+        raise CompareError("compare two different versions")
+    table = 1 + len(panel)
+    deals = list(done)
+    total = max(1, math.ceil(games / (2 * table)))
+    while len(deals) < total:
+        if until_told and deals and summarize(deals, table).verdict != "not yet told apart":
+            break
+        deals.append(await play_deal(run_game, a, b, panel, seed=seed, number=len(deals), **deal_options))
+        if on_deal is not None:
+            on_deal(deals)
+    return deals
+
+
+class CompareError(RosterError):
+    """A comparison that cannot be made as asked (the message says why)."""
+
+
+# ------------------------------------------------------------------ kept in the roster
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    id: int
+    participant: str
+    a: int
+    b: int
+    panel: tuple[str, ...]
+    games: int
+    until_told: bool
+    seed: int
+    status: str
+    """waiting, running, done or failed."""
+    created: float
+    deals: tuple[Deal, ...]
+    message: str
+
+    @property
+    def table_size(self) -> int:
+        return 1 + len(self.panel)
+
+    def summary(self) -> Summary:
+        return summarize(self.deals, self.table_size)
+
+    def to_dict(self) -> dict[str, Any]:
+        s = self.summary()
+        return {"id": self.id, "a": self.a, "b": self.b, "panel": list(self.panel), "games_wanted": self.games,
+                "until_told": self.until_told, "status": self.status, "message": self.message,
+                "deals": s.deals, "games": s.games, "verdict": s.verdict, "placing": asdict(s.placing),
+                "points": {k: v if math.isfinite(v) else None for k, v in asdict(s.points).items()},
+                "faults": {"a": s.a_faults, "b": s.b_faults}}
+
+
+_COLUMNS = "id, participant, a, b, panel, games, until_told, seed, status, created, deals, message"
+
+
+def _comparison(row: Sequence[Any]) -> Comparison:
+    deals = tuple(Deal(**d) for d in json.loads(row[10]))
+    return Comparison(row[0], row[1], row[2], row[3], tuple(json.loads(row[4])), row[5], bool(row[6]), row[7],
+                      row[8], row[9], deals, row[11])
+
+
+class Comparisons(RosterTables):
+    """The comparisons of a roster (beside its participants, in its database)."""
+
+    SCHEMA = SCHEMA
+
+    def ask(self, name: str, a: int, b: int, *, games: int = DEFAULT_GAMES, until_told: bool = True,
+            panel: Sequence[str] = DEFAULT_PANEL) -> Comparison:
+        """A new comparison of ``name``'s versions ``a`` and ``b``, waiting to be played."""
+        for number in (a, b):
+            version = self.roster.version(name, number)
+            if version is None or version.status != "admitted":
+                raise CompareError(f"{name} has no admitted version v{number}")
+        if a == b:
+            raise CompareError("compare two different versions")
+        if not 1 <= games <= MAX_GAMES:
+            raise CompareError(f"games: from 1 to {MAX_GAMES}, got {games}")
+        if waiting := [c.id for c in self.pending() if c.participant == name]:
+            raise CompareError(f"your comparison {waiting[0]} is still playing: one at a time (it plays beside the "
+                               "ladder, on the same machine)")
+        panel = tuple(panel)
+        if not 1 <= len(panel) <= 5 or (unknown := [p for p in panel if p not in HOUSE]):
+            raise CompareError(f"opponents: 1 to 5 of the house bots {', '.join(HOUSE)}"
+                               + (f" (not {', '.join(unknown)})" if len(panel) <= 5 and unknown else ""))
+        with self._db() as db:
+            cursor = db.execute("INSERT INTO comparisons (participant, a, b, panel, games, until_told, seed, created) "
+                                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                                (name, a, b, json.dumps(panel), games, int(until_told),
+                                 derive_seed(int(time.time() * 1000), name, a, b), time.time()))
+            made = self.get(int(cursor.lastrowid or 0), db=db)
+        assert made is not None
+        return made
+
+    def get(self, ident: int, *, db: sqlite3.Connection | None = None) -> Comparison | None:
+        if db is None:
+            with self._db() as db:
+                return self.get(ident, db=db)
+        row = db.execute(f"SELECT {_COLUMNS} FROM comparisons WHERE id = ?", (ident,)).fetchone()
+        return None if row is None else _comparison(row)
+
+    def of(self, name: str) -> list[Comparison]:
+        """``name``'s comparisons, newest first."""
+        with self._db() as db:
+            rows = db.execute(f"SELECT {_COLUMNS} FROM comparisons WHERE participant = ? ORDER BY id DESC", (name,))
+            return [_comparison(r) for r in rows]
+
+    def pending(self) -> list[Comparison]:
+        with self._db() as db:
+            rows = db.execute(f"SELECT {_COLUMNS} FROM comparisons WHERE status IN ('waiting', 'running') ORDER BY id")
+            return [_comparison(r) for r in rows]
+
+    def record(self, ident: int, status: str, deals: Sequence[Deal], message: str = "") -> None:
+        with self._db() as db:
+            db.execute("UPDATE comparisons SET status = ?, deals = ?, message = ? WHERE id = ?",
+                       (status, json.dumps([asdict(d) for d in deals]), message, ident))
+
+
+# ------------------------------------------------------------------ playing them
+
+
+def version_spec(roster: Roster, version: Version) -> BotSpec:
+    return BotSpec(name=version.bot, token="", command=version.command, cwd=str(roster.version_dir(version)))
+
+
+def house_specs(panel: Sequence[str]) -> tuple[BotSpec, ...]:
+    return tuple(BotSpec(name=f"house-{p}-{i + 1}", token="", builtin=p) for i, p in enumerate(panel))
+
+
+async def play_pending(roster: Roster, run_game: GameRunner | None = None) -> list[Comparison]:
+    """Play every comparison still waiting (or interrupted), oldest first; each deal is
+    recorded as it ends, so its page shows the interval growing narrower."""
+    from server.transport.service import Arena, ArenaOptions  # (the referee: only this process needs it)
+
+    store = Comparisons(roster)
+    finished = []
+    arena = None
+    try:
+        for job in store.pending():
+            if run_game is None:
+                if arena is None:
+                    arena = await Arena.start("127.0.0.1:0", ArenaOptions(bot_log_dir=roster.folder / "compare" / "bots",
+                                                                          sandbox="bwrap"))
+                    arena.keep_bots()
+                run_game = arena.run_game
+            versions = [roster.version(job.participant, n) for n in (job.a, job.b)]
+            if any(v is None or v.status != "admitted" for v in versions):
+                store.record(job.id, "failed", job.deals, "a version is no longer admitted")
+                continue
+            a, b = (version_spec(roster, v) for v in versions if v is not None)
+            store.record(job.id, "running", job.deals)
+            played: list[Deal] = list(job.deals)
+
+            def keep(deals: list[Deal], ident: int = job.id, played: list[Deal] = played) -> None:
+                played[:] = deals  # (what a failure keeps)
+                store.record(ident, "running", deals)
+
+            try:
+                deals = await compare(run_game, a, b, house_specs(job.panel), seed=job.seed, games=job.games,
+                                      until_told=job.until_told, done=job.deals, tag=f"cmp{job.id}",
+                                      replays=roster.folder / "compare" / str(job.id), on_deal=keep)
+            except CompareError as err:
+                store.record(job.id, "failed", played, str(err))
+                continue
+            store.record(job.id, "done", deals)
+            finished.append(job.id)
+    finally:
+        if arena is not None:
+            await arena.shutdown(grace_s=0)
+    return [c for c in (store.get(i) for i in finished) if c is not None]
+
+
+def describe(job: Comparison) -> str:
+    """The comparison in a few lines, as ``craits compare`` prints it."""
+    s = job.summary()
+    return (f"v{job.b} against v{job.a}: {s.verdict} after {s.games} games ({s.deals} deals, every seat, against "
+            f"{', '.join(job.panel)})\n"
+            f"  placing v{job.b} - v{job.a}: {s.placing.mean:+.3f}  (95% anytime interval {s.placing.low:+.3f} .. "
+            f"{s.placing.high:+.3f}; below 0 is better)\n"
+            f"  points  v{job.b} - v{job.a}: {s.points.mean:+.1f}  (about {s.points.low:+.1f} .. {s.points.high:+.1f})"
+            + (f"\n  faults: v{job.a} {s.a_faults}, v{job.b} {s.b_faults}" if s.a_faults or s.b_faults else ""))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m participants.compare", description=__doc__)
+    parser.add_argument("roster", help="the roster folder")
+    args = parser.parse_args(argv)
+    for job in asyncio.run(play_pending(Roster(args.roster))):
+        print(f"comparison {job.id}: {job.summary().verdict}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

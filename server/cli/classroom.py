@@ -1,0 +1,163 @@
+"""``craits compare`` (a participant's) and ``craits final ...`` (the organizer's).
+
+    craits compare OLD NEW --server URL [--games N] [--against default,random] [--all]
+    craits scrimmage OPPONENT... --server URL [--games N]   unrated games against participants or house bots
+    craits final show ROSTER          the deadline, and the versions entered (the snapshot once past it)
+    craits final run ROSTER           play the final: the snapshot's versions, a balanced schedule
+    craits final publish ROSTER       show the final's results to the participants (--hide: not any more)
+
+See docs/teachers.md. ``craits compare`` reads the token as ``craits submit`` does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any
+
+from participants.compare import DEFAULT_GAMES, DEFAULT_PANEL
+from participants.final import Final
+from participants.roster import Roster
+from server.cli.roster import _request, ask_token
+from server.errors import UserError
+
+WAIT_S = 3600.0
+
+
+def register_cli(subparsers: Any) -> None:
+    compare = subparsers.add_parser(
+        "compare", help="compare two of your versions on the same deals: craits compare 3 4 --server URL",
+        description="Play two of your admitted versions on the same deals, every seat, against the same house bots, "
+        "and print the difference in average placing and points with an anytime-valid 95%% interval, and the "
+        "verdict (better, worse, not yet told apart). The token comes from $CRAITS_TOKEN, or is asked for.")
+    compare.add_argument("old", help="the version to compare against, e.g. 3 (or v3)")
+    compare.add_argument("new", help="the version to judge, e.g. 4")
+    compare.add_argument("--server", required=True, metavar="URL", help="the ladder's web address")
+    compare.add_argument("--games", type=int, default=DEFAULT_GAMES, help=f"at most this many games (default {DEFAULT_GAMES})")
+    compare.add_argument("--against", default=",".join(DEFAULT_PANEL), metavar="BOTS",
+                         help=f"the house bots at the table, comma-separated (default {','.join(DEFAULT_PANEL)})")
+    compare.add_argument("--all", action="store_true", help="play all the games, even once told apart")
+    compare.add_argument("--no-wait", action="store_true", help="return once asked, without waiting for the verdict")
+    compare.set_defaults(func=_compare)
+
+    scrimmage = subparsers.add_parser(
+        "scrimmage", help="unrated games against chosen opponents: craits scrimmage bob random --server URL",
+        description="Play your playing version against other participants' (by name) or house bots, unrated, "
+        "within your hourly quota, and print the places. The token comes from $CRAITS_TOKEN, or is asked for.")
+    scrimmage.add_argument("opponents", nargs="+", metavar="OPPONENT", help="a participant's name or a house bot")
+    scrimmage.add_argument("--server", required=True, metavar="URL", help="the ladder's web address")
+    scrimmage.add_argument("--games", type=int, default=4, help="how many games (default 4)")
+    scrimmage.add_argument("--no-wait", action="store_true", help="return once asked")
+    scrimmage.set_defaults(func=_scrimmage)
+
+    final = subparsers.add_parser("final", help="the deadline and the final of a roster (docs/teachers.md)",
+                                  description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = final.add_subparsers(dest="final_command", metavar="ACTION", required=True)
+    show = sub.add_parser("show", help="the deadline and the versions in the final")
+    run = sub.add_parser("run", help="play the final (after the deadline)")
+    run.add_argument("--overwrite", action="store_true", help="play it again from the start")
+    publish = sub.add_parser("publish", help="show the final's results on the participants' pages")
+    publish.add_argument("--hide", action="store_true", help="hide them again")
+    for parser, func in ((show, _show), (run, _run), (publish, _publish)):
+        parser.add_argument("roster", help="the roster folder")
+        parser.set_defaults(func=func)
+
+
+def _compare(args: argparse.Namespace) -> int:
+    token = ask_token()
+    base = args.server.rstrip("/")
+    asked = {"a": args.old, "b": args.new, "games": args.games, "until_told": not args.all,
+             "against": [b.strip() for b in args.against.split(",") if b.strip()]}
+    job = _request(f"{base}/api/compare", token, _json_bytes(asked), {"Content-Type": "application/json"})
+    print(f"comparison {job['id']}: v{job['b']} against v{job['a']}, at most {job['games_wanted']} games against "
+          f"{', '.join(job['panel'])} (follow it at {base}/me)", flush=True)
+    if args.no_wait:
+        return 0
+    deadline = time.monotonic() + WAIT_S
+    shown = -1
+    while job["status"] in ("waiting", "running") and time.monotonic() < deadline:
+        time.sleep(1.0)
+        job = _request(f"{base}/api/me/compare/{job['id']}", token)
+        if job["games"] != shown and job["games"]:
+            shown = job["games"]
+            p = job["placing"]
+            print(f"  {job['games']:>5} games: placing {p['mean']:+.3f} ({p['low']:+.3f} .. {p['high']:+.3f}): "
+                  f"{job['verdict']}", flush=True)
+    p, q = job["placing"], job["points"]
+    print(f"v{job['b']} against v{job['a']}: {job['verdict']} after {job['games']} games"
+          + (f" ({job['status']}: {job['message']})" if job["message"] else "") + "\n"
+          f"  placing v{job['b']} - v{job['a']}: {p['mean']:+.3f} (95% anytime interval {p['low']:+.3f} .. "
+          f"{p['high']:+.3f}; below 0 is better)\n"
+          f"  points  v{job['b']} - v{job['a']}: {q['mean']:+.1f}"
+          + (f" (about {q['low']:+.1f} .. {q['high']:+.1f})" if q["low"] is not None else " (one deal: no interval yet)"))
+    return 0 if job["status"] == "done" else 1
+
+
+def _scrimmage(args: argparse.Namespace) -> int:
+    token = ask_token()
+    base = args.server.rstrip("/")
+    job = _request(f"{base}/api/scrimmage", token, _json_bytes({"against": args.opponents, "games": args.games}),
+                   {"Content-Type": "application/json"})
+    print(f"scrimmage {job['id']}: {job['games']} games at {', '.join(job['seats'])} (unrated)", flush=True)
+    if args.no_wait:
+        return 0
+    deadline = time.monotonic() + WAIT_S
+    shown = 0
+    while time.monotonic() < deadline:
+        for game in job["results"][shown:]:
+            print(f"  {game['game_id']}: " + ", ".join(f"{b} {p}" for b, p in zip(game["bots"], game["placings"],
+                                                                                  strict=True)), flush=True)
+        shown = len(job["results"])
+        if job["status"] not in ("waiting", "running"):
+            break
+        time.sleep(1.0)
+        job = _request(f"{base}/api/me/scrimmage/{job['id']}", token)
+    print(f"scrimmage {job['id']}: {job['status']}" + (f": {job['message']}" if job["message"] else ""))
+    return 0 if job["status"] == "done" else 1
+
+
+def _json_bytes(data: Any) -> bytes:
+    return json.dumps(data).encode()
+
+
+def _show(args: argparse.Namespace) -> int:
+    final = Final(Roster(args.roster))
+    plan = final.plan()
+    if plan is None:
+        raise UserError(f"no final is planned: write {os.path.join(args.roster, 'final.toml')} (docs/teachers.md)")
+    past = final.past_deadline()
+    print(f"deadline: {plan.deadline_text} ({'passed' if past else 'to come'}); final: {plan.games_per_bot} games "
+          f"per bot at tables of {plan.table_size}" + (f", with house bots {', '.join(plan.house)}" if plan.house else ""))
+    entries = final.snapshot() if past else final.entrants_now(plan.deadline)
+    print("the snapshot taken at the deadline:" if past else "if the deadline were now:")
+    for entry in entries or []:
+        print(f"  {entry.bot:<24} sha256 {entry.sha256[:12]}  submitted "
+              f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime(entry.submitted))} UTC"
+              + ("  (chosen)" if entry.chosen else ""))
+    print(f"results: {'published' if final.published else 'hidden from the participants'}")
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from server.cli import build_parser  # (the tournament command plays it: one way to run a tournament)
+
+    final = Final(Roster(args.roster))
+    path = final.tournament_file()
+    print(f"the final: {path} (results in {final.out_dir}, hidden from the participants until "
+          f"`craits final publish {args.roster}`)", file=sys.stderr)
+    argv = ["tournament", "run", str(path), "--out", str(final.out_dir)] + (["--overwrite"] if args.overwrite else [])
+    parsed = build_parser().parse_args(argv)
+    return int(parsed.func(parsed) or 0)
+
+
+def _publish(args: argparse.Namespace) -> int:
+    final = Final(Roster(args.roster))
+    if not args.hide and final.standings() is None:
+        raise UserError(f"the final has no results yet: craits final run {args.roster}")
+    final.publish(not args.hide)
+    print("the final's results are " + ("hidden from the participants again" if args.hide else
+                                         "published on the participants' pages"))
+    return 0

@@ -1,0 +1,87 @@
+"""Version against version: the anytime-valid interval, and verdicts on the same deals
+(in-process house policies here; the participants' real versions in the browser test)."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from pathlib import Path
+
+import pytest
+
+from participants.compare import CompareError, Comparisons, Deal, compare, house_specs, summarize
+from participants.confidence import ConfidenceSequence, mean_interval
+from participants.roster import Roster
+from server.spec import BotSpec
+from tournaments.local import LocalRunner
+
+
+def test_the_interval_holds_the_mean_at_every_look_in_at_least_95_percent_of_runs() -> None:
+    rng = random.Random(7)
+    missed = 0
+    runs, steps = 200, 150
+    for _ in range(runs):
+        sequence = ConfidenceSequence()
+        for _ in range(steps):
+            found = sequence.add(float(rng.random() < 0.3))
+            if not found.low <= 0.3 <= found.high:
+                missed += 1
+                break
+    assert missed <= 0.05 * runs
+
+
+def test_the_interval_narrows_around_the_observations_and_refuses_values_outside_0_1() -> None:
+    early, late = mean_interval([0.2, 0.4] * 5), mean_interval([0.2, 0.4] * 200)
+    assert early.low < late.low <= 0.3 <= late.high < early.high
+    assert late.high - late.low < 0.1
+    with pytest.raises(ValueError):
+        mean_interval([1.5])
+
+
+def _bot(name: str, policy: str) -> BotSpec:
+    return BotSpec(name=name, token="", builtin=policy)
+
+
+def _compare(a: str, b: str, games: int, until_told: bool = True) -> list[Deal]:
+    runner = LocalRunner()
+    return asyncio.run(compare(runner, _bot("old", a), _bot("new", b), house_specs(("random",)), seed=5,
+                               games=games, until_told=until_told))
+
+
+def test_a_clearly_stronger_version_is_told_better_and_the_weaker_worse() -> None:
+    deals = _compare("random", "greedy", 400)
+    verdict = summarize(deals, 2)
+    assert verdict.verdict == "better" and verdict.placing.high < 0
+    assert len(deals) < 100  # stopped once told apart, not at the cap
+    assert summarize(_compare("greedy", "random", 400), 2).verdict == "worse"
+
+
+def test_the_same_bot_twice_plays_the_same_games_and_is_never_told_apart() -> None:
+    deals = _compare("random", "random", 40)
+    assert len(deals) == 10  # 40 games: 10 deals of 2 rotations x 2 versions
+    assert all(d.a_placing == d.b_placing and d.a_points == d.b_points for d in deals)
+    summary = summarize(deals, 2)
+    assert summary.verdict == "not yet told apart" and summary.games == 40
+    assert summary.placing.low < 0 < summary.placing.high
+
+
+def test_a_comparison_needs_two_admitted_versions_and_house_bots(tmp_path: Path) -> None:
+    roster = Roster.create(tmp_path / "roster")
+    roster.add("alice")
+    comparisons = Comparisons(roster)
+    with pytest.raises(CompareError, match="no admitted version v1"):
+        comparisons.ask("alice", 1, 2)
+    for _ in (1, 2):
+        version = roster.submit("alice", b"print(1)\n", "bot.py")
+        roster.decide(version, "admitted", command=("python", "bot.py"))
+    with pytest.raises(CompareError, match="two different"):
+        comparisons.ask("alice", 1, 1)
+    with pytest.raises(CompareError, match="not alice"):
+        comparisons.ask("alice", 1, 2, panel=("alice",))
+    with pytest.raises(CompareError, match="games"):
+        comparisons.ask("alice", 1, 2, games=0)
+    job = comparisons.ask("alice", 1, 2, games=30)
+    assert (job.status, job.table_size, comparisons.pending()) == ("waiting", 3, [job])
+    assert comparisons.of("bob") == []
+    with pytest.raises(CompareError, match=f"your comparison {job.id} is still playing"):
+        comparisons.ask("alice", 2, 1)

@@ -1,0 +1,314 @@
+"""The deadline and the final, and the teacher's dashboard, on a course of their own: a roster
+whose versions were built and admitted in the sandbox, a practice tournament they played, a
+final played with ``craits final run``, and ``craits web`` serving the participants' pages."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from participants.admission import admit_pending
+from participants.dashboard import Rubric, judge, read_rubrics, rows, to_csv
+from participants.fairness import Pauses
+from participants.final import Final, FinalError, read_plan
+from participants.roster import ORGANIZER, Roster
+from participants.scrimmage import QUOTA_KEY, ScrimmageError, Scrimmages
+from server.cli import main as craits
+from tests.participants.test_compare_browser import HEURISTIC_BOT
+from tests.participants.test_participants_browser import _until
+from tests.participants.test_participants_web import Client
+from tests.participants.uploads import MANIFEST, good_bot, zip_of
+from tests.web.conftest import ARTIFACTS, Running, start_craits
+from tournaments.runner import load_standings, open_tournament
+from tournaments.standings import BotStanding
+
+FINAL_PLAN = 'deadline = "{deadline}"\ngames_per_bot = 3\ntable_size = 3\nhouse = ["random"]\nseed = 4\n'
+PRACTICE = """name = "practice"
+table_size = 3
+deals = 1
+seed = 9
+[flags]
+short_game = true
+[[bots]]
+name = "house-random"
+builtin = "random"
+"""
+RUBRIC = '[[rubric]]\nname = "beats random"\nopponent = "house-random"\ngames = 2\n'
+
+
+@dataclass
+class Course:
+    roster: Roster
+    tokens: dict[str, str]
+    running: Running
+    folder: Path
+
+
+def _iso(moment: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(moment))
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Course]:
+    folder = tmp_path_factory.mktemp("course")
+    roster = Roster.create(folder / "roster")
+    tokens = dict(roster.import_csv("name,team\nalice,red\nbob,blue\ndave,=cmd()\n"))
+    tokens[ORGANIZER] = roster.organizer_token()
+    roster.submit("alice", good_bot(), "alice.zip")
+    roster.submit("bob", zip_of({"bot.toml": MANIFEST, "bot.py": HEURISTIC_BOT}), "bob.zip")
+    assert [o.status for _, o in admit_pending(roster)] == ["admitted", "admitted"]
+    time.sleep(1.0)  # (the deadline falls strictly between the versions before it and the one after)
+    (roster.folder / "final.toml").write_text(FINAL_PLAN.format(deadline=_iso(time.time())), encoding="utf-8")
+    time.sleep(1.0)
+    roster.submit("alice", zip_of({"bot.toml": MANIFEST, "bot.py": HEURISTIC_BOT}), "late.zip")
+    assert [o.status for _, o in admit_pending(roster)] == ["admitted"]
+    (roster.folder / "rubric.toml").write_text(RUBRIC, encoding="utf-8")
+    practice = PRACTICE + "".join(
+        f'[[bots]]\nname = "{v.bot}"\ncommand = ["python", "bot.py"]\ncwd = "{roster.version_dir(v)}"\n'
+        for v in roster.versions() if v.number == 1)
+    (folder / "practice.toml").write_text(practice, encoding="utf-8")
+    assert craits(["tournament", "run", str(folder / "practice.toml"), "--out", str(folder / "practice"),
+                   "--no-progress"]) == 0
+    assert craits(["final", "run", str(roster.folder)]) == 0
+    running = start_craits(["web", str(folder / "practice"), "--roster", str(roster.folder), "--address",
+                            "127.0.0.1:0", "--log-dir", str(folder / "logs")], folder)
+    try:
+        yield Course(roster, tokens, running, folder)
+    finally:
+        running.stop()
+
+
+def test_a_version_submitted_after_the_deadline_is_practice_only_and_does_not_enter_the_final(course: Course) -> None:
+    final = Final(course.roster)
+    assert [e.bot for e in final.snapshot() or []] == ["alice.v1", "bob.v1"]
+    assert final.practice_only(course.roster.version("alice", 2))  # type: ignore[arg-type]
+    standings = final.standings()
+    assert standings is not None and standings["complete"]
+    assert {row["bot"] for row in standings["standings"]} == {"alice.v1", "bob.v1", "house-random-1"}
+    with pytest.raises(FinalError, match="has passed"):
+        final.choose("alice", 2)
+    client = Client(course.running.url)
+    client.log_in(course.tokens["alice"])
+    status, page, _ = client.request("p/alice/final")
+    assert status == 200
+    assert 'id="final-version">v1<' in page
+    assert "practice only" in page.split('data-version="2"')[1].split("</li>")[0]
+    assert "practice only" not in page.split('data-version="1"')[1].split("</li>")[0]
+
+
+def test_the_final_results_are_hidden_from_participants_until_published(course: Course) -> None:
+    final = Final(course.roster)
+    alice = Client(course.running.url)
+    alice.log_in(course.tokens["alice"])
+    _, page, _ = alice.request("p/alice/final")
+    assert "The results are not published yet" in page and "bob.v1" not in page
+    assert final.results_for("alice") is None and final.results_for(ORGANIZER) is not None
+    try:
+        assert craits(["final", "publish", str(course.roster.folder)]) == 0
+        _, page, _ = alice.request("p/alice/final")
+        results = page.split('id="final-results"')[1]
+        assert "alice.v1" in results and "bob.v1" in results and "alice.v2" not in results
+    finally:
+        assert craits(["final", "publish", "--hide", str(course.roster.folder)]) == 0
+    assert "not published yet" in alice.request("p/alice/final")[1]
+
+
+def test_before_the_deadline_a_participant_chooses_their_final_version_and_the_snapshot_then_holds(
+    tmp_path: Path,
+) -> None:
+    roster = Roster.create(tmp_path / "roster")
+    roster.add("alice")
+    for _ in (1, 2, 3):
+        roster.decide(roster.submit("alice", b"print(1)\n", "bot.py"), "admitted", command=("python", "bot.py"))
+    deadline = time.time() + 3600
+    (roster.folder / "final.toml").write_text(FINAL_PLAN.format(deadline=_iso(deadline)), encoding="utf-8")
+    final = Final(roster)
+    assert [e.bot for e in final.entrants_now(deadline)] == ["alice.v3"]
+    final.choose("alice", 2)
+    assert [(e.bot, e.chosen) for e in final.entrants_now(deadline)] == [("alice.v2", True)]
+    assert final.snapshot() is None  # not yet
+    with pytest.raises(FinalError, match="no admitted version v7"):
+        final.choose("alice", 7)
+    taken = final.snapshot(now=deadline + 1)
+    assert [e.bot for e in taken or []] == ["alice.v2"]
+    with pytest.raises(FinalError, match="has passed"):
+        final.choose("alice", 3, now=deadline + 2)
+    roster.pin("alice", 1)
+    roster.revoke("alice")
+    assert [e.bot for e in final.snapshot() or []] == ["alice.v2"]  # fixed at the deadline
+
+
+def test_a_final_file_with_a_mistake_says_which_key(tmp_path: Path) -> None:
+    for text, said in (('deadline = 2026-12-11T18:00:00\n', "add the time zone"),
+                       ('deadline = "soon"\n', "is not a date and time"),
+                       ('deadline = 2026-12-11T18:00:00Z\ngames = 3\n', "unknown key(s) games"),
+                       ('deadline = 2026-12-11T18:00:00Z\nhouse = ["nobody"]\n', "house:"),
+                       ('deadline = 2026-12-11T18:00:00Z\ntable_size = 9\n', "table_size: a whole number from 2 to 5")):
+        (tmp_path / "final.toml").write_text(text, encoding="utf-8")
+        with pytest.raises(FinalError, match=said.replace("(", r"\(").replace(")", r"\)")):
+            read_plan(tmp_path)
+
+
+def _games(pairs: list[tuple[int, int]], bot: str, table: int = 3) -> list[dict[str, Any]]:
+    """Games of ``bot`` with house-heuristic, their placings as given (a third bot takes the rest)."""
+    out = []
+    for mine, theirs in pairs:
+        third = next(p for p in range(1, table + 1) if p not in (mine, theirs))
+        out.append({"bots": [bot, "house-heuristic", "house-random"], "placings": [mine, theirs, third],
+                    "aborted": ""})
+    return out
+
+
+def test_the_rubric_verdicts_match_a_precomputed_case() -> None:
+    rubric = Rubric("beats heuristic", "house-heuristic", games=30, confidence=0.95)
+    # 40 games: ahead in 34, behind in 6 -> a placing gap of -0.7 on average (its 95 % anytime interval: -1.491 .. -0.127)
+    strong = _games([(1, 2)] * 17 + [(2, 3)] * 17 + [(2, 1)] * 6, "ann.v1")
+    # the mirror image: behind in 34
+    weak = _games([(2, 1)] * 17 + [(3, 2)] * 17 + [(1, 2)] * 6, "ben.v2")
+    even = _games([(1, 2), (2, 1)] * 20, "cat.v1")
+    few = _games([(1, 3)] * 12, "dan.v1")  # always ahead, but fewer games than the rubric asks
+    games = strong + weak + even + few
+    verdicts = {bot: judge(rubric, bot, games) for bot in ("ann.v1", "ben.v2", "cat.v1", "dan.v1", "eve.v1")}
+    assert {bot: v.verdict for bot, v in verdicts.items()} == {
+        "ann.v1": "pass", "ben.v2": "fail", "cat.v1": "undecided", "dan.v1": "undecided", "eve.v1": "undecided"}
+    assert {bot: v.games for bot, v in verdicts.items()} == {"ann.v1": 40, "ben.v2": 40, "cat.v1": 40, "dan.v1": 12,
+                                                              "eve.v1": 0}
+    ann = verdicts["ann.v1"]
+    assert ann.mean == pytest.approx(-0.7) and ann.low == pytest.approx(-1.491, abs=0.001)
+    assert ann.high == pytest.approx(-0.127, abs=0.001)
+    # twelve games ahead are too few even for the interval: it does not leave 0 before some 15 games
+    assert judge(Rubric("x", "house-heuristic", games=12), "dan.v1", games).verdict == "undecided"
+    assert judge(Rubric("x", "house-heuristic", games=12), "dan.v1", games + _games([(1, 3)] * 8, "dan.v1")).verdict == "pass"
+
+
+def test_the_dashboard_lists_everyone_and_its_csv_is_safe_for_spreadsheets(course: Course) -> None:
+    rubrics = read_rubrics(course.roster.folder)
+    table = {row.name: row for row in rows(course.roster, [], [], rubrics)}
+    assert sorted(table) == ["alice", "bob", "dave"]
+    assert (table["alice"].latest, table["alice"].playing, table["alice"].final) == ("v2 admitted", "v2", "v1")
+    assert not table["dave"].submitted and table["dave"].final == "-"
+    parsed = list(csv.DictReader(io.StringIO(to_csv(list(table.values()), rubrics))))
+    assert [r["name"] for r in parsed] == ["alice", "bob", "dave"]
+    assert parsed[2]["team"] == "'=cmd()" and parsed[0]["beats random"] == "undecided"
+
+
+@pytest.mark.browser
+def test_the_organizer_sees_the_dashboard_and_downloads_its_csv(course: Course, page: Any) -> None:
+    url = course.running.url
+    page.goto(url + "login")
+    page.fill("#token", course.tokens[ORGANIZER])
+    page.click("#login")
+    page.click("#dashboard-link")
+    rows_shown = {r.get_attribute("data-name"): r.inner_text() for r in page.query_selector_all("#dashboard tr[data-name]")}
+    assert sorted(rows_shown) == ["alice", "bob", "dave"]
+    assert "v2 admitted" in rows_shown["alice"] and "\tv1\t" in rows_shown["alice"]  # latest, final (the snapshot)
+    assert "\tno\t" in rows_shown["dave"]
+    assert "beats random" in page.text_content("#dashboard tr")
+    assert int(rows_shown["bob"].split("\t")[6]) == 3  # bob.v1's practice games
+    assert "passed" in page.text_content("#dashboard-deadline")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "participant-dashboard.png"), full_page=True)
+    with page.expect_download() as download:
+        page.click("#csv")
+    text = Path(download.value.path()).read_text(encoding="utf-8")
+    parsed = list(csv.DictReader(io.StringIO(text)))
+    assert [r["name"] for r in parsed] == ["alice", "bob", "dave"]
+    assert parsed[1]["games"] == "3" and parsed[0]["final"] == "v1" and parsed[0]["final_sha256"]
+    assert parsed[1]["beats random"] in ("pass", "fail", "undecided")
+    alice = Client(url)
+    alice.log_in(course.tokens["alice"])
+    assert alice.request("organizer")[0] == 404 and alice.request("organizer.csv")[0] == 404
+
+
+def _standings(url: str) -> Any:
+    with urllib.request.urlopen(url + "api/standings", timeout=30) as response:
+        return json.loads(response.read())
+
+
+@pytest.mark.browser
+def test_a_scrimmage_is_played_shown_to_both_participants_and_never_rated(course: Course, page: Any) -> None:
+    url = course.running.url
+    before_file = (course.folder / "practice" / "standings.json").read_text(encoding="utf-8")
+    before = _standings(url)
+    page.goto(url + "login")
+    page.fill("#token", course.tokens["alice"])
+    page.click("#login")
+    page.click("#scrimmage-link")
+    page.select_option("#scrim-against", ["bob", "random"])
+    page.fill("#scrim-games", "3")
+    page.click("#scrimmage")
+    status = _until(page, lambda p: (s := p.text_content("#scrim-status", timeout=1000)) in ("done", "failed") and s,
+                    timeout_s=240)
+    assert status == "done"
+    games = page.query_selector_all("tr.scrim-game")
+    assert len(games) == 3 and "alice.v2" in games[0].inner_text() and "bob.v1" in games[0].inner_text()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "participant-scrimmage.png"), full_page=True)
+    replay = page.goto(url + page.query_selector("tr.scrim-game a").get_attribute("href").lstrip("/"))
+    assert replay.status == 200 and "Craits replay scrim" in page.title()
+    ident = page.url.split("/scrimmage/")[1].split("/")[0]
+    bob = Client(url)
+    bob.log_in(course.tokens["bob"])
+    status, listing, _ = bob.request("p/bob/scrimmage")
+    assert status == 200 and f'/p/bob/scrimmage/{ident}"' in listing
+    assert bob.request(f"p/bob/scrimmage/{ident}")[0] == 200
+    dave = Client(url)
+    dave.log_in(course.tokens["dave"])
+    assert dave.request(f"p/dave/scrimmage/{ident}")[0] == 404 and dave.request(f"p/alice/scrimmage/{ident}")[0] == 404
+    # never rated: the board's standings and the store's are as they were, and hold no scrimmage game
+    assert _standings(url) == before
+    assert (course.folder / "practice" / "standings.json").read_text(encoding="utf-8") == before_file
+    config, store = open_tournament(course.folder / "practice", readonly=True)
+    with store:
+        assert not [g for g in store.games() if g.game_id.startswith("scrim")]
+        assert load_standings(config, store).to_dict()["standings"] == json.loads(before_file)["standings"]
+
+
+def test_scrimmages_are_held_to_the_hourly_quota(tmp_path: Path) -> None:
+    roster = Roster.create(tmp_path / "roster")
+    for name in ("alice", "bob", "dave"):
+        roster.add(name)
+    for name in ("alice", "bob"):
+        roster.decide(roster.submit(name, b"print(1)\n", "bot.py"), "admitted", command=("python", "bot.py"))
+    scrimmages = Scrimmages(roster)
+    roster.set_limits({QUOTA_KEY: 5})
+    now = time.time()
+    scrimmages.ask("bob", ["random"], 3, now=now)
+    with pytest.raises(ScrimmageError, match="quota of 5 scrimmage games an hour: 2 left"):
+        scrimmages.ask("bob", ["alice"], 3, now=now)
+    with pytest.raises(ScrimmageError, match="no admitted version"):
+        scrimmages.ask("dave", ["bob"], 1, now=now)
+    with pytest.raises(ScrimmageError, match="'carl': not a participant"):
+        scrimmages.ask("bob", ["carl"], 1, now=now)
+    assert scrimmages.ask("bob", ["alice"], 2, now=now).seats == ("bob.v1", "alice.v1")
+    assert scrimmages.ask("bob", ["random", "random"], 5, now=now + 3601).seats == (
+        "bob.v1", "house-random", "house-random-3")  # an hour later: the quota is whole again
+    assert [s.participant for s in scrimmages.involving("alice")] == ["bob"]
+
+
+def test_a_paused_version_is_explained_on_its_owners_page(course: Course) -> None:
+    pauses = Pauses(course.roster)
+    row = BotStanding(rank=1, bot="bob.v1", games=8, avg_points=None, ci_low=None, ci_high=None, avg_placing=None,
+                      wins=0, win_rate=None, rating_mu=25.0, rating_sigma=8.0, rating_ordinal=0.0,
+                      issues={"struck_out": 5, "never_connected": 1})
+    assert [v.bot for v in pauses.check([row])] == ["bob.v1"]
+    try:
+        bob = Client(course.running.url)
+        bob.log_in(course.tokens["bob"])
+        _, page, _ = bob.request("p/bob")
+        assert "v1 paused: it faulted in 6 of its 8 games (struck out 5, never connected 1)" in page
+        alice = Client(course.running.url)
+        alice.log_in(course.tokens["alice"])
+        assert "paused" not in alice.request("p/alice")[1]
+    finally:
+        with pauses._db() as db:
+            db.execute("DELETE FROM paused")
