@@ -142,14 +142,16 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from server.cli import build_parser  # (the tournament command plays it: one way to run a tournament)
+    from server.cli import tournament  # (the tournament command plays it: one way to run a tournament)
 
     final = Final(Roster(args.roster))
     path = final.tournament_file()
     print(f"the final: {path} (results in {final.out_dir}, hidden from the participants until "
           f"`craits final publish {args.roster}`)", file=sys.stderr)
     argv = ["tournament", "run", str(path), "--out", str(final.out_dir)] + (["--overwrite"] if args.overwrite else [])
-    parsed = build_parser().parse_args(argv)
+    parser = argparse.ArgumentParser(prog="craits")
+    tournament.register_cli(parser.add_subparsers())
+    parsed = parser.parse_args(argv)
     return int(parsed.func(parsed) or 0)
 
 

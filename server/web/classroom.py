@@ -35,7 +35,7 @@ from participants.roster import ORGANIZER, RosterError
 from participants.scrimmage import Scrimmage, Scrimmages, quota
 from server.storage.replay.reader import read_replay
 from server.viewer.pages import render_html
-from server.web.participants import Builder, ParticipantPages
+from server.web.participants import CSP, Builder, ParticipantPages
 
 e = html.escape
 
@@ -288,8 +288,6 @@ class ClassroomPages:
             page = await self.pages._call(lambda: render_html(read_replay(self.scrimmages.replay_path(job, game_id))))
         except (OSError, ValueError):
             raise web.HTTPNotFound(text="this game's replay is not kept") from None
-        from server.web.app import CSP  # (app imports this module)
-
         return web.Response(text=page, content_type="text/html", headers={"Content-Security-Policy": CSP})
 
     async def api_scrimmage(self, request: web.Request) -> web.Response:
