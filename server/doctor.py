@@ -30,7 +30,7 @@ DEFAULT_PORTS = ((50051, "the referee (craits serve, bots that connect on their 
                  (8080, "the board in the browser (craits web)"))
 PG_VERSIONS = ("17", "16", "15", "14", "13")
 DISK_LOW = 1 << 30
-"""Less free space than this under logs/ is a warning: a replay is up to 1 MB a game."""
+"""Less free space than this under logs/ is a warning (a game leaves about 35 KB; 1 MB in replay format 1)."""
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -167,11 +167,11 @@ def check_grpc_io() -> Finding:
     import craits.grpc_io
 
     return Finding("grpc I/O layer", "ok", craits.grpc_io.describe(),
-                   used_for="the referee's and the Python kit's gRPC (see the README's gRPC's I/O layer)")
+                   used_for="the referee's and the Python kit's gRPC (docs/referee.md, gRPC's I/O layer)")
 
 
 def check_disk(logs: Path) -> Finding:
-    used = "logs/: databases, replays (up to 1 MB a game), viewer pages, logs"
+    used = "logs/: databases, replays and viewer pages (about 35 KB a game; 1 MB in replay format 1), logs"
     where = logs if logs.exists() else logs.parent
     try:
         free = shutil.disk_usage(where).free
