@@ -246,6 +246,7 @@ def test_craits_play_says_what_went_wrong_at_a_seat_and_where_the_bots_output_is
     assert "never connected (its process exited)" in lines[at + 2]
     output = Path(lines[at + 3].removeprefix("    its output: "))
     assert output.read_text().strip() == "cannot import my_strategy"
+    assert lines[at + 4] == "    it ended with: cannot import my_strategy"  # (a SyntaxError's last line, say)
     struck = lines.index("  seat 2 illegal_bot:")
     assert "illegal answer" in lines[struck + 1] and "(strike 1 of 3)" in lines[struck + 1]
     assert lines[struck + 4] == "    ... and 1 more (--json lists them all)"
