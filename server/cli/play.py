@@ -276,6 +276,10 @@ def format_record(spec: GameSpec, record: GameRecord, bot_logs: Path | None = No
             last = _last_line(output) if crashed else ""
             if last:  # (a SyntaxError, an ImportError: the student sees what without opening the file)
                 lines.append(f"    it ended with: {last}")
+        command = spec.seats[i].command
+        if record.replay_path and command and s.decisions:  # the game again, with the bot fixed (docs/rerun.md)
+            lines.append(f"    rerun:  craits replay rerun {shlex.quote(str(record.replay_path))} --seat {i} -- "
+                         f"{shlex.join(command)}")
     # A launched bot whose seat had no trouble may still have logged its own (the kit answers
     # for a choose() that raises, and says so only there): say where, once per game.
     quiet = [i for i, s in enumerate(record.seats) if not s.events and spec.seats[i].command and bot_logs is not None

@@ -273,6 +273,9 @@ def test_craits_play_shows_a_launched_bots_errors_and_where_it_logged(tmp_path: 
     assert f"    bot error on decision {first['n']}: IndexError: list index out of range at raising_bot.py:6" in lines, \
         result.stdout
     assert f"    its output: {tmp_path / 'logs' / 'bots' / game_id}-seat1.log" in lines, result.stdout
+    replay = tmp_path / "replays" / f"{game_id}.jsonl.gz"
+    rerun = [line for line in lines if line.startswith("    rerun:  ")]  # docs/rerun.md from here
+    assert rerun == [f"    rerun:  craits replay rerun {replay} --seat 1 -- {sys.executable} {bot}"], result.stdout
     output = (tmp_path / "logs" / "bots" / f"{game_id}-seat1.log").read_text()
     assert "choose() failed at raising_bot.py:6: IndexError" in output and "Traceback" in output
 
