@@ -33,7 +33,7 @@ def load_verified(path: str) -> Replay:
     if target.is_dir():
         raise UserError(f"{path} is a folder: give one replay file")
     if not target.exists():
-        raise UserError(f"{path}: no such file{_did_you_mean(target)}")
+        raise UserError(f"{path}: no such file{did_you_mean(target)}")
     try:
         verify_replay(target)
         return read_replay(target)
@@ -41,7 +41,7 @@ def load_verified(path: str) -> Replay:
         raise UserError(f"refused: {err}") from None
 
 
-def _did_you_mean(target: Path) -> str:
+def did_you_mean(target: Path) -> str:
     """``; did you mean X?`` when the same game's replay is there under the other suffix
     (new replays end in ``.jsonl.gz``; older guides and habits say ``.jsonl``)."""
     name = target.name

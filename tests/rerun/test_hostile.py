@@ -90,5 +90,7 @@ def test_a_missing_file_names_the_replay_under_its_other_suffix(wire_game: WireG
             code, _, err = run_cli(capsys, "replay", *argv)
             assert code == 2 and "Traceback" not in err
             assert err.strip() == f"craits: error: {typed}: no such file; did you mean {meant}?", err
+    code, _, err = run_cli(capsys, "replay", "show", str(tmp_path / "g.jsonl"))
+    assert code == 2 and err.strip() == f"craits: error: {tmp_path / 'g.jsonl'}: no such file or directory; did you mean {gz}?"
     code, _, err = run_cli(capsys, "replay", "messages", str(tmp_path / "nothing.jsonl"), "--seat", "0")
     assert code == 2 and err.strip().endswith("nothing.jsonl: no such file")
