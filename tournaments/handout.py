@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from server.errors import UserError
+from server.transport.tls import CERT_FILE, server_tls
 from tournaments.config import TournamentConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,6 +40,15 @@ class Handout:
     bot: str
     folder: Path
     token: str
+
+
+@dataclass(frozen=True, slots=True)
+class HandedCert:
+    """The referee's certificate a handout carries (its bots connect over TLS)."""
+
+    pem: bytes
+    source: Path
+    fingerprint: str = ""
 
 
 def handout_bots(config: TournamentConfig, names: Sequence[str]) -> list[tuple[str, str]]:
@@ -86,10 +96,37 @@ def build_wheels(into: Path) -> list[Path]:
     return sorted(into.glob("*.whl"))
 
 
-def write_handouts(config: TournamentConfig, names: Sequence[str], out_dir: Path, address: str | None) -> list[Handout]:
+def referee_cert(config: TournamentConfig, tls_ca: str | None) -> HandedCert | None:
+    """The certificate the students' bots must trust, when the file's referee speaks TLS:
+    ``tls_ca``'s file, else for ``tls = "self-signed"`` the one the referee will serve from its
+    output folder (``logs/<name>/tls/``, made now if it is not there yet, as the referee would);
+    None for plain text, or an organizer's own certificate (from an authority the students'
+    systems trust) without ``tls_ca``."""
+    if tls_ca is not None:
+        path = Path(tls_ca)
+        try:
+            pem = path.read_bytes()
+        except OSError as err:
+            raise UserError(f"--tls-ca {tls_ca}: cannot read it: {err.strerror or err}") from None
+        if b"-----BEGIN CERTIFICATE-----" not in pem:
+            raise UserError(f"--tls-ca {tls_ca}: not a PEM certificate (-----BEGIN CERTIFICATE-----)")
+        return HandedCert(pem, path)
+    wanted = config.tls
+    if not wanted.self_signed:
+        return None
+    made = server_tls(wanted, config.output_dir(), config.listen_address())
+    assert made is not None
+    return HandedCert(made.cert_pem, made.cert_path, made.fingerprint)
+
+
+def write_handouts(config: TournamentConfig, names: Sequence[str], out_dir: Path, address: str | None,
+                   tls_ca: str | None = None) -> list[Handout]:
     """One folder per student's bot under ``out_dir`` (see the module docstring)."""
     bots = handout_bots(config, names)
     where = student_address(config, address)
+    cert = referee_cert(config, tls_ca)
+    tls = tls_ca is not None or config.tls.enabled
+    server = f"grpcs://{where}" if tls else where
     taken = [out_dir / name for name, _ in bots if (out_dir / name).exists()]
     if taken:
         raise UserError(f"{', '.join(map(str, taken))}: already there; remove it or give another --out")
@@ -105,11 +142,15 @@ def write_handouts(config: TournamentConfig, names: Sequence[str], out_dir: Path
                 for wheel in wheels:
                     shutil.copy2(wheel, part / "wheels" / wheel.name)
                 (part / "my_bot.py").write_text(
-                    _BOT.format(server=where, name=name, token_file=TOKEN_FILE), encoding="utf-8")
-                (part / "README.md").write_text(
-                    _README.format(name=name, server=where, tournament=config.name, token_file=TOKEN_FILE,
-                                   wheels="\n".join(f"    wheels/{w.name}" for w in wheels)),
+                    _BOT.format(server=server, name=name, token_file=TOKEN_FILE, cert_file=CERT_FILE),
                     encoding="utf-8")
+                readme = _README.format(name=name, server=server, tournament=config.name, token_file=TOKEN_FILE,
+                                        wheels="\n".join(f"    wheels/{w.name}" for w in wheels))
+                if cert is not None:
+                    (part / CERT_FILE).write_bytes(cert.pem)
+                    readme += _README_TLS.format(cert_file=CERT_FILE, fingerprint=(
+                        f"Its SHA-256 fingerprint is\n\n    {cert.fingerprint}\n\n" if cert.fingerprint else ""))
+                (part / "README.md").write_text(readme, encoding="utf-8")
                 part.chmod(0o755)
                 part.rename(out_dir / name)
             except BaseException:
@@ -126,6 +167,7 @@ one of them. If your code raises, the kit answers the first legal action instead
 traceback here, and the referee counts it as a bot error on the board: look at this terminal.
 """
 
+import os
 from pathlib import Path
 
 from craits_bot import Bot, run
@@ -133,6 +175,7 @@ from craits_bot import Bot, run
 SERVER = "{server}"
 NAME = "{name}"
 TOKEN_FILE = Path(__file__).with_name("{token_file}")
+CERT_FILE = Path(__file__).with_name("{cert_file}")  # the referee's certificate, when it speaks TLS
 
 
 class MyBot(Bot):
@@ -147,6 +190,8 @@ class MyBot(Bot):
 
 if __name__ == "__main__":
     token = TOKEN_FILE.read_text().strip() if TOKEN_FILE.is_file() else None  # else CRAITS_TOKEN or --token
+    if CERT_FILE.is_file():
+        os.environ.setdefault("CRAITS_TLS_CA", str(CERT_FILE))
     run(MyBot(), server=SERVER, name=NAME, token=token)
 '''
 
@@ -189,4 +234,17 @@ traceback in this terminal between two lines of `!`, and the board counts it as 
 
 If the bot says the referee refused it, check the token in `{token_file}`; if it cannot reach
 the referee, check that the teacher's referee is running and that you are on the class network.
+"""
+
+_README_TLS = """
+## The referee's certificate
+
+The referee encrypts its connections (TLS), so nobody on the network can read your token or
+your cards. `{cert_file}` in this folder is its certificate: `my_bot.py` trusts it (and no other
+referee) when it connects. {fingerprint}Compare it with the one your teacher shows:
+
+    openssl x509 -in {cert_file} -noout -fingerprint -sha256
+
+If the bot says the referee's certificate is not one it trusts, ask your teacher for the
+current `{cert_file}` and put it in this folder.
 """

@@ -9,6 +9,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from server.transport.tls import CERT_FILE
 from tournaments.config import load_config
 from tournaments.handout import TOKEN_FILE, write_handouts
 
@@ -28,6 +29,10 @@ def register_cli(sub: Any) -> None:
     parser.add_argument("--address", metavar="HOST:PORT",
                         help="where the students' bots reach the referee (default: the file's address, "
                         "unless it is every interface, 0.0.0.0: then this machine's address on the class network)")
+    parser.add_argument("--tls-ca", metavar="FILE",
+                        help="the referee's certificate to hand out when it speaks TLS (default, with tls = "
+                        "\"self-signed\": the one in the file's output folder, logs/NAME/tls/, made now if it is "
+                        "not there yet; give this when the referee runs with another --out)")
     parser.add_argument("-o", "--out", default="handouts", help="the folder to write them in (default: handouts)")
     parser.set_defaults(func=cmd_handout)
 
@@ -35,8 +40,10 @@ def register_cli(sub: Any) -> None:
 def cmd_handout(args: argparse.Namespace) -> int:
     config = load_config(args.file, check_paths=False)
     out = Path(args.out)
-    made = write_handouts(config, args.bots, out, args.address)
-    print(f"{len(made)} handout(s) in {out}/ (each: wheels/, my_bot.py, README.md). Give each student their "
+    made = write_handouts(config, args.bots, out, args.address, args.tls_ca)
+    cert = made[0].folder / CERT_FILE if made else None
+    extra = f", {CERT_FILE}" if cert is not None and cert.is_file() else ""
+    print(f"{len(made)} handout(s) in {out}/ (each: wheels/, my_bot.py, README.md{extra}). Give each student their "
           f"folder and, separately, their token (it is in no file of the handout; the student puts it in "
           f"{TOKEN_FILE} or CRAITS_TOKEN). The tokens, shown this once:")
     for handout in made:

@@ -226,6 +226,18 @@ def flag_words(config: GameConfig) -> list[str]:
     return words
 
 
+def _last_line(path: Path, limit: int = 200) -> str:
+    """The last non-empty line of a bot's output file (of its last 4 KiB), shortened to ``limit``."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(max(0, path.stat().st_size - 4096))
+            tail = handle.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    last = next((line.strip() for line in reversed(tail.splitlines()) if line.strip()), "")
+    return last if len(last) <= limit else last[: limit - 3] + "..."
+
+
 def format_record(spec: GameSpec, record: GameRecord, bot_logs: Path | None = None) -> str:
     """A game's result as a small table, then what went wrong at any seat (its first
     faults and refusals, and where a launched bot's output is, in ``bot_logs``)."""
@@ -259,6 +271,15 @@ def format_record(spec: GameSpec, record: GameRecord, bot_logs: Path | None = No
         output = bot_logs / f"{record.game_id}-seat{i}.log" if bot_logs is not None else None
         if output is not None and spec.seats[i].command and output.exists():
             lines.append(f"    its output: {output}")
+            crashed = any(e.startswith("bot process exited with code ") and e != "bot process exited with code 0"
+                          for e in s.events)
+            last = _last_line(output) if crashed else ""
+            if last:  # (a SyntaxError, an ImportError: the student sees what without opening the file)
+                lines.append(f"    it ended with: {last}")
+        command = spec.seats[i].command
+        if record.replay_path and command and s.decisions:  # the game again, with the bot fixed (docs/rerun.md)
+            lines.append(f"    rerun:  craits replay rerun {shlex.quote(str(record.replay_path))} --seat {i} -- "
+                         f"{shlex.join(command)}")
     # A launched bot whose seat had no trouble may still have logged its own (the kit answers
     # for a choose() that raises, and says so only there): say where, once per game.
     quiet = [i for i, s in enumerate(record.seats) if not s.events and spec.seats[i].command and bot_logs is not None

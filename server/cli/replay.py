@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from server.cli.replay_rerun import register_rerun
+from server.cli.replay_rerun import did_you_mean, register_rerun
 from server.errors import UserError
 from server.storage.replay.convert import convert_replay
 from server.storage.replay.format import V1_SUFFIX, V2_SUFFIX, ReplayError, replay_files_in, replay_name
@@ -45,7 +45,7 @@ def _replay_files(items: Sequence[str]) -> list[Path]:
         elif p.exists():
             files.append(p)
         else:
-            raise UserError(f"{item}: no such file or directory")
+            raise UserError(f"{item}: no such file or directory{did_you_mean(p)}")
     return files
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from server.errors import UserError
 from server.game.transcript import is_builtin, transcript
 from server.storage.replay.faults import fault_words
-from server.storage.replay.format import ReplayError
+from server.storage.replay.format import V1_SUFFIX, V2_SUFFIX, ReplayError
 from server.storage.replay.reader import Replay, read_replay
 from server.storage.replay.verify import verify_replay
 from server.transport.commands import bot_command, bot_command_help
@@ -33,12 +33,24 @@ def load_verified(path: str) -> Replay:
     if target.is_dir():
         raise UserError(f"{path} is a folder: give one replay file")
     if not target.exists():
-        raise UserError(f"{path}: no such file")
+        raise UserError(f"{path}: no such file{did_you_mean(target)}")
     try:
         verify_replay(target)
         return read_replay(target)
     except ReplayError as err:
         raise UserError(f"refused: {err}") from None
+
+
+def did_you_mean(target: Path) -> str:
+    """``; did you mean X?`` when the same game's replay is there under the other suffix
+    (new replays end in ``.jsonl.gz``; older guides and habits say ``.jsonl``)."""
+    name = target.name
+    for have, other in ((V1_SUFFIX, V2_SUFFIX), (V2_SUFFIX, V1_SUFFIX)):
+        if name.endswith(have) and not (have == V1_SUFFIX and name.endswith(V2_SUFFIX)):
+            sibling = target.with_name(name[: -len(have)] + other)
+            if sibling.is_file():
+                return f"; did you mean {sibling}?"
+    return ""
 
 
 def _seat(replay: Replay, seat: int) -> int:

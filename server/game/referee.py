@@ -571,6 +571,13 @@ class GameReferee:
                                     decision_id=decision_id, strikes=seat.strikes)
         return judgement.note
 
+    def _record_number(self) -> int:
+        """The number of the decision being asked as the replay, its viewer, ``replay show``,
+        ``replay rerun --from`` and the fault lists count it (every seat's decisions, from 1),
+        not the wire's ``decision_id`` (unique on the server, counting only the bots' requests):
+        the organizer's notes of a fault must name the decision those tools find."""
+        return self.state.decisions + 1
+
     def _bot_error(self, seat: Seat, decision_id: int, error: pb.BotError, notes: list[str]) -> None:
         """The bot's kit says its code failed on this decision and answered in its place: a
         fault of its own kind (no strike), kept with its first line for the organizer."""
@@ -580,7 +587,7 @@ class GameReferee:
         seat.bot_errors += 1
         if not seat.bot_error:
             seat.bot_error = text
-        what = f"bot error on decision {decision_id}: {text}"
+        what = f"bot error on decision {self._record_number()}: {text}"
         if seat.bot_errors == 1:
             self._event(seat, what, warn=True)
         else:  # (the log has the first: a bot failing at every decision would write a line each)
@@ -594,7 +601,7 @@ class GameReferee:
         action = default_action(legal)
         seat.default_actions += 1
         message = timeout_text(action, seat.strikes, self.clocks.max_strikes)
-        self._event(seat, f"timeout on decision {decision_id}")
+        self._event(seat, f"timeout on decision {self._record_number()}")
         if seat.session is not None:
             seat.session.send_error(pb.ERROR_CODE_TIMEOUT, message, game_id=self.game_id, decision_id=decision_id,
                                     strikes=seat.strikes)

@@ -131,6 +131,8 @@ def bot_env(server: str, token: str, name: str, extra: Mapping[str, str] | None 
         env.pop(kit_tls, None)
     if grpc_io.chosen:  # this process's choice of gRPC's I/O, not the user's: a bot makes its own
         env.pop("GRPC_EXPERIMENTS", None)
+    if grpc_io.quieted:
+        env.pop("GRPC_VERBOSITY", None)
     env.update(extra or {})
     env["CRAITS_SERVER"] = server
     env["CRAITS_TOKEN"] = token

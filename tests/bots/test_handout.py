@@ -74,3 +74,47 @@ def test_a_handout_installs_into_a_fresh_venv_and_its_bot_plays(tmp_path: Path) 
         results = store.results()
     assert results and all(r.seats[r.bots.index("alice")].status == "ok" for r in results)
     assert all(r.seats[r.bots.index("alice")].counters["decisions"] > 0 for r in results)
+
+
+def test_a_handout_for_a_tls_referee_carries_its_certificate_and_connects_to_grpcs(tmp_path: Path) -> None:
+    """tls = "self-signed" (as tournaments/examples/classroom.toml has it): my_bot.py connects to
+    grpcs:// and trusts referee-cert.pem, the certificate the referee will serve from its output
+    folder (made now, reused by the referee); --tls-ca hands out another file; a plain referee's
+    handout has no certificate."""
+    from server.transport.tls import server_tls
+    from tournaments.config import load_config
+
+    file = tmp_path / "class.toml"
+    file.write_text('name = "class"\ntable_size = 2\naddress = "127.0.0.1:50999"\ntls = "self-signed"\n'
+                    f'[[bots]]\nname = "alice"\ntoken = "{TOKEN}"\n[[bots]]\nname = "house"\nbuiltin = "random"\n',
+                    encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "server.cli", "handout", str(file), "-o", "handouts"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    folder = tmp_path / "handouts" / "alice"
+    assert sorted(p.name for p in folder.iterdir()) == ["README.md", "my_bot.py", "referee-cert.pem", "wheels"]
+    bot = (folder / "my_bot.py").read_text()
+    assert 'SERVER = "grpcs://127.0.0.1:50999"' in bot and "CRAITS_TLS_CA" in bot
+    config = load_config(file)
+    served = server_tls(config.tls, tmp_path / "logs" / "class", config.listen_address())
+    assert served is not None and served.news == "reused from an earlier run"
+    assert (folder / "referee-cert.pem").read_bytes() == served.cert_pem
+    readme = (folder / "README.md").read_text()
+    assert "grpcs://127.0.0.1:50999" in readme and served.fingerprint in readme and "openssl x509" in readme
+
+    other = tmp_path / "other.pem"
+    other.write_bytes(served.cert_pem)
+    done = subprocess.run([sys.executable, "-m", "server.cli", "handout", str(file), "-o", "h2", "--tls-ca",
+                           str(other)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "h2" / "alice" / "referee-cert.pem").read_bytes() == served.cert_pem
+    done = subprocess.run([sys.executable, "-m", "server.cli", "handout", str(file), "-o", "h3", "--tls-ca",
+                           str(tmp_path / "nope.pem")], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and done.stderr.startswith("craits: error: --tls-ca ") and "Traceback" not in done.stderr
+
+    file.write_text(file.read_text().replace('tls = "self-signed"\n', ""), encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "server.cli", "handout", str(file), "-o", "plain"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert not (tmp_path / "plain" / "alice" / "referee-cert.pem").exists()
+    assert 'SERVER = "127.0.0.1:50999"' in (tmp_path / "plain" / "alice" / "my_bot.py").read_text()

@@ -22,8 +22,8 @@ IN_RANGE = VERSION is not None and grpc_io.TESTED[0] <= VERSION < grpc_io.TESTED
 
 
 def _python(code: str, **env: str) -> str:
-    """Run ``code`` in a fresh interpreter whose environment has no GRPC_EXPERIMENTS but ``env``'s."""
-    clean = {k: v for k, v in os.environ.items() if k != "GRPC_EXPERIMENTS"}
+    """Run ``code`` in a fresh interpreter whose environment has no GRPC_EXPERIMENTS (nor GRPC_VERBOSITY) but ``env``'s."""
+    clean = {k: v for k, v in os.environ.items() if k not in ("GRPC_EXPERIMENTS", "GRPC_VERBOSITY")}
     clean["PYTHONPATH"] = str(ROOT)
     done = subprocess.run([sys.executable, "-c", code], env={**clean, **env}, capture_output=True, text=True,
                           timeout=60, cwd=ROOT)
@@ -65,3 +65,14 @@ def test_the_installed_grpcio_version_is_read_without_importing_it() -> None:
 
     assert tuple(int(part) for part in metadata.version("grpcio").split(".")[:2]) == VERSION
     assert _python("import sys, craits.grpc_io; print('grpc' in sys.modules)") == "False"
+
+
+QUIET = "import os, grpc; print(repr(os.environ.get('GRPC_VERBOSITY')))"
+
+
+@pytest.mark.parametrize("package", ["server.transport", "server.cli", "craits_bot"])
+def test_grpcs_own_info_lines_are_quieted_unless_the_user_chose(package: str) -> None:
+    # (a failed TLS handshake: gRPC's "I... Handshake failed" line before the kit's own words)
+    assert _python(f"import {package}; {QUIET}") == repr(grpc_io.VERBOSITY)
+    assert _python(f"import {package}; {QUIET}", GRPC_VERBOSITY="DEBUG") == "'DEBUG'"
+    assert json.loads(_python(BOT_ENV.replace("GRPC_EXPERIMENTS", "GRPC_VERBOSITY"))) is None

@@ -21,7 +21,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from server.spec import SeatStatus
-from server.storage.replay import verify_replay
+from server.storage.replay import read_replay, verify_replay
 from server.transport import sandbox
 
 from .conftest import BOTS, Client, bot, builtin, pid_alive, remote, spec, with_arena
@@ -246,6 +246,7 @@ def test_craits_play_says_what_went_wrong_at_a_seat_and_where_the_bots_output_is
     assert "never connected (its process exited)" in lines[at + 2]
     output = Path(lines[at + 3].removeprefix("    its output: "))
     assert output.read_text().strip() == "cannot import my_strategy"
+    assert lines[at + 4] == "    it ended with: cannot import my_strategy"  # (a SyntaxError's last line, say)
     struck = lines.index("  seat 2 illegal_bot:")
     assert "illegal answer" in lines[struck + 1] and "(strike 1 of 3)" in lines[struck + 1]
     assert lines[struck + 4] == "    ... and 1 more (--json lists them all)"
@@ -259,13 +260,22 @@ def test_craits_play_shows_a_launched_bots_errors_and_where_it_logged(tmp_path: 
     bot = tmp_path / "raising_bot.py"
     bot.write_text("from craits_bot import Bot, run\n\n\nclass Raising(Bot):\n"
                    "    def choose(self, request):\n        return request.legal_actions[99]\n\n\nrun(Raising())\n")
-    result = _craits("play", "random", str(bot), "--flag", "short_game=true", "--log-dir", str(tmp_path / "logs"))
+    result = _craits("play", "random", str(bot), "--flag", "short_game=true", "--log-dir", str(tmp_path / "logs"),
+                     "--replays", str(tmp_path / "replays"))
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert "raising_bot" in lines[3] and " ok " in lines[3], result.stdout
     game_id = lines[0].split(":")[0].removeprefix("game ")
-    assert "    bot error on decision 1: IndexError: list index out of range at raising_bot.py:6" in lines, result.stdout
+    # the decision is numbered as in the replay (what `replay show`, the viewer and `rerun --from` use)
+    first = next(d for d in read_replay(tmp_path / "replays" / f"{game_id}.jsonl.gz").decisions
+                 if "bot error" in d.get("note", ""))
+    assert first["seat"] == 1 and first["n"] > 1  # (seat 0's decisions count too: the wire's id would say 1)
+    assert f"    bot error on decision {first['n']}: IndexError: list index out of range at raising_bot.py:6" in lines, \
+        result.stdout
     assert f"    its output: {tmp_path / 'logs' / 'bots' / game_id}-seat1.log" in lines, result.stdout
+    replay = tmp_path / "replays" / f"{game_id}.jsonl.gz"
+    rerun = [line for line in lines if line.startswith("    rerun:  ")]  # docs/rerun.md from here
+    assert rerun == [f"    rerun:  craits replay rerun {replay} --seat 1 -- {sys.executable} {bot}"], result.stdout
     output = (tmp_path / "logs" / "bots" / f"{game_id}-seat1.log").read_text()
     assert "choose() failed at raising_bot.py:6: IndexError" in output and "Traceback" in output
 

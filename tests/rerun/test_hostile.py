@@ -77,3 +77,20 @@ def test_a_seed_of_a_hundred_digits_is_refused(wire_game: WireGame, tmp_path: Pa
     def forge(records):
         records[0]["seed"] = 10**100
     _refused(capsys, _rewritten(wire_game, tmp_path, forge), tmp_path, "record 1", "seed must fit in 64 bits")
+
+
+def test_a_missing_file_names_the_replay_under_its_other_suffix(wire_game: WireGame, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    # new replays end in .jsonl.gz: a student who types .jsonl (or the other way round) is told the real name
+    gz = tmp_path / "g.jsonl.gz"
+    gz.write_bytes(wire_game.replay.read_bytes())
+    for typed, meant in ((tmp_path / "g.jsonl", gz), (wire_game.replay.with_name("wire.jsonl.gz"), wire_game.replay)):
+        for argv in (("messages", str(typed), "--seat", "0"),
+                     ("rerun", str(typed), "--seat", "0", "--", sys.executable, "-c", "0")):
+            code, _, err = run_cli(capsys, "replay", *argv)
+            assert code == 2 and "Traceback" not in err
+            assert err.strip() == f"craits: error: {typed}: no such file; did you mean {meant}?", err
+    code, _, err = run_cli(capsys, "replay", "show", str(tmp_path / "g.jsonl"))
+    assert code == 2 and err.strip() == f"craits: error: {tmp_path / 'g.jsonl'}: no such file or directory; did you mean {gz}?"
+    code, _, err = run_cli(capsys, "replay", "messages", str(tmp_path / "nothing.jsonl"), "--seat", "0")
+    assert code == 2 and err.strip().endswith("nothing.jsonl: no such file")

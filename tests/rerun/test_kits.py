@@ -64,8 +64,12 @@ def test_the_bots_exception_is_raised_and_the_binary_form_has_no_answers(seat2: 
         def choose(self, request):
             raise ZeroDivisionError("the bug")
 
-    with pytest.raises(ZeroDivisionError, match="the bug"):
+    with pytest.raises(ZeroDivisionError, match="the bug") as raised:
         replay_messages(Broken(), seat2[0])
+    first = replay_messages(SeededBot(1002), seat2[0])[0]
+    # the traceback says which decision: steps.at(n), rerun --from n
+    assert raised.value.__notes__ == [
+        f"raised by choose() at decision {first.n} of {seat2[0]} (the bot's request {first.request.decision_id})"]
     steps = replay_messages(SeededBot(1002), seat2[1])
     assert len(steps) == len(replay_messages(SeededBot(1002), seat2[0]))
     assert all(step.n is None and step.recorded is None for step in steps)

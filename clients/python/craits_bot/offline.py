@@ -123,5 +123,12 @@ def replay_messages(bot: Bot, path: str | os.PathLike[str]) -> Steps:
             dispatcher.handle(item)
             continue
         request = dispatcher.request_for(item.decision)
-        steps.append(Step(n, request, action_id(bot.choose(request), request), None))
+        try:
+            chosen = action_id(bot.choose(request), request)
+        except Exception as err:
+            if hasattr(err, "add_note"):  # (Python 3.11+) say where, in the numbers rerun and the viewer use
+                where = f"decision {n}" if n is not None else f"request {len(steps) + 1}"
+                err.add_note(f"raised by choose() at {where} of {path} (the bot's request {request.decision_id})")
+            raise
+        steps.append(Step(n, request, chosen, None))
     return steps

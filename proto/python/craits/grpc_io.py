@@ -64,6 +64,26 @@ chosen = prefer_grpc_io()
 """True when this process chose (not its environment): a referee then launches bots with its
 own environment minus this choice, so a bot in another language keeps gRPC's default."""
 
+VERBOSITY = "ERROR"
+
+
+def quiet_grpc_logs() -> bool:
+    """Set ``GRPC_VERBOSITY`` to :data:`VERBOSITY` where nobody chose; True when it did.
+
+    gRPC's core writes its own INFO lines on standard error, such as ``I1126 19:17:41.758
+    ssl_transport_security.cc:2563] Handshake failed with error SSL_ERROR_SSL: ...`` for every
+    TLS handshake that fails: in a bot without the organizer's certificate, right before the
+    kit's own line that says what to do, and in the referee once per retry of a plain-text
+    bot. The kit and the referee say these things themselves, in words (docs/tls.md)."""
+    if "GRPC_VERBOSITY" in os.environ or "grpc" in sys.modules:
+        return False
+    os.environ["GRPC_VERBOSITY"] = VERBOSITY
+    return True
+
+
+quieted = quiet_grpc_logs()
+"""True when this process set ``GRPC_VERBOSITY`` (a launched bot does not inherit it)."""
+
 
 def describe() -> str:
     """Which I/O layer this process runs gRPC on, and who chose it, in one line."""
