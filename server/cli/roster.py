@@ -236,6 +236,7 @@ def _submit(args: argparse.Namespace) -> int:
     answer = _request(f"{base}/api/submit", token.strip(), data,
                       {"Content-Type": "application/octet-stream", "X-Filename": filename})
     number = answer["version"]
+    page = f"{base}{answer['page']}" if answer.get("page") else f"{base}/me"  # (the version's page, once logged in)
     print(f"uploaded {filename} ({len(data)} bytes) as v{number}; building and checking it ...", flush=True)
     if args.no_wait:
         return 0
@@ -245,8 +246,8 @@ def _submit(args: argparse.Namespace) -> int:
         if version["status"] != "building":
             print(f"v{number}: {version['status']}" + (f": {version['reason']}" if version["reason"] else ""))
             if version["status"] != "admitted":
-                print(f"the build log and the checker's report: {base}/me/versions/{number}")
+                print(f"the build log and the checker's report (log in with your token): {page}")
             return 0 if version["status"] == "admitted" else 1
         time.sleep(1.0)
-    print(f"v{number} is still being built; see {base}/me/versions/{number}")
+    print(f"v{number} is still being built; see {page}")
     return 1

@@ -496,7 +496,8 @@ class ParticipantPages:
             chunks.append(chunk)
         data = b"".join(chunks)
         version = await self._store(who, data, request.headers.get("X-Filename", "upload"))
-        return _json({"version": version.number, "status": version.status})
+        return _json({"version": version.number, "status": version.status,
+                      "page": f"/p/{quote(who)}/versions/{version.number}"})
 
     async def api_version(self, request: web.Request) -> web.Response:
         who = await self._who(request)
@@ -505,7 +506,8 @@ class ParticipantPages:
         if version is None:
             raise web.HTTPNotFound(text="no such version")
         return _json({"version": version.number, "status": version.status, "reason": version.reason,
-                      "build_log": version.build_log, "report": version.report})
+                      "build_log": version.build_log, "report": version.report,
+                      "page": f"/p/{quote(who)}/versions/{version.number}"})
 
     async def _bearer(self, request: web.Request) -> str:
         header = request.headers.get("Authorization", "")
