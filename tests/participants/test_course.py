@@ -199,6 +199,7 @@ def test_the_dashboard_lists_everyone_and_its_csv_is_safe_for_spreadsheets(cours
     parsed = list(csv.DictReader(io.StringIO(to_csv(list(table.values()), rubrics))))
     assert [r["name"] for r in parsed] == ["alice", "bob", "dave"]
     assert parsed[2]["team"] == "'=cmd()" and parsed[0]["beats random"] == "undecided"
+    assert (parsed[2]["latest"], parsed[2]["playing"], parsed[2]["final"]) == ("", "", "")  # (no "'-" for none)
 
 
 @pytest.mark.browser
