@@ -222,7 +222,7 @@ class Final(RosterTables):
             version = self.roster.version(entry.participant, entry.number)
             assert version is not None
             bots.append(f"[[bots]]\nname = {json.dumps(entry.bot)}\ncommand = {json.dumps(list(version.command))}\n"
-                        f"cwd = {json.dumps(str(self.roster.version_dir(version)))}\n")
+                        f"cwd = {json.dumps(str(self.roster.version_dir(version).resolve()))}\n")  # (the file is elsewhere)
         bots += [f'[[bots]]\nname = "house-{h}-{i + 1}"\nbuiltin = "{h}"\n' for i, h in enumerate(plan.house)]
         if len(bots) < plan.table_size:
             raise FinalError(f"{len(bots)} entrant(s) cannot fill a table of {plan.table_size}")

@@ -28,6 +28,7 @@ from tests.participants.test_participants_browser import _until
 from tests.participants.test_participants_web import Client
 from tests.participants.uploads import MANIFEST, good_bot, zip_of
 from tests.web.conftest import ARTIFACTS, Running, start_craits
+from tournaments.config import load_config
 from tournaments.runner import load_standings, open_tournament
 from tournaments.standings import BotStanding
 
@@ -145,6 +146,26 @@ def test_before_the_deadline_a_participant_chooses_their_final_version_and_the_s
     roster.pin("alice", 1)
     roster.revoke("alice")
     assert [e.bot for e in final.snapshot() or []] == ["alice.v2"]  # fixed at the deadline
+
+
+def test_the_final_of_a_roster_named_relative_to_the_current_folder_finds_its_versions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`craits final run class` in the folder that holds class/: the final's file, written in
+    class/final/, named each version's folder relative to the current folder, not to itself."""
+    monkeypatch.chdir(tmp_path)
+    roster = Roster.create("class")
+    for name in ("alice", "bob"):
+        roster.add(name)
+        roster.decide(roster.submit(name, b"print(1)\n", "bot.py"), "admitted", command=("python", "bot.py"))
+        version = roster.version(name, 1)
+        assert version is not None
+        roster.version_dir(version).mkdir(parents=True, exist_ok=True)  # (as its build leaves it)
+    deadline = time.time() + 3600
+    (roster.folder / "final.toml").write_text(FINAL_PLAN.format(deadline=_iso(deadline)), encoding="utf-8")
+    config = load_config(Final(roster).tournament_file(now=deadline + 1))
+    assert [Path(b.cwd or "") for b in config.bots if b.command] == [
+        (tmp_path / "class" / "versions" / name / "v1").resolve() for name in ("alice", "bob")]
 
 
 def test_a_final_file_with_a_mistake_says_which_key(tmp_path: Path) -> None:
