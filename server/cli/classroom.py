@@ -137,6 +137,8 @@ def _show(args: argparse.Namespace) -> int:
         print(f"  {entry.bot:<24} sha256 {entry.sha256[:12]}  submitted "
               f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime(entry.submitted))} UTC"
               + ("  (chosen)" if entry.chosen else ""))
+    if problem := final.schedule_problem(len(entries or [])):
+        print(problem if past else f"with these entrants, {problem}")
     print(f"results: {'published' if final.published else 'hidden from the participants'}")
     return 0
 

@@ -168,6 +168,26 @@ def test_the_final_of_a_roster_named_relative_to_the_current_folder_finds_its_ve
         (tmp_path / "class" / "versions" / name / "v1").resolve() for name in ("alice", "bob")]
 
 
+def test_a_final_whose_games_per_bot_does_not_fit_its_entrants_names_the_plan_and_numbers_that_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """teachers.md's plan (24 games, tables of 3, house random) with 3 students: 4 bots, which
+    24 does not fit; it was said of the generated class/final/final.toml, a file not the teacher's."""
+    roster = Roster.create(tmp_path / "class")
+    for name in ("alice", "bob", "carol"):
+        roster.add(name)
+        roster.decide(roster.submit(name, b"print(1)\n", "bot.py"), "admitted", command=("python", "bot.py"))
+    time.sleep(2)  # (the deadline is to the second: after every submission, and passed)
+    (roster.folder / "final.toml").write_text(FINAL_PLAN.format(deadline=_iso(time.time() - 0.5)).replace(
+        "games_per_bot = 3", "games_per_bot = 24"), encoding="utf-8")
+    with pytest.raises(FinalError) as said:
+        Final(roster).tournament_file()
+    assert str(said.value).startswith(f"{roster.folder / 'final.toml'}: games_per_bot = 24 does not fit 3 entrant(s)")
+    assert "set games_per_bot = 18, 27 or 36" in str(said.value)
+    assert craits(["final", "run", str(roster.folder)]) == 2
+    assert "set games_per_bot = 18, 27 or 36" in capsys.readouterr().err
+
+
 def test_a_final_file_with_a_mistake_says_which_key(tmp_path: Path) -> None:
     for text, said in (('deadline = 2026-12-11T18:00:00\n', "add the time zone"),
                        ('deadline = "soon"\n', "is not a date and time"),
