@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -118,6 +119,7 @@ def test_the_final_results_are_hidden_from_participants_until_published(course: 
         _, page, _ = alice.request("p/alice/final")
         results = page.split('id="final-results"')[1]
         assert "alice.v1" in results and "bob.v1" in results and "alice.v2" not in results
+        assert not re.search(r"<td>\d+\.\d{3,}</td>", results)  # (2.39, not 2.388889)
     finally:
         assert craits(["final", "publish", "--hide", str(course.roster.folder)]) == 0
     assert "not published yet" in alice.request("p/alice/final")[1]
