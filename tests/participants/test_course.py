@@ -105,6 +105,9 @@ def test_a_version_submitted_after_the_deadline_is_practice_only_and_does_not_en
     assert 'id="final-version">v1<' in page
     assert "practice only" in page.split('data-version="2"')[1].split("</li>")[0]
     assert "practice only" not in page.split('data-version="1"')[1].split("</li>")[0]
+    _, page, _ = client.request("p/alice")  # (their own page too, in the versions table)
+    assert "practice only" in page.split('data-version="2"')[1].split("</tr>")[0]
+    assert "practice only" not in page.split('data-version="1"')[1].split("</tr>")[0]
 
 
 def test_the_final_results_are_hidden_from_participants_until_published(course: Course) -> None:
