@@ -236,6 +236,19 @@ LIMIT_KEYS = {"build_time_s": "time_s", "build_memory": "memory", "build_process
 SIZE_KEYS = ("build_memory", "build_output", "packed", "unpacked")
 
 
+def _checker_failed(report: Report) -> str:
+    """The reason for a refusal by check-bot: the checks failed, the first one's first problem and
+    the bot's last line of output (a SyntaxError, an ImportError): what `craits submit` prints."""
+    failed = [c for c in report.checks if str(c.status) == "FAIL"]
+    said = f"the conformance checker failed: {', '.join(c.title for c in failed) or 'see its report'}"
+    details = [failed[0].problems[0]] if failed and failed[0].problems else []
+    last = next((line.strip() for line in reversed(report.output_tail)
+                 if line.strip() and not line.startswith("[craits:")), "")
+    if last:
+        details.append(f"its last line of output: {last[:200]}")
+    return said + (f" ({'; '.join(details)})" if details else "")
+
+
 def roster_limits(roster: Roster) -> tuple[BuildLimits, Bounds]:
     """The limits the organizer set for this roster, the defaults for the rest."""
     held = roster.limits()
@@ -270,16 +283,3 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
-
-
-def _checker_failed(report: Report) -> str:
-    """The reason for a refusal by check-bot: the checks failed, the first one's first problem and
-    the bot's last line of output (a SyntaxError, an ImportError): what `craits submit` prints."""
-    failed = [c for c in report.checks if str(c.status) == "FAIL"]
-    said = f"the conformance checker failed: {', '.join(c.title for c in failed) or 'see its report'}"
-    details = [failed[0].problems[0]] if failed and failed[0].problems else []
-    last = next((line.strip() for line in reversed(report.output_tail)
-                 if line.strip() and not line.startswith("[craits:")), "")
-    if last:
-        details.append(f"its last line of output: {last[:200]}")
-    return said + (f" ({'; '.join(details)})" if details else "")

@@ -178,6 +178,7 @@ def test_craits_submit_of_a_refused_bot_links_to_a_page_that_opens(classroom: Cl
     done = subprocess.run([CRAITS, "submit", str(tmp_path / "bot.py"), "--server", classroom.running.url],
                           env={**os.environ, "CRAITS_TOKEN": token}, capture_output=True, text=True, timeout=180)
     assert done.returncode == 1 and "v1: refused" in done.stdout, done.stdout + done.stderr
+    assert "its last line of output: SyntaxError: invalid syntax" in done.stdout  # (from the builds' process)
     link = re.search(r"report \(log in with your token\): (\S+)", done.stdout)
     assert link is not None and link.group(1) == classroom.running.url.rstrip("/") + "/p/erin/versions/1"
     erin = Client(classroom.running.url)
