@@ -34,6 +34,7 @@ from typing import Any
 from participants.roster import Roster, Version
 from participants.unpack import Bounds, UploadError, read_manifest, unpack
 from server.checker.driver import CheckOptions, check_bot
+from server.checker.report import Report
 from server.engine import make_config
 from server.errors import UserError
 from server.spec import BotSpec, Clocks, GameSpec, SeatStatus
@@ -211,9 +212,7 @@ def admit(roster: Roster, version: Version, *, limits: BuildLimits | None = None
                            command=manifest.command)
         text = report.render()
         if not report.ok:
-            failed = [c.title for c in report.checks if str(c.status) == "FAIL"]
-            return Outcome("refused", f"the conformance checker failed: {', '.join(failed) or 'see its report'}",
-                           build_log=log, report=text, command=manifest.command)
+            return Outcome("refused", _checker_failed(report), build_log=log, report=text, command=manifest.command)
         try:
             game = validation_game(version, final, manifest.command, roster.folder / "validation")
         except ArenaError as err:
@@ -235,6 +234,19 @@ LIMIT_KEYS = {"build_time_s": "time_s", "build_memory": "memory", "build_process
               "scrimmage_games_per_hour": "scrimmage_games_per_hour"}
 """``craits roster set`` keys: the build's (:class:`BuildLimits`) and the upload's (:class:`Bounds`)."""
 SIZE_KEYS = ("build_memory", "build_output", "packed", "unpacked")
+
+
+def _checker_failed(report: Report) -> str:
+    """The reason for a refusal by check-bot: the checks failed, the first one's first problem and
+    the bot's last line of output (a SyntaxError, an ImportError): what `craits submit` prints."""
+    failed = [c for c in report.checks if str(c.status) == "FAIL"]
+    said = f"the conformance checker failed: {', '.join(c.title for c in failed) or 'see its report'}"
+    details = [failed[0].problems[0]] if failed and failed[0].problems else []
+    last = next((line.strip() for line in reversed(report.output_tail)
+                 if line.strip() and not line.startswith("[craits:")), "")
+    if last:
+        details.append(f"its last line of output: {last[:200]}")
+    return said + (f" ({'; '.join(details)})" if details else "")
 
 
 def roster_limits(roster: Roster) -> tuple[BuildLimits, Bounds]:

@@ -200,14 +200,19 @@ def to_csv(table: Sequence[Row], rubrics: Sequence[Rubric]) -> str:
                      *(f"{r.name}" for r in rubrics), *(f"{r.name} games" for r in rubrics)])
     for row in table:
         writer.writerow([_cell(v) for v in [
-            row.name, row.team, row.email, "yes" if row.submitted else "no", row.versions, row.latest, row.playing,
-            row.final, row.final_sha256, row.games,
+            row.name, row.team, row.email, "yes" if row.submitted else "no", row.versions,
+            *(_none(v) for v in (row.latest, row.playing, row.final)), row.final_sha256, row.games,
             "" if row.faults_per_game is None else f"{row.faults_per_game:.3f}",
             "" if row.rating is None else f"{row.rating:.2f}", "" if row.rank is None else row.rank,
             "" if row.last_submission is None else time.strftime("%Y-%m-%d %H:%M:%S",
                                                                    time.gmtime(row.last_submission)),
             *(v.verdict for v in row.verdicts), *(v.games for v in row.verdicts)]])
     return out.getvalue()
+
+
+def _none(value: str) -> str:
+    """The page's "-" (no version) is an empty cell: a "-" would be quoted as a formula ('-)."""
+    return "" if value == "-" else value
 
 
 def _cell(value: Any) -> Any:

@@ -36,6 +36,7 @@ from typing import Any
 from participants.roster import Roster, RosterError, Version
 from participants.tables import RosterTables
 from server.game.policies import POLICY_NAMES
+from tournaments.schedule import balanced_arithmetic_problem, buildable_games_per_bot, workable_games_per_bot
 
 PLAN_FILE = "final.toml"
 PLAN_KEYS = ("deadline", "games_per_bot", "table_size", "house", "seed", "short_game", "concurrency")
@@ -210,6 +211,22 @@ class Final(RosterTables):
 
     # ------------------------------------------------------------------ the tournament
 
+    def schedule_problem(self, entrants: int) -> str | None:
+        """Why the plan's games_per_bot cannot be played by these entrants (plus its house
+        bots) at its tables, and the numbers that can, naming the plan's file; None: it fits."""
+        plan = self._plan()
+        bots = entrants + len(plan.house)
+        if bots < plan.table_size:
+            return None  # (said as such where it matters)
+        problem = balanced_arithmetic_problem(bots, plan.table_size, plan.games_per_bot)
+        if problem is None:
+            return None
+        works = (buildable_games_per_bot(bots, plan.table_size, plan.games_per_bot, plan.seed)
+                 or workable_games_per_bot(bots, plan.table_size, plan.games_per_bot, 3))
+        return (f"{self.roster.folder / PLAN_FILE}: games_per_bot = {plan.games_per_bot} does not fit {entrants} "
+                f"entrant(s) and {len(plan.house)} house bot(s) at tables of {plan.table_size} ({problem}): "
+                f"set games_per_bot = {', '.join(map(str, works[:-1]))} or {works[-1]}")
+
     def tournament_file(self, now: float | None = None) -> Path:
         """The final's tournament file (written beside the snapshot): the snapshot's versions
         and the plan's house bots, a balanced schedule."""
@@ -222,10 +239,12 @@ class Final(RosterTables):
             version = self.roster.version(entry.participant, entry.number)
             assert version is not None
             bots.append(f"[[bots]]\nname = {json.dumps(entry.bot)}\ncommand = {json.dumps(list(version.command))}\n"
-                        f"cwd = {json.dumps(str(self.roster.version_dir(version)))}\n")
+                        f"cwd = {json.dumps(str(self.roster.version_dir(version).resolve()))}\n")  # (the file is elsewhere)
         bots += [f'[[bots]]\nname = "house-{h}-{i + 1}"\nbuiltin = "{h}"\n' for i, h in enumerate(plan.house)]
         if len(bots) < plan.table_size:
             raise FinalError(f"{len(bots)} entrant(s) cannot fill a table of {plan.table_size}")
+        if problem := self.schedule_problem(len(entries)):
+            raise FinalError(problem)
         text = (f'name = "final"\ntable_size = {plan.table_size}\nschedule = "balanced"\n'
                 f"games_per_bot = {plan.games_per_bot}\nseed = {plan.seed}\nconcurrency = {plan.concurrency}\n"
                 f"[flags]\nshort_game = {json.dumps(plan.short_game)}\n\n" + "\n".join(bots))

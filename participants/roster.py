@@ -171,7 +171,11 @@ class Roster:
     def import_csv(self, text: str, source: str = "CSV") -> list[tuple[str, str]]:
         """Participants from CSV text (a header with ``name`` and optionally ``email``, ``team``),
         all or none; returns (name, token) for each."""
-        reader = csv.DictReader(io.StringIO(text))
+        text = text.removeprefix("\ufeff")  # (a spreadsheet's byte order mark)
+        first = text.split("\n", 1)[0]
+        # (a spreadsheet set to a language whose decimal mark is a comma saves ';'-separated "CSV")
+        delimiter = next((d for d in (";", "\t") if "," not in first and d in first), ",")
+        reader = csv.DictReader(io.StringIO(text), delimiter=delimiter)
         fields = [f.strip().lower() for f in reader.fieldnames or []]
         if "name" not in fields:
             raise RosterError(f"{source}: the first line must name the columns, with a 'name' column "

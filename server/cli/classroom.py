@@ -21,7 +21,7 @@ from typing import Any
 from participants.compare import DEFAULT_GAMES, DEFAULT_PANEL
 from participants.final import Final
 from participants.roster import Roster
-from server.cli.roster import _request, ask_token
+from server.cli.roster import _request, ask_token, server_base
 from server.errors import UserError
 
 WAIT_S = 3600.0
@@ -68,7 +68,7 @@ def register_cli(subparsers: Any) -> None:
 
 def _compare(args: argparse.Namespace) -> int:
     token = ask_token()
-    base = args.server.rstrip("/")
+    base = server_base(args.server)
     asked = {"a": args.old, "b": args.new, "games": args.games, "until_told": not args.all,
              "against": [b.strip() for b in args.against.split(",") if b.strip()]}
     job = _request(f"{base}/api/compare", token, _json_bytes(asked), {"Content-Type": "application/json"})
@@ -98,7 +98,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _scrimmage(args: argparse.Namespace) -> int:
     token = ask_token()
-    base = args.server.rstrip("/")
+    base = server_base(args.server)
     job = _request(f"{base}/api/scrimmage", token, _json_bytes({"against": args.opponents, "games": args.games}),
                    {"Content-Type": "application/json"})
     print(f"scrimmage {job['id']}: {job['games']} games at {', '.join(job['seats'])} (unrated)", flush=True)
@@ -137,6 +137,8 @@ def _show(args: argparse.Namespace) -> int:
         print(f"  {entry.bot:<24} sha256 {entry.sha256[:12]}  submitted "
               f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime(entry.submitted))} UTC"
               + ("  (chosen)" if entry.chosen else ""))
+    if problem := final.schedule_problem(len(entries or [])):
+        print(problem if past else f"with these entrants, {problem}")
     print(f"results: {'published' if final.published else 'hidden from the participants'}")
     return 0
 

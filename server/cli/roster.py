@@ -221,6 +221,15 @@ def _request(url: str, token: str, data: bytes | None = None, headers: dict[str,
         raise UserError(f"{url}: cannot reach the server: {getattr(err, 'reason', err)}") from None
 
 
+def server_base(url: str) -> str:
+    """``--server``: the ladder's web address, with its scheme (a token is never sent to a guess)."""
+    base = url.strip().rstrip("/")
+    if not base.startswith(("http://", "https://")):
+        raise UserError(f"--server {url}: give the ladder's web address with its scheme, e.g. https://{base} "
+                        f"(or http://{base} on this machine or behind no proxy)")
+    return base
+
+
 def ask_token() -> str:
     """A participant's token: ``$CRAITS_TOKEN``, else asked on the terminal (never an argument)."""
     token = os.environ.get("CRAITS_TOKEN") or (getpass.getpass("your token: ") if sys.stdin.isatty() else "")
@@ -232,10 +241,11 @@ def ask_token() -> str:
 def _submit(args: argparse.Namespace) -> int:
     token = ask_token()
     data, filename = pack(args.path)
-    base = args.server.rstrip("/")
+    base = server_base(args.server)
     answer = _request(f"{base}/api/submit", token.strip(), data,
                       {"Content-Type": "application/octet-stream", "X-Filename": filename})
     number = answer["version"]
+    page = f"{base}{answer['page']}" if answer.get("page") else f"{base}/me"  # (the version's page, once logged in)
     print(f"uploaded {filename} ({len(data)} bytes) as v{number}; building and checking it ...", flush=True)
     if args.no_wait:
         return 0
@@ -245,8 +255,8 @@ def _submit(args: argparse.Namespace) -> int:
         if version["status"] != "building":
             print(f"v{number}: {version['status']}" + (f": {version['reason']}" if version["reason"] else ""))
             if version["status"] != "admitted":
-                print(f"the build log and the checker's report: {base}/me/versions/{number}")
+                print(f"the build log and the checker's report (log in with your token): {page}")
             return 0 if version["status"] == "admitted" else 1
         time.sleep(1.0)
-    print(f"v{number} is still being built; see {base}/me/versions/{number}")
+    print(f"v{number} is still being built; see {page}")
     return 1

@@ -68,6 +68,16 @@ class WorkerSetup:
     log_name: str = "referee"
 
 
+def watch_connection(loop: asyncio.AbstractEventLoop, conn: Connection, callback: Any, *args: Any) -> None:
+    """``loop.add_reader`` for a ``multiprocessing`` connection, which is read and written with
+    blocking calls (a message is one frame, read whole). uvloop's ``add_reader`` (libuv's
+    ``uv_poll_init``) makes the descriptor non-blocking: a message larger than the socket's
+    buffer (a worker's relay of a game in progress) then fails half read with EAGAIN, which
+    looked like the worker had died and stopped the tournament. Made blocking again here."""
+    loop.add_reader(conn.fileno(), callback, *args)
+    os.set_blocking(conn.fileno(), True)
+
+
 def default_workers() -> int:
     """Referee processes a tournament may use: one per core it may run on."""
     try:
@@ -103,7 +113,7 @@ async def _serve(conn: Connection, setup: WorkerSetup, number: int) -> None:
     with bound(worker=number):
         arena = await Arena.start("127.0.0.1:0", setup.options)
         arena.keep_bots(setup.restart)
-        loop.add_reader(conn.fileno(), readable)
+        watch_connection(loop, conn, readable)
         games: dict[int, asyncio.Task[None]] = {}
 
         def send(message: tuple[Any, ...]) -> None:
@@ -265,7 +275,7 @@ class RefereeWorkers:
         child.close()
         worker = _Worker(number, process, parent)
         self.workers.append(worker)
-        asyncio.get_running_loop().add_reader(parent.fileno(), self._readable, worker)
+        watch_connection(asyncio.get_running_loop(), parent, self._readable, worker)
         try:
             pid = await asyncio.wait_for(asyncio.shield(worker.ready), READY_TIMEOUT_S)
         except TimeoutError:

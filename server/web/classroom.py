@@ -348,8 +348,8 @@ class ClassroomPages:
         shown = ('<p id="final-results" class="meta">The results are not published yet.</p>' if results is None else
                  '<h2>Results</h2><table id="final-results"><tr><th>rank</th><th>bot</th><th>games</th>'
                  '<th>average placing</th><th>rating</th></tr>' + "".join(
-                     f'<tr><td>{r["rank"]}</td><td>{e(r["bot"])}</td><td>{r["games"]}</td><td>{r["avg_placing"]}</td>'
-                     f'<td>{r["rating_ordinal"]}</td></tr>' for r in results.get("standings", [])) + "</table>")
+                     f'<tr><td>{r["rank"]}</td><td>{e(r["bot"])}</td><td>{r["games"]}</td><td>{_two(r.get("avg_placing"))}</td>'
+                     f'<td>{_two(r.get("rating_ordinal"))}</td></tr>' for r in results.get("standings", [])) + "</table>")
         body = (f'<main class="board participant">{self._back(name)}<h1>The final</h1>'
                 + (f'<p class="meta error" id="final-error">{e(said)}</p>' if said else "")
                 + f'<p>Deadline: <b id="deadline">{e(plan.deadline_text)}</b>'
@@ -457,3 +457,7 @@ def _scrimmage_json(job: Scrimmage) -> dict[str, Any]:
 def _json(data: Any, status: int = 200) -> web.Response:
     return web.Response(text=json.dumps(data), status=status, content_type="application/json")
 
+
+def _two(value: Any) -> str:
+    """A standing's number as the board shows it (2.39, not 2.388889); "-" when there is none."""
+    return "-" if value is None else f"{value:.2f}" if isinstance(value, (int, float)) else e(str(value))

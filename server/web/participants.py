@@ -45,6 +45,7 @@ from aiohttp import web
 
 from participants.admission import roster_limits
 from participants.fairness import Pauses
+from participants.final import read_plan
 from participants.roster import ORGANIZER, Roster, RosterError, Version, split_bot
 from participants.unpack import Bounds
 from server.logging import get_logger
@@ -341,13 +342,18 @@ class ParticipantPages:
         active = {v.bot for v in await self._call(self.roster.active)}
         ratings = self._ratings()
         csrf = self._csrf(request)
+        try:
+            plan = await self._call(read_plan, self.roster.folder)
+        except RosterError:  # (a final.toml being written: its own page says what is wrong)
+            plan = None
         rows = []
         for v in reversed(versions):
             rated = ratings.get(v.bot, {})
+            late = plan is not None and v.created > plan.deadline
             rows.append(
                 f'<tr class="version {e(v.status)}" data-version="{v.number}"><td><a href="/p/{quote(name)}/versions/'
                 f'{v.number}">v{v.number}</a></td><td class="status">{e(v.status)}{" (playing)" if v.bot in active else ""}'
-                f'</td><td>{e(v.reason)}</td><td>{time.strftime("%Y-%m-%d %H:%M", time.gmtime(v.created))} UTC</td>'
+                f'{" <b class=practice>practice only: submitted after the deadline</b>" if late else ""}</td><td>{e(v.reason)}</td><td>{time.strftime("%Y-%m-%d %H:%M", time.gmtime(v.created))} UTC</td>'
                 f'<td>{v.size:,} B</td><td>{rated.get("games", 0)}</td><td>{_num(rated.get("rating_ordinal"))}</td></tr>')
         admitted = [v for v in versions if v.status == "admitted"]
         options = '<option value="">the newest admitted</option>' + "".join(
@@ -496,7 +502,8 @@ class ParticipantPages:
             chunks.append(chunk)
         data = b"".join(chunks)
         version = await self._store(who, data, request.headers.get("X-Filename", "upload"))
-        return _json({"version": version.number, "status": version.status})
+        return _json({"version": version.number, "status": version.status,
+                      "page": f"/p/{quote(who)}/versions/{version.number}"})
 
     async def api_version(self, request: web.Request) -> web.Response:
         who = await self._who(request)
@@ -505,7 +512,8 @@ class ParticipantPages:
         if version is None:
             raise web.HTTPNotFound(text="no such version")
         return _json({"version": version.number, "status": version.status, "reason": version.reason,
-                      "build_log": version.build_log, "report": version.report})
+                      "build_log": version.build_log, "report": version.report,
+                      "page": f"/p/{quote(who)}/versions/{version.number}"})
 
     async def _bearer(self, request: web.Request) -> str:
         header = request.headers.get("Authorization", "")

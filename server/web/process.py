@@ -48,7 +48,7 @@ from server.errors import UserError
 from server.logging import configure_logging, get_logger
 from server.storage.replay.relay import RELAY_S, Relay, Replayer
 from server.storage.replay.writer import REPLAY_TAP
-from server.transport.workers import join_process
+from server.transport.workers import join_process, watch_connection
 from server.web.app import WebOptions, WebServer
 from server.web.board import Board, BoardPlace
 from server.web.live import LiveHub
@@ -132,7 +132,7 @@ async def _serve(conn: Connection, setup: WebSetup) -> None:
         if not stopped.done():
             stopped.set_result(None)
 
-    loop.add_reader(conn.fileno(), readable)
+    watch_connection(loop, conn, readable)
     log.info("web_process_started", pid=os.getpid(), url=url)
     send(("ready", url, os.getpid()))
     try:
@@ -180,7 +180,7 @@ class WebProcess:
         self._process.start()
         child.close()
         self._conn = conn
-        loop.add_reader(conn.fileno(), self._readable)
+        watch_connection(loop, conn, self._readable)
         try:
             message = await asyncio.wait_for(asyncio.shield(self._ready), READY_TIMEOUT_S)
         except TimeoutError:

@@ -77,6 +77,9 @@ def test_an_admitted_version_has_its_folder_and_the_checkers_and_games_word(rost
     ({"bot.toml": MANIFEST + 'build = "exit 7"\n', "bot.py": RANDOM_BOT}, "the build failed: exit status 7"),
     ({"bot.toml": 'command = ["python", "missing.py"]\n'}, "bot.toml: command: no such file missing.py"),
     ({"bot.toml": MANIFEST, "bot.py": "import sys\nsys.exit(3)\n"}, "the conformance checker failed"),
+    ({"bot.toml": MANIFEST, "bot.py": "def broken(:\n"},  # (the reason, which craits submit prints, says why)
+     "the conformance checker failed: hello (the bot exited with code 1 before connecting to CRAITS_SERVER; "
+     "its last line of output: SyntaxError: invalid syntax)"),
     ({"readme.txt": "hi"}, "no bot.toml"),
 ])
 def test_a_refused_version_says_why_and_keeps_no_folder(roster: Roster, files: dict[str, str], said: str) -> None:

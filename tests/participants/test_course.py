@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -28,6 +29,7 @@ from tests.participants.test_participants_browser import _until
 from tests.participants.test_participants_web import Client
 from tests.participants.uploads import MANIFEST, good_bot, zip_of
 from tests.web.conftest import ARTIFACTS, Running, start_craits
+from tournaments.config import load_config
 from tournaments.runner import load_standings, open_tournament
 from tournaments.standings import BotStanding
 
@@ -103,6 +105,9 @@ def test_a_version_submitted_after_the_deadline_is_practice_only_and_does_not_en
     assert 'id="final-version">v1<' in page
     assert "practice only" in page.split('data-version="2"')[1].split("</li>")[0]
     assert "practice only" not in page.split('data-version="1"')[1].split("</li>")[0]
+    _, page, _ = client.request("p/alice")  # (their own page too, in the versions table)
+    assert "practice only" in page.split('data-version="2"')[1].split("</tr>")[0]
+    assert "practice only" not in page.split('data-version="1"')[1].split("</tr>")[0]
 
 
 def test_the_final_results_are_hidden_from_participants_until_published(course: Course) -> None:
@@ -117,6 +122,7 @@ def test_the_final_results_are_hidden_from_participants_until_published(course: 
         _, page, _ = alice.request("p/alice/final")
         results = page.split('id="final-results"')[1]
         assert "alice.v1" in results and "bob.v1" in results and "alice.v2" not in results
+        assert not re.search(r"<td>\d+\.\d{3,}</td>", results)  # (2.39, not 2.388889)
     finally:
         assert craits(["final", "publish", "--hide", str(course.roster.folder)]) == 0
     assert "not published yet" in alice.request("p/alice/final")[1]
@@ -145,6 +151,46 @@ def test_before_the_deadline_a_participant_chooses_their_final_version_and_the_s
     roster.pin("alice", 1)
     roster.revoke("alice")
     assert [e.bot for e in final.snapshot() or []] == ["alice.v2"]  # fixed at the deadline
+
+
+def test_the_final_of_a_roster_named_relative_to_the_current_folder_finds_its_versions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`craits final run class` in the folder that holds class/: the final's file, written in
+    class/final/, named each version's folder relative to the current folder, not to itself."""
+    monkeypatch.chdir(tmp_path)
+    roster = Roster.create("class")
+    for name in ("alice", "bob"):
+        roster.add(name)
+        roster.decide(roster.submit(name, b"print(1)\n", "bot.py"), "admitted", command=("python", "bot.py"))
+        version = roster.version(name, 1)
+        assert version is not None
+        roster.version_dir(version).mkdir(parents=True, exist_ok=True)  # (as its build leaves it)
+    deadline = time.time() + 3600
+    (roster.folder / "final.toml").write_text(FINAL_PLAN.format(deadline=_iso(deadline)), encoding="utf-8")
+    config = load_config(Final(roster).tournament_file(now=deadline + 1))
+    assert [Path(b.cwd or "") for b in config.bots if b.command] == [
+        (tmp_path / "class" / "versions" / name / "v1").resolve() for name in ("alice", "bob")]
+
+
+def test_a_final_whose_games_per_bot_does_not_fit_its_entrants_names_the_plan_and_numbers_that_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """teachers.md's plan (24 games, tables of 3, house random) with 3 students: 4 bots, which
+    24 does not fit; it was said of the generated class/final/final.toml, a file not the teacher's."""
+    roster = Roster.create(tmp_path / "class")
+    for name in ("alice", "bob", "carol"):
+        roster.add(name)
+        roster.decide(roster.submit(name, b"print(1)\n", "bot.py"), "admitted", command=("python", "bot.py"))
+    time.sleep(2)  # (the deadline is to the second: after every submission, and passed)
+    (roster.folder / "final.toml").write_text(FINAL_PLAN.format(deadline=_iso(time.time() - 0.5)).replace(
+        "games_per_bot = 3", "games_per_bot = 24"), encoding="utf-8")
+    with pytest.raises(FinalError) as said:
+        Final(roster).tournament_file()
+    assert str(said.value).startswith(f"{roster.folder / 'final.toml'}: games_per_bot = 24 does not fit 3 entrant(s)")
+    assert "set games_per_bot = 18, 27 or 36" in str(said.value)
+    assert craits(["final", "run", str(roster.folder)]) == 2
+    assert "set games_per_bot = 18, 27 or 36" in capsys.readouterr().err
 
 
 def test_a_final_file_with_a_mistake_says_which_key(tmp_path: Path) -> None:
@@ -199,6 +245,7 @@ def test_the_dashboard_lists_everyone_and_its_csv_is_safe_for_spreadsheets(cours
     parsed = list(csv.DictReader(io.StringIO(to_csv(list(table.values()), rubrics))))
     assert [r["name"] for r in parsed] == ["alice", "bob", "dave"]
     assert parsed[2]["team"] == "'=cmd()" and parsed[0]["beats random"] == "undecided"
+    assert (parsed[2]["latest"], parsed[2]["playing"], parsed[2]["final"]) == ("", "", "")  # (no "'-" for none)
 
 
 @pytest.mark.browser

@@ -170,3 +170,19 @@ def test_pages_with_a_roster_on_a_public_address_say_at_start_to_use_tls(
     assert "TLS" not in capsys.readouterr().err
     asyncio.run(start_and_stop("0.0.0.0"))
     assert "serve it behind a TLS reverse proxy (docs/teachers.md)" in capsys.readouterr().err
+
+
+def test_craits_submit_of_a_refused_bot_links_to_a_page_that_opens(classroom: Classroom, tmp_path: Path) -> None:
+    """The link printed with a refusal is the version's page (it was /me/versions/N: a 404)."""
+    token = classroom.roster.add("erin")
+    (tmp_path / "bot.py").write_text("def broken(:\n")
+    done = subprocess.run([CRAITS, "submit", str(tmp_path / "bot.py"), "--server", classroom.running.url],
+                          env={**os.environ, "CRAITS_TOKEN": token}, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 1 and "v1: refused" in done.stdout, done.stdout + done.stderr
+    assert "its last line of output: SyntaxError: invalid syntax" in done.stdout  # (from the builds' process)
+    link = re.search(r"report \(log in with your token\): (\S+)", done.stdout)
+    assert link is not None and link.group(1) == classroom.running.url.rstrip("/") + "/p/erin/versions/1"
+    erin = Client(classroom.running.url)
+    erin.log_in(token)
+    status, page, _ = erin.request(link.group(1).removeprefix(classroom.running.url.rstrip("/")))
+    assert status == 200 and "SyntaxError" in html.unescape(page)

@@ -65,6 +65,14 @@ def test_a_csv_is_imported_whole_or_not_at_all(roster: Roster) -> None:
     assert [p.name for p in roster.participants()] == ["alice", "bob"]
 
 
+def test_a_spreadsheets_semicolon_or_tab_separated_csv_is_read_too(roster: Roster) -> None:
+    """A spreadsheet in a language whose decimal mark is a comma saves "CSV" with ';'."""
+    roster.import_csv("\ufeffName;Email;Team\r\neve;eve@example.org;red\r\n")
+    roster.import_csv("name\tteam\nfrank\tblue\n")
+    assert [(p.name, p.email, p.team) for p in roster.participants()] == [
+        ("eve", "eve@example.org", "red"), ("frank", "", "blue")]
+
+
 def test_versions_are_numbered_and_every_upload_is_kept_whole_by_its_hash(roster: Roster) -> None:
     roster.add("alice")
     first = roster.submit("alice", good_bot(), "a.zip")

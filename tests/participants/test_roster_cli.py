@@ -49,3 +49,14 @@ def test_mistakes_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert main([a.format(d=tmp_path) for a in args]) == 2
     err = capsys.readouterr().err
     assert said in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("command", [["submit", "{d}"], ["compare", "1", "2"], ["scrimmage", "bob"]])
+def test_a_server_address_without_its_scheme_is_said_before_the_token_is_sent(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, command: list[str]) -> None:
+    monkeypatch.setenv("CRAITS_TOKEN", "craits-aaaaaaaa-" + "b" * 32)
+    (tmp_path / "bot.py").write_text("pass\n")
+    assert main([*(a.format(d=tmp_path / "bot.py") for a in command), "--server", "127.0.0.1:8080"]) == 2
+    err = capsys.readouterr().err
+    assert "give the ladder's web address with its scheme, e.g. https://127.0.0.1:8080" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1

@@ -69,3 +69,44 @@ def test_a_launched_bots_exit_is_seen_on_either_loop_and_no_fork_handler_runs(lo
     assert (name, first, again, returncode) == (loop, "3", "3", "3")
     assert int(stopped) != 0  # ended by the referee's TERM (or KILL), not on its own
     assert "fork" not in done.stderr, done.stderr  # gRPC logs a fork() it meets while its threads are busy
+
+
+def test_a_watched_process_pipe_stays_blocking_so_a_message_is_read_whole() -> None:
+    """uvloop's add_reader makes a descriptor non-blocking; a worker's message that arrived in
+    parts (larger than the socket's buffer) was then read half, with EAGAIN, and the worker taken
+    for dead: a ladder with --web stopped at a game relayed from a worker (server.transport.workers)."""
+    import multiprocessing
+    import os
+    import pickle
+    import struct
+    import threading
+    import time
+
+    from server.transport.workers import watch_connection
+
+    message = ("live", "x" * 100_000)
+    frame = pickle.dumps(message)
+    frame = struct.pack("!i", len(frame)) + frame
+
+    def send_in_two_parts(fd: int) -> None:
+        os.write(fd, frame[:1000])
+        time.sleep(0.3)
+        os.write(fd, frame[1000:])
+
+    async def main() -> object:
+        ours, theirs = multiprocessing.Pipe(duplex=True)
+        loop = asyncio.get_running_loop()
+        got: asyncio.Future[object] = loop.create_future()
+
+        def readable() -> None:
+            loop.remove_reader(ours.fileno())
+            try:
+                got.set_result(ours.recv())
+            except OSError as err:
+                got.set_result(err)
+
+        watch_connection(loop, ours, readable)
+        threading.Thread(target=send_in_two_parts, args=(theirs.fileno(),), daemon=True).start()
+        return await asyncio.wait_for(got, 10)
+
+    assert grpc_io.run(main()) == message
