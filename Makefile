@@ -40,7 +40,7 @@ test: setup proto test-deps  ## run the whole test suite (TEST_WORKERS=N files a
 	$(PY) -m pytest -q $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
 lint: setup  ## ruff and mypy
-	$(VENV)/bin/ruff check server tournaments tests bench clients/python/craits_bot
+	$(VENV)/bin/ruff check server tournaments participants tests bench clients/python/craits_bot
 	$(VENV)/bin/mypy
 
 bench: setup proto  ## all benchmarks, quick mode (each prints a machine-readable last line)
