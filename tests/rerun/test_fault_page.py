@@ -80,7 +80,7 @@ def test_the_bot_page_links_each_fault_to_its_decision_and_offers_the_replay(fau
 def test_a_faults_viewer_link_opens_at_its_decision_in_its_seats_view(faulty: Path) -> None:
     from playwright.sync_api import sync_playwright
 
-    from tests.replay.test_viewer_browser import CHROMIUM_ARGS, _chromium
+    from tests.replay.test_viewer_browser import CHROMIUM_ARGS, _chromium, _wait_until
 
     path = sorted((faulty / "replays").iterdir())[0]
     replay = read_replay(path)
@@ -92,10 +92,12 @@ def test_a_faults_viewer_link_opens_at_its_decision_in_its_seats_view(faulty: Pa
         try:
             page = browser.new_page()
             page.goto(page_url)
+            _wait_until(page, "window.craitsViewer !== undefined")  # (a page's replay comes in a script of its own)
             page.evaluate(f"window.craitsViewer.gotoDecision({n})")
             expected = page.evaluate("window.craitsViewer.frame()")
             page.goto(f"{page_url}#decision={n}&seat={seat}")
             page.reload()
+            _wait_until(page, "window.craitsViewer !== undefined")
             assert page.evaluate("window.craitsViewer.frame()") == expected > 0
             assert page.eval_on_selector("#view", "e => e.value") == str(seat)
         finally:
