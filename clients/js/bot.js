@@ -378,10 +378,11 @@ class Runner {
     if (call) {
       // Close this side of the stream: the referee reads a clean exit and hands this bot's seats
       // in games in progress to its default policy at once, rather than waiting the reconnect
-      // grace for a bot that is not coming back. Cancel if it has not ended the stream in 1 s.
+      // grace for a bot that is not coming back. Cancel if it has not ended the stream in 5 s
+      // (it takes milliseconds; cancelling first would read as a lost connection on a busy referee).
       try {
         call.end();
-        setTimeout(() => call.cancel(), 1000).unref();
+        setTimeout(() => call.cancel(), 5000).unref();
       } catch (err) {
         call.cancel();
       }

@@ -88,8 +88,10 @@ _HINTS = {
     grpc.StatusCode.UNAUTHENTICATED: f"check the token (--token or {ENV_TOKEN})",
     grpc.StatusCode.FAILED_PRECONDITION: "this kit speaks protocol version 1; update it or the referee",
 }
-LEAVE_S = 1.0
-"""How long a stopping bot waits for the referee to end its half-closed stream."""
+LEAVE_S = 5.0
+"""How long a stopping bot waits for the referee to end its half-closed stream (it takes
+milliseconds; a referee on a busy machine may take seconds, and a bot that cancels first is
+read as a lost connection rather than a clean leave)."""
 _FIRST_DELAY_S = 0.2
 _MAX_DELAY_S = 5.0
 
