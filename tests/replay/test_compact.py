@@ -22,7 +22,8 @@ from server.storage.replay import (
     record_game,
     verify_replay,
 )
-from server.storage.replay.format import V2_HEADER_SIZE, v2_header
+from server.storage.replay.compact import decision_line
+from server.storage.replay.format import V2_HEADER_SIZE, canonical_json, v2_header
 
 GOLDEN_DIR = Path(__file__).resolve().parents[1] / "golden"
 GOLDENS = sorted(GOLDEN_DIR.glob("*.jsonl"))
@@ -163,3 +164,16 @@ def test_convert_on_the_command_line(tmp_path: Path) -> None:
     assert failed.returncode == 1 and failed.stdout.startswith("FAIL ") and "gzip stream" in failed.stdout
     assert not (tmp_path / "bad.jsonl").exists()
     assert craits("verify", out).returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("sent", "note", "wire"),
+    [(None, "", {"id": 7, "bank_ms": 0}), (None, "", {"bank_ms": 12000, "id": 10**9}), (5, "", {"id": 1, "bank_ms": 3}),
+     (None, "x", {"id": 1, "bank_ms": 3}), (None, "", {"id": 2, "bank_ms": 4, "away": 1}), (None, "", None)],
+)
+def test_a_decision_line_is_the_canonical_json_of_its_fields(sent, note, wire) -> None:  # type: ignore[no-untyped-def]
+    """The usual line (a bot's answer: its request's id and bank) is put together directly,
+    not through the encoder; it must read exactly as the encoder would write it."""
+    fields = {k: v for k, v in (("note", note), ("sent", sent), ("wire", wire)) if v}
+    expected = canonical_json([3, "ok", 120, 450, fields] if fields else [3, "ok", 120, 450])
+    assert decision_line(3, "ok", 120, 450, sent, note, wire) == expected

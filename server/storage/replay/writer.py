@@ -97,12 +97,6 @@ def _wire_text(wire: Mapping[str, Any]) -> str:
     return canonical_json(wire)
 
 
-def _micros(ms: float | None) -> int | None:
-    """Milliseconds (float) to whole microseconds: every number in a replay is an integer,
-    so the canonical JSON is the same in any language."""
-    return None if ms is None else round(ms * 1000)
-
-
 def _utc_now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
@@ -379,22 +373,27 @@ class ReplayWriter:
         if out is None and (compact is None or compact.closed):
             raise ReplayUsageError(f"replay {self.path} is already finished or aborted")
         self._n += 1
-        raw_events = self._take_new_events()
         hand = self._pending_hand
         sent = None if applied == action_id else action_id
+        think_us = None if think_ms is None else round(think_ms * 1000)
+        transport_us = None if transport_ms is None else round(transport_ms * 1000)
+        if compact is not None and self._tap is None:
+            self._seen = len(self.state.log)  # (format 2 keeps no events: the reader re-derives them)
+            raw_events: list[Any] = []
+        else:
+            raw_events = self._take_new_events()
         if compact is not None:
-            compact.line(decision_line(applied, status, _micros(think_ms), _micros(transport_ms), sent, note, wire))
+            compact.line(decision_line(applied, status, think_us, transport_us, sent, note, wire))
         else:
             assert out is not None
             events = "[" + ",".join([_event_text(raw) for raw in raw_events]) + "]"
             line, self._prev = _decision_line(
                 self._prev, self._n, hand, seat, p_kind, len(legal), applied, sent,
-                status, _micros(think_ms), _micros(transport_ms), events, note,
+                status, think_us, transport_us, events, note,
                 _wire_text(wire) if wire else "",
             )
             out.write(line + "\n")
         if self._tap is not None:
-            think_us, transport_us = _micros(think_ms), _micros(transport_ms)
             fields = (self._n, hand, seat, p_kind.name, applied, _ACTION_TEXT[applied], status, think_us, transport_us)
             self._tell_tap("decision", fields, raw_events)
         self._snapshot()
