@@ -50,6 +50,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from craits import frames
+
 from server.logging import get_logger
 
 log = get_logger()
@@ -59,6 +61,9 @@ SANDBOXES = ("bwrap", "none")
 
 SOCKET_INSIDE = "/run/craits/referee.sock"
 """Where the referee's Unix socket appears inside the sandbox."""
+FRAMES_INSIDE = "/run/craits/frames.sock"
+"""Where the referee's frames socket appears inside the sandbox (``CRAITS_FRAMED_SOCKET``: the
+same messages as gRPC's, in frames, for a kit that speaks them; ``craits.frames``)."""
 
 ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
              "/etc/localtime", "/etc/nsswitch.conf", "/etc/passwd", "/etc/group", "/etc/hosts")
@@ -351,9 +356,15 @@ def open_socket(path: str) -> None:
     os.chmod(path, 0o666)
 
 
+def frames_socket_path(path: str) -> str:
+    """The frames socket beside the referee's socket ``path`` (removed with it)."""
+    return os.path.join(os.path.dirname(path), "frames.sock")
+
+
 def remove_socket(path: str) -> None:
-    with contextlib.suppress(OSError):
-        os.unlink(path)
+    for each in (path, frames_socket_path(path)):
+        with contextlib.suppress(OSError):
+            os.unlink(each)
     with contextlib.suppress(OSError):
         os.rmdir(os.path.dirname(path))
 
@@ -531,6 +542,8 @@ class Sandbox:
     """The referee's Unix socket (outside), bound in at :data:`SOCKET_INSIDE` (None: a build, which
     talks to no referee)."""
     limits: Limits = field(default_factory=Limits)
+    frames: str | None = None
+    """The referee's frames socket (outside), bound in at :data:`FRAMES_INSIDE` (None: none)."""
 
     @property
     def server(self) -> str:
@@ -543,6 +556,8 @@ class Sandbox:
                "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"}
         env.update(extra or {})
         env.update({"CRAITS_SERVER": self.server, "CRAITS_TOKEN": token, "CRAITS_BOT_NAME": name})
+        if self.frames is not None:
+            env[frames.ENV] = FRAMES_INSIDE
         return env
 
     def confine(self, command: Sequence[str], *, cwd: str | os.PathLike[str] | None,
@@ -579,6 +594,8 @@ class Sandbox:
         view += ["--perms", "0755", "--dir", "/run"]
         if self.socket is not None:
             view += ["--perms", "0755", "--dir", os.path.dirname(SOCKET_INSIDE), "--ro-bind", self.socket, SOCKET_INSIDE]
+            if self.frames is not None:
+                view += ["--ro-bind", self.frames, FRAMES_INSIDE]
         view += ["--chdir", folder or "/tmp"]
         rlimits = [f"--nproc={limits.processes}", f"--nofile={limits.open_files}"]
         memory_group = _make_group("memory", {"memory.limit_in_bytes": limits.memory,

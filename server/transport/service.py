@@ -43,6 +43,7 @@ from server.game.referee import GameReferee
 from server.game.seats import Arrival, Outgoing, Seat, Session, StreamEnd, TokenBucket, is_close, serialize
 from server.logging import bound, get_logger
 from server.spec import BotSpec, GameRecord, GameSpec, SeatStatus
+from server.transport import frames
 from server.transport import sandbox as sandboxes
 from server.transport.launcher import DEFAULT_OUTPUT_LIMIT, LaunchedBot, LaunchError
 from server.transport.pool import BotPool, PooledBot, RestartPolicy
@@ -108,6 +109,9 @@ class ArenaOptions:
     referee listens on beside its TCP port (server.transport.sandbox); "none": unconfined."""
     limits: sandboxes.Limits = field(default_factory=sandboxes.Limits)
     """A sandboxed bot's limits (its output's is ``bot_output_limit_bytes``)."""
+    frames: bool = True
+    """Sandboxed bots are also offered the Play stream as frames on a second Unix socket
+    (``server.transport.frames``; the Python kit uses it, other bots gRPC). False: gRPC only."""
 
 
 _UNFIT = {
@@ -219,6 +223,8 @@ class Arena:
         """The Unix socket launched bots connect through (sandboxed ones, and every one under TLS)."""
         self.presence = Presence()
         """The watched remote bots' comings and goings and the refused Hellos (for a board)."""
+        self._frames_server: asyncio.AbstractServer | None = None
+        self._frames_tasks: set[asyncio.Task[None]] = set()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -278,7 +284,12 @@ class Arena:
             sandboxes.open_socket(socket_path)
             self.local_socket = socket_path
         if socket_path is not None and self.options.sandbox == "bwrap":
-            self.sandbox = sandboxes.Sandbox(socket_path, self.options.limits)
+            frames_path = None
+            if self.options.frames:
+                frames_path = sandboxes.frames_socket_path(socket_path)
+                self._frames_server = await asyncio.start_unix_server(self._serve_frames, frames_path)
+                sandboxes.open_socket(frames_path)
+            self.sandbox = sandboxes.Sandbox(socket_path, self.options.limits, frames_path)
         self.server = server
         self.port = port
         self.host = host.strip("[]")
@@ -331,6 +342,12 @@ class Arena:
             else:
                 session.send_error(pb.ERROR_CODE_SHUTTING_DOWN, "the referee is shutting down", fatal=True)
                 session.close(StreamEnd.UNAVAILABLE, "the referee is shutting down")
+        if self._frames_server is not None:
+            self._frames_server.close()
+            if self._frames_tasks:  # (their sessions are closed: each sends its END frame and ends)
+                _, late = await asyncio.wait(self._frames_tasks, timeout=1.0)
+                for task in late:
+                    task.cancel()
         if self.server is not None:
             await self.server.stop(1.0)
         if self.local_socket is not None:
@@ -627,6 +644,15 @@ class Arena:
         game.seat_process_exited(seat, code, why=why)
 
     # ------------------------------------------------------------------ streams
+
+    async def _serve_frames(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._frames_tasks.add(task)
+        try:
+            await frames.serve(self, reader, writer)
+        finally:
+            self._frames_tasks.discard(task)
 
     async def read_stream(self, session: Session, messages: AsyncIterator[pb.BotMessage]) -> None:
         """Read one stream: Hello first, then answers; refuse everything else. Never raises."""

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import grpc
-from craits import grpc_io
+from craits import frames, grpc_io
 from craits.v1 import referee_pb2 as pb
 from craits.v1 import referee_pb2_grpc
 
@@ -147,10 +147,14 @@ class Runner:
         reconnect_s: float = DEFAULT_RECONNECT_S,
         tls: bool = False,
         tls_ca: str | None = None,
+        framed_socket: str | None = None,
     ) -> None:
+        """``framed_socket``: the referee's frames socket (``CRAITS_FRAMED_SOCKET``, set by a
+        referee that launched this bot in its sandbox): the same stream without gRPC."""
         self.bot = bot
         self.server = server
         self.target, self.credentials = connection(server, tls=tls, ca_file=tls_ca)
+        self.framed_socket = framed_socket if self.credentials is None else None
         self.token = token
         self.name = name or bot.name or type(bot).__name__
         self.reconnect_s = reconnect_s
@@ -252,10 +256,17 @@ class Runner:
         )
         fatal: pb.Error | None = None
         call: Any = None
-        channel = (grpc.aio.secure_channel(self.target, self.credentials) if self.credentials is not None
-                   else grpc.aio.insecure_channel(self.target))
+        channel: Any = None
+        if self.framed_socket:
+            call = FramedCall(self.framed_socket)
+        else:
+            channel = (grpc.aio.secure_channel(self.target, self.credentials) if self.credentials is not None
+                       else grpc.aio.insecure_channel(self.target))
         try:
-            call = referee_pb2_grpc.RefereeStub(channel).Play()
+            if channel is None:
+                await call.open()
+            else:
+                call = referee_pb2_grpc.RefereeStub(channel).Play()
             with self._lock:
                 self._call, self._loop = call, asyncio.get_running_loop()
             if self._stop.is_set():
@@ -296,7 +307,10 @@ class Runner:
         finally:
             with self._lock:
                 self._call = self._loop = None
-            await channel.close()
+            if channel is not None:
+                await channel.close()
+            else:
+                call.cancel()
 
     async def _ended_async(self, err: BaseException, call: Any, fatal: pb.Error | None) -> ExitCode | None:
         """How a stream that raised ended: stopped, refused, failed, or worth reconnecting (None)."""
@@ -376,6 +390,73 @@ class _Ended(grpc.RpcError):
         return self._code
 
     def details(self) -> str:
+        return self._details
+
+
+class FramedCall:
+    """The Play stream as frames on the referee's frames socket (``craits.frames``), with the
+    methods :meth:`Runner._stream` uses of a grpc.aio call: one connection, no gRPC threads."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._code: grpc.StatusCode | None = None
+        self._details = ""
+
+    async def open(self) -> None:
+        try:
+            self._reader, self._writer = await asyncio.open_unix_connection(self.path)
+        except OSError as err:
+            raise _Ended(grpc.StatusCode.UNAVAILABLE, f"cannot connect to {self.path}: {err.strerror or err}") from None
+
+    def _end(self, code: grpc.StatusCode, details: str) -> _Ended:
+        if self._code is None:
+            self._code, self._details = code, details
+        return _Ended(self._code, self._details)
+
+    async def write(self, message: pb.BotMessage) -> None:
+        if self._code is not None or self._writer is None:
+            # (as gRPC says it of a message written after the referee ended the call)
+            raise _Ended(grpc.StatusCode.INTERNAL, "the stream had ended")
+        self._writer.write(frames.frame(message.SerializeToString()))
+
+    async def read(self) -> Any:
+        """The next RefereeMessage, or ``grpc.aio.EOF`` once the referee ended the stream."""
+        assert self._reader is not None
+        if self._code is not None:
+            return grpc.aio.EOF
+        try:
+            got = await frames.read_frame(self._reader, frames.MAX_FROM_REFEREE)
+        except (frames.FrameError, OSError) as err:
+            raise self._end(grpc.StatusCode.UNAVAILABLE, f"the connection to the referee broke: {err}") from None
+        if got is None:
+            raise self._end(grpc.StatusCode.UNAVAILABLE, "the referee closed the connection without ending the stream")
+        kind, payload = got
+        if kind == frames.END:
+            status, details = frames.parse_end(payload)
+            self._end(getattr(grpc.StatusCode, status, grpc.StatusCode.UNKNOWN), details)
+            return grpc.aio.EOF
+        try:
+            return pb.RefereeMessage.FromString(payload)
+        except Exception:  # (protobuf's DecodeError)
+            raise self._end(grpc.StatusCode.INTERNAL, f"a frame of {len(payload)} bytes is not a RefereeMessage") from None
+
+    async def done_writing(self) -> None:
+        """Close this side: the referee reads a clean leave."""
+        if self._writer is not None and not self._writer.is_closing():
+            self._writer.write(frames.frame(b"", frames.END))
+            await self._writer.drain()
+
+    def cancel(self) -> None:
+        self._end(grpc.StatusCode.CANCELLED, "cancelled")
+        if self._writer is not None:
+            self._writer.close()
+
+    async def code(self) -> grpc.StatusCode | None:
+        return self._code
+
+    async def details(self) -> str:
         return self._details
 
 
@@ -498,7 +579,7 @@ def run(
     )
     configure_logging(args.verbose, args.quiet)
     runner = Runner(bot, server=args.server, token=args.token, name=args.name, reconnect_s=args.reconnect_s,
-                    tls=args.tls, tls_ca=args.tls_ca)
+                    tls=args.tls, tls_ca=args.tls_ca, framed_socket=os.environ.get(frames.ENV) or None)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, lambda *_: runner.stop(ExitCode.OK))
         signal.signal(signal.SIGINT, lambda *_: runner.stop(ExitCode.INTERRUPTED))
