@@ -224,6 +224,8 @@ class Arena:
         self.presence = Presence()
         """The watched remote bots' comings and goings and the refused Hellos (for a board)."""
         self._frames_server: asyncio.AbstractServer | None = None
+        self.framed_streams = 0
+        """Streams served as frames on the sandbox's frames socket (the rest were gRPC's)."""
         self._frames_tasks: set[asyncio.Task[None]] = set()
 
     # ------------------------------------------------------------------ lifecycle
@@ -649,6 +651,7 @@ class Arena:
         task = asyncio.current_task()
         assert task is not None
         self._frames_tasks.add(task)
+        self.framed_streams += 1
         try:
             await frames.serve(self, reader, writer)
         finally:

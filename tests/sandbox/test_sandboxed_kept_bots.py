@@ -24,7 +24,7 @@ def test_kept_bots_run_sandboxed_and_play_every_game_in_one_process(tmp_path: Pa
     seats = (kit_bot("a"), kit_bot("b"))
     config = make_config("craits", 2, short_game=True)
 
-    async def main() -> tuple[list[list[SeatStatus]], int, list[bool]]:
+    async def main() -> tuple[list[list[SeatStatus]], int, list[bool], int]:
         arena = await Arena.start("127.0.0.1:0", ArenaOptions(bot_log_dir=tmp_path / "bots", sandbox="bwrap"))
         try:
             assert arena.sandbox is not None
@@ -37,11 +37,12 @@ def test_kept_bots_run_sandboxed_and_play_every_game_in_one_process(tmp_path: Pa
                 statuses.append([seat.status for seat in record.seats])
             assert arena.pool is not None
             jailed = [p.process.jail is not None for p in arena.pool.processes()]
-            return statuses, arena.pool.launches, jailed
+            return statuses, arena.pool.launches, jailed, arena.framed_streams
         finally:
             await arena.shutdown(grace_s=0)
 
-    statuses, launches, jailed = asyncio.run(main())
+    statuses, launches, jailed, framed = asyncio.run(main())
     assert statuses == [[SeatStatus.OK, SeatStatus.OK]] * 3
     assert launches == 2  # one process per bot for all three games
     assert jailed == [True, True]  # each in its sandbox
+    assert framed == 2  # the kit took the frames socket the sandbox offered it (CRAITS_FRAMED_SOCKET)
