@@ -36,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 TICK = os.sysconf("SC_CLK_TCK")
+STREAM = "gRPC" if os.environ.get("CRAITS_FRAMES", "1") == "0" else "frames"
+"""How the sandboxed kit bots talk to the referee (``CRAITS_FRAMES=0``: gRPC, as before issue 32)."""
 
 
 def thread_times(pid: int | str = "self") -> dict[str, tuple[float, int]]:
@@ -279,7 +281,7 @@ def run(config: Any, text: str, factory: Any, meter: Any) -> None:
     parse = answer_parse_cost()
     print(f"    {'parse the answer (protobuf, measured apart)':38} {parse * 1e3:7.3f}")
     turns = steps.selects - selects0
-    print(f"    {'gRPC asyncio layer, event loop, glue':38} {(loop_cpu - mine) * per - parse * 1e3:7.3f}   "
+    print(f"    {'the stream (' + STREAM + '), event loop, glue':38} {(loop_cpu - mine) * per - parse * 1e3:7.3f}   "
           + (f"{turns / decisions:.2f} loop turns per decision" if turns else "(uvloop's turns are not counted)"))
     print(f"    {'log events':38} {(steps.logs - logs0) / decisions:7.3f} per decision")
     bots = {pid: minus(bots_after[pid], bots_before[pid]) for pid in bots_after if pid in bots_before}
@@ -298,4 +300,4 @@ def run(config: Any, text: str, factory: Any, meter: Any) -> None:
     kit = kit_costs(requests[asked0:asked0 + 4000])
     for name, cpu in kit.items():
         print(f"    {name:38} {cpu * 1e3:7.3f}")
-    print(f"    {'gRPC asyncio layer and event loop':38} {total['main'] * per - sum(kit.values()) * 1e3:7.3f}")
+    print(f"    {'the stream (' + STREAM + ') and event loop':38} {total['main'] * per - sum(kit.values()) * 1e3:7.3f}")

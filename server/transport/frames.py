@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from craits import frames
 from craits.v1 import referee_pb2 as pb
@@ -21,10 +21,19 @@ from google.protobuf.message import DecodeError
 from server.game.seats import Session, StreamEnd, is_close, serialize
 from server.logging import get_logger
 
-if TYPE_CHECKING:
-    from server.transport.service import Arena
-
 log = get_logger()
+
+
+class Arena(Protocol):
+    """What of ``server.transport.service.Arena`` a frames stream uses (the service imports this)."""
+
+    options: Any
+    closing: bool
+    sessions: set[Session]
+
+    def new_bucket(self) -> Any: ...
+    async def read_stream(self, session: Session, messages: AsyncIterator[pb.BotMessage]) -> None: ...
+    def session_ended(self, session: Session, why: str) -> None: ...
 
 PEER = "unix:frames"
 _HIGH_WATER = 256 * 1024

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import os
 import secrets
 import socket
 import time
@@ -77,6 +78,10 @@ class ArenaClosed(ArenaError):
     """The referee is shutting down and takes no new games."""
 
 
+FRAMES_SWITCH = "CRAITS_FRAMES"
+"""``CRAITS_FRAMES=0`` in the referee's environment: sandboxed bots are offered gRPC alone."""
+
+
 @dataclass(frozen=True, slots=True)
 class ArenaOptions:
     """Server-wide limits (per-game clocks are in each GameSpec)."""
@@ -109,9 +114,10 @@ class ArenaOptions:
     referee listens on beside its TCP port (server.transport.sandbox); "none": unconfined."""
     limits: sandboxes.Limits = field(default_factory=sandboxes.Limits)
     """A sandboxed bot's limits (its output's is ``bot_output_limit_bytes``)."""
-    frames: bool = True
+    frames: bool = field(default_factory=lambda: os.environ.get(FRAMES_SWITCH, "1") != "0")
     """Sandboxed bots are also offered the Play stream as frames on a second Unix socket
-    (``server.transport.frames``; the Python kit uses it, other bots gRPC). False: gRPC only."""
+    (``server.transport.frames``; the Python kit uses it, other bots gRPC). False (or
+    ``CRAITS_FRAMES=0`` in the referee's environment): gRPC only."""
 
 
 _UNFIT = {
