@@ -14,6 +14,9 @@ import signal
 import subprocess
 import time
 
+import pytest
+from craits import frames
+
 from server.spec import Clocks, SeatStatus
 from server.transport import presence
 from tests.bots.commands import PY_RANDOM, ROOT
@@ -68,8 +71,10 @@ def test_a_stream_that_breaks_is_waited_for_and_shown_as_lost() -> None:
     assert seen.state == presence.LOST
 
 
-def test_a_kit_bot_stopped_with_sigterm_mid_game_leaves_cleanly() -> None:
-    """The Python kit, a real process connecting on its own as a student's does."""
+@pytest.mark.parametrize("framed", [False, True], ids=["grpc", "frames"])
+def test_a_kit_bot_stopped_with_sigterm_mid_game_leaves_cleanly(framed: bool) -> None:
+    """The Python kit, a real process connecting on its own as a student's does (or through
+    the frames socket, as a sandboxed one does: its END frame is the half-close)."""
     me = remote("student")
 
     async def body(arena):
@@ -78,14 +83,22 @@ def test_a_kit_bot_stopped_with_sigterm_mid_game_leaves_cleanly() -> None:
         task = asyncio.create_task(arena.run_game(game))
         proc = subprocess.Popen(
             PY_RANDOM, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-            env={**os.environ, "CRAITS_SERVER": arena.target, "CRAITS_TOKEN": me.token, "CRAITS_BOT_NAME": "student"},
+            env={**os.environ, "CRAITS_SERVER": arena.target, "CRAITS_TOKEN": me.token, "CRAITS_BOT_NAME": "student",
+                 **({frames.ENV: arena.sandbox.frames} if framed else {})},
         )
+        answered = asyncio.Event()
+        read_answer = arena._answer
+
+        def counted(session, answer, at):  # (a bot on frames may play a short game out between two polls)
+            read_answer(session, answer, at)
+            answers.append(answer.decision_id)
+            if len(answers) == 3:
+                answered.set()
+
+        answers: list[int] = []
+        arena._answer = counted
         try:
-            while True:  # until the bot has answered a few decisions
-                referee = arena.games.get(game.game_id)
-                if referee is not None and referee.seats[0].decisions >= 3:
-                    break
-                await asyncio.sleep(0.05)
+            await answered.wait()  # until the bot has answered a few decisions
             proc.send_signal(signal.SIGTERM)
             stopped = time.monotonic()
             record = await task
@@ -96,9 +109,10 @@ def test_a_kit_bot_stopped_with_sigterm_mid_game_leaves_cleanly() -> None:
             finally:
                 if proc.poll() is None:
                     proc.kill()
-        return record, freed_after, proc.returncode, err, arena.presence.bots["student"]
+        return record, freed_after, proc.returncode, err, arena.presence.bots["student"], arena.framed_streams
 
-    record, freed_after, code, err, seen = with_arena(body, timeout=90)
+    record, freed_after, code, err, seen, framed_streams = with_arena(body, timeout=90)
+    assert framed_streams == int(framed)
     seat = record.seats[0]
     assert code == 0, err
     assert seat.status is SeatStatus.LEFT and seat.disconnects == 0, (seat, err)

@@ -19,6 +19,7 @@ import enum
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -216,7 +217,9 @@ class Runner:
             self._stop.set()
         with self._lock:
             call, loop = self._call, self._loop
-        if call is not None and loop is not None:
+        if isinstance(call, FramedSocket):
+            call.leave()
+        elif call is not None and loop is not None:
             with contextlib.suppress(RuntimeError):  # the session's loop has just closed
                 loop.call_soon_threadsafe(self._leave, call, loop)
 
@@ -241,12 +244,12 @@ class Runner:
 
     def _session(self) -> ExitCode | None:
         """One stream from Hello to its end: an exit code, or None to reconnect."""
+        if self.framed_socket:
+            return self._framed(self.framed_socket)
         return grpc_io.run(self._stream())
 
-    async def _stream(self) -> ExitCode | None:
-        """The stream itself, on grpc.aio: one thread reads, answers and writes (the threads
-        of the synchronous API cost a bot more CPU than its whole game's thinking)."""
-        hello = pb.BotMessage(
+    def _hello(self) -> pb.BotMessage:
+        return pb.BotMessage(
             hello=pb.Hello(
                 token=self.token,
                 protocol_version=pb.PROTOCOL_VERSION_CURRENT,
@@ -254,36 +257,73 @@ class Runner:
                 about=(self.bot.about or f"craits_bot (Python) {type(self.bot).__name__}")[:200],
             )
         )
+
+    def _on_error(self, error: pb.Error) -> pb.Error | None:
+        """Log a referee Error; return it if it is fatal."""
+        # a token welcomed before and now unknown is news, not a problem (see _ended)
+        _log_referee_error(error, quiet=self._ever_welcomed and error.code == pb.ERROR_CODE_UNAUTHENTICATED)
+        return error if error.fatal else None
+
+    def _framed(self, path: str) -> ExitCode | None:
+        """The stream as frames on the referee's frames socket (``craits.frames``): this thread
+        alone reads, answers and writes on a blocking socket, with no event loop and no gRPC
+        threads (a third of a bot's CPU per decision). The same ends as :meth:`_stream`."""
+        fatal: pb.Error | None = None
+        call = FramedSocket(path)
+        try:
+            call.open()
+            with self._lock:
+                self._call = call
+            if self._stop.is_set():
+                call.leave()
+            call.write(self._hello())
+            dispatch = self.dispatcher.handle
+            while (msg := call.read()) is not None:
+                if msg.HasField("error"):
+                    fatal = self._on_error(msg.error) or fatal
+                elif msg.HasField("welcome"):
+                    self._on_welcome(msg.welcome)
+                reply = dispatch(msg)
+                if reply is not None:
+                    try:
+                        call.write(reply)
+                    except _Ended:
+                        if reply.WhichOneof("message") == "answer":
+                            self._late_answer = _late_text(reply.answer)
+                        raise
+            if self._stop.is_set():
+                log.info("stopped; stream closed")
+                return self._stop_code
+            return self._ended(_Ended(call.code, call.details), fatal)
+        except _Ended as err:
+            return self._ended(err, fatal)
+        finally:
+            with self._lock:
+                self._call = None
+            call.close()
+
+    async def _stream(self) -> ExitCode | None:
+        """The stream itself, on grpc.aio: one thread reads, answers and writes (the threads
+        of the synchronous API cost a bot more CPU than its whole game's thinking)."""
         fatal: pb.Error | None = None
         call: Any = None
-        channel: Any = None
-        if self.framed_socket:
-            call = FramedCall(self.framed_socket)
-        else:
-            channel = (grpc.aio.secure_channel(self.target, self.credentials) if self.credentials is not None
-                       else grpc.aio.insecure_channel(self.target))
+        channel = (grpc.aio.secure_channel(self.target, self.credentials) if self.credentials is not None
+                   else grpc.aio.insecure_channel(self.target))
         try:
-            if channel is None:
-                await call.open()
-            else:
-                call = referee_pb2_grpc.RefereeStub(channel).Play()
+            call = referee_pb2_grpc.RefereeStub(channel).Play()
             with self._lock:
                 self._call, self._loop = call, asyncio.get_running_loop()
             if self._stop.is_set():
                 call.cancel()
-            await call.write(hello)
+            await call.write(self._hello())
             while True:
                 msg = await call.read()
                 if msg is grpc.aio.EOF:
                     break
-                which = msg.WhichOneof("message")
-                if which == "welcome":
+                if msg.HasField("error"):
+                    fatal = self._on_error(msg.error) or fatal
+                elif msg.HasField("welcome"):
                     self._on_welcome(msg.welcome)
-                elif which == "error":
-                    # a token welcomed before and now unknown is news, not a problem (see _ended)
-                    _log_referee_error(msg.error, quiet=self._ever_welcomed and msg.error.code == pb.ERROR_CODE_UNAUTHENTICATED)
-                    if msg.error.fatal:
-                        fatal = msg.error
                 reply = self.dispatcher.handle(msg)
                 if reply is not None:
                     try:
@@ -307,10 +347,7 @@ class Runner:
         finally:
             with self._lock:
                 self._call = self._loop = None
-            if channel is not None:
-                await channel.close()
-            else:
-                call.cancel()
+            await channel.close()
 
     async def _ended_async(self, err: BaseException, call: Any, fatal: pb.Error | None) -> ExitCode | None:
         """How a stream that raised ended: stopped, refused, failed, or worth reconnecting (None)."""
@@ -393,71 +430,90 @@ class _Ended(grpc.RpcError):
         return self._details
 
 
-class FramedCall:
-    """The Play stream as frames on the referee's frames socket (``craits.frames``), with the
-    methods :meth:`Runner._stream` uses of a grpc.aio call: one connection, no gRPC threads."""
+class FramedSocket:
+    """The Play stream as frames (``craits.frames``) on a blocking Unix socket, for
+    :meth:`Runner._framed`. :meth:`leave` may be called from any thread or a signal handler."""
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._reader: asyncio.StreamReader | None = None
-        self._writer: asyncio.StreamWriter | None = None
-        self._code: grpc.StatusCode | None = None
-        self._details = ""
+        self.code = grpc.StatusCode.UNAVAILABLE
+        self.details = "the referee closed the connection without ending the stream"
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._in: Any = None
+        self._writing = threading.Lock()
+        self._leave_pending = False
+        self._left = False
 
-    async def open(self) -> None:
+    def open(self) -> None:
         try:
-            self._reader, self._writer = await asyncio.open_unix_connection(self.path)
+            self._sock.connect(self.path)
         except OSError as err:
             raise _Ended(grpc.StatusCode.UNAVAILABLE, f"cannot connect to {self.path}: {err.strerror or err}") from None
+        self._in = self._sock.makefile("rb", buffering=64 * 1024)
 
-    def _end(self, code: grpc.StatusCode, details: str) -> _Ended:
-        if self._code is None:
-            self._code, self._details = code, details
-        return _Ended(self._code, self._details)
+    def write(self, message: pb.BotMessage) -> None:
+        data = frames.frame(message.SerializeToString())
+        with self._writing:
+            if self._left:  # (as gRPC says it of a message written after the call ended)
+                raise _Ended(grpc.StatusCode.INTERNAL, "the stream had ended")
+            try:
+                self._sock.sendall(data)
+            except OSError as err:
+                raise _Ended(grpc.StatusCode.UNAVAILABLE, f"the connection to the referee broke: {err}") from None
+        if self._leave_pending:
+            self.leave()
 
-    async def write(self, message: pb.BotMessage) -> None:
-        if self._code is not None or self._writer is None:
-            # (as gRPC says it of a message written after the referee ended the call)
-            raise _Ended(grpc.StatusCode.INTERNAL, "the stream had ended")
-        self._writer.write(frames.frame(message.SerializeToString()))
-
-    async def read(self) -> Any:
-        """The next RefereeMessage, or ``grpc.aio.EOF`` once the referee ended the stream."""
-        assert self._reader is not None
-        if self._code is not None:
-            return grpc.aio.EOF
-        try:
-            got = await frames.read_frame(self._reader, frames.MAX_FROM_REFEREE)
-        except (frames.FrameError, OSError) as err:
-            raise self._end(grpc.StatusCode.UNAVAILABLE, f"the connection to the referee broke: {err}") from None
-        if got is None:
-            raise self._end(grpc.StatusCode.UNAVAILABLE, "the referee closed the connection without ending the stream")
-        kind, payload = got
+    def read(self) -> pb.RefereeMessage | None:
+        """The next RefereeMessage, or None once the referee's END frame came (``code``, ``details``)."""
+        header = self._read(frames.HEADER.size)
+        kind, size = frames.HEADER.unpack(header)
+        if kind not in frames.KINDS or size > frames.MAX_FROM_REFEREE:
+            raise _Ended(grpc.StatusCode.UNAVAILABLE, f"a frame the referee cannot have sent (kind {kind}, {size} bytes)")
+        payload = self._read(size)
         if kind == frames.END:
-            status, details = frames.parse_end(payload)
-            self._end(getattr(grpc.StatusCode, status, grpc.StatusCode.UNKNOWN), details)
-            return grpc.aio.EOF
+            status, self.details = frames.parse_end(payload)
+            self.code = getattr(grpc.StatusCode, status, grpc.StatusCode.UNKNOWN)
+            return None
         try:
             return pb.RefereeMessage.FromString(payload)
         except Exception:  # (protobuf's DecodeError)
-            raise self._end(grpc.StatusCode.INTERNAL, f"a frame of {len(payload)} bytes is not a RefereeMessage") from None
+            raise _Ended(grpc.StatusCode.INTERNAL, f"a frame of {size} bytes is not a RefereeMessage") from None
 
-    async def done_writing(self) -> None:
-        """Close this side: the referee reads a clean leave."""
-        if self._writer is not None and not self._writer.is_closing():
-            self._writer.write(frames.frame(b"", frames.END))
-            await self._writer.drain()
+    def _read(self, size: int) -> bytes:
+        try:
+            data: bytes = self._in.read(size)
+        except OSError as err:
+            raise _Ended(grpc.StatusCode.UNAVAILABLE, f"the connection to the referee broke: {err}") from None
+        if len(data) < size:
+            raise _Ended(self.code, self.details)
+        return data
 
-    def cancel(self) -> None:
-        self._end(grpc.StatusCode.CANCELLED, "cancelled")
-        if self._writer is not None:
-            self._writer.close()
+    def leave(self) -> None:
+        """Close this side with an END frame (the referee reads a clean leave and ends the
+        stream), and drop the connection if it has not within :data:`LEAVE_S`."""
+        if not self._writing.acquire(blocking=False):  # mid-write (this is a signal handler): after it
+            self._leave_pending = True
+            return
+        try:
+            if self._left:
+                return
+            self._left = True
+            with contextlib.suppress(OSError):
+                self._sock.sendall(frames.frame(b"", frames.END))
+        finally:
+            self._writing.release()
+        timer = threading.Timer(LEAVE_S, self._drop)
+        timer.daemon = True
+        timer.start()
 
-    async def code(self) -> grpc.StatusCode | None:
-        return self._code
+    def _drop(self) -> None:
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)
 
-    async def details(self) -> str:
-        return self._details
+    def close(self) -> None:
+        if self._in is not None:
+            self._in.close()
+        self._sock.close()
 
 
 def _late_text(answer: pb.Answer) -> str:
