@@ -18,7 +18,7 @@ from craits import frames
 from craits.v1 import referee_pb2 as pb
 from google.protobuf.message import DecodeError
 
-from server.game.seats import Session, StreamEnd, is_close, serialize
+from server.game.seats import MAX_QUEUED, Session, StreamEnd, is_close, serialize
 from server.logging import get_logger
 
 log = get_logger()
@@ -36,9 +36,35 @@ class Arena(Protocol):
     def session_ended(self, session: Session, why: str) -> None: ...
 
 PEER = "unix:frames"
-_HIGH_WATER = 256 * 1024
-"""Bytes queued in the socket's transport above which the writer waits for the bot to read."""
+UNREAD_LIMIT = 1024 * 1024
+"""Bytes a bot may leave unread before it is cut off as not reading (gRPC's: 1,024 messages)."""
 LOST = "the connection was lost"
+
+
+class _Direct:
+    """A frames session's outbox: what the game sends is written to the socket at once, with
+    no writer task to wake per message (the referee's side of a decision is one write);
+    closing it wakes :func:`serve` to send the END frame."""
+
+    __slots__ = ("closed", "transport")
+
+    def __init__(self, transport: asyncio.WriteTransport) -> None:
+        self.transport = transport
+        self.closed = asyncio.get_running_loop().create_future()
+
+    def __len__(self) -> int:  # (Session.send cuts the bot off at MAX_QUEUED)
+        return MAX_QUEUED if self.transport.get_write_buffer_size() > UNREAD_LIMIT else 0
+
+    def clear(self) -> None:
+        pass
+
+    def put_nowait(self, item: Any) -> None:
+        if self.closed.done():
+            return
+        if is_close(item):
+            self.closed.set_result(None)
+        elif not self.transport.is_closing():
+            self.transport.write(frames.frame(serialize(item)))
 
 
 async def serve(arena: Arena, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -79,6 +105,7 @@ async def serve(arena: Arena, reader: asyncio.StreamReader, writer: asyncio.Stre
                 return
             yield message
 
+    session.outbox = outbox = _Direct(writer.transport)  # type: ignore[assignment]
     if arena.closing:
         session.send_error(pb.ERROR_CODE_SHUTTING_DOWN, "the referee is shutting down", fatal=True)
         session.close(StreamEnd.UNAVAILABLE, "the referee is shutting down")
@@ -103,20 +130,13 @@ async def serve(arena: Arena, reader: asyncio.StreamReader, writer: asyncio.Stre
     session.release = cut
     why = LOST
     try:
-        outbox, write, transport = session.outbox, writer.write, writer.transport
-        while True:
-            item = await outbox.get()
-            if is_close(item):
-                why = session.details or "the referee closed the stream"
-                break
-            write(frames.frame(serialize(item)))
-            if transport.get_write_buffer_size() > _HIGH_WATER:
-                await writer.drain()
+        await outbox.closed
+        why = session.details or "the referee closed the stream"
         release(why)  # (before the END frame: a bot that reconnects at once finds its seats free)
-        write(frames.end_frame(session.status.name if session.status is not None else "OK", session.details))
+        writer.write(frames.end_frame(session.status.name if session.status is not None else "OK", session.details))
         await asyncio.wait_for(writer.drain(), 5.0)
     except (OSError, TimeoutError):
-        session.half_closed = False
+        pass
     finally:
         release(why)
         writer.close()
