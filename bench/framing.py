@@ -1,6 +1,7 @@
 """What a leaner framing on the sandbox's Unix socket would buy, against gRPC, per round trip.
 
-Not the product: a measurement to decide on. A sandboxed bot reaches the referee through a
+A measurement to decide on, made before the product took it up (``craits.frames``,
+``server.transport.frames``: docs/protocol.md). A sandboxed bot reaches the referee through a
 Unix socket; on it, the same protobuf messages could go as length-prefixed frames (four
 bytes of length, then a ``RefereeMessage`` or a ``BotMessage``) beside gRPC. Two servers in
 this process take turns sending the same real DecisionRequests (a four-player Craits game's,

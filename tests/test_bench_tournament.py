@@ -88,8 +88,8 @@ def test_the_breakdown_names_each_process_and_step() -> None:
     assert done.returncode == 0, done.stderr
     out = done.stdout
     for row in ("referee (this process): ", "  event loop thread ", "build the request (wire)", "replay record and hash",
-                "engine", "gRPC asyncio layer, event loop, glue", "log events",
-                "the kit's dispatch and choose()", "gRPC asyncio layer and event loop"):
+                "engine", "the stream (frames), event loop, glue", "log events",
+                "the kit's dispatch and choose()", "the stream (frames) and event loop"):
         assert row in out, out
     assert "loop turns per decision" in out or "(uvloop's turns are not counted)" in out, out
     if Path("/sys/fs/cgroup/cpuacct/cgroup.procs").is_file() and os.geteuid() == 0:  # bots found in the cgroup
