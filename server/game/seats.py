@@ -206,6 +206,10 @@ def error_message(
         code=code, message=message, rule=rule, game_id=game_id, decision_id=decision_id, fatal=fatal, strikes=strikes))
 
 
+LEFT_CLEANLY = "the bot closed the stream (a clean exit)"
+"""Why a stream ended whose bot closed its side itself."""
+
+
 def is_close(item: object) -> bool:
     return item is _CLOSE
 

@@ -41,7 +41,17 @@ from grpc_reflection.v1alpha import reflection
 from server import __version__
 from server.game.policies import make_policy
 from server.game.referee import GameReferee
-from server.game.seats import Arrival, Outgoing, Seat, Session, StreamEnd, TokenBucket, is_close, serialize
+from server.game.seats import (
+    LEFT_CLEANLY,
+    Arrival,
+    Outgoing,
+    Seat,
+    Session,
+    StreamEnd,
+    TokenBucket,
+    is_close,
+    serialize,
+)
 from server.logging import bound, get_logger
 from server.spec import BotSpec, GameRecord, GameSpec, SeatStatus
 from server.transport import frames
@@ -55,7 +65,6 @@ log = get_logger()
 _perf = time.perf_counter
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["Referee"].full_name
-LEFT_CLEANLY = "the bot closed the stream (a clean exit)"
 MAX_NAME = 64
 """Hello.name: at most this many characters (a longer name is refused, as protocol.md says)."""
 MAX_ABOUT = 200
@@ -232,7 +241,6 @@ class Arena:
         self._frames_server: asyncio.AbstractServer | None = None
         self.framed_streams = 0
         """Streams served as frames on the sandbox's frames socket (the rest were gRPC's)."""
-        self._frames_tasks: set[asyncio.Task[None]] = set()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -295,7 +303,8 @@ class Arena:
             frames_path = None
             if self.options.frames:
                 frames_path = sandboxes.frames_socket_path(socket_path)
-                self._frames_server = await asyncio.start_unix_server(self._serve_frames, frames_path)
+                loop = asyncio.get_running_loop()
+                self._frames_server = await loop.create_unix_server(lambda: frames.Stream(self), frames_path)
                 sandboxes.open_socket(frames_path)
             self.sandbox = sandboxes.Sandbox(socket_path, self.options.limits, frames_path)
         self.server = server
@@ -350,12 +359,8 @@ class Arena:
             else:
                 session.send_error(pb.ERROR_CODE_SHUTTING_DOWN, "the referee is shutting down", fatal=True)
                 session.close(StreamEnd.UNAVAILABLE, "the referee is shutting down")
-        if self._frames_server is not None:
+        if self._frames_server is not None:  # (its streams' sessions are closed: each has sent its END frame)
             self._frames_server.close()
-            if self._frames_tasks:  # (their sessions are closed: each sends its END frame and ends)
-                _, late = await asyncio.wait(self._frames_tasks, timeout=1.0)
-                for task in late:
-                    task.cancel()
         if self.server is not None:
             await self.server.stop(1.0)
         if self.local_socket is not None:
@@ -653,51 +658,22 @@ class Arena:
 
     # ------------------------------------------------------------------ streams
 
-    async def _serve_frames(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._frames_tasks.add(task)
-        self.framed_streams += 1
-        try:
-            await frames.serve(self, reader, writer)
-        finally:
-            self._frames_tasks.discard(task)
-
     async def read_stream(self, session: Session, messages: AsyncIterator[pb.BotMessage]) -> None:
         """Read one stream: Hello first, then answers; refuse everything else. Never raises."""
         try:
             try:
                 first = await asyncio.wait_for(anext(messages), self.options.hello_timeout_s)
             except TimeoutError:
-                wait = self.options.hello_timeout_s
-                session.send_error(pb.ERROR_CODE_MALFORMED, f"no Hello within {wait:g} s of opening the stream", fatal=True)
-                session.close(StreamEnd.DEADLINE_EXCEEDED, f"no Hello within {wait:g} s")
-                log.info("stream_refused", peer=session.peer, why="no hello")
-                self._refused(session, "", f"it sent no Hello within {wait:g} s of opening")
+                self.no_hello(session)
                 return
             except StopAsyncIteration:
                 session.close()
                 return
-            if not self._hello(session, first):
+            if not self.hello(session, first):
                 return
-            bucket = session.bucket
             async for message in messages:
-                at = _perf()
-                if session.closed:  # taken over by a newer stream, or cut off: nothing it sends counts
+                if not self.read_message(session, message, _perf()):
                     return
-                if not bucket.take():
-                    if self._flood(session):
-                        return
-                    continue
-                which = message.WhichOneof("message")
-                if which == "answer":
-                    self._answer(session, message.answer, at)
-                elif which == "hello":
-                    session.send_error(pb.ERROR_CODE_MALFORMED, "Hello is only the first message of a stream")
-                    self._note(session, "sent a second Hello (refused)")
-                else:
-                    session.send_error(pb.ERROR_CODE_MALFORMED, "empty message: send an Answer (or Hello first)")
-                    self._note(session, "sent an empty message (refused)")
             # The bot closed its side itself (a clean exit), unless the call was cancelled (a crash, a drop).
             session.half_closed = session.cancelled is None or not session.cancelled()
             session.close(None, LEFT_CLEANLY)  # it can answer nothing more
@@ -707,7 +683,33 @@ class Arena:
             log.info("stream_broken", peer=session.peer, bot=session.name or None, error=f"{type(err).__name__}: {err}")
             session.close(StreamEnd.INVALID_ARGUMENT, f"stream error: {type(err).__name__}")
 
-    def _hello(self, session: Session, message: pb.BotMessage) -> bool:
+    def no_hello(self, session: Session) -> None:
+        """End a stream that said nothing within the Hello timeout."""
+        wait = self.options.hello_timeout_s
+        session.send_error(pb.ERROR_CODE_MALFORMED, f"no Hello within {wait:g} s of opening the stream", fatal=True)
+        session.close(StreamEnd.DEADLINE_EXCEEDED, f"no Hello within {wait:g} s")
+        log.info("stream_refused", peer=session.peer, why="no hello")
+        self._refused(session, "", f"it sent no Hello within {wait:g} s of opening")
+
+    def read_message(self, session: Session, message: pb.BotMessage, at: float) -> bool:
+        """A message after the Hello, read at ``at``; False once nothing more it sends counts."""
+        if session.closed:  # taken over by a newer stream, or cut off: nothing it sends counts
+            return False
+        if not session.bucket.take():
+            return not self._flood(session)
+        which = message.WhichOneof("message")
+        if which == "answer":
+            self._answer(session, message.answer, at)
+        elif which == "hello":
+            session.send_error(pb.ERROR_CODE_MALFORMED, "Hello is only the first message of a stream")
+            self._note(session, "sent a second Hello (refused)")
+        else:
+            session.send_error(pb.ERROR_CODE_MALFORMED, "empty message: send an Answer (or Hello first)")
+            self._note(session, "sent an empty message (refused)")
+        return True
+
+    def hello(self, session: Session, message: pb.BotMessage) -> bool:
+        """The first message of a stream: False if it was refused (the stream is closed)."""
         if message.WhichOneof("message") != "hello":
             text = "the first message of a stream must be Hello"
             session.send_error(pb.ERROR_CODE_MALFORMED, text, fatal=True)
