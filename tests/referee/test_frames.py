@@ -60,6 +60,15 @@ def _frames_path(arena) -> str:  # type: ignore[no-untyped-def]
     return arena.sandbox.frames
 
 
+async def _asked(arena):  # type: ignore[no-untyped-def]
+    """A game against a builtin bot whose other seat is a frames client, once it is asked its first decision."""
+    me = remote("me")
+    task = asyncio.create_task(arena.run_game(spec(me, builtin("random"), clocks=NO_GRACE)))
+    client = await FramesClient(_frames_path(arena)).open(me.token)
+    await client.next("decision")
+    return task, client
+
+
 def test_a_game_played_in_frames_ends_with_OK_as_over_grpc() -> None:
     me = remote("me")
     game = spec(me, builtin("random"))
@@ -89,13 +98,8 @@ def test_a_game_played_in_frames_ends_with_OK_as_over_grpc() -> None:
 )
 def test_a_broken_frame_ends_the_stream_with_a_fatal_error_and_the_game_goes_on(bad: bytes, status: str,
                                                                                  said: str) -> None:
-    me = remote("me")
-    game = spec(me, builtin("random"), clocks=NO_GRACE)
-
     async def body(arena):  # type: ignore[no-untyped-def]
-        task = asyncio.create_task(arena.run_game(game))
-        client = await FramesClient(_frames_path(arena)).open(me.token)
-        await client.next("decision")
+        task, client = await _asked(arena)
         client.writer.write(bad)
         client.writer.write_eof()  # (a truncated frame is one whose connection ends inside it)
         while await client.next() is not None:
@@ -113,13 +117,8 @@ def test_a_broken_frame_ends_the_stream_with_a_fatal_error_and_the_game_goes_on(
 @pytest.mark.parametrize(("says_end", "status"), [(True, SeatStatus.LEFT), (False, SeatStatus.DISCONNECTED)],
                          ids=["end-frame", "connection-dropped"])
 def test_an_END_frame_is_a_clean_leave_and_a_dropped_connection_a_lost_one(says_end: bool, status: SeatStatus) -> None:
-    me = remote("me")
-    game = spec(me, builtin("random"), clocks=NO_GRACE)
-
     async def body(arena):  # type: ignore[no-untyped-def]
-        task = asyncio.create_task(arena.run_game(game))
-        client = await FramesClient(_frames_path(arena)).open(me.token)
-        await client.next("decision")
+        task, client = await _asked(arena)
         if says_end:
             client.writer.write(frames.frame(b"", frames.END))
             while await client.next() is not None:
