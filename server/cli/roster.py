@@ -31,7 +31,7 @@ from typing import Any
 
 from participants.admission import LIMIT_KEYS, SIZE_KEYS, roster_limits
 from participants.roster import Roster
-from participants.unpack import Bounds
+from participants.unpack import Bounds, UploadError, check_manifest
 from server.errors import UserError
 from server.transport.sandbox import parse_size, size_text
 
@@ -203,6 +203,10 @@ def pack(path: Path, bounds: Bounds | None = None) -> tuple[bytes, str]:
                 archive.write(full, str(full.relative_to(path)))
                 if buffer.tell() > bounds.packed:
                     raise UserError(f"{path}: more than {bounds.packed // 2**20} MB packed: the limit")
+    try:  # (said here, before anything is sent, as the server would say it)
+        check_manifest(buffer.getvalue(), "upload.zip", bounds)
+    except UploadError as err:
+        raise UserError(f"{path}: {err}") from None
     return buffer.getvalue(), f"{path.resolve().name}.zip"
 
 

@@ -368,7 +368,7 @@ class WebServer:
                    ) -> web.Response:
         if request.path.startswith("/api"):
             return _json({"error": what}, status=status)
-        return self._page(title, f'<main class="board"><h1>{html.escape(title)}</h1><p class="meta">'
+        return self._page(title, f'<main class="board"><h1>{html.escape(title)}</h1><p class="meta" style="white-space: pre-line">'
                                  f'{html.escape(what)}</p><p><a href="/">the board</a></p></main>', status=status)
 
     # ------------------------------------------------------------------ pages

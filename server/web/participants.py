@@ -47,7 +47,7 @@ from participants.admission import roster_limits
 from participants.fairness import Pauses
 from participants.final import read_plan
 from participants.roster import ORGANIZER, Roster, RosterError, Version, split_bot
-from participants.unpack import Bounds
+from participants.unpack import Bounds, UploadError, check_manifest
 from server.logging import get_logger
 from server.storage.replay.faults import fault_words, is_fault
 from server.storage.replay.format import ReplayError
@@ -471,6 +471,10 @@ class ParticipantPages:
             raise self._too_big(len(data))
         if not data:
             raise web.HTTPBadRequest(text="the upload is empty")
+        try:
+            await self._call(check_manifest, data, filename or "upload", self.bounds)
+        except UploadError as err:
+            raise web.HTTPBadRequest(text=str(err)) from None
         version: Version = await self._call(self.roster.submit, name, data, filename or "upload")
         log.info("participant_submitted", participant=name, version=version.number, size=len(data))
         self.builder.kick()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import html
 import http.cookiejar
+import json
 import os
 import re
 import subprocess
@@ -22,7 +23,7 @@ from server.web.app import WebOptions, WebServer
 from server.web.live import LiveHub
 from server.web.participants import is_public
 from tests.participants.conftest import Classroom
-from tests.participants.uploads import good_bot
+from tests.participants.uploads import good_bot, zip_of
 
 CRAITS = str(Path(sys.executable).with_name("craits"))
 
@@ -103,6 +104,12 @@ def test_the_api_wants_a_token_and_refuses_what_is_too_big(classroom: Classroom)
     bearer = Client(classroom.running.url, {"Authorization": f"Bearer {classroom.tokens['bob']}"})
     status, page, _ = bearer.request("api/submit", data=b"x" * (20 * 2**20 + 10), headers={"X-Filename": "big.zip"})
     assert status == 413 and "20 MB" in page
+    before = classroom.roster.versions("bob")
+    status, page, _ = bearer.request("api/submit", data=zip_of({"bot.py": "x", "lib.py": "x"}, folder="mybot"),
+                                     headers={"X-Filename": "mybot.zip"})
+    said = json.loads(page)["error"]
+    assert status == 400 and said.startswith("no bot.toml") and 'command = ["python", "bot.py"]\n' in said
+    assert classroom.roster.versions("bob") == before  # (refused at upload: no version to wait for)
 
 
 def test_craits_submit_uploads_a_folder_and_prints_the_verdict(classroom: Classroom, tmp_path: Path) -> None:
