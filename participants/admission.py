@@ -260,11 +260,10 @@ def roster_limits(roster: Roster) -> tuple[BuildLimits, Bounds]:
 def admit_pending(roster: Roster, **kwargs: Any) -> list[tuple[Version, Outcome]]:
     """Build and check every version still ``building``, oldest first, within the roster's
     limits (unless given); record each outcome."""
-    limits, bounds = roster_limits(roster)
-    kwargs = {"limits": limits, "bounds": bounds, **kwargs}
     done = []
     for version in roster.pending():
-        outcome = admit(roster, version, **kwargs)
+        limits, bounds = roster_limits(roster)  # (as they are at this build: `craits roster set` needs no restart)
+        outcome = admit(roster, version, **{"limits": limits, "bounds": bounds, **kwargs})
         roster.decide(version, outcome.status, reason=outcome.reason, build_log=outcome.build_log,
                       report=outcome.report, validation=outcome.validation, command=outcome.command)
         done.append((version, outcome))

@@ -173,7 +173,7 @@ def _set(args: argparse.Namespace) -> int:
     build, bounds = roster_limits(roster)
     print(f"builds: {build.time_s:g} s, {size_text(build.memory)} of memory, {build.processes} processes, "
           f"{size_text(build.output)} of log; uploads: {size_text(bounds.packed)} packed, "
-          f"{size_text(bounds.unpacked)} unpacked, {bounds.files} files (the web pages read them at start)")
+          f"{size_text(bounds.unpacked)} unpacked, {bounds.files} files (from the next upload and build on, without a restart)")
     return 0
 
 

@@ -162,10 +162,16 @@ class ParticipantPages:
         title and board; not imported here: the app imports this module)."""
         self.server = server
         self.roster = Roster(roster_dir)
-        self.bounds = bounds or roster_limits(self.roster)[1]
+        self._bounds = bounds
         self.key = self.roster.secret()
         self.builder = Builder(self.roster.folder)
         self._failures: dict[str, tuple[int, float]] = {}
+
+    @property
+    def bounds(self) -> Bounds:
+        """The upload limits: the organizer's as they are now (``craits roster set`` while the
+        pages run counts from the next upload), unless fixed at construction."""
+        return self._bounds or roster_limits(self.roster)[1]
 
     def routes(self) -> list[web.RouteDef]:
         return [
@@ -341,6 +347,7 @@ class ParticipantPages:
         versions: list[Version] = await self._call(self.roster.versions, name)
         active = {v.bot for v in await self._call(self.roster.active)}
         ratings = self._ratings()
+        bounds = await self._call(lambda: self.bounds)
         csrf = self._csrf(request)
         try:
             plan = await self._call(read_plan, self.roster.folder)
@@ -379,8 +386,8 @@ class ParticipantPages:
             f'<input type="hidden" name="csrf" value="{csrf}"><input type="file" name="bot" id="bot-file" required> '
             '<button id="upload">upload</button></form>'
             f'<p class="meta">A .zip or .tar.gz with a bot.toml (command = ["python", "bot.py"], and optionally '
-            f'build = "..."), or one .py or .js file; at most {self.bounds.packed // 2**20} MB packed, '
-            f'{self.bounds.unpacked // 2**20} MB unpacked, {self.bounds.files:,} files.</p>'
+            f'build = "..."), or one .py or .js file; at most {bounds.packed // 2**20} MB packed, '
+            f'{bounds.unpacked // 2**20} MB unpacked, {bounds.files:,} files.</p>'
             '<h2>Versions</h2><table id="versions"><tr><th>version</th><th>status</th><th>why</th><th>submitted</th>'
             f'<th>size</th><th>games</th><th>rating</th></tr>{"".join(rows)}</table>'
             f'<form method="post" action="/p/{quote(name)}/pin"><input type="hidden" name="csrf" value="{csrf}">'
@@ -458,21 +465,23 @@ class ParticipantPages:
 
     async def post_upload(self, request: web.Request) -> web.StreamResponse:
         name = await self._may_see(request)
-        form = await self._form(request)
+        bounds = self.bounds
+        form = await self._form(request.clone(client_max_size=bounds.packed + 2**20))  # (the limit as it is now)
         field = form.get("bot")
         if not isinstance(field, web.FileField):
             raise web.HTTPBadRequest(text="choose a file to upload")
-        data = field.file.read(self.bounds.packed + 1)
+        data = field.file.read(bounds.packed + 1)
         version = await self._store(name, data, field.filename)
         raise web.HTTPSeeOther(f"/p/{quote(name)}/versions/{version.number}")
 
     async def _store(self, name: str, data: bytes, filename: str) -> Version:
-        if len(data) > self.bounds.packed:
-            raise self._too_big(len(data))
+        bounds = self.bounds
+        if len(data) > bounds.packed:
+            raise self._too_big(len(data), bounds.packed)
         if not data:
             raise web.HTTPBadRequest(text="the upload is empty")
         try:
-            await self._call(check_manifest, data, filename or "upload", self.bounds)
+            await self._call(check_manifest, data, filename or "upload", bounds)
         except UploadError as err:
             raise web.HTTPBadRequest(text=str(err)) from None
         version: Version = await self._call(self.roster.submit, name, data, filename or "upload")
@@ -480,9 +489,9 @@ class ParticipantPages:
         self.builder.kick()
         return version
 
-    def _too_big(self, size: int) -> web.HTTPRequestEntityTooLarge:
-        return web.HTTPRequestEntityTooLarge(max_size=self.bounds.packed, actual_size=size,
-                                             text=f"the upload is over {self.bounds.packed // 2**20} MB: the limit")
+    def _too_big(self, size: int, packed: int) -> web.HTTPRequestEntityTooLarge:
+        return web.HTTPRequestEntityTooLarge(max_size=packed, actual_size=size,
+                                             text=f"the upload is over {packed // 2**20} MB: the limit")
 
     async def post_pin(self, request: web.Request) -> web.StreamResponse:
         name = await self._may_see(request)
@@ -498,11 +507,12 @@ class ParticipantPages:
 
     async def api_submit(self, request: web.Request) -> web.Response:
         who = await self._bearer(request)
+        packed = self.bounds.packed
         chunks, size = [], 0
         async for chunk in request.content.iter_chunked(2**16):  # (never more than the limit held)
             size += len(chunk)
-            if size > self.bounds.packed or (request.content_length or 0) > self.bounds.packed:
-                raise self._too_big(max(size, request.content_length or 0))
+            if size > packed or (request.content_length or 0) > packed:
+                raise self._too_big(max(size, request.content_length or 0), packed)
             chunks.append(chunk)
         data = b"".join(chunks)
         version = await self._store(who, data, request.headers.get("X-Filename", "upload"))
