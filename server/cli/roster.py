@@ -38,6 +38,13 @@ from server.transport.sandbox import parse_size, size_text
 SKIPPED = ("__pycache__", ".git", "node_modules", ".venv", ".mypy_cache", ".pytest_cache")
 """Folders ``craits submit`` leaves out of a folder it packs."""
 WAIT_S = 600.0
+AWAY_S = 180.0
+"""How long ``craits submit`` waits for a server that stopped answering (a restart builds the version again)."""
+SAY_EVERY_S = 60.0
+
+
+class Unreachable(UserError):
+    """The server did not answer at all (not an HTTP error)."""
 
 
 def register_cli(subparsers: Any) -> None:
@@ -222,7 +229,7 @@ def _request(url: str, token: str, data: bytes | None = None, headers: dict[str,
             said = ""
         raise UserError(f"{url}: {said or err.reason} (HTTP {err.code})") from None
     except (urllib.error.URLError, OSError) as err:
-        raise UserError(f"{url}: cannot reach the server: {getattr(err, 'reason', err)}") from None
+        raise Unreachable(f"{url}: cannot reach the server: {getattr(err, 'reason', err)}") from None
 
 
 def server_base(url: str) -> str:
@@ -253,14 +260,29 @@ def _submit(args: argparse.Namespace) -> int:
     print(f"uploaded {filename} ({len(data)} bytes) as v{number}; building and checking it ...", flush=True)
     if args.no_wait:
         return 0
-    deadline = time.monotonic() + WAIT_S
-    while time.monotonic() < deadline:
-        version = _request(f"{base}/api/me/versions/{number}", token.strip())
+    started = time.monotonic()
+    said = started
+    away: float | None = None
+    while time.monotonic() - started < WAIT_S:
+        try:
+            version = _request(f"{base}/api/me/versions/{number}", token.strip())
+        except Unreachable:  # (a restart: the server builds the version again once it is back)
+            if away is None:
+                away = time.monotonic()
+                print(f"the server does not answer (restarting?); waiting up to {AWAY_S:.0f} s for it ...", flush=True)
+            elif time.monotonic() - away > AWAY_S:
+                raise
+            time.sleep(2.0)
+            continue
+        away = None
         if version["status"] != "building":
             print(f"v{number}: {version['status']}" + (f": {version['reason']}" if version["reason"] else ""))
             if version["status"] != "admitted":
                 print(f"the build log and the checker's report (log in with your token): {page}")
             return 0 if version["status"] == "admitted" else 1
+        if time.monotonic() - said >= SAY_EVERY_S:
+            said = time.monotonic()
+            print(f"v{number}: still building and checking ({said - started:.0f} s) ...", flush=True)
         time.sleep(1.0)
-    print(f"v{number} is still being built; see {page}")
+    print(f"v{number} is still being built after {WAIT_S:.0f} s; its verdict will be on {page}")
     return 1

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import functools
 import glob
 import hashlib
 import hmac
@@ -43,7 +44,7 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from participants.admission import roster_limits
+from participants.admission import refuse_pending, roster_limits
 from participants.fairness import Pauses
 from participants.final import read_plan
 from participants.roster import ORGANIZER, Roster, RosterError, Version, split_bot
@@ -117,12 +118,20 @@ def seat_faults(replay: str | None, seat: int) -> list[tuple[int, str]]:
 
 class Builder:
     """Builds and checks the versions waiting for it, in a process of its own, one run at a
-    time; started again when an upload came in meanwhile."""
+    time; started again when an upload came in meanwhile, or when the process died with
+    versions still waiting (it builds an interrupted version again, a few times at most). If it
+    dies :data:`CRASHES` times in a row, the versions still waiting are refused with what it
+    said, so nobody waits for a build that will not come."""
 
-    def __init__(self, roster: Path, module: str = "participants.admission") -> None:
+    CRASHES = 5
+
+    def __init__(self, roster: Path, module: str = "participants.admission",
+                 give_up: Callable[[str], None] | None = None) -> None:
         self.roster = roster
         self.module = module
         """The program run (``python -m MODULE ROSTER``): the admission, or another queue's."""
+        self.give_up = give_up
+        """Called (in a thread) with the reason when the process keeps dying (None: it is only logged)."""
         self.wanted = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._process: asyncio.subprocess.Process | None = None
@@ -133,6 +142,7 @@ class Builder:
             self._task = asyncio.ensure_future(self._run())
 
     async def _run(self) -> None:
+        crashes = 0
         while self.wanted.is_set():
             self.wanted.clear()
             process = self._process = await asyncio.create_subprocess_exec(
@@ -140,7 +150,19 @@ class Builder:
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
             out, _ = await process.communicate()
             self._process = None
-            log.info("participants_built", module=self.module, exit=process.returncode, said=out.decode(errors="replace")[-2000:])
+            said = out.decode(errors="replace")
+            log.info("participants_built", module=self.module, exit=process.returncode, said=said[-2000:])
+            if process.returncode == 0:
+                crashes = 0
+                continue
+            crashes += 1
+            if crashes < self.CRASHES:
+                self.wanted.set()  # (the versions it left building: the next run builds them, or refuses them)
+            elif self.give_up is not None:
+                last = next((line.strip() for line in reversed(said.splitlines()) if line.strip()), "")
+                why = f"exit status {process.returncode}" + (f": {last[:200]}" if last else "")
+                log.error("participants_builder_stopped", module=self.module, why=why)
+                await asyncio.get_running_loop().run_in_executor(None, self.give_up, why)
         self._task = None
 
     async def close(self) -> None:
@@ -164,7 +186,7 @@ class ParticipantPages:
         self.roster = Roster(roster_dir)
         self._bounds = bounds
         self.key = self.roster.secret()
-        self.builder = Builder(self.roster.folder)
+        self.builder = Builder(self.roster.folder, give_up=functools.partial(refuse_pending, self.roster))
         self._failures: dict[str, tuple[int, float]] = {}
 
     @property
@@ -196,7 +218,6 @@ class ParticipantPages:
 
     async def close(self) -> None:
         await self.builder.close()
-
     # ------------------------------------------------------------------ who is asking
 
     async def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
