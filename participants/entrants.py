@@ -46,6 +46,8 @@ class RosterEntrants:
         """Participants whose own bot has connected with their token (they play as NAME)."""
         self._known: dict[bytes, str] = {}
         self._guesses: dict[str, list[float]] = {}
+        self._opened: dict[str, str] = {}
+        """The token id each participant's own bot last connected with (checked by :meth:`revoked`)."""
 
     def versions(self) -> list[Version]:
         """The participants' active versions, less those paused for faulting (participants.fairness)."""
@@ -75,7 +77,22 @@ class RosterEntrants:
             del self._known[digest]
             return None
         self.connected.add(name)
+        self._opened[name] = token_id(token) or ""
         return f"{RESOLVED_PREFIX}{name}", name
+
+    def revoked(self) -> list[str]:
+        """The participants whose own bot connected with a token revoked or renewed since (each
+        said once): the referee ends their streams now rather than at their next connection.
+        (Called in a thread: it reads the roster and only drops entries.)"""
+        gone = []
+        for name, ident in list(self._opened.items()):
+            if self.roster.session_key(name) != ident and self._opened.get(name) == ident:  # (not back with a new one)
+                del self._opened[name]
+                gone.append(name)
+                for digest, known in list(self._known.items()):
+                    if known == name:
+                        self._known.pop(digest, None)
+        return gone
 
     def config(self, versions: list[Version] | None = None) -> TournamentConfig:
         """The file's config with the participants' active versions among its bots."""

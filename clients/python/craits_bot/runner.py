@@ -270,7 +270,8 @@ class Runner:
                     self._on_welcome(msg.welcome)
                 elif which == "error":
                     # a token welcomed before and now unknown is news, not a problem (see _ended)
-                    _log_referee_error(msg.error, quiet=self._ever_welcomed and msg.error.code == pb.ERROR_CODE_UNAUTHENTICATED)
+                    _log_referee_error(msg.error, quiet=self._ever_welcomed and not self._welcomed
+                                       and msg.error.code == pb.ERROR_CODE_UNAUTHENTICATED)
                     if msg.error.fatal:
                         fatal = msg.error
                 reply = self.dispatcher.handle(msg)
@@ -334,6 +335,11 @@ class Runner:
         if fatal is not None and fatal.code == pb.ERROR_CODE_SHUTTING_DOWN:
             log.info("the referee shut down: done (%s)", self._summary())
             return ExitCode.OK
+        if code == grpc.StatusCode.UNAUTHENTICATED and self._welcomed:
+            # Welcomed on this very stream, then refused: the token was withdrawn (revoked or renewed).
+            log.error("the referee at %s ended this bot's stream: %s", self.server,
+                      (fatal.message if fatal else "") or details)
+            return ExitCode.REFUSED
         if code == grpc.StatusCode.UNAUTHENTICATED and self._ever_welcomed:
             # The same token was welcomed before: it is not mistyped, the referee is done with it
             # (its games ended while this bot was away, or before it read their end).
