@@ -22,6 +22,7 @@ import dataclasses
 import hashlib
 import time
 
+from participants.compare import write_ladder_game
 from participants.fairness import Pauses
 from participants.roster import ORGANIZER, Roster, Version
 from participants.tokens import token_id
@@ -42,6 +43,7 @@ class RosterEntrants:
             raise ValueError("the tournament file names no roster")
         self.base = base
         self.roster = Roster(base.roster)
+        write_ladder_game(self.roster.folder, base.game)  # (comparisons and scrimmages play this game too)
         self.connected: set[str] = set()
         """Participants whose own bot has connected with their token (they play as NAME)."""
         self._known: dict[bytes, str] = {}
