@@ -273,6 +273,8 @@ def admit_pending(roster: Roster, **kwargs: Any) -> list[tuple[Version, Outcome]
     limits (unless given); record each outcome."""
     done = []
     for version in roster.pending():
+        for stale in roster.temp_dir().glob(f"build-{version.id}-*"):  # (an interrupted attempt's folder)
+            shutil.rmtree(stale, ignore_errors=True)
         marker = roster.temp_dir() / f"attempt-{version.id}"  # (there while it is built: a crash leaves it)
         tried = _attempts(marker)
         if tried >= ATTEMPTS:
