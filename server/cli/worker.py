@@ -33,6 +33,7 @@ from server.cli.tournament_pg import runner_for
 from server.cli.web_options import add_web_options, web_options
 from server.errors import UserError
 from server.logging import configure_logging, get_logger
+from server.storage.bot_files import CACHE_ENV
 from server.storage.postgres import (
     STORE_ENV,
     PostgresStore,
@@ -82,6 +83,9 @@ def register_cli(subparsers: Any) -> None:
     worker.add_argument("--stalled-after", type=float, default=30.0, metavar="S",
                         help="a worker silent this long is dead: its games go to another (default 30)")
     worker.add_argument("--log-dir", default="logs", help="where worker.jsonl goes (default logs/)")
+    worker.add_argument("--cache", metavar="DIR", type=Path,
+                        help="where the roster versions it fetches by their hash are kept for later games (default: "
+                        f"${CACHE_ENV}, else ~/.cache/craits/bots; safe to delete while no worker runs)")
     add_tls_options(worker, folder="--log-dir")
     add_web_options(worker)
     worker.set_defaults(func=cmd_worker)
@@ -126,7 +130,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         raise UserError(str(err)) from None
     settings = WorkerSettings(
         concurrency=args.concurrency, heartbeat_s=args.heartbeat, stalled_s=args.stalled_after,
-        files_dir=files_dir,
+        files_dir=files_dir, cache_dir=args.cache,
         **({"name": args.name} if args.name else {}),
     )
     service = WorkerService(url, settings, _with_tls(runner_for(args.runner), args))
