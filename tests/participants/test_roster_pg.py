@@ -28,10 +28,11 @@ from tournaments.standings import Standings
 
 
 def test_a_roster_in_postgresql_adds_checks_revokes_and_numbers_versions_never_overwriting(
-    tmp_path: Path, pg_url: str
+    tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    made = Roster.create(tmp_path / "class", pg_url)
-    token = made.add("alice", "alice@example.org")
+    code, out, err = run_cli(capsys, "roster", "add", str(tmp_path / "class"), "alice", "--store", pg_url)
+    assert code == 0, err
+    token = out.split()[1]
     roster = Roster(tmp_path / "class")  # (the folder says where: store.toml)
     assert isinstance(roster, PostgresRoster) and not (tmp_path / "class" / "roster.db").exists()
     assert roster.authenticate(token) == "alice"
