@@ -123,6 +123,12 @@ def _version(row: Sequence[Any]) -> Version:
     return Version(*row[:11], json.loads(row[11]), tuple(json.loads(row[12])))
 
 
+def _already(rows: Sequence[tuple[str, str, str]]) -> RosterError:
+    """Adding ``rows`` met a name already on the roster (two adds at once: the store's check)."""
+    names = ", ".join(r[0] for r in rows)
+    return RosterError(f"{names} is already on the roster (a new token: `craits roster renew`)")
+
+
 class Roster:
     """The roster in ``folder``; :meth:`create` makes one, the constructor opens an existing one.
 
@@ -179,16 +185,7 @@ class Roster:
                               "(it is also their bot's name on the board)")
         if name == ORGANIZER:
             raise RosterError(f"participant name {name!r} is reserved")
-        token = new_token()
-        stored = hash_token(token)
-        try:
-            with self._db() as db:
-                db.execute("INSERT INTO participants (name, email, team, token_id, salt, digest, created) "
-                           "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                           (name, email.strip(), team.strip(), stored.token_id, stored.salt, stored.digest, time.time()))
-        except sqlite3.IntegrityError:
-            raise RosterError(f"{name} is already on the roster (a new token: `craits roster renew`)") from None
-        return token
+        return self._insert_all([(name, email.strip(), team.strip())])[0][1]
 
     def import_csv(self, text: str, source: str = "CSV") -> list[tuple[str, str]]:
         """Participants from CSV text (a header with ``name`` and optionally ``email``, ``team``),
@@ -221,14 +218,17 @@ class Roster:
     def _insert_all(self, rows: Sequence[tuple[str, str, str]]) -> list[tuple[str, str]]:
         """(name, token) of each of ``rows`` (name, email, team), added in one transaction."""
         made = []
-        with self._db() as db:
-            for name, email, team in rows:
-                token = new_token()
-                stored = hash_token(token)
-                db.execute("INSERT INTO participants (name, email, team, token_id, salt, digest, created) "
-                           "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                           (name, email, team, stored.token_id, stored.salt, stored.digest, time.time()))
-                made.append((name, token))
+        try:
+            with self._db() as db:
+                for name, email, team in rows:
+                    token = new_token()
+                    stored = hash_token(token)
+                    db.execute("INSERT INTO participants (name, email, team, token_id, salt, digest, created) "
+                               "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                               (name, email, team, stored.token_id, stored.salt, stored.digest, time.time()))
+                    made.append((name, token))
+        except sqlite3.IntegrityError:
+            raise _already(rows) from None
         return made
 
     def participants(self) -> list[Participant]:
@@ -253,11 +253,13 @@ class Roster:
         """A new token for ``name`` (the old one stops working); returns it."""
         self._known(name)
         token = new_token()
-        stored = hash_token(token)
+        self._set_token(name, hash_token(token))
+        return token
+
+    def _set_token(self, name: str, stored: TokenHash) -> None:
         with self._db() as db:
             db.execute("UPDATE participants SET token_id = ?, salt = ?, digest = ?, revoked = 0 WHERE name = ?",
                        (stored.token_id, stored.salt, stored.digest, name))
-        return token
 
     def organizer_token(self) -> str:
         """A new organizer token (for the organizer's pages); the previous one stops working."""
@@ -272,12 +274,17 @@ class Roster:
         ident = token_id(token)
         if ident is None:
             return None
+        row = self._token_row(ident)
+        if row is not None:
+            return row[0] if matches(token, TokenHash(ident, bytes(row[1]), bytes(row[2]))) else None
+        return self._organizer(token)
+
+    def _token_row(self, ident: str) -> tuple[str, bytes, bytes] | None:
+        """(name, salt, digest) of the participant whose token's public id is ``ident``, unrevoked."""
         with self._db() as db:
             row = db.execute("SELECT name, salt, digest FROM participants WHERE token_id = ? AND revoked = 0",
                              (ident,)).fetchone()
-        if row is not None:
-            return row[0] if matches(token, TokenHash(ident, row[1], row[2])) else None
-        return self._organizer(token)
+        return None if row is None else (row[0], row[1], row[2])
 
     def _organizer(self, token: str) -> str | None:
         """:data:`ORGANIZER` if ``token`` is the organizer's."""
@@ -409,6 +416,9 @@ class Roster:
             version = self.version(name, number)
             if version is None or version.status != "admitted":
                 raise RosterError(f"{name} has no admitted version v{number}")
+        self._set_pinned(name, number)
+
+    def _set_pinned(self, name: str, number: int | None) -> None:
         with self._db() as db:
             db.execute("UPDATE participants SET pinned = ? WHERE name = ?", (number, name))
 
@@ -534,21 +544,12 @@ class PostgresRoster(Roster):
                       time.time()))
         return token
 
-    def add(self, name: str, email: str = "", team: str = "") -> str:
-        if not NAME.match(name):
-            raise RosterError(f"participant name {name!r}: use 1 to 30 letters, digits, '_' or '-' "
-                              "(it is also their bot's name on the board)")
-        if name == ORGANIZER:
-            raise RosterError(f"participant name {name!r} is reserved")
+    def _insert_all(self, rows: Sequence[tuple[str, str, str]]) -> list[tuple[str, str]]:
         try:
             with self._db() as conn:
-                return self._insert(conn, name, email, team)
+                return [(name, self._insert(conn, name, email, team)) for name, email, team in rows]
         except psycopg.errors.UniqueViolation:
-            raise RosterError(f"{name} is already on the roster (a new token: `craits roster renew`)") from None
-
-    def _insert_all(self, rows: Sequence[tuple[str, str, str]]) -> list[tuple[str, str]]:
-        with self._db() as conn:
-            return [(name, self._insert(conn, name, email, team)) for name, email, team in rows]
+            raise _already(rows) from None
 
     def participants(self) -> list[Participant]:
         with self._db() as conn:
@@ -562,26 +563,17 @@ class PostgresRoster(Roster):
             conn.execute("UPDATE craits_roster_participants SET revoked = TRUE WHERE roster = %s AND name = %s",
                          (self.name, name))
 
-    def renew(self, name: str) -> str:
-        self._known(name)
-        token = new_token()
-        stored = hash_token(token)
+    def _set_token(self, name: str, stored: TokenHash) -> None:
         with self._db() as conn:
             conn.execute("UPDATE craits_roster_participants SET token_id = %s, salt = %s, digest = %s, "
                          "revoked = FALSE WHERE roster = %s AND name = %s",
                          (stored.token_id, stored.salt, stored.digest, self.name, name))
-        return token
 
-    def authenticate(self, token: str) -> str | None:
-        ident = token_id(token)
-        if ident is None:
-            return None
+    def _token_row(self, ident: str) -> tuple[str, bytes, bytes] | None:
         with self._db() as conn:
             row = conn.execute("SELECT name, salt, digest FROM craits_roster_participants"
                                " WHERE roster = %s AND token_id = %s AND NOT revoked", (self.name, ident)).fetchone()
-        if row is not None:
-            return row[0] if matches(token, TokenHash(ident, bytes(row[1]), bytes(row[2]))) else None
-        return self._organizer(token)
+        return None if row is None else (row[0], bytes(row[1]), bytes(row[2]))
 
     def session_key(self, name: str) -> str:
         if name == ORGANIZER:
@@ -675,12 +667,7 @@ class PostgresRoster(Roster):
                          (status, reason, build_log, report, json.dumps(validation or {}), json.dumps(list(command)),
                           built, version.id, self.name))
 
-    def pin(self, name: str, number: int | None) -> None:
-        self._known(name)
-        if number is not None:
-            version = self.version(name, number)
-            if version is None or version.status != "admitted":
-                raise RosterError(f"{name} has no admitted version v{number}")
+    def _set_pinned(self, name: str, number: int | None) -> None:
         with self._db() as conn:
             conn.execute("UPDATE craits_roster_participants SET pinned = %s WHERE roster = %s AND name = %s",
                          (number, self.name, name))
