@@ -38,7 +38,14 @@ import psycopg
 from participants.tokens import TokenHash, hash_token, matches, new_token, token_id
 from server.errors import UserError
 from server.storage.bot_files import get_file, pack_folder, put_file
-from server.storage.postgres import PostgresStore, check_schema, is_store_url, migrate, redact
+from server.storage.postgres import (
+    PostgresStore,
+    check_schema,
+    is_store_url,
+    migrate,
+    redact,
+    server_not_there,
+)
 from server.storage.store import StoreError
 
 FILENAME = "roster.db"
@@ -429,10 +436,11 @@ class Roster:
     def active(self) -> list[Version]:
         """The version each participant plays: the pinned one, else the newest admitted."""
         chosen = []
+        everyone = self.versions()  # (one read, not one a participant: a roster in PostgreSQL is far away)
         for person in self.participants():
             if person.revoked:
                 continue
-            admitted = [v for v in self.versions(person.name) if v.status == "admitted"]
+            admitted = [v for v in everyone if v.participant == person.name and v.status == "admitted"]
             pinned = [v for v in admitted if v.number == person.pinned]
             if pinned or admitted:
                 chosen.append((pinned or admitted)[-1])
@@ -487,6 +495,8 @@ class PostgresRoster(Roster):
     names it for its workers (:meth:`publish`), and a ``craits worker`` on another machine
     fetches it by that hash (``server.storage.bot_files``) and plays it sandboxed."""
 
+    WAIT_S = 60.0
+
     def __init__(self, folder: str | Path) -> None:
         self.folder = Path(folder)
         self.db_path = self.folder / FILENAME  # (the side tables of participants.tables, on this machine)
@@ -526,12 +536,29 @@ class PostgresRoster(Roster):
     def _db(self) -> Iterator[psycopg.Connection[Any]]:  # type: ignore[override]
         """A connection for one piece of work, in one transaction."""
         try:
-            with psycopg.connect(self.url, autocommit=True, connect_timeout=10) as conn, conn.transaction():
+            with self._connect() as conn, conn.transaction():
                 yield conn
         except psycopg.errors.UniqueViolation:
             raise
         except psycopg.Error as err:
-            raise RosterError(f"roster {self.name} in {redact(self.url)}: {' '.join(str(err).split())}") from None
+            raise self._error(err) from None
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        """A new connection; a database that is not there (restarting, a network cut) is waited
+        for with backoff for up to :data:`WAIT_S`, as the ladder's store waits."""
+        deadline = time.monotonic() + self.WAIT_S
+        delay = 0.2
+        while True:
+            try:
+                return psycopg.connect(self.url, autocommit=True, connect_timeout=10)
+            except psycopg.OperationalError as err:
+                if not server_not_there(err) or time.monotonic() + delay > deadline:
+                    raise self._error(err) from None
+                time.sleep(delay)
+                delay = min(delay * 2, 5.0)
+
+    def _error(self, err: psycopg.Error) -> RosterError:
+        return RosterError(f"roster {self.name} in {redact(self.url)}: {' '.join(str(err).split())}")
 
     # ------------------------------------------------------------------ participants and tokens
 
