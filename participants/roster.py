@@ -501,6 +501,7 @@ class PostgresRoster(Roster):
         self.folder = Path(folder)
         self.db_path = self.folder / FILENAME  # (the side tables of participants.tables, on this machine)
         self.url, self.name = read_store_file(self.folder)
+        self._published: set[tuple[str, str, str]] = set()
         with self._db() as conn:
             try:
                 check_schema(self.url, conn)
@@ -704,13 +705,19 @@ class PostgresRoster(Roster):
     def publish(self, tournament: str, versions: Sequence[Version]) -> None:
         """Name each admitted version's built folder (by its hash) for the workers of the ladder
         ``tournament`` in this database: a worker fetches it from there (server.storage.bot_files)."""
-        files = [(v.bot, built, v.command) for v in versions if (built := self.built(v)) is not None]
-        if files:
+        with self._db() as conn:
+            rows = conn.execute("SELECT id, built FROM craits_roster_versions WHERE roster = %s AND id = ANY(%s)",
+                                (self.name, [v.id for v in versions])).fetchall()
+        built = {r[0]: r[1] for r in rows if r[1] is not None}
+        files = [(v.bot, built[v.id], v.command) for v in versions if v.id in built]
+        new = [f for f in files if (tournament, f[0], f[1]) not in self._published]
+        if new:  # (each round asks: only what is new is written)
             try:
                 with PostgresStore(self.url, tournament, create=False) as store:
-                    store.set_bot_files(files)
+                    store.set_bot_files(new)
             except StoreError as err:
                 raise RosterError(str(err)) from None
+            self._published.update((tournament, bot, digest) for bot, digest, _ in new)
 
     def built(self, version: Version) -> str | None:
         """The hash of the version's built folder in ``craits_files`` (None until admitted)."""
