@@ -6,7 +6,9 @@
 
 A worker takes games from the queue in the PostgreSQL store (procrastinate), launches
 their bots here (the tournament file's paths resolved on this machine), plays them
-through its own referee and records each with its replay in one transaction. SIGTERM or
+through its own referee and records each with its replay in one transaction (a roster's
+versions are fetched from the store by their hash, checked, and kept unpacked in ``--cache``
+for later games: ``server.storage.bot_files``). SIGTERM or
 Ctrl-C: it takes no new game and stops once the games in hand are recorded; a second
 signal stops it at once (its games are then played again by another worker). With
 ``--web`` it serves the games it plays, live, to browsers (the board of a whole tournament
