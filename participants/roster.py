@@ -132,8 +132,9 @@ def _version(row: Sequence[Any]) -> Version:
 
 def _already(rows: Sequence[tuple[str, str, str]]) -> RosterError:
     """Adding ``rows`` met a name already on the roster (two adds at once: the store's check)."""
-    names = ", ".join(r[0] for r in rows)
-    return RosterError(f"{names} is already on the roster (a new token: `craits roster renew`)")
+    if len(rows) > 1:
+        return RosterError(f"already on the roster: one of {', '.join(r[0] for r in rows)} (nothing was added)")
+    return RosterError(f"{rows[0][0]} is already on the roster (a new token: `craits roster renew`)")
 
 
 class Roster:
