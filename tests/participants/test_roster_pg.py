@@ -4,6 +4,9 @@ uploads and built versions stored whole by their hash, fetched by the workers th
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -25,6 +28,8 @@ from tournaments.distributed import GameRefused, GameWorker, WorkerSettings, pla
 from tournaments.ladder import LadderRound, open_ladder, run_ladder
 from tournaments.runner import RunSummary
 from tournaments.standings import Standings
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_a_roster_in_postgresql_adds_checks_revokes_and_numbers_versions_never_overwriting(
@@ -75,14 +80,32 @@ def test_a_ladder_on_postgresql_refuses_a_roster_kept_in_sqlite_and_says_how(
 def test_a_version_admitted_while_a_ladder_runs_on_postgresql_is_played_by_a_worker_from_its_cache(
     tmp_path: Path, pg_url: str
 ) -> None:
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("CRAITS_STORE", None)
+    worker = subprocess.Popen(  # (`craits worker` as on another machine: only the database is shared)
+        [sys.executable, "-m", "server.cli", "worker", "--store", pg_url, "--concurrency", "1", "--cache", str(cache),
+         "--log-dir", str(tmp_path / "worker-logs")], cwd=tmp_path, env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        played_by_the_worker(tmp_path, pg_url, out, cache)
+    finally:
+        worker.terminate()
+        try:
+            worker.wait(60)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait()
+
+
+def played_by_the_worker(tmp_path: Path, pg_url: str, out: Path, cache: Path) -> None:
     roster = Roster.create(tmp_path / "roster", pg_url)
     roster.add("alice")
     roster.submit("alice", good_bot(), "mybot.zip")
     assert [o.status for _, o in admit_pending(roster)] == ["admitted"]
     config = parse_config(LADDER, source="class.toml", base_dir=tmp_path)
     entrants = RosterEntrants(config)
-    out, cache = tmp_path / "out", tmp_path / "cache"
-    settings = WorkerSettings(concurrency=1, work_dir=tmp_path / "worker", cache_dir=cache)
+    settings = WorkerSettings(concurrency=1, work_dir=tmp_path / "organizer")
     store = open_ladder(config, LADDER, str(tmp_path / "class.toml"), out, store=PostgresStore(pg_url, "class"))
     seated: list[tuple[str, ...]] = []
 
@@ -96,14 +119,15 @@ def test_a_version_admitted_while_a_ladder_runs_on_postgresql_is_played_by_a_wor
 
     async def play_pending(stop: asyncio.Event) -> RunSummary:  # (as `craits ladder run --store`)
         before, _ = store.counts()
-        followed = await play_queued(pg_url, store, local_workers=1, settings=settings, runner_for=runner_for("auto"),
+        followed = await play_queued(pg_url, store, local_workers=0, settings=settings, runner_for=runner_for("auto"),
                                      stop=stop, wait_for_workers=False)
         assert not followed.refused and not followed.failed
         return RunSummary(followed.recorded - before, followed.recorded, followed.scheduled, followed.stopped, 0.0)
 
     with store:
-        asyncio.run(run_ladder(entrants.config(), store, out, _no_runner, rounds=3, on_round=on_round,
-                               handle_signals=False, play_pending=play_pending, entrants=entrants))
+        asyncio.run(asyncio.wait_for(run_ladder(
+            entrants.config(), store, out, _no_runner, rounds=3, on_round=on_round, handle_signals=False,
+            play_pending=play_pending, entrants=entrants), 180))
         results = store.results()
         files = store.bot_files()
     assert sorted(seated[0]) == ["alice.v1", "house"]
