@@ -707,6 +707,8 @@ class PostgresRoster(Roster):
         """Name each admitted version's built folder (by its hash) for the workers of the ladder
         ``tournament`` in this database: a worker fetches it from there (server.storage.bot_files)."""
         with self._db() as conn:
+            if not conn.execute("SELECT 1 FROM craits_tournaments WHERE name = %s", (tournament,)).fetchone():
+                return  # (a ladder kept in SQLite elsewhere: it plays the versions from version_dir)
             rows = conn.execute("SELECT id, built FROM craits_roster_versions WHERE roster = %s AND id = ANY(%s)",
                                 (self.name, [v.id for v in versions])).fetchall()
         built = {r[0]: r[1] for r in rows if r[1] is not None}

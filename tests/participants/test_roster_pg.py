@@ -52,6 +52,7 @@ def test_a_roster_in_postgresql_adds_checks_revokes_and_numbers_versions_never_o
     assert [(v.number, v.sha256) for v in roster.versions("alice")] == [
         (1, first.sha256), (2, second.sha256), (3, first.sha256)]
     assert roster.version("alice", 1) == first and again.status == "building"
+    roster.publish("a-ladder-in-sqlite", roster.versions())  # (not in this database: nothing to tell its workers)
     with psycopg.connect(pg_url) as conn:
         files = conn.execute("SELECT sha256, body FROM craits_files ORDER BY sha256").fetchall()
         dump = repr(conn.execute("SELECT * FROM craits_roster_participants").fetchall())
