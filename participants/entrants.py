@@ -107,6 +107,7 @@ class RosterEntrants:
         Pauses(self.roster).check(standings.rows)
         versions = self.versions()
         self._start_from_predecessors(versions, standings)
+        self.roster.publish(self.base.name, versions)  # (a roster in PostgreSQL: for workers elsewhere)
         return self.config(versions)
 
     def _start_from_predecessors(self, versions: list[Version], standings: Standings) -> None:

@@ -2,6 +2,8 @@
 
     craits roster add ROSTER NAME [--email E] [--team T]     one participant; their token once
     craits roster import ROSTER FILE.csv                     name[,email,team] per line
+        (add or import with --store postgresql://...: the roster is kept in that database, for a
+        ladder on it whose workers elsewhere fetch the versions from it: docs/teachers.md)
     craits roster list ROSTER
     craits roster revoke|renew ROSTER NAME
     craits roster organizer ROSTER                           a new organizer token
@@ -33,6 +35,7 @@ from participants.admission import LIMIT_KEYS, SIZE_KEYS, roster_limits
 from participants.roster import Roster
 from participants.unpack import Bounds, UploadError, check_manifest
 from server.errors import UserError
+from server.storage.postgres import is_store_url, redact
 from server.transport.sandbox import parse_size, size_text
 
 SKIPPED = ("__pycache__", ".git", "node_modules", ".venv", ".mypy_cache", ".pytest_cache")
@@ -45,6 +48,10 @@ SAY_EVERY_S = 60.0
 
 class Unreachable(UserError):
     """The server did not answer at all (not an HTTP error)."""
+
+
+STORE_HELP = ("keep a new roster in this PostgreSQL database (the ladder's store = ...): its workers on other "
+              "machines fetch the versions from it (default: SQLite in the folder)")
 
 
 def register_cli(subparsers: Any) -> None:
@@ -64,11 +71,13 @@ def register_cli(subparsers: Any) -> None:
         return p
 
     add = action("add", "add a participant; prints their token once", _add, tokens=True)
+    add.add_argument("--store", metavar="URL", help=STORE_HELP)
     add.add_argument("--email", default="")
     add.add_argument("--team", default="")
     imported = action("import", "add participants from a CSV file (a header line: name,email,team)", _import,
                       who=False, tokens=True)
     imported.add_argument("csv", type=Path, help="the CSV file")
+    imported.add_argument("--store", metavar="URL", help=STORE_HELP)
     action("list", "list the participants, their versions and their status", _list, who=False)
     action("revoke", "stop a participant's token working (pages, submissions, remote bot)", _revoke)
     action("renew", "give a participant a new token (the old one stops working)", _renew, tokens=True)
@@ -116,7 +125,7 @@ def _hand_out(args: argparse.Namespace, made: list[tuple[str, str]]) -> None:
 
 
 def _add(args: argparse.Namespace) -> int:
-    roster = Roster.create(args.roster)
+    roster = Roster.create(args.roster, _store(args))
     _hand_out(args, [(args.name, roster.add(args.name, args.email, args.team))])
     return 0
 
@@ -126,12 +135,18 @@ def _import(args: argparse.Namespace) -> int:
         text = args.csv.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as err:
         raise UserError(f"{args.csv}: cannot read it: {err}") from None
-    roster = Roster.create(args.roster)
+    roster = Roster.create(args.roster, _store(args))
     made = roster.import_csv(text, str(args.csv))
     if not made:
         raise UserError(f"{args.csv}: no participants in it")
     _hand_out(args, made)
     return 0
+
+
+def _store(args: argparse.Namespace) -> str | None:
+    if args.store is not None and not is_store_url(args.store):
+        raise UserError(f"--store {redact(args.store)!r}: not a PostgreSQL URL (postgresql://user@host:port/database)")
+    return args.store
 
 
 def _list(args: argparse.Namespace) -> int:
