@@ -64,6 +64,7 @@ BOTS = tuple(f"noise{round(p * 100):03d}" for p in NOISE)
 TABLE = 4
 TABLES_PER_BATCH = 2
 PAIR_STATISTIC = "beaten"
+INTERVAL = "betting"
 
 
 class NoisyGreedy:
@@ -181,7 +182,8 @@ def figure(w: dict[str, float], a: str, b: str) -> float:
 def settle(unit: Callable[[tuple[str, ...], int], list[dict[str, int]]], seed: int, *, confidence: float,
            tie_within: float, max_games: int) -> Rankings:
     """The adaptive schedule's loop (as tournaments.adaptive plays it) with ``unit`` playing a table."""
-    rankings = Rankings(BOTS, confidence=confidence, tie_within=tie_within, pair_statistic=PAIR_STATISTIC)
+    rankings = Rankings(BOTS, confidence=confidence, tie_within=tie_within, pair_statistic=PAIR_STATISTIC,
+                        interval=INTERVAL)
     rule = StopRule("settled")
     table_no = games = 0
     while not rule.met(rankings) and games + TABLE <= max_games:
@@ -332,12 +334,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--pair-statistic", choices=("beaten", "above"), default="beaten",
                         help="a pair's figure per deal: half of one plus the difference of their fractions of "
                         "tablemates beaten (default), or the fraction of rotations one placed above the other")
+    parser.add_argument("--interval", choices=("betting", "eb"), default="betting",
+                        help="the rankings' interval: the betting confidence sequence (used), or the empirical-"
+                        "Bernstein one it replaced")
     args = parser.parse_args(argv)
-    global PAIR_STATISTIC
+    global PAIR_STATISTIC, INTERVAL
     PAIR_STATISTIC = args.pair_statistic
+    INTERVAL = args.interval
     reps = args.reps or (60 if args.quick else 400)
     fixed_reps = args.fixed_reps or (1000 if args.quick else 4000)
-    fit_deals = args.fit_deals or (2 if args.quick else 6)
+    fit_deals = args.fit_deals or 6  # (fewer fit a model whose closest pair is nearly tied)
     real_reps = args.real_reps if args.real_reps is not None else (1 if args.quick else 3)
     started = time.monotonic()
 
