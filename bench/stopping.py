@@ -187,7 +187,7 @@ def settle(unit: Callable[[tuple[str, ...], int], list[dict[str, int]]], seed: i
     rule = StopRule("settled")
     table_no = games = 0
     while not rule.met(rankings) and games + TABLE <= max_games:
-        open_pairs = rule.open_pairs(rankings)
+        open_pairs = rule.needs(rankings)
         batch = []
         for _ in range(TABLES_PER_BATCH):
             seating = pick_table(BOTS, TABLE, open_pairs, seed, table_no)
