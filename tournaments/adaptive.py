@@ -4,10 +4,12 @@
 ``tournaments.anytime``) plays batches of tables until the rule's verdicts are all in, or
 ``max_games`` is reached:
 
-* **a table** seats pairs the rule still waits for (in the table's seeded order: two
-  neighbours whose pair interval is open, for ``settled``), as many as fit, and fills the
-  other seats uniformly from all the other bots, so each bot's figure keeps meaning "against
-  the field"; its deal is played in every seat rotation (a unit of the intervals);
+* **a table** seats the pair the rule waits for most (``StopRule.needs``: how far its
+  interval still has to move; two neighbours whose pair interval is open, for ``settled``),
+  then bots that meet the seated ones in open pairs (a chain of open neighbours A-B-C-D serves
+  three pairs at once) or another open pair, and fills the seats left uniformly from all the
+  other bots; a pair's verdict compares the two on the same tables, whoever fills them. Its
+  deal is played in every seat rotation (a unit of the intervals);
 * **a batch** is as many tables as keep the file's ``concurrency`` busy; the next batch is
   picked only once every game of this one is recorded, so every decision (which tables,
   whether to stop) reads finished games only, and the intervals, valid at any time, stay
