@@ -17,21 +17,31 @@ card it values least), so that eight steps of noise span a clear range of streng
    two tables a batch, until settled: the games it took, and whether a verdict contradicts the
    model's true order (a pair said ahead that is behind, or tied within ``tie_within`` when
    its mean pair figure, the scale the verdict reads, is farther from 1/2 than that).
-3. **The fixed schedule**: the round robin's tables (every table of four, in a seeded order,
-   each deal in every rotation), ordered by average placing, repeated with the same model:
-   the smallest number of games from which its order is wrong (two bots whose mean pair
-   figure is more than ``tie_within`` from 1/2 the wrong way round) at most as often as the adaptive one's was
-   (floored at one repetition's worth), and at most 1 - confidence.
+3. **The fixed schedule** that gives the same promise: the round robin's tables (every table
+   of four, in a seeded order, each deal in every rotation), with fixed-count normal intervals
+   at the same confidence and the same correction over all pairs, read once at its end: the
+   fewest games from which they settle every neighbour rightly in ``confidence`` of the runs
+   (Wald's comparison of a sequential test with a fixed one). It gets the better of two
+   intervals: a pair's figure on the tables the two shared (the adaptive's), or the difference
+   of their mean fractions beaten over all their tables (fair in a round robin, whose tables
+   are uniform; not in the adaptive schedule, whose are not).
+   **The oracle**: the same tables ordered by average placing, with no interval, repeated with
+   the model: the fewest games from which its order is wrong (two bots whose mean pair figure
+   is more than ``tie_within`` from 1/2 the wrong way round) at most as often as the adaptive
+   one's was (floored at one repetition's worth), and at most 1 - confidence. It is the
+   comparison this bench made first; it needs the strengths to pick its length, cannot tell
+   when it is right, and moves with the number of repetitions (the floor), so it is reported,
+   not the ratio.
 4. **A smaller real-games run** plays the adaptive schedule with the real bots (the engine
    in-process) a few times, to check the model's figures hold.
 
-    python bench/stopping.py --quick      # about a minute
-    python bench/stopping.py              # more repetitions, more real games
+    python bench/stopping.py --quick      # under a minute
+    python bench/stopping.py              # more repetitions, more real games (a few minutes)
 
 The last line is machine-readable:
-``games_to_settle=X fixed_games_same_error=Y ratio=R wrong_order_rate=W``
-(X: mean games of the model's adaptive runs; Y: the fixed schedule's games at the same error;
-R = Y / X; W: the adaptive runs' wrong-order rate).
+``games_to_settle=X fixed_games_same_error=Y ratio=R wrong_order_rate=W oracle_fixed_games=O oracle_ratio=Q``
+(X: mean games of the model's adaptive runs; Y: the fixed schedule's games for the same promise;
+R = Y / X; W: the adaptive runs' wrong-order rate; O: the oracle's games; Q = O / X).
 """
 
 from __future__ import annotations
