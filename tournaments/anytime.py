@@ -154,8 +154,12 @@ class BettingSequence:
             gap = self._mu - self.centre
             bet = max(bet, abs(gap) / (self._sq / t + gap * gap))
         points, log1p, cap = self._points, math.log1p, _BET_CAP
-        up = [u + log1p(min(bet, cap / m) * (x - m)) for u, m in zip(self._up, points, strict=True)]
-        down = [d + log1p(min(bet, cap / (1 - m)) * (m - x)) for d, m in zip(self._down, points, strict=True)]
+        if bet <= cap:  # (no candidate's cap binds: the usual case after the first deals)
+            up = [u + log1p(bet * (x - m)) for u, m in zip(self._up, points, strict=True)]
+            down = [d + log1p(bet * (m - x)) for d, m in zip(self._down, points, strict=True)]
+        else:
+            up = [u + log1p(min(bet, cap / m) * (x - m)) for u, m in zip(self._up, points, strict=True)]
+            down = [d + log1p(min(bet, cap / (1 - m)) * (m - x)) for d, m in zip(self._down, points, strict=True)]
         first, last = 0, len(points)
         while first < last - 1 and up[first] >= self._log:
             first += 1
