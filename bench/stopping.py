@@ -17,21 +17,31 @@ card it values least), so that eight steps of noise span a clear range of streng
    two tables a batch, until settled: the games it took, and whether a verdict contradicts the
    model's true order (a pair said ahead that is behind, or tied within ``tie_within`` when
    its mean pair figure, the scale the verdict reads, is farther from 1/2 than that).
-3. **The fixed schedule**: the round robin's tables (every table of four, in a seeded order,
-   each deal in every rotation), ordered by average placing, repeated with the same model:
-   the smallest number of games from which its order is wrong (two bots whose mean pair
-   figure is more than ``tie_within`` from 1/2 the wrong way round) at most as often as the adaptive one's was
-   (floored at one repetition's worth), and at most 1 - confidence.
+3. **The fixed schedule** that gives the same promise: the round robin's tables (every table
+   of four, in a seeded order, each deal in every rotation), with fixed-count normal intervals
+   at the same confidence and the same correction over all pairs, read once at its end: the
+   fewest games from which they settle every neighbour rightly in ``confidence`` of the runs
+   (Wald's comparison of a sequential test with a fixed one). It gets the better of two
+   intervals: a pair's figure on the tables the two shared (the adaptive's), or the difference
+   of their mean fractions beaten over all their tables (fair in a round robin, whose tables
+   are uniform; not in the adaptive schedule, whose are not).
+   **The oracle**: the same tables ordered by average placing, with no interval, repeated with
+   the model: the fewest games from which its order is wrong (two bots whose mean pair figure
+   is more than ``tie_within`` from 1/2 the wrong way round) at most as often as the adaptive
+   one's was (floored at one repetition's worth), and at most 1 - confidence. It is the
+   comparison this bench made first; it needs the strengths to pick its length, cannot tell
+   when it is right, and moves with the number of repetitions (the floor), so it is reported,
+   not the ratio.
 4. **A smaller real-games run** plays the adaptive schedule with the real bots (the engine
    in-process) a few times, to check the model's figures hold.
 
-    python bench/stopping.py --quick      # about a minute
-    python bench/stopping.py              # more repetitions, more real games
+    python bench/stopping.py --quick      # under a minute
+    python bench/stopping.py              # more repetitions, more real games (a few minutes)
 
 The last line is machine-readable:
-``games_to_settle=X fixed_games_same_error=Y ratio=R wrong_order_rate=W``
-(X: mean games of the model's adaptive runs; Y: the fixed schedule's games at the same error;
-R = Y / X; W: the adaptive runs' wrong-order rate).
+``games_to_settle=X fixed_games_same_error=Y ratio=R wrong_order_rate=W oracle_fixed_games=O oracle_ratio=Q``
+(X: mean games of the model's adaptive runs; Y: the fixed schedule's games for the same promise;
+R = Y / X; W: the adaptive runs' wrong-order rate; O: the oracle's games; Q = O / X).
 """
 
 from __future__ import annotations
@@ -64,6 +74,7 @@ BOTS = tuple(f"noise{round(p * 100):03d}" for p in NOISE)
 TABLE = 4
 TABLES_PER_BATCH = 2
 PAIR_STATISTIC = "beaten"
+INTERVAL = "betting"
 
 
 class NoisyGreedy:
@@ -181,11 +192,12 @@ def figure(w: dict[str, float], a: str, b: str) -> float:
 def settle(unit: Callable[[tuple[str, ...], int], list[dict[str, int]]], seed: int, *, confidence: float,
            tie_within: float, max_games: int) -> Rankings:
     """The adaptive schedule's loop (as tournaments.adaptive plays it) with ``unit`` playing a table."""
-    rankings = Rankings(BOTS, confidence=confidence, tie_within=tie_within, pair_statistic=PAIR_STATISTIC)
+    rankings = Rankings(BOTS, confidence=confidence, tie_within=tie_within, pair_statistic=PAIR_STATISTIC,
+                        interval=INTERVAL)
     rule = StopRule("settled")
     table_no = games = 0
     while not rule.met(rankings) and games + TABLE <= max_games:
-        open_pairs = rule.open_pairs(rankings)
+        open_pairs = rule.needs(rankings)
         batch = []
         for _ in range(TABLES_PER_BATCH):
             seating = pick_table(BOTS, TABLE, open_pairs, seed, table_no)
@@ -253,10 +265,14 @@ def fixed_error_curve(w: dict[str, float], reps: int, max_games: int, tie_within
 
 
 def fixed_certified_curve(w: dict[str, float], reps: int, max_games: int, confidence: float, tie_within: float,
-                          seed: int, chunk_tables: int = 10) -> list[tuple[int, float]]:
+                          seed: int, chunk_tables: int = 10, estimator: str = "pair") -> list[tuple[int, float]]:
     """(games, how often the fixed schedule's *final* table settles every neighbour, rightly)
-    with fixed-count intervals (normal, Bonferroni over the pairs, the same pair figure): the
-    fixed schedule an organizer would need to be as sure of the order at its end."""
+    with fixed-count intervals (normal, looked at once, Bonferroni over the pairs as the
+    adaptive's): the fixed schedule an organizer would need to be as sure of the order at its end.
+    ``estimator`` "pair": a pair's figure on the tables the two shared (the adaptive's); "means":
+    half of one plus the difference of their mean fractions beaten over all their tables (a
+    round robin's tables are uniform, so this compares like with like, on about twice the
+    tables: 1/2 of them hold a bot, 3/14 a pair); its variance counts the shared tables' covariance."""
     z = NormalDist().inv_cdf(1 - (1 - confidence) / (2 * len(BOTS) * (len(BOTS) - 1) / 2))
     combos = list(itertools.combinations(BOTS, TABLE))
     checkpoints: dict[int, int] = {}
@@ -264,9 +280,8 @@ def fixed_certified_curve(w: dict[str, float], reps: int, max_games: int, confid
     for rep in range(reps):
         rng = random.Random(derive_seed(seed, "fixed-certified", rep))
         order = list(range(len(combos)))
-        sums = {b: 0.0 for b in BOTS}
-        units = dict.fromkeys(BOTS, 0)
-        pair: dict[tuple[str, str], list[float]] = {}
+        bot = {b: [0, 0.0, 0.0] for b in BOTS}  # units, sum, sum of squares of the fraction beaten
+        pair: dict[tuple[str, str], list[float]] = {}  # units, sum, squares of the pair figure; sums for the covariance
         table_no = games = 0
         while games + chunk_tables * TABLE <= max_games:
             for _ in range(chunk_tables):
@@ -277,24 +292,37 @@ def fixed_certified_curve(w: dict[str, float], reps: int, max_games: int, confid
                 games += TABLE
                 beaten, figures = unit_figures(model_unit(seating, log_w, rng), PAIR_STATISTIC)
                 for b, x in beaten.items():
-                    sums[b] += x
-                    units[b] += 1
-                for (a, b), x in figures.items():
-                    key, x = ((a, b), x) if a < b else ((b, a), 1 - x)
-                    acc = pair.setdefault(key, [0, 0.0, 0.0])
+                    acc = bot[b]
                     acc[0] += 1
                     acc[1] += x
                     acc[2] += x * x
-            ranked = sorted(BOTS, key=lambda b: -sums[b] / max(units[b], 1))
+                for (a, b), x in figures.items():
+                    key, x = ((a, b), x) if a < b else ((b, a), 1 - x)
+                    acc = pair.setdefault(key, [0, 0.0, 0.0, 0.0, 0.0, 0.0])
+                    acc[0] += 1
+                    acc[1] += x
+                    acc[2] += x * x
+                    acc[3] += beaten[key[0]]
+                    acc[4] += beaten[key[1]]
+                    acc[5] += beaten[key[0]] * beaten[key[1]]
+            ranked = sorted(BOTS, key=lambda b: -bot[b][1] / max(bot[b][0], 1))
             ok = True
             for a, b in itertools.pairwise(ranked):
-                n, total, squares = pair.get((a, b) if a < b else (b, a), (0, 0.0, 0.0))
+                n, total, squares, sa, sb, sab = pair.get((a, b) if a < b else (b, a), (0, 0.0, 0.0, 0.0, 0.0, 0.0))
                 if n < 2:
                     ok = False
                     break
-                mean = total / n if a < b else 1 - total / n
-                sd = math.sqrt(max(squares - total * total / n, 0.0) / (n - 1))
-                low, high = mean - z * sd / math.sqrt(n), mean + z * sd / math.sqrt(n)
+                if estimator == "pair":
+                    mean = total / n if a < b else 1 - total / n
+                    half = z * math.sqrt(max(squares - total * total / n, 0.0) / (n - 1) / n)
+                else:
+                    (na, ta, qa), (nb, tb, qb) = bot[a], bot[b]
+                    covariance = (sab - sa * sb / n) / (n - 1)
+                    variance = ((qa - ta * ta / na) / (na - 1) / na + (qb - tb * tb / nb) / (nb - 1) / nb
+                                - 2 * covariance * n / (na * nb))
+                    mean = (1 + ta / na - tb / nb) / 2
+                    half = z * math.sqrt(max(variance, 0.0)) / 2
+                low, high = mean - half, mean + half
                 p = truth(w, a, b)
                 ahead = low > 0.5 and p > 0.5
                 tied = 0.5 - tie_within <= low and high <= 0.5 + tie_within and abs(figure(w, a, b) - 0.5) <= tie_within
@@ -323,6 +351,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer repetitions and real games (about a minute)")
     parser.add_argument("--reps", type=int, help="model repetitions of the adaptive schedule")
     parser.add_argument("--fixed-reps", type=int, help="model repetitions of the fixed schedule")
+    parser.add_argument("--certain-reps", type=int, help="model repetitions of the fixed schedule with intervals")
     parser.add_argument("--fit-deals", type=int, help="round robin deals of real games to fit the model")
     parser.add_argument("--real-reps", type=int, help="adaptive runs with real games")
     parser.add_argument("--confidence", type=float, default=0.95)
@@ -332,12 +361,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--pair-statistic", choices=("beaten", "above"), default="beaten",
                         help="a pair's figure per deal: half of one plus the difference of their fractions of "
                         "tablemates beaten (default), or the fraction of rotations one placed above the other")
+    parser.add_argument("--interval", choices=("betting", "eb"), default="betting",
+                        help="the rankings' interval: the betting confidence sequence (used), or the empirical-"
+                        "Bernstein one it replaced")
     args = parser.parse_args(argv)
-    global PAIR_STATISTIC
+    global PAIR_STATISTIC, INTERVAL
     PAIR_STATISTIC = args.pair_statistic
-    reps = args.reps or (60 if args.quick else 400)
+    INTERVAL = args.interval
+    reps = args.reps or (100 if args.quick else 400)
     fixed_reps = args.fixed_reps or (1000 if args.quick else 4000)
-    fit_deals = args.fit_deals or (2 if args.quick else 6)
+    fit_deals = args.fit_deals or 6  # (fewer fit a model whose closest pair is nearly tied)
     real_reps = args.real_reps if args.real_reps is not None else (1 if args.quick else 3)
     started = time.monotonic()
 
@@ -375,8 +408,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     unsettled = sum(not met for _, _, met, _ in runs)
     mean_games = statistics.fmean(games)
     quartiles = statistics.quantiles(games, n=4)
+    percentile95 = statistics.quantiles(games, n=20)[-1]
     print(f"adaptive, model: {reps} runs in {time.monotonic() - t0:.0f} s: mean {mean_games:,.0f} games to settle "
-          f"(quartiles {quartiles[0]:,.0f} / {quartiles[1]:,.0f} / {quartiles[2]:,.0f}); wrong order {wrong_rate:.3f}; "
+          f"(quartiles {quartiles[0]:,.0f} / {quartiles[1]:,.0f} / {quartiles[2]:,.0f}; 95th percentile "
+          f"{percentile95:,.0f}); wrong order {wrong_rate:.3f}; "
           f"ties declared in {sum(ties > 0 for *_, ties in runs)} runs; not settled by max_games: {unsettled}")
 
     # 3. the fixed schedule on the model
@@ -392,13 +427,26 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"(the promise) from {fixed_promise if fixed_promise else '>' + str(args.max_games)} games")
 
     t0 = time.monotonic()
-    certified = fixed_certified_curve(w, max(reps // 4, 20), min(args.max_games, 4 * round(mean_games)),
-                                      args.confidence, args.tie_within, args.seed)
-    fixed_certain = games_at(certified, 1 - args.confidence)
-    print(f"fixed round robin, model, as sure at its end (fixed-count intervals settle every neighbour rightly in "
-          f"{args.confidence:.0%} of {max(reps // 4, 20)} runs, {time.monotonic() - t0:.0f} s): from "
-          f"{fixed_certain if fixed_certain else '>' + str(min(args.max_games, 4 * round(mean_games)))} games"
-          + (f"; ratio {fixed_certain / mean_games:.2f}" if fixed_certain else ""))
+    certain_reps = args.certain_reps or (100 if args.quick else 400)
+    certain_cap = min(args.max_games, 4 * round(mean_games))
+    fixed_certain: dict[str, int | None] = {}
+    fixed_half: dict[str, int | None] = {}
+    for estimator in ("pair", "means"):
+        certified = fixed_certified_curve(w, certain_reps, certain_cap, args.confidence, args.tie_within, args.seed,
+                                          estimator=estimator)
+        fixed_certain[estimator] = games_at(certified, 1 - args.confidence)
+        fixed_half[estimator] = games_at(certified, 0.5)
+    print(f"fixed round robin, model, as sure at its end (fixed-count intervals at {args.confidence:.0%} for all pairs, "
+          f"looked at once, settle every neighbour rightly in {args.confidence:.0%} of {certain_reps} runs, "
+          f"{time.monotonic() - t0:.0f} s): "
+          + "; ".join(f"{name} intervals from {g if g else '>' + str(certain_cap)} games"
+                      for name, g in (("pair", fixed_certain["pair"]), ("mean-difference", fixed_certain["means"]))))
+    found = [g for g in fixed_certain.values() if g is not None]
+    fixed_sure = min(found) if found else certain_cap
+    halves = [g for g in fixed_half.values() if g is not None]
+    print(f"  quantile against quantile: the adaptive's median {quartiles[1]:,.0f} games against {min(halves or [0]):,} "
+          f"for a fixed schedule sure at its end in half the runs ({min(halves or [0]) / quartiles[1]:.2f}); its 95th "
+          f"percentile {percentile95:,.0f} against {fixed_sure:,} ({fixed_sure / percentile95:.2f})")
 
     # 4. real games
     if real_reps:
@@ -414,10 +462,10 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"wrong against the model's order: {sum(bad for _, bad, _ in real)}/{real_reps}; "
               f"runs: {', '.join(str(g) for g, *_ in real)}")
 
-    y = fixed_same if fixed_same is not None else args.max_games
-    ratio = y / mean_games
+    oracle = fixed_same if fixed_same is not None else args.max_games
     print(f"elapsed {time.monotonic() - started:.0f} s")
-    print(f"games_to_settle={mean_games:.0f} fixed_games_same_error={y} ratio={ratio:.2f} wrong_order_rate={wrong_rate:.3f}")
+    print(f"games_to_settle={mean_games:.0f} fixed_games_same_error={fixed_sure} ratio={fixed_sure / mean_games:.2f} "
+          f"wrong_order_rate={wrong_rate:.3f} oracle_fixed_games={oracle} oracle_ratio={oracle / mean_games:.2f}")
     return 0
 
 

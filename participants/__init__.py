@@ -6,7 +6,8 @@ and below the faces that show it (``server.web``'s private pages, ``server.cli``
 ``submit`` commands). See docs/teachers.md.
 
 * :mod:`participants.tokens`: tokens made, shown once, kept only as salted scrypt hashes;
-* :mod:`participants.roster`: the SQLite store of a roster folder (participants, versions, uploads);
+* :mod:`participants.roster`: a roster folder's store (participants, versions, uploads), in its
+  SQLite or in a ladder's PostgreSQL (where workers elsewhere fetch the versions);
 * :mod:`participants.unpack`: an upload, bounded, unpacked into a folder; its ``bot.toml``;
 * :mod:`participants.admission`: build in the sandbox, the checker, one validation game;
 * :mod:`participants.entrants`: the ladder's bots from the roster, round after round.

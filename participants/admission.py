@@ -5,7 +5,11 @@ the validation game's replay and their bot's output); a refused version never pl
 
 Run as a process of its own (``python -m participants.admission ROSTER``), started by the web
 pages after an upload: it builds every version still ``building`` (an interrupted build's
-too) one after another, so a build that eats its limits costs the pages nothing.
+too) one after another, so a build that eats its limits costs the pages nothing. One runs at
+a time per roster (a lock: one left running by a killed server finishes before the next
+starts). A build cut off by a restart or a crash is built again, up to :data:`ATTEMPTS` times
+in all; after that the version is refused with :data:`INTERRUPTED` rather than tried forever
+(a version that kills its builder would otherwise stall every later one).
 
 The build runs in the bots' bubblewrap sandbox (no network, its own PID namespace, the
 system read-only), with its folder writable, within :class:`BuildLimits`: a build that loops
@@ -19,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import fcntl
 import os
 import secrets
 import shutil
@@ -27,6 +32,8 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,6 +54,10 @@ HOUSE_BOTS = ("random", "default")
 """The validation game's other seats (builtin policies)."""
 OUTPUT_TAIL = 64 * 1024
 """Bytes of a bot's output shown with a validation game."""
+ATTEMPTS = 3
+"""Builds of one version started in all: a version whose build was cut off this often is refused."""
+INTERRUPTED = "the build was interrupted (server restarted); submit again"
+LOCK = "admission.lock"
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,15 +271,54 @@ def roster_limits(roster: Roster) -> tuple[BuildLimits, Bounds]:
 def admit_pending(roster: Roster, **kwargs: Any) -> list[tuple[Version, Outcome]]:
     """Build and check every version still ``building``, oldest first, within the roster's
     limits (unless given); record each outcome."""
-    limits, bounds = roster_limits(roster)
-    kwargs = {"limits": limits, "bounds": bounds, **kwargs}
     done = []
     for version in roster.pending():
-        outcome = admit(roster, version, **kwargs)
+        for stale in roster.temp_dir().glob(f"build-{version.id}-*"):  # (an interrupted attempt's folder)
+            shutil.rmtree(stale, ignore_errors=True)
+        marker = roster.temp_dir() / f"attempt-{version.id}"  # (there while it is built: a crash leaves it)
+        tried = _attempts(marker)
+        if tried >= ATTEMPTS:
+            outcome = Outcome("refused", INTERRUPTED)
+        else:
+            marker.write_text(str(tried + 1))
+            limits, bounds = roster_limits(roster)  # (as they are at this build: `craits roster set` needs no restart)
+            try:
+                outcome = admit(roster, version, **{"limits": limits, "bounds": bounds, **kwargs})
+            except Exception as err:  # (a fault of the server's, not the bot's: said, and the next version is built)
+                traceback.print_exc()
+                outcome = Outcome("refused", f"the server failed while checking it ({type(err).__name__}: {err}); "
+                                  "tell the organizer, then submit again")
         roster.decide(version, outcome.status, reason=outcome.reason, build_log=outcome.build_log,
                       report=outcome.report, validation=outcome.validation, command=outcome.command)
+        marker.unlink(missing_ok=True)
         done.append((version, outcome))
     return done
+
+
+def refuse_pending(roster: Roster, why: str) -> None:
+    """The builder itself keeps failing (``why``): refuse the versions waiting, saying so, so
+    that nobody waits for a build that will not come (``craits submit`` prints the reason)."""
+    for version in roster.pending():
+        roster.decide(version, "refused", reason=f"the server could not build it (its builder stopped: {why}); "
+                      "tell the organizer, then submit again")
+
+
+def _attempts(marker: Path) -> int:
+    """Builds of a version started before (0: none; a marker left by a crash says how many)."""
+    try:
+        return int(marker.read_text() or "1")
+    except FileNotFoundError:
+        return 0
+    except (OSError, ValueError):
+        return 1
+
+
+@contextlib.contextmanager
+def only_one(roster: Roster) -> Iterator[None]:
+    """Hold the roster's admission lock (wait for the process holding it)."""
+    with open(roster.temp_dir() / LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -276,7 +326,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("roster", help="the roster folder")
     args = parser.parse_args(argv)
     roster = Roster(args.roster)
-    for version, outcome in admit_pending(roster):
+    with only_one(roster):
+        done = admit_pending(roster)
+    for version, outcome in done:
         print(f"{version.bot}: {outcome.status}" + (f": {outcome.reason}" if outcome.reason else ""), flush=True)
     return 0
 

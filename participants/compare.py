@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import math
 import sqlite3
@@ -37,7 +38,7 @@ from typing import Any
 from participants.confidence import mean_interval
 from participants.roster import Roster, RosterError, Version
 from participants.tables import RosterTables
-from server.engine import make_config
+from server.engine import ConfigError, Flags, GameConfig, make_config
 from server.game.policies import POLICY_NAMES
 from server.spec import BotSpec, Clocks, GameRecord, GameSpec, SeatStatus
 from tournaments.schedule import derive_seed, rotate
@@ -111,12 +112,43 @@ def summarize(deals: Sequence[Deal], table_size: int, alpha: float = ALPHA) -> S
                    verdict, sum(d.a_faults for d in deals), sum(d.b_faults for d in deals))
 
 
+LADDER_GAME = "game.json"
+"""In the roster folder: the game its ladder plays (preset and flags), written as the ladder starts."""
+
+
+def write_ladder_game(folder: Path, game: GameConfig) -> None:
+    """Keep the ladder's game beside its roster, for the comparisons and scrimmages played apart."""
+    flags = {k: v for k, v in asdict(game.flags).items() if v != getattr(Flags(), k)}  # (those the file set)
+    if flags.get("decks") == (2 if game.players > 5 else 1):
+        del flags["decks"]  # (the default for the ladder's table: a table of another size gets its own)
+    text = json.dumps({"preset": game.preset, "flags": flags}, sort_keys=True)
+    path = folder / LADDER_GAME
+    if not path.is_file() or path.read_text(encoding="utf-8") != text:
+        temp = path.with_suffix(".part")
+        temp.write_text(text, encoding="utf-8")
+        temp.replace(path)
+
+
+def ladder_game(folder: Path | None, players: int) -> GameConfig:
+    """The game of ``folder``'s ladder at a table of ``players`` (the short game before any
+    ladder ran): a comparison or a scrimmage plays what the ladder plays."""
+    held: dict[str, Any] = {"preset": "craits", "flags": {"short_game": True}}
+    if folder is not None:
+        with contextlib.suppress(OSError, ValueError):
+            held = dict(json.loads((folder / LADDER_GAME).read_text(encoding="utf-8")))
+    try:
+        return make_config(held.get("preset", "craits"), players, **held.get("flags", {}))
+    except (ConfigError, TypeError) as err:
+        raise CompareError(f"the ladder's game cannot be played at a table of {players}: {err}") from None
+
+
 async def play_deal(run_game: GameRunner, a: BotSpec, b: BotSpec, panel: Sequence[BotSpec], *, seed: int,
-                    number: int, short_game: bool = True, replays: Path | None = None, at_once: int = 2,
+                    number: int, game: Path | None = None, replays: Path | None = None, at_once: int = 2,
                     tag: str = "cmp") -> Deal:
-    """Deal ``number``: A's and B's games, each in every rotation against ``panel``."""
+    """Deal ``number``: A's and B's games, each in every rotation against ``panel``, in the
+    game of the ladder whose roster folder is ``game`` (None: the short game)."""
     table = 1 + len(panel)
-    config = make_config("craits", table, short_game=short_game)
+    config = ladder_game(game, table)
     deal_seed = derive_seed(seed, "compare-deal", number)
     gate = asyncio.Semaphore(at_once)
 
@@ -306,7 +338,8 @@ async def play_pending(roster: Roster, run_game: GameRunner | None = None) -> li
             try:
                 deals = await compare(run_game, a, b, house_specs(job.panel), seed=job.seed, games=job.games,
                                       until_told=job.until_told, done=job.deals, tag=f"cmp{job.id}",
-                                      replays=roster.folder / "compare" / str(job.id), on_deal=keep)
+                                      replays=roster.folder / "compare" / str(job.id), on_deal=keep,
+                                      game=roster.folder)
             except CompareError as err:
                 store.record(job.id, "failed", played, str(err))
                 continue

@@ -22,6 +22,7 @@ import dataclasses
 import hashlib
 import time
 
+from participants.compare import write_ladder_game
 from participants.fairness import Pauses
 from participants.roster import ORGANIZER, Roster, Version
 from participants.tokens import token_id
@@ -42,10 +43,13 @@ class RosterEntrants:
             raise ValueError("the tournament file names no roster")
         self.base = base
         self.roster = Roster(base.roster)
+        write_ladder_game(self.roster.folder, base.game)  # (comparisons and scrimmages play this game too)
         self.connected: set[str] = set()
         """Participants whose own bot has connected with their token (they play as NAME)."""
         self._known: dict[bytes, str] = {}
         self._guesses: dict[str, list[float]] = {}
+        self._opened: dict[str, str] = {}
+        """The token id each participant's own bot last connected with (checked by :meth:`revoked`)."""
 
     def versions(self) -> list[Version]:
         """The participants' active versions, less those paused for faulting (participants.fairness)."""
@@ -75,7 +79,22 @@ class RosterEntrants:
             del self._known[digest]
             return None
         self.connected.add(name)
+        self._opened[name] = token_id(token) or ""
         return f"{RESOLVED_PREFIX}{name}", name
+
+    def revoked(self) -> list[str]:
+        """The participants whose own bot connected with a token revoked or renewed since (each
+        said once): the referee ends their streams now rather than at their next connection.
+        (Called in a thread: it reads the roster and only drops entries.)"""
+        gone = []
+        for name, ident in list(self._opened.items()):
+            if self.roster.session_key(name) != ident and self._opened.get(name) == ident:  # (not back with a new one)
+                del self._opened[name]
+                gone.append(name)
+                for digest, known in list(self._known.items()):
+                    if known == name:
+                        self._known.pop(digest, None)
+        return gone
 
     def config(self, versions: list[Version] | None = None) -> TournamentConfig:
         """The file's config with the participants' active versions among its bots."""
@@ -88,6 +107,7 @@ class RosterEntrants:
         Pauses(self.roster).check(standings.rows)
         versions = self.versions()
         self._start_from_predecessors(versions, standings)
+        self.roster.publish(self.base.name, versions)  # (a roster in PostgreSQL: for workers elsewhere)
         return self.config(versions)
 
     def _start_from_predecessors(self, versions: list[Version], standings: Standings) -> None:

@@ -122,6 +122,21 @@ def read_plan(folder: str | Path) -> Plan | None:
     return Plan(**values)
 
 
+def final_of(out_dir: Path | None) -> Final | None:
+    """The final whose results folder ``out_dir`` is (``ROSTER/final/out``, where ``craits final
+    run`` plays it), None for any other folder: a board of that folder shows the final's
+    results, which are the organizer's until published."""
+    if out_dir is None:
+        return None
+    folder = Path(out_dir).resolve()
+    if folder.name != "out" or folder.parent.name != "final":
+        return None
+    try:
+        return Final(Roster(folder.parent.parent))
+    except RosterError:  # (a folder named so by chance: no roster there)
+        return None
+
+
 class Final(RosterTables):
     """A roster's final: the plan, the participants' choices, the snapshot, publication."""
 

@@ -1,5 +1,8 @@
 """A roster folder: who takes part, their hashed tokens, and every version they submitted.
 
+Kept in SQLite (:class:`Roster`) or, for a ladder on PostgreSQL, in its database
+(:class:`PostgresRoster`, the same interface; ``Roster(folder)`` opens either).
+
 The folder holds ``roster.db`` (SQLite), ``uploads/`` (each upload whole, named by its SHA-256,
 never overwritten) and ``versions/NAME/vN/`` (a version unpacked and built: its bot's folder).
 Several processes use it at once (the web pages store uploads, the admission process records
@@ -24,15 +27,30 @@ import re
 import secrets
 import sqlite3
 import time
+import tomllib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psycopg
+
 from participants.tokens import TokenHash, hash_token, matches, new_token, token_id
 from server.errors import UserError
+from server.storage.bot_files import get_file, pack_folder, put_file
+from server.storage.postgres import (
+    PostgresStore,
+    check_schema,
+    is_store_url,
+    migrate,
+    redact,
+    server_not_there,
+)
+from server.storage.store import StoreError
 
 FILENAME = "roster.db"
+STORE_FILE = "store.toml"
+"""In a roster folder kept in PostgreSQL instead (:class:`PostgresRoster`): where it is."""
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,29}$")
 """A participant's name: also their bot's name on the board (``NAME.vN`` for a version)."""
 ORGANIZER = "organizer"
@@ -112,8 +130,23 @@ def _version(row: Sequence[Any]) -> Version:
     return Version(*row[:11], json.loads(row[11]), tuple(json.loads(row[12])))
 
 
+def _already(rows: Sequence[tuple[str, str, str]]) -> RosterError:
+    """Adding ``rows`` met a name already on the roster (two adds at once: the store's check)."""
+    if len(rows) > 1:
+        return RosterError(f"already on the roster: one of {', '.join(r[0] for r in rows)} (nothing was added)")
+    return RosterError(f"{rows[0][0]} is already on the roster (a new token: `craits roster renew`)")
+
+
 class Roster:
-    """The roster in ``folder``; :meth:`create` makes one, the constructor opens an existing one."""
+    """The roster in ``folder``; :meth:`create` makes one, the constructor opens an existing one.
+
+    Kept in SQLite (this class), or in PostgreSQL (:class:`PostgresRoster`,
+    the same interface) when the folder holds a ``store.toml``: ``Roster(folder)`` opens either."""
+
+    def __new__(cls, folder: str | Path, *args: Any, **kwargs: Any) -> Roster:
+        if cls is Roster and (Path(folder) / STORE_FILE).is_file():
+            return super().__new__(PostgresRoster)
+        return super().__new__(cls)
 
     def __init__(self, folder: str | Path) -> None:
         self.folder = Path(folder)
@@ -123,9 +156,12 @@ class Roster:
                               "or `craits roster import`)")
 
     @classmethod
-    def create(cls, folder: str | Path) -> Roster:
-        """The roster in ``folder``, made (empty) if there is none."""
+    def create(cls, folder: str | Path, store: str | None = None) -> Roster:
+        """The roster in ``folder``, made (empty) if there is none; ``store``: a PostgreSQL URL
+        to keep it in (:class:`PostgresRoster`)."""
         folder = Path(folder)
+        if store is not None or (folder / STORE_FILE).is_file():
+            return PostgresRoster.create_in(folder, store or read_store_file(folder)[0])
         try:
             folder.mkdir(parents=True, exist_ok=True)
             for sub in ("uploads", "versions", "tmp"):
@@ -157,16 +193,7 @@ class Roster:
                               "(it is also their bot's name on the board)")
         if name == ORGANIZER:
             raise RosterError(f"participant name {name!r} is reserved")
-        token = new_token()
-        stored = hash_token(token)
-        try:
-            with self._db() as db:
-                db.execute("INSERT INTO participants (name, email, team, token_id, salt, digest, created) "
-                           "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                           (name, email.strip(), team.strip(), stored.token_id, stored.salt, stored.digest, time.time()))
-        except sqlite3.IntegrityError:
-            raise RosterError(f"{name} is already on the roster (a new token: `craits roster renew`)") from None
-        return token
+        return self._insert_all([(name, email.strip(), team.strip())])[0][1]
 
     def import_csv(self, text: str, source: str = "CSV") -> list[tuple[str, str]]:
         """Participants from CSV text (a header with ``name`` and optionally ``email``, ``team``),
@@ -194,15 +221,22 @@ class Roster:
             raise RosterError(f"{source}: {', '.join(dupes)} listed more than once")
         if known := sorted(set(names) & {p.name for p in self.participants()}):
             raise RosterError(f"{source}: already on the roster: {', '.join(known)} (nothing was added)")
+        return self._insert_all(rows)
+
+    def _insert_all(self, rows: Sequence[tuple[str, str, str]]) -> list[tuple[str, str]]:
+        """(name, token) of each of ``rows`` (name, email, team), added in one transaction."""
         made = []
-        with self._db() as db:
-            for name, email, team in rows:
-                token = new_token()
-                stored = hash_token(token)
-                db.execute("INSERT INTO participants (name, email, team, token_id, salt, digest, created) "
-                           "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                           (name, email, team, stored.token_id, stored.salt, stored.digest, time.time()))
-                made.append((name, token))
+        try:
+            with self._db() as db:
+                for name, email, team in rows:
+                    token = new_token()
+                    stored = hash_token(token)
+                    db.execute("INSERT INTO participants (name, email, team, token_id, salt, digest, created) "
+                               "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                               (name, email, team, stored.token_id, stored.salt, stored.digest, time.time()))
+                    made.append((name, token))
+        except sqlite3.IntegrityError:
+            raise _already(rows) from None
         return made
 
     def participants(self) -> list[Participant]:
@@ -227,11 +261,13 @@ class Roster:
         """A new token for ``name`` (the old one stops working); returns it."""
         self._known(name)
         token = new_token()
-        stored = hash_token(token)
+        self._set_token(name, hash_token(token))
+        return token
+
+    def _set_token(self, name: str, stored: TokenHash) -> None:
         with self._db() as db:
             db.execute("UPDATE participants SET token_id = ?, salt = ?, digest = ?, revoked = 0 WHERE name = ?",
                        (stored.token_id, stored.salt, stored.digest, name))
-        return token
 
     def organizer_token(self) -> str:
         """A new organizer token (for the organizer's pages); the previous one stops working."""
@@ -246,11 +282,20 @@ class Roster:
         ident = token_id(token)
         if ident is None:
             return None
+        row = self._token_row(ident)
+        if row is not None:
+            return row[0] if matches(token, TokenHash(ident, bytes(row[1]), bytes(row[2]))) else None
+        return self._organizer(token)
+
+    def _token_row(self, ident: str) -> tuple[str, bytes, bytes] | None:
+        """(name, salt, digest) of the participant whose token's public id is ``ident``, unrevoked."""
         with self._db() as db:
             row = db.execute("SELECT name, salt, digest FROM participants WHERE token_id = ? AND revoked = 0",
                              (ident,)).fetchone()
-        if row is not None:
-            return row[0] if matches(token, TokenHash(ident, row[1], row[2])) else None
+        return None if row is None else (row[0], row[1], row[2])
+
+    def _organizer(self, token: str) -> str | None:
+        """:data:`ORGANIZER` if ``token`` is the organizer's."""
         organizer = self._get("organizer")
         if organizer:
             held = json.loads(organizer)
@@ -379,16 +424,24 @@ class Roster:
             version = self.version(name, number)
             if version is None or version.status != "admitted":
                 raise RosterError(f"{name} has no admitted version v{number}")
+        self._set_pinned(name, number)
+
+    def _set_pinned(self, name: str, number: int | None) -> None:
         with self._db() as db:
             db.execute("UPDATE participants SET pinned = ? WHERE name = ?", (number, name))
+
+    def publish(self, tournament: str, versions: Sequence[Version]) -> None:
+        """Tell the workers of ``tournament`` elsewhere how to play ``versions``: nothing to
+        tell for a roster kept here (its versions play on this machine, from version_dir)."""
 
     def active(self) -> list[Version]:
         """The version each participant plays: the pinned one, else the newest admitted."""
         chosen = []
+        everyone = self.versions()  # (one read, not one a participant: a roster in PostgreSQL is far away)
         for person in self.participants():
             if person.revoked:
                 continue
-            admitted = [v for v in self.versions(person.name) if v.status == "admitted"]
+            admitted = [v for v in everyone if v.participant == person.name and v.status == "admitted"]
             pinned = [v for v in admitted if v.number == person.pinned]
             if pinned or admitted:
                 chosen.append((pinned or admitted)[-1])
@@ -399,3 +452,279 @@ def tempfile_in(folder: Path) -> tuple[int, str]:
     """A new file in ``folder`` that only this user may read: (fd, path)."""
     path = folder / f".part-{secrets.token_hex(8)}"
     return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), str(path)
+
+
+# ---------------------------------------------------------------------------- in PostgreSQL
+
+
+def write_store_file(folder: Path, url: str, name: str) -> None:
+    """``FOLDER/store.toml``: where the roster is (it may hold the database's password: 0600)."""
+    text = ("# This roster is kept in PostgreSQL (docs/teachers.md): its participants, tokens and versions.\n"
+            f"store = {json.dumps(url)}\nname = {json.dumps(name)}\n")
+    fd, temp = tempfile_in(folder)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(text)
+    os.replace(temp, folder / STORE_FILE)
+
+
+def read_store_file(folder: Path) -> tuple[str, str]:
+    """(URL, roster name) from ``FOLDER/store.toml``."""
+    path = folder / STORE_FILE
+    try:
+        held = tomllib.loads(path.read_text(encoding="utf-8"))
+        url, name = held["store"], held["name"]
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, KeyError) as err:
+        raise RosterError(f"{path}: cannot read where the roster is kept: {err}") from None
+    if not isinstance(url, str) or not is_store_url(url) or not isinstance(name, str) or not name:
+        raise RosterError(f"{path}: expected store = \"postgresql://...\" and name = \"...\"")
+    return url, name
+
+
+class PostgresRoster(Roster):
+    """A roster kept in PostgreSQL: what :class:`Roster` keeps in ``roster.db`` and ``uploads/``,
+    in the database a ladder's ``store = "postgresql://..."`` names.
+
+    ``craits roster add|import FOLDER ... --store URL`` makes one: the folder then holds
+    ``store.toml`` (the database, and the roster's name in it: one database holds many) and
+    ``Roster(FOLDER)`` opens this. In the database: the participants and their hashed tokens,
+    every version (number, status, build log, checker report), the settings, and every upload
+    whole by its SHA-256 (``craits_files``). The folder keeps what is made on this machine:
+    the built versions (``versions/``), the validation games, and the tables of the modules
+    beside the roster (``participants.tables``).
+
+    When a version is admitted its built folder is packed and stored by its hash too; a ladder
+    names it for its workers (:meth:`publish`), and a ``craits worker`` on another machine
+    fetches it by that hash (``server.storage.bot_files``) and plays it sandboxed."""
+
+    WAIT_S = 60.0
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+        self.db_path = self.folder / FILENAME  # (the side tables of participants.tables, on this machine)
+        self.url, self.name = read_store_file(self.folder)
+        self._published: set[tuple[str, str, str]] = set()
+        with self._db() as conn:
+            try:
+                check_schema(self.url, conn)
+            except StoreError as err:
+                raise RosterError(str(err)) from None
+
+    @classmethod
+    def create_in(cls, folder: str | Path, url: str, name: str | None = None) -> PostgresRoster:
+        """The roster ``name`` (default: the folder's name) in the database at ``url``, reached
+        through ``folder`` (made if need be; the roster may already be in the database)."""
+        folder = Path(folder)
+        name = name or folder.resolve().name
+        if (folder / STORE_FILE).is_file():
+            held_url = read_store_file(folder)[0]
+            if held_url != url:
+                raise RosterError(f"{folder}: its roster is kept in {redact(held_url)}, not in {redact(url)}")
+            return cls(folder)
+        if (folder / FILENAME).is_file():
+            raise RosterError(f"{folder} holds a roster kept in SQLite (roster.db): use another folder for a roster "
+                              "kept in PostgreSQL")
+        try:
+            migrate(url, only_if_empty=True)
+            for sub in ("versions", "tmp"):
+                (folder / sub).mkdir(parents=True, exist_ok=True)
+            write_store_file(folder, url, name)
+        except StoreError as err:
+            raise RosterError(str(err)) from None
+        except OSError as err:
+            raise RosterError(f"{folder}: cannot make a roster there: {err}") from None
+        return cls(folder)
+
+    @contextlib.contextmanager
+    def _db(self) -> Iterator[psycopg.Connection[Any]]:  # type: ignore[override]
+        """A connection for one piece of work, in one transaction."""
+        try:
+            with self._connect() as conn, conn.transaction():
+                yield conn
+        except psycopg.errors.UniqueViolation:
+            raise
+        except psycopg.Error as err:
+            raise self._error(err) from None
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        """A new connection; a database that is not there (restarting, a network cut) is waited
+        for with backoff for up to :data:`WAIT_S`, as the ladder's store waits."""
+        deadline = time.monotonic() + self.WAIT_S
+        delay = 0.2
+        while True:
+            try:
+                return psycopg.connect(self.url, autocommit=True, connect_timeout=10)
+            except psycopg.OperationalError as err:
+                if not server_not_there(err) or time.monotonic() + delay > deadline:
+                    raise self._error(err) from None
+                time.sleep(delay)
+                delay = min(delay * 2, 5.0)
+
+    def _error(self, err: psycopg.Error) -> RosterError:
+        return RosterError(f"roster {self.name} in {redact(self.url)}: {' '.join(str(err).split())}")
+
+    # ------------------------------------------------------------------ participants and tokens
+
+    def _insert(self, conn: psycopg.Connection[Any], name: str, email: str, team: str) -> str:
+        token = new_token()
+        stored = hash_token(token)
+        conn.execute("INSERT INTO craits_roster_participants (roster, name, email, team, token_id, salt, digest, "
+                     "created) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                     (self.name, name, email.strip(), team.strip(), stored.token_id, stored.salt, stored.digest,
+                      time.time()))
+        return token
+
+    def _insert_all(self, rows: Sequence[tuple[str, str, str]]) -> list[tuple[str, str]]:
+        try:
+            with self._db() as conn:
+                return [(name, self._insert(conn, name, email, team)) for name, email, team in rows]
+        except psycopg.errors.UniqueViolation:
+            raise _already(rows) from None
+
+    def participants(self) -> list[Participant]:
+        with self._db() as conn:
+            rows = conn.execute("SELECT name, email, team, revoked, pinned, created FROM craits_roster_participants"
+                                " WHERE roster = %s ORDER BY name", (self.name,)).fetchall()
+        return [Participant(r[0], r[1], r[2], bool(r[3]), r[4], r[5]) for r in rows]
+
+    def revoke(self, name: str) -> None:
+        self._known(name)
+        with self._db() as conn:
+            conn.execute("UPDATE craits_roster_participants SET revoked = TRUE WHERE roster = %s AND name = %s",
+                         (self.name, name))
+
+    def _set_token(self, name: str, stored: TokenHash) -> None:
+        with self._db() as conn:
+            conn.execute("UPDATE craits_roster_participants SET token_id = %s, salt = %s, digest = %s, "
+                         "revoked = FALSE WHERE roster = %s AND name = %s",
+                         (stored.token_id, stored.salt, stored.digest, self.name, name))
+
+    def _token_row(self, ident: str) -> tuple[str, bytes, bytes] | None:
+        with self._db() as conn:
+            row = conn.execute("SELECT name, salt, digest FROM craits_roster_participants"
+                               " WHERE roster = %s AND token_id = %s AND NOT revoked", (self.name, ident)).fetchone()
+        return None if row is None else (row[0], bytes(row[1]), bytes(row[2]))
+
+    def session_key(self, name: str) -> str:
+        if name == ORGANIZER:
+            return json.loads(self._get("organizer") or "{}").get("token_id", "")
+        with self._db() as conn:
+            row = conn.execute("SELECT token_id, revoked FROM craits_roster_participants WHERE roster = %s AND "
+                               "name = %s", (self.name, name)).fetchone()
+        return "" if row is None or row[1] else row[0]
+
+    def secret(self) -> bytes:
+        with self._db() as conn:
+            conn.execute("INSERT INTO craits_roster_settings (roster, key, value) VALUES (%s, 'secret', %s)"
+                         " ON CONFLICT (roster, key) DO NOTHING", (self.name, secrets.token_hex(32)))
+        return bytes.fromhex(self._get("secret") or "")
+
+    def _get(self, key: str) -> str | None:
+        with self._db() as conn:
+            row = conn.execute("SELECT value FROM craits_roster_settings WHERE roster = %s AND key = %s",
+                               (self.name, key)).fetchone()
+        return None if row is None else row[0]
+
+    def _set(self, key: str, value: str) -> None:
+        with self._db() as conn:
+            conn.execute("INSERT INTO craits_roster_settings (roster, key, value) VALUES (%s, %s, %s)"
+                         " ON CONFLICT (roster, key) DO UPDATE SET value = excluded.value", (self.name, key, value))
+
+    # ------------------------------------------------------------------ uploads and versions
+
+    def upload_path(self, sha256: str) -> Path:
+        """The upload as a file on this machine (fetched from the database the first time)."""
+        target = self.folder / "uploads" / sha256
+        if not target.exists():
+            with self._db() as conn:
+                data = get_file(conn, sha256)
+            if data is not None:
+                target.parent.mkdir(exist_ok=True)
+                fd, temp = tempfile_in(self.temp_dir())
+                with os.fdopen(fd, "wb") as out:
+                    out.write(data)
+                os.replace(temp, target)
+        return target
+
+    def submit(self, name: str, data: bytes, filename: str) -> Version:
+        self._known(name)
+        safe_name = re.sub(r"[^A-Za-z0-9_.\-]", "_", Path(filename).name)[:80] or "upload"
+        with self._db() as conn:  # (the upload and its version in one transaction: both or neither)
+            digest = put_file(conn, data)
+            # (the participant's row locked: two uploads at once get two numbers)
+            conn.execute("SELECT 1 FROM craits_roster_participants WHERE roster = %s AND name = %s FOR UPDATE",
+                         (self.name, name))
+            row = conn.execute(
+                "INSERT INTO craits_roster_versions (roster, participant, number, sha256, size, filename, created)"
+                " VALUES (%s, %s, (SELECT COALESCE(MAX(number), 0) + 1 FROM craits_roster_versions"
+                " WHERE roster = %s AND participant = %s), %s, %s, %s, %s) RETURNING id",
+                (self.name, name, self.name, name, digest, len(data), safe_name, time.time())).fetchone()
+        assert row is not None
+        found = self.version_by_id(int(row[0]))
+        assert found is not None
+        return found
+
+    def _select(self, where: str, args: tuple[Any, ...], order: str = "") -> list[Version]:
+        with self._db() as conn:
+            rows = conn.execute(f"SELECT {_VERSION_COLUMNS} FROM craits_roster_versions WHERE roster = %s{where}{order}",
+                                (self.name, *args)).fetchall()
+        return [_version(r) for r in rows]
+
+    def versions(self, name: str | None = None) -> list[Version]:
+        where, args = (" AND participant = %s", (name,)) if name is not None else ("", ())
+        return self._select(where, args, " ORDER BY participant, number")
+
+    def version(self, name: str, number: int) -> Version | None:
+        return next(iter(self._select(" AND participant = %s AND number = %s", (name, number))), None)
+
+    def version_by_id(self, version_id: int) -> Version | None:
+        return next(iter(self._select(" AND id = %s", (version_id,))), None)
+
+    def pending(self) -> list[Version]:
+        return self._select(" AND status = 'building'", (), " ORDER BY id")
+
+    def decide(self, version: Version, status: str, *, reason: str = "", build_log: str = "", report: str = "",
+               validation: dict[str, Any] | None = None, command: Sequence[str] = ()) -> None:
+        """As :meth:`Roster.decide`; an admitted version's built folder is stored (packed, by its
+        hash) in the same transaction, for the workers on other machines."""
+        if status not in STATUSES:
+            raise ValueError(status)
+        packed = pack_folder(self.version_dir(version)) if status == "admitted" else None
+        with self._db() as conn:
+            built = put_file(conn, packed) if packed is not None else None
+            conn.execute("UPDATE craits_roster_versions SET status = %s, reason = %s, build_log = %s, report = %s,"
+                         " validation = %s, command = %s, built = %s WHERE id = %s AND roster = %s",
+                         (status, reason, build_log, report, json.dumps(validation or {}), json.dumps(list(command)),
+                          built, version.id, self.name))
+
+    def _set_pinned(self, name: str, number: int | None) -> None:
+        with self._db() as conn:
+            conn.execute("UPDATE craits_roster_participants SET pinned = %s WHERE roster = %s AND name = %s",
+                         (number, self.name, name))
+
+    # ------------------------------------------------------------------ on a ladder
+
+    def publish(self, tournament: str, versions: Sequence[Version]) -> None:
+        """Name each admitted version's built folder (by its hash) for the workers of the ladder
+        ``tournament`` in this database: a worker fetches it from there (server.storage.bot_files)."""
+        with self._db() as conn:
+            if not conn.execute("SELECT 1 FROM craits_tournaments WHERE name = %s", (tournament,)).fetchone():
+                return  # (a ladder kept in SQLite elsewhere: it plays the versions from version_dir)
+            rows = conn.execute("SELECT id, built FROM craits_roster_versions WHERE roster = %s AND id = ANY(%s)",
+                                (self.name, [v.id for v in versions])).fetchall()
+        built = {r[0]: r[1] for r in rows if r[1] is not None}
+        files = [(v.bot, built[v.id], v.command) for v in versions if v.id in built]
+        new = [f for f in files if (tournament, f[0], f[1]) not in self._published]
+        if new:  # (each round asks: only what is new is written)
+            try:
+                with PostgresStore(self.url, tournament, create=False) as store:
+                    store.set_bot_files(new)
+            except StoreError as err:
+                raise RosterError(str(err)) from None
+            self._published.update((tournament, bot, digest) for bot, digest, _ in new)
+
+    def built(self, version: Version) -> str | None:
+        """The hash of the version's built folder in ``craits_files`` (None until admitted)."""
+        with self._db() as conn:
+            row = conn.execute("SELECT built FROM craits_roster_versions WHERE id = %s AND roster = %s",
+                               (version.id, self.name)).fetchone()
+        return None if row is None else row[0]

@@ -29,10 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from participants.compare import HOUSE, GameRunner, version_spec
+from participants.compare import HOUSE, GameRunner, ladder_game, version_spec
 from participants.roster import ORGANIZER, Roster, RosterError
 from participants.tables import RosterTables
-from server.engine import make_config
 from server.spec import BotSpec, Clocks, GameSpec
 from tournaments.schedule import derive_seed
 
@@ -180,7 +179,11 @@ async def play(store: Scrimmages, job: Scrimmage, run_game: GameRunner) -> list[
         store.record(job.id, "failed", job.results, "a version in it is no longer admitted")
         return list(job.results)
     table = len(specs)
-    config = make_config("craits", table, short_game=True)
+    try:
+        config = ladder_game(store.roster.folder, table)  # (the ladder's preset and flags)
+    except RosterError as err:
+        store.record(job.id, "failed", job.results, str(err))
+        return list(job.results)
     results = list(job.results)
     store.record(job.id, "running", results)
     for number in range(len(results), job.games):

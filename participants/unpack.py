@@ -34,6 +34,10 @@ MiB = 2**20
 SINGLE_FILE_COMMANDS = {".py": "python", ".js": "node", ".mjs": "node"}
 IGNORED = ("__MACOSX", ".DS_Store", "Thumbs.db", ".git")
 _CHUNK = 64 * 1024
+NO_MANIFEST = (f"no {MANIFEST} at the top of the upload: add one saying how to start the bot (and, if it "
+               f"needs one, how to build it), e.g.\n"
+               f'    command = ["python", "bot.py"]\n'
+               f'    build = "make"')
 
 
 class UploadError(Exception):
@@ -116,6 +120,42 @@ def unpack(data: bytes, filename: str, dest: Path, bounds: Bounds | None = None)
     if writer.files == 0:
         raise UploadError("the archive holds no files")
     _lift_single_folder(dest)
+
+
+def check_manifest(data: bytes, filename: str, bounds: Bounds | None = None) -> None:
+    """Refuse at once (UploadError) an archive with no ``bot.toml`` where the admission will
+    look for one (at its top, or in its one folder) and not one source file that implies it,
+    rather than store a version that can only be refused. Only the names are read; an archive
+    that cannot be listed is left to the admission, which says why."""
+    bounds = bounds or Bounds()
+    try:
+        if zipfile.is_zipfile(io.BytesIO(data)):
+            with zipfile.ZipFile(io.BytesIO(data)) as archive:
+                names = [i.filename for i in archive.infolist() if not i.is_dir()]
+        elif filename.lower().endswith((".tar", ".tar.gz", ".tgz")) or _is_tar(data):
+            names = []
+            with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as archive:
+                for member in _members(archive):
+                    if member.offset_data > bounds.unpacked:  # (a bomb: the admission stops it, naming the limit)
+                        return
+                    if not member.isdir():
+                        names.append(member.name)
+        else:
+            return  # (one file: it needs no manifest, or unpack says what an upload may be)
+    except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError, zlib.error):
+        return
+    try:
+        files = [p for p in map(_safe_parts, names) if p and not _ignored(p)]
+    except UploadError:
+        return  # (the admission refuses it, naming the member)
+    tops = {p[0] for p in files}
+    if len(tops) == 1 and all(len(p) > 1 for p in files):  # (one folder: _lift_single_folder lifts it)
+        files = [p[1:] for p in files]
+    top = [p[0] for p in files if len(p) == 1]
+    if MANIFEST in top or (len(top) == 1 and PurePosixPath(top[0]).suffix in SINGLE_FILE_COMMANDS):
+        return
+    if files:
+        raise UploadError(NO_MANIFEST)
 
 
 def _is_tar(data: bytes) -> bool:
@@ -201,8 +241,7 @@ def read_manifest(folder: Path) -> Manifest:
         files = [p for p in folder.iterdir() if p.is_file()]
         if len(files) == 1 and files[0].suffix in SINGLE_FILE_COMMANDS:
             return Manifest((SINGLE_FILE_COMMANDS[files[0].suffix], files[0].name))
-        raise UploadError(f"no {MANIFEST} at the top of the upload: add one saying how to start the bot, "
-                          f'e.g. command = ["python", "bot.py"]')
+        raise UploadError(NO_MANIFEST)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:

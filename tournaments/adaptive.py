@@ -4,10 +4,12 @@
 ``tournaments.anytime``) plays batches of tables until the rule's verdicts are all in, or
 ``max_games`` is reached:
 
-* **a table** seats pairs the rule still waits for (in the table's seeded order: two
-  neighbours whose pair interval is open, for ``settled``), as many as fit, and fills the
-  other seats uniformly from all the other bots, so each bot's figure keeps meaning "against
-  the field"; its deal is played in every seat rotation (a unit of the intervals);
+* **a table** seats the pair the rule waits for most (``StopRule.needs``: how far its
+  interval still has to move; two neighbours whose pair interval is open, for ``settled``),
+  then bots that meet the seated ones in open pairs (a chain of open neighbours A-B-C-D serves
+  three pairs at once) or another open pair, and fills the seats left uniformly from all the
+  other bots; a pair's verdict compares the two on the same tables, whoever fills them. Its
+  deal is played in every seat rotation (a unit of the intervals);
 * **a batch** is as many tables as keep the file's ``concurrency`` busy; the next batch is
   picked only once every game of this one is recorded, so every decision (which tables,
   whether to stop) reads finished games only, and the intervals, valid at any time, stay
@@ -26,7 +28,7 @@ import asyncio
 import random
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from server.storage.store import GameSlot, TournamentStore
@@ -46,18 +48,32 @@ from tournaments.standings import Tally
 
 
 def pick_table(
-    bots: Sequence[str], table_size: int, open_pairs: Sequence[tuple[str, str]], seed: int, table_no: int
+    bots: Sequence[str], table_size: int, open_pairs: Mapping[tuple[str, str], float] | Sequence[tuple[str, str]],
+    seed: int, table_no: int,
 ) -> tuple[str, ...]:
-    """The seating of table ``table_no`` (its first rotation): pairs of ``open_pairs`` in a
-    seeded order, each whose bots still fit (two at a table of four, or a chain A-B, B-C at
-    three), the other seats drawn uniformly from the rest of ``bots``, in a seeded order."""
+    """The seating of table ``table_no`` (its first rotation). ``open_pairs``: the pairs the
+    stop still waits for, each with its need (``StopRule.needs``; a plain list: all alike).
+    The pair in most need first; then, seat by seat, the bot that meets the seated ones in the
+    most need (a chain of open neighbours A-B-C-D serves three pairs at one table), or another
+    open pair whole; seats no open pair can use are drawn uniformly from the rest of ``bots``.
+    Ties are broken by a seeded draw; the seating is shuffled by it too."""
     rng = random.Random(derive_seed(seed, "adaptive", table_no))
+    need: dict[frozenset[str], float] = {}
+    for pair in open_pairs:
+        weight = open_pairs[pair] if isinstance(open_pairs, Mapping) else 1.0
+        need[frozenset(pair)] = max(need.get(frozenset(pair), 0.0), weight + 1e-9)  # (settled: not listed)
+    order = {b: rng.random() for b in bots}  # the seeded tie-break
     seated: list[str] = []
-    for a, b in rng.sample(list(open_pairs), len(open_pairs)):
-        new = [x for x in (a, b) if x not in seated]
-        if len(seated) + len(new) <= table_size:
-            seated += new
-        if len(seated) == table_size:
+    while len(seated) < table_size:
+        gains = {c: sum(need.get(frozenset((c, s)), 0.0) for s in seated) for c in bots if c not in seated}
+        best = max(gains, key=lambda c: (gains[c], order[c]), default=None)
+        whole = [p for p in need if not p & set(seated)] if table_size - len(seated) >= 2 else []
+        pair = max(whole, key=lambda p: (need[p], max(order[b] for b in p)), default=None)
+        if pair is not None and (best is None or need[pair] > gains[best]):
+            seated += sorted(pair, key=lambda b: order[b])
+        elif best is not None and gains[best] > 0:
+            seated.append(best)
+        else:
             break
     rest = [b for b in bots if b not in seated]
     seated += rng.sample(rest, table_size - len(seated))
@@ -120,7 +136,7 @@ class AdaptiveBook:
         config = self.config
         _, scheduled = self.store.counts()
         room = (config.max_games - scheduled) // config.table_size
-        open_pairs = self.rule.open_pairs(self.tally.anytime)
+        open_pairs = self.rule.needs(self.tally.anytime)
         games: list[GameSlot] = []
         for _ in range(min(tables_per_batch(config), room)):
             seating = pick_table(config.bot_names, config.table_size, open_pairs, config.seed, self.next_table)

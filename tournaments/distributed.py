@@ -52,11 +52,12 @@ from procrastinate import worker as pq_worker
 from server.errors import UserError
 from server.logging import Throttle, get_logger
 from server.spec import GameSpec
+from server.storage.bot_files import FileCache, FilesUnavailable
 from server.storage.postgres import PostgresStore, Refusal, redact
 from server.storage.replay import REPLAY_SUFFIX
 from server.storage.store import GameSlot, StoreError
 from server.transport.launcher import command_problem
-from tournaments.config import TournamentConfig, parse_config, schedule_for
+from tournaments.config import BotEntry, TournamentConfig, parse_config, schedule_for
 from tournaments.ladder import bot_rows
 from tournaments.runner import (
     LADDER_SCHEDULE,
@@ -123,6 +124,9 @@ class WorkerSettings:
     machine (default: the folder the file was in when the tournament was started)."""
     database_wait_s: float = field(default_factory=database_wait_s)
     """How long a lost database is waited for (recording a game, following the progress)."""
+    cache_dir: Path | None = None
+    """Where the bots fetched from the store by their hash (a roster's versions) are unpacked,
+    kept for later games (default: server.storage.bot_files.default_cache_dir)."""
 
 
 class _QueueLogs(logging.Handler):
@@ -335,6 +339,7 @@ class GameWorker:
         self.in_hand = 0
         """Games being played now (a stopping worker waits for these, and only these)."""
         self.refusals = RefusalLog()
+        self.files = FileCache(url, settings.cache_dir)
 
     def stop_waiting(self) -> None:
         """Give up the database at once, if it is lost: a game being recorded is left to come
@@ -382,6 +387,7 @@ class GameWorker:
                 config = parse_config(row.source_text, source=row.source_path, base_dir=base_dir)
             except UserError as err:  # (a bot's cwd missing here)
                 raise GameRefused(str(err)) from None
+            config = await self._with_stored_bots(tournament, config, seats, known[0] if known else None)
             if known is not None:  # (a runner plays any bot its games' specs name)
                 self._runners[tournament] = (config, known[1])
             else:
@@ -389,6 +395,26 @@ class GameWorker:
                 run_game = await self._exits.enter_async_context(factory(config, self.work_dir / tournament))
                 self._runners[tournament] = (config, run_game)
             return self._runners[tournament]
+
+    async def _with_stored_bots(self, tournament: str, config: TournamentConfig, seats: tuple[str, ...],
+                                known: TournamentConfig | None) -> TournamentConfig:
+        """``config`` with the seated bots that are not in its file but whose files are in the
+        store by their hash (a roster's versions): fetched, checked and unpacked into this
+        worker's cache once, run from there. Files missing or damaged refuse the game."""
+        kept = [b for b in known.bots if b.name not in config.bot_names] if known is not None else []
+        wanted = [name for name in seats if name not in config.bot_names and name not in {b.name for b in kept}]
+        if wanted:
+            stored = await self._store_call(tournament, "bot_files")
+            for name in wanted:
+                if name not in stored:
+                    continue  # (spec_for says it is not in the tournament)
+                digest, command = stored[name]
+                try:
+                    folder = await asyncio.to_thread(self.files.get, digest)
+                except FilesUnavailable as err:
+                    raise GameRefused(f"bot {name!r}: {err}") from None
+                kept.append(BotEntry(name=name, command=command, cwd=str(folder)))
+        return dataclasses.replace(config, bots=(*config.bots, *kept)) if kept else config
 
     async def note_refusal(self, tournament: str, game_id: str, reason: str) -> None:
         """Say in the store why this worker refused a game, for the organizer to tell (a store

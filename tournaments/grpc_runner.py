@@ -30,6 +30,7 @@ log = get_logger()
 async def tournament_runner(
     config: Any, out_dir: Any, *, address: str | None = None, workers: int | None = None,
     resolve_token: Callable[[str], tuple[str, str] | None] | None = None,
+    revoked: Callable[[], list[str]] | None = None,
 ) -> AsyncIterator[Any]:
     """The referee as a tournament's game runner (``tournaments.runner`` looks this up).
 
@@ -42,7 +43,8 @@ async def tournament_runner(
 
     ``resolve_token``: maps a token no bot of the file has to (the ``RESOLVED_PREFIX`` token,
     the name) of the remote bot it opens (a roster's participants, whose tokens are stored only
-    hashed).
+    hashed). ``revoked``: asked every :data:`REVOKED_EVERY_S` (in a thread) for the names whose
+    resolved token stopped working since; their bots' streams are ended at once.
 
     Launched bots stay up between games unless the file says ``restart = "game"``. Games
     go to up to ``workers`` referee processes (this one included; default one per core),
@@ -67,7 +69,7 @@ async def tournament_runner(
     for bot in remote:  # (a roster participant's entry opens only to their real token, through the resolver)
         arena.register_token(bot.token, bot.name, direct=not bot.token.startswith(RESOLVED_PREFIX))
     arena.resolve_token = resolve_token
-    if remote:
+    if remote or resolve_token is not None:
         arena.presence.watch(bot.name for bot in remote)
         arena.presence.on_change = PresenceReport(arena.presence, Path(out_dir) / presence.FILENAME).changed
     log.info("tournament_referee", address=arena.target, tournament=getattr(config, "name", ""), tls=tls is not None)
@@ -79,15 +81,38 @@ async def tournament_runner(
     logs = log_file()
     setup = WorkerSetup(options, restart, str(logs.parent) if logs else None, logs.stem if logs else "referee")
     pool = RefereeWorkers(arena, setup, workers)
+    watcher = asyncio.ensure_future(_cut_off_revoked(arena, revoked)) if revoked is not None else None
     try:
         yield pool
     finally:
+        if watcher is not None:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
         try:
             await pool.close()
         finally:
             await arena.shutdown(grace_s=0)
             if remote:  # (as the run ends: every bot away)
                 presence.write_file(Path(out_dir) / presence.FILENAME, arena.presence.snapshot())
+
+
+REVOKED_EVERY_S = 2.0
+REVOKED_TEXT = "your token was revoked (or renewed): ask the organizer for your new one"
+
+
+async def _cut_off_revoked(arena: Arena, revoked: Callable[[], list[str]]) -> None:
+    """End the streams of the participants whose token stopped working (``craits roster revoke``
+    or ``renew``, in any process): at once, not when their bot next connects."""
+    while True:
+        await asyncio.sleep(REVOKED_EVERY_S)
+        try:
+            names = await asyncio.to_thread(revoked)
+        except Exception as err:  # (the roster's store unreadable for a moment: asked again next time)
+            log.warning("revoked_tokens_unreadable", error=str(err))
+            continue
+        for name in names:  # (the presence report says "NAME: token revoked" on the terminal and the board)
+            arena.cut_off(f"{RESOLVED_PREFIX}{name}", REVOKED_TEXT)
 
 
 class PresenceReport:

@@ -401,7 +401,7 @@ class Runner {
       call.on('data', (msg) => {
         if (msg.message === 'welcome') this.onWelcome(msg.welcome);
         if (msg.message === 'error') {
-          logRefereeError(msg.error, this.everWelcomed && msg.error.code === 'ERROR_CODE_UNAUTHENTICATED');
+          logRefereeError(msg.error, this.everWelcomed && !this.welcomed && msg.error.code === 'ERROR_CODE_UNAUTHENTICATED');
           if (msg.error.fatal) fatal = msg.error;
         }
         pending = pending.then(async () => {
@@ -452,6 +452,11 @@ class Runner {
     if (fatal && fatal.code === 'ERROR_CODE_SHUTTING_DOWN') {
       log('info', `the referee shut down: done (${summary})`);
       return EXIT.OK;
+    }
+    if (status.code === grpc.status.UNAUTHENTICATED && this.welcomed) {
+      // Welcomed on this very stream, then refused: the token was withdrawn (revoked or renewed).
+      log('error', `the referee at ${this.server} ended this bot's stream: ${(fatal ? fatal.message : '') || details}`);
+      return EXIT.REFUSED;
     }
     if (status.code === grpc.status.UNAUTHENTICATED && this.everWelcomed) {
       // The same token was welcomed before: not mistyped; the referee is done with it

@@ -2,6 +2,8 @@
 
     craits roster add ROSTER NAME [--email E] [--team T]     one participant; their token once
     craits roster import ROSTER FILE.csv                     name[,email,team] per line
+        (add or import with --store postgresql://...: the roster is kept in that database, for a
+        ladder on it whose workers elsewhere fetch the versions from it: docs/teachers.md)
     craits roster list ROSTER
     craits roster revoke|renew ROSTER NAME
     craits roster organizer ROSTER                           a new organizer token
@@ -31,13 +33,25 @@ from typing import Any
 
 from participants.admission import LIMIT_KEYS, SIZE_KEYS, roster_limits
 from participants.roster import Roster
-from participants.unpack import Bounds
+from participants.unpack import Bounds, UploadError, check_manifest
 from server.errors import UserError
+from server.storage.postgres import is_store_url, redact
 from server.transport.sandbox import parse_size, size_text
 
 SKIPPED = ("__pycache__", ".git", "node_modules", ".venv", ".mypy_cache", ".pytest_cache")
 """Folders ``craits submit`` leaves out of a folder it packs."""
 WAIT_S = 600.0
+AWAY_S = 180.0
+"""How long ``craits submit`` waits for a server that stopped answering (a restart builds the version again)."""
+SAY_EVERY_S = 60.0
+
+
+class Unreachable(UserError):
+    """The server did not answer at all (not an HTTP error)."""
+
+
+STORE_HELP = ("keep a new roster in this PostgreSQL database (the ladder's store = ...): its workers on other "
+              "machines fetch the versions from it (default: SQLite in the folder)")
 
 
 def register_cli(subparsers: Any) -> None:
@@ -57,11 +71,13 @@ def register_cli(subparsers: Any) -> None:
         return p
 
     add = action("add", "add a participant; prints their token once", _add, tokens=True)
+    add.add_argument("--store", metavar="URL", help=STORE_HELP)
     add.add_argument("--email", default="")
     add.add_argument("--team", default="")
     imported = action("import", "add participants from a CSV file (a header line: name,email,team)", _import,
                       who=False, tokens=True)
     imported.add_argument("csv", type=Path, help="the CSV file")
+    imported.add_argument("--store", metavar="URL", help=STORE_HELP)
     action("list", "list the participants, their versions and their status", _list, who=False)
     action("revoke", "stop a participant's token working (pages, submissions, remote bot)", _revoke)
     action("renew", "give a participant a new token (the old one stops working)", _renew, tokens=True)
@@ -109,7 +125,7 @@ def _hand_out(args: argparse.Namespace, made: list[tuple[str, str]]) -> None:
 
 
 def _add(args: argparse.Namespace) -> int:
-    roster = Roster.create(args.roster)
+    roster = Roster.create(args.roster, _store(args))
     _hand_out(args, [(args.name, roster.add(args.name, args.email, args.team))])
     return 0
 
@@ -119,12 +135,18 @@ def _import(args: argparse.Namespace) -> int:
         text = args.csv.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as err:
         raise UserError(f"{args.csv}: cannot read it: {err}") from None
-    roster = Roster.create(args.roster)
+    roster = Roster.create(args.roster, _store(args))
     made = roster.import_csv(text, str(args.csv))
     if not made:
         raise UserError(f"{args.csv}: no participants in it")
     _hand_out(args, made)
     return 0
+
+
+def _store(args: argparse.Namespace) -> str | None:
+    if args.store is not None and not is_store_url(args.store):
+        raise UserError(f"--store {redact(args.store)!r}: not a PostgreSQL URL (postgresql://user@host:port/database)")
+    return args.store
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -173,7 +195,7 @@ def _set(args: argparse.Namespace) -> int:
     build, bounds = roster_limits(roster)
     print(f"builds: {build.time_s:g} s, {size_text(build.memory)} of memory, {build.processes} processes, "
           f"{size_text(build.output)} of log; uploads: {size_text(bounds.packed)} packed, "
-          f"{size_text(bounds.unpacked)} unpacked, {bounds.files} files (the web pages read them at start)")
+          f"{size_text(bounds.unpacked)} unpacked, {bounds.files} files (from the next upload and build on, without a restart)")
     return 0
 
 
@@ -203,6 +225,10 @@ def pack(path: Path, bounds: Bounds | None = None) -> tuple[bytes, str]:
                 archive.write(full, str(full.relative_to(path)))
                 if buffer.tell() > bounds.packed:
                     raise UserError(f"{path}: more than {bounds.packed // 2**20} MB packed: the limit")
+    try:  # (said here, before anything is sent, as the server would say it)
+        check_manifest(buffer.getvalue(), "upload.zip", bounds)
+    except UploadError as err:
+        raise UserError(f"{path}: {err}") from None
     return buffer.getvalue(), f"{path.resolve().name}.zip"
 
 
@@ -218,7 +244,7 @@ def _request(url: str, token: str, data: bytes | None = None, headers: dict[str,
             said = ""
         raise UserError(f"{url}: {said or err.reason} (HTTP {err.code})") from None
     except (urllib.error.URLError, OSError) as err:
-        raise UserError(f"{url}: cannot reach the server: {getattr(err, 'reason', err)}") from None
+        raise Unreachable(f"{url}: cannot reach the server: {getattr(err, 'reason', err)}") from None
 
 
 def server_base(url: str) -> str:
@@ -249,14 +275,29 @@ def _submit(args: argparse.Namespace) -> int:
     print(f"uploaded {filename} ({len(data)} bytes) as v{number}; building and checking it ...", flush=True)
     if args.no_wait:
         return 0
-    deadline = time.monotonic() + WAIT_S
-    while time.monotonic() < deadline:
-        version = _request(f"{base}/api/me/versions/{number}", token.strip())
+    started = time.monotonic()
+    said = started
+    away: float | None = None
+    while time.monotonic() - started < WAIT_S:
+        try:
+            version = _request(f"{base}/api/me/versions/{number}", token.strip())
+        except Unreachable:  # (a restart: the server builds the version again once it is back)
+            if away is None:
+                away = time.monotonic()
+                print(f"the server does not answer (restarting?); waiting up to {AWAY_S:.0f} s for it ...", flush=True)
+            elif time.monotonic() - away > AWAY_S:
+                raise
+            time.sleep(2.0)
+            continue
+        away = None
         if version["status"] != "building":
             print(f"v{number}: {version['status']}" + (f": {version['reason']}" if version["reason"] else ""))
             if version["status"] != "admitted":
                 print(f"the build log and the checker's report (log in with your token): {page}")
             return 0 if version["status"] == "admitted" else 1
+        if time.monotonic() - said >= SAY_EVERY_S:
+            said = time.monotonic()
+            print(f"v{number}: still building and checking ({said - started:.0f} s) ...", flush=True)
         time.sleep(1.0)
-    print(f"v{number} is still being built; see {page}")
+    print(f"v{number} is still being built after {WAIT_S:.0f} s; its verdict will be on {page}")
     return 1

@@ -18,8 +18,11 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
+import psycopg
 from craits import grpc_io
+from psycopg.conninfo import conninfo_to_dict
 
+from participants.roster import PostgresRoster, Roster
 from server.cli.tournament_shared import (
     _announce_resume,
     _check_output_unseen,
@@ -215,9 +218,8 @@ def cmd_standings(args: argparse.Namespace, url: str, *, ladder: bool = False) -
 def cmd_ladder_run(args: argparse.Namespace, config: TournamentConfig, url: str) -> int:
     """Rounds are stored and their games queued: workers anywhere play them (this command
     too, when none is running), and may come and go while the ladder runs."""
-    if config.roster is not None:  # (its workers would not know the versions: they read bots from the file)
-        raise UserError(f"{args.file}: a ladder with a roster keeps its results in its output folder for now; "
-                        "drop store = ... (and --store, $CRAITS_STORE) to run it")
+    if config.roster is not None:
+        _check_roster(args.file, config.roster, url)
     _check_bots(config)
     out_dir = config.output_dir(args.out)
     if args.local_workers != 0:  # (a bot that cannot run here, or could read the output: refused first)
@@ -256,6 +258,30 @@ def cmd_ladder_run(args: argparse.Namespace, config: TournamentConfig, url: str)
 
         with store:
             return _play_ladder(args, config, store, out_dir, _no_runner, again, play_pending)
+
+
+def _check_roster(file: str, folder: str, url: str) -> None:
+    """A ladder's workers fetch its participants' versions from its database: the roster must
+    be kept there (participants.roster_pg), not in a folder on this machine."""
+    roster = Roster(folder)
+    if not isinstance(roster, PostgresRoster):
+        raise UserError(f"{file}: its roster {folder} is kept in SQLite on this machine, where workers elsewhere "
+                        "cannot fetch its versions; keep it in the ladder's database: make it in a new folder with "
+                        "`craits roster import FOLDER FILE.csv --store URL` (docs/teachers.md), or drop store = ... "
+                        "(and --store, $CRAITS_STORE) to run the ladder here")
+    if not same_database(roster.url, url):
+        raise UserError(f"{file}: its roster {folder} is kept in {redact(roster.url)}, the ladder in {redact(url)}: "
+                        "they must be the same database (its workers fetch the versions from the ladder's)")
+
+
+def same_database(a: str, b: str) -> bool:
+    """Whether two PostgreSQL URLs name the same database (host, port, database, user)."""
+    keys = ("host", "port", "dbname", "user")
+    try:
+        left, right = conninfo_to_dict(a), conninfo_to_dict(b)
+    except psycopg.ProgrammingError:  # (a URL it cannot read)
+        return a == b
+    return all(str(left.get(k, "")) == str(right.get(k, "")) for k in keys)
 
 
 @contextlib.asynccontextmanager

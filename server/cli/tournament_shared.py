@@ -146,7 +146,8 @@ def _play_ladder(
               + ("" if getattr(args, "web", None) else "; without --web they cannot log in or submit"), file=sys.stderr)
         args.roster_dir = config.roster  # (--web: its participants log in and submit there)
         if factory is tournament_runner:  # (their tokens also let their own bots connect)
-            factory = functools.partial(tournament_runner, resolve_token=entrants.resolve_token)
+            factory = functools.partial(tournament_runner, resolve_token=entrants.resolve_token,
+                                        revoked=entrants.revoked)
     dropped = drop_departed(config, store)
     if dropped:
         print(f"{config.name}: {len(dropped)} unplayed game(s) of bots no longer in {args.file} dropped",

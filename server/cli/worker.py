@@ -6,7 +6,9 @@
 
 A worker takes games from the queue in the PostgreSQL store (procrastinate), launches
 their bots here (the tournament file's paths resolved on this machine), plays them
-through its own referee and records each with its replay in one transaction. SIGTERM or
+through its own referee and records each with its replay in one transaction (a roster's
+versions are fetched from the store by their hash, checked, and kept unpacked in ``--cache``
+for later games: ``server.storage.bot_files``). SIGTERM or
 Ctrl-C: it takes no new game and stops once the games in hand are recorded; a second
 signal stops it at once (its games are then played again by another worker). With
 ``--web`` it serves the games it plays, live, to browsers (the board of a whole tournament
@@ -33,6 +35,7 @@ from server.cli.tournament_pg import runner_for
 from server.cli.web_options import add_web_options, web_options
 from server.errors import UserError
 from server.logging import configure_logging, get_logger
+from server.storage.bot_files import CACHE_ENV
 from server.storage.postgres import (
     STORE_ENV,
     PostgresStore,
@@ -82,6 +85,9 @@ def register_cli(subparsers: Any) -> None:
     worker.add_argument("--stalled-after", type=float, default=30.0, metavar="S",
                         help="a worker silent this long is dead: its games go to another (default 30)")
     worker.add_argument("--log-dir", default="logs", help="where worker.jsonl goes (default logs/)")
+    worker.add_argument("--cache", metavar="DIR", type=Path,
+                        help="where the roster versions it fetches by their hash are kept for later games (default: "
+                        f"${CACHE_ENV}, else ~/.cache/craits/bots; safe to delete while no worker runs)")
     add_tls_options(worker, folder="--log-dir")
     add_web_options(worker)
     worker.set_defaults(func=cmd_worker)
@@ -126,7 +132,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         raise UserError(str(err)) from None
     settings = WorkerSettings(
         concurrency=args.concurrency, heartbeat_s=args.heartbeat, stalled_s=args.stalled_after,
-        files_dir=files_dir,
+        files_dir=files_dir, cache_dir=args.cache,
         **({"name": args.name} if args.name else {}),
     )
     service = WorkerService(url, settings, _with_tls(runner_for(args.runner), args))

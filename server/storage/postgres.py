@@ -478,6 +478,24 @@ class PostgresStore:
 
         self._retrying("storing the bots", op)
 
+    def set_bot_files(self, bots: Sequence[tuple[str, str, Sequence[str]]]) -> None:
+        """(bot, hash, command): bots a worker plays from files kept in the store by their hash
+        (a roster's versions, server.storage.bot_files), rather than from the tournament file."""
+        def op(conn: psycopg.Connection[Any]) -> None:
+            with conn.transaction(), conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO craits_bot_files (tournament, bot, files, command) VALUES (%s, %s, %s, %s)"
+                    " ON CONFLICT (tournament, bot) DO UPDATE SET files = excluded.files, command = excluded.command",
+                    [(self.name, bot, files, json.dumps(list(command))) for bot, files, command in bots])
+
+        self._retrying("storing the bots' files", op)
+
+    def bot_files(self) -> dict[str, tuple[str, tuple[str, ...]]]:
+        """{bot: (hash of its files, command)} of :meth:`set_bot_files`."""
+        rows = self._retrying("reading the bots' files", lambda c: c.execute(
+            "SELECT bot, files, command FROM craits_bot_files WHERE tournament = %s", (self.name,)).fetchall())
+        return {r[0]: (r[1], tuple(json.loads(r[2]))) for r in rows}
+
     def bot_names(self) -> list[str]:
         rows = self._retrying("reading the bots", lambda c: c.execute(
             "SELECT name FROM craits_bots WHERE tournament = %s ORDER BY position", (self.name,)).fetchall())

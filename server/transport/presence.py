@@ -35,12 +35,14 @@ LOST = "connection lost"
 """The stream broke without the bot closing it: a crash, a kill, a network drop."""
 ENDED = "the referee stopped"
 """The referee ended the stream as it shut down (the run is over)."""
+REVOKED = "token revoked"
+"""The referee ended the stream because the bot's token was revoked or renewed."""
 
 
 @dataclass(frozen=True, slots=True)
 class BotPresence:
     state: str
-    """:data:`CONNECTED`, :data:`NEVER`, :data:`LEFT`, :data:`LOST` or :data:`ENDED`."""
+    """:data:`CONNECTED`, :data:`NEVER`, :data:`LEFT`, :data:`LOST`, :data:`ENDED` or :data:`REVOKED`."""
     since: float | None
     """Wall-clock time (seconds since the epoch) of the change; None: never connected."""
 
@@ -78,6 +80,10 @@ class Presence:
     def left(self, name: str, *, clean: bool, shutdown: bool = False) -> None:
         if name in self.bots and self.bots[name].connected:
             self._set(name, ENDED if shutdown else LEFT if clean else LOST)
+
+    def revoked(self, name: str) -> None:
+        if name in self.bots and self.bots[name].state != REVOKED:
+            self._set(name, REVOKED)
 
     def refuse(self, claimed: str, why: str) -> None:
         refusal = Refusal(claimed, why, time.time())

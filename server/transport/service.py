@@ -401,6 +401,20 @@ class Arena:
         if not entry.seats:
             self._drop_token(entry)
 
+    def cut_off(self, token: str, why: str) -> bool:
+        """End the stream of ``token``'s bot now, for ``why`` (its token was revoked): a fatal
+        UNAUTHENTICATED error, the board shows it away; its seats are disconnected as for any
+        stream that ends. False when no stream of it is open."""
+        entry = self.tokens.get(token)
+        session = entry.session if entry is not None else None
+        if entry is None or session is None or session.closed:
+            return False
+        log.warning("stream_cut_off", bot=entry.name, peer=session.peer, why=why)
+        self.presence.revoked(entry.name)
+        session.send_error(pb.ERROR_CODE_UNAUTHENTICATED, why, fatal=True)
+        session.close(StreamEnd.UNAUTHENTICATED, why)
+        return True
+
     def _drop_token(self, entry: TokenEntry, *, cut_short: bool = False) -> None:
         self.tokens.pop(entry.token, None)
         session = entry.session
@@ -745,6 +759,7 @@ class Arena:
             if resolved is not None:
                 alias, name = resolved
                 self.register_token(alias, name, direct=False)
+                self.presence.watch((name,))  # (a board shows a participant's own bot here or away)
                 entry = self.tokens[alias]
         if entry is None:
             # An empty token is a bot started without one, not a wrong one: say which.

@@ -35,6 +35,8 @@ from urllib.parse import quote
 
 from aiohttp import web
 
+from participants.final import final_of
+from participants.roster import ORGANIZER
 from participants.unpack import Bounds
 from server.errors import UserError
 from server.logging import get_logger
@@ -147,6 +149,9 @@ class WebServer:
         """The most connections reading a stream at once so far."""
         self.dropped = 0
         self.participants = ParticipantPages(self, options.roster) if options.roster else None
+        self.final = final_of(board.source.out_dir if board is not None else None)
+        """The roster's final this board shows (None: not a final): see :meth:`_final_gate`."""
+        self._final_seen = (0.0, False)
         self.classroom = ClassroomPages(self.participants) if self.participants is not None else None
         self.app = self._make_app()
 
@@ -154,7 +159,8 @@ class WebServer:
 
     def _make_app(self) -> web.Application:
         packed = self.participants.bounds.packed if self.participants is not None else Bounds().packed
-        app = web.Application(middlewares=[self._errors], client_max_size=packed + 2**20)  # (an upload's form)
+        app = web.Application(middlewares=[self._errors, self._final_gate],
+                              client_max_size=packed + 2**20)  # (an upload's form)
         app.add_routes([
             web.get("/", self.page_board),
             web.get("/games", self.page_games),
@@ -364,11 +370,29 @@ class WebServer:
             return self._not_found(request, "the tournament's store cannot be read just now; try again in a moment",
                                    status=503, title="Store unavailable")
 
+    @web.middleware
+    async def _final_gate(self, request: web.Request,
+                          handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
+        """A deliberate check, not an accident of which folder is served: a board of a roster's
+        final (``craits web ROSTER/final/out``, or its tournament run with ``--web``) shows
+        nothing, its games and replays included, to anyone but the organizer until ``craits
+        final publish``."""
+        if self.final is None or request.path in ("/login", "/logout"):
+            return await handler(request)
+        at, published = self._final_seen
+        if time.monotonic() - at > 1.0:  # (read again at most every second: a board polls)
+            published = await asyncio.get_running_loop().run_in_executor(None, lambda: bool(self.final and self.final.published))
+            self._final_seen = (time.monotonic(), published)
+        if published or (self.participants is not None and await self.participants._who(request) == ORGANIZER):
+            return await handler(request)
+        raise web.HTTPNotFound(text="the final's results are not published yet (the organizer publishes them with "
+                                    "craits final publish)")
+
     def _not_found(self, request: web.Request, what: str, *, status: int = 404, title: str = "Not found",
                    ) -> web.Response:
         if request.path.startswith("/api"):
             return _json({"error": what}, status=status)
-        return self._page(title, f'<main class="board"><h1>{html.escape(title)}</h1><p class="meta">'
+        return self._page(title, f'<main class="board"><h1>{html.escape(title)}</h1><p class="meta" style="white-space: pre-line">'
                                  f'{html.escape(what)}</p><p><a href="/">the board</a></p></main>', status=status)
 
     # ------------------------------------------------------------------ pages

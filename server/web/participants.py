@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import functools
 import glob
 import hashlib
 import hmac
@@ -43,11 +44,11 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from participants.admission import roster_limits
+from participants.admission import refuse_pending, roster_limits
 from participants.fairness import Pauses
 from participants.final import read_plan
 from participants.roster import ORGANIZER, Roster, RosterError, Version, split_bot
-from participants.unpack import Bounds
+from participants.unpack import Bounds, UploadError, check_manifest
 from server.logging import get_logger
 from server.storage.replay.faults import fault_words, is_fault
 from server.storage.replay.format import ReplayError
@@ -117,12 +118,20 @@ def seat_faults(replay: str | None, seat: int) -> list[tuple[int, str]]:
 
 class Builder:
     """Builds and checks the versions waiting for it, in a process of its own, one run at a
-    time; started again when an upload came in meanwhile."""
+    time; started again when an upload came in meanwhile, or when the process died with
+    versions still waiting (it builds an interrupted version again, a few times at most). If it
+    dies :data:`CRASHES` times in a row, the versions still waiting are refused with what it
+    said, so nobody waits for a build that will not come."""
 
-    def __init__(self, roster: Path, module: str = "participants.admission") -> None:
+    CRASHES = 5
+
+    def __init__(self, roster: Path, module: str = "participants.admission",
+                 give_up: Callable[[str], None] | None = None) -> None:
         self.roster = roster
         self.module = module
         """The program run (``python -m MODULE ROSTER``): the admission, or another queue's."""
+        self.give_up = give_up
+        """Called (in a thread) with the reason when the process keeps dying (None: it is only logged)."""
         self.wanted = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._process: asyncio.subprocess.Process | None = None
@@ -133,6 +142,7 @@ class Builder:
             self._task = asyncio.ensure_future(self._run())
 
     async def _run(self) -> None:
+        crashes = 0
         while self.wanted.is_set():
             self.wanted.clear()
             process = self._process = await asyncio.create_subprocess_exec(
@@ -140,7 +150,19 @@ class Builder:
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
             out, _ = await process.communicate()
             self._process = None
-            log.info("participants_built", module=self.module, exit=process.returncode, said=out.decode(errors="replace")[-2000:])
+            said = out.decode(errors="replace")
+            log.info("participants_built", module=self.module, exit=process.returncode, said=said[-2000:])
+            if process.returncode == 0:
+                crashes = 0
+                continue
+            crashes += 1
+            if crashes < self.CRASHES:
+                self.wanted.set()  # (the versions it left building: the next run builds them, or refuses them)
+            elif self.give_up is not None:
+                last = next((line.strip() for line in reversed(said.splitlines()) if line.strip()), "")
+                why = f"exit status {process.returncode}" + (f": {last[:200]}" if last else "")
+                log.error("participants_builder_stopped", module=self.module, why=why)
+                await asyncio.get_running_loop().run_in_executor(None, self.give_up, why)
         self._task = None
 
     async def close(self) -> None:
@@ -162,10 +184,16 @@ class ParticipantPages:
         title and board; not imported here: the app imports this module)."""
         self.server = server
         self.roster = Roster(roster_dir)
-        self.bounds = bounds or roster_limits(self.roster)[1]
+        self._bounds = bounds
         self.key = self.roster.secret()
-        self.builder = Builder(self.roster.folder)
+        self.builder = Builder(self.roster.folder, give_up=functools.partial(refuse_pending, self.roster))
         self._failures: dict[str, tuple[int, float]] = {}
+
+    @property
+    def bounds(self) -> Bounds:
+        """The upload limits: the organizer's as they are now (``craits roster set`` while the
+        pages run counts from the next upload), unless fixed at construction."""
+        return self._bounds or roster_limits(self.roster)[1]
 
     def routes(self) -> list[web.RouteDef]:
         return [
@@ -190,7 +218,6 @@ class ParticipantPages:
 
     async def close(self) -> None:
         await self.builder.close()
-
     # ------------------------------------------------------------------ who is asking
 
     async def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
@@ -341,6 +368,7 @@ class ParticipantPages:
         versions: list[Version] = await self._call(self.roster.versions, name)
         active = {v.bot for v in await self._call(self.roster.active)}
         ratings = self._ratings()
+        bounds = await self._call(lambda: self.bounds)
         csrf = self._csrf(request)
         try:
             plan = await self._call(read_plan, self.roster.folder)
@@ -379,8 +407,8 @@ class ParticipantPages:
             f'<input type="hidden" name="csrf" value="{csrf}"><input type="file" name="bot" id="bot-file" required> '
             '<button id="upload">upload</button></form>'
             f'<p class="meta">A .zip or .tar.gz with a bot.toml (command = ["python", "bot.py"], and optionally '
-            f'build = "..."), or one .py or .js file; at most {self.bounds.packed // 2**20} MB packed, '
-            f'{self.bounds.unpacked // 2**20} MB unpacked, {self.bounds.files:,} files.</p>'
+            f'build = "..."), or one .py or .js file; at most {bounds.packed // 2**20} MB packed, '
+            f'{bounds.unpacked // 2**20} MB unpacked, {bounds.files:,} files.</p>'
             '<h2>Versions</h2><table id="versions"><tr><th>version</th><th>status</th><th>why</th><th>submitted</th>'
             f'<th>size</th><th>games</th><th>rating</th></tr>{"".join(rows)}</table>'
             f'<form method="post" action="/p/{quote(name)}/pin"><input type="hidden" name="csrf" value="{csrf}">'
@@ -458,27 +486,33 @@ class ParticipantPages:
 
     async def post_upload(self, request: web.Request) -> web.StreamResponse:
         name = await self._may_see(request)
-        form = await self._form(request)
+        bounds = self.bounds
+        form = await self._form(request.clone(client_max_size=bounds.packed + 2**20))  # (the limit as it is now)
         field = form.get("bot")
         if not isinstance(field, web.FileField):
             raise web.HTTPBadRequest(text="choose a file to upload")
-        data = field.file.read(self.bounds.packed + 1)
+        data = field.file.read(bounds.packed + 1)
         version = await self._store(name, data, field.filename)
         raise web.HTTPSeeOther(f"/p/{quote(name)}/versions/{version.number}")
 
     async def _store(self, name: str, data: bytes, filename: str) -> Version:
-        if len(data) > self.bounds.packed:
-            raise self._too_big(len(data))
+        bounds = self.bounds
+        if len(data) > bounds.packed:
+            raise self._too_big(len(data), bounds.packed)
         if not data:
             raise web.HTTPBadRequest(text="the upload is empty")
+        try:
+            await self._call(check_manifest, data, filename or "upload", bounds)
+        except UploadError as err:
+            raise web.HTTPBadRequest(text=str(err)) from None
         version: Version = await self._call(self.roster.submit, name, data, filename or "upload")
         log.info("participant_submitted", participant=name, version=version.number, size=len(data))
         self.builder.kick()
         return version
 
-    def _too_big(self, size: int) -> web.HTTPRequestEntityTooLarge:
-        return web.HTTPRequestEntityTooLarge(max_size=self.bounds.packed, actual_size=size,
-                                             text=f"the upload is over {self.bounds.packed // 2**20} MB: the limit")
+    def _too_big(self, size: int, packed: int) -> web.HTTPRequestEntityTooLarge:
+        return web.HTTPRequestEntityTooLarge(max_size=packed, actual_size=size,
+                                             text=f"the upload is over {packed // 2**20} MB: the limit")
 
     async def post_pin(self, request: web.Request) -> web.StreamResponse:
         name = await self._may_see(request)
@@ -494,11 +528,12 @@ class ParticipantPages:
 
     async def api_submit(self, request: web.Request) -> web.Response:
         who = await self._bearer(request)
+        packed = self.bounds.packed
         chunks, size = [], 0
         async for chunk in request.content.iter_chunked(2**16):  # (never more than the limit held)
             size += len(chunk)
-            if size > self.bounds.packed or (request.content_length or 0) > self.bounds.packed:
-                raise self._too_big(max(size, request.content_length or 0))
+            if size > packed or (request.content_length or 0) > packed:
+                raise self._too_big(max(size, request.content_length or 0), packed)
             chunks.append(chunk)
         data = b"".join(chunks)
         version = await self._store(who, data, request.headers.get("X-Filename", "upload"))

@@ -36,6 +36,8 @@ class Script:
     """After Welcome, send nothing more and never close (the bot must be stopped)."""
     end_with: grpc.StatusCode | None = None
     """After Welcome, end every stream with this status."""
+    end_said: str = ""
+    """With ``end_with``: a fatal Error saying this comes first (as the referee cutting off a revoked token)."""
     seed: int = 5
 
 
@@ -78,7 +80,10 @@ class FakeReferee(referee_pb2_grpc.RefereeServicer):
         yield pb.RefereeMessage(welcome=pb.Welcome(protocol_version=1, server_version="fake", bot_name=hello.name,
                                                    resumed=resumed))
         if self.script.end_with is not None:
-            context.abort(self.script.end_with, "fake referee: ended on purpose")
+            if self.script.end_said:
+                yield pb.RefereeMessage(error=pb.Error(code=pb.ERROR_CODE_UNAUTHENTICATED, message=self.script.end_said,
+                                                       fatal=True))
+            context.abort(self.script.end_with, self.script.end_said or "fake referee: ended on purpose")
         if self.script.hang:
             while context.is_active() and not self.closing.wait(0.05):
                 pass

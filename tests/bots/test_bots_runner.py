@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import grpc
 import pytest
 
 from tests.bots.commands import JS_RANDOM, PY_RANDOM, finish, needs, start_bot
@@ -65,6 +66,15 @@ def test_an_unknown_token_exits_3_with_a_one_line_reason(bot: tuple[str, ...]) -
     assert len(server.seen.hellos) == 1, "a refused token must not be retried"
     assert "refused" in err and "token" in err
     assert "Traceback" not in err
+
+
+def test_a_token_withdrawn_after_welcome_exits_3_saying_why(bot: tuple[str, ...]) -> None:
+    said = "your token was revoked (or renewed): ask the organizer for your new one"
+    with FakeServer(Script(end_with=grpc.StatusCode.UNAUTHENTICATED, end_said=said)) as server:
+        code, err = finish(start_bot(bot, "--server", server.address, "--token", "good-token"))
+    assert code == 3, err
+    assert len(server.seen.hellos) == 1 and said in err
+    assert "its games are over" not in err and "Traceback" not in err
 
 
 def test_no_referee_exits_4_after_the_reconnect_window(bot: tuple[str, ...]) -> None:

@@ -4,12 +4,25 @@ refused at any step keeps no folder and says why, and an interrupted one is buil
 
 from __future__ import annotations
 
+import asyncio
+import sqlite3
 from pathlib import Path
 
 import pytest
 
-from participants.admission import BuildLimits, admit, admit_pending, build
-from participants.roster import Roster
+from participants import admission
+from participants.admission import (
+    ATTEMPTS,
+    INTERRUPTED,
+    BuildLimits,
+    Outcome,
+    admit,
+    admit_pending,
+    build,
+    refuse_pending,
+)
+from participants.roster import Roster, Version
+from server.web.participants import Builder
 from tests.participants.uploads import MANIFEST, RANDOM_BOT, good_bot, zip_of
 
 SMALL = BuildLimits(time_s=3.0, memory=128 * 2**20, processes=16, output=4096)
@@ -98,10 +111,55 @@ def test_a_build_interrupted_by_a_crash_leaves_no_half_version_and_is_built_agai
     half.mkdir(parents=True)
     (half / "bot.py").write_text("half")
     (roster.folder / "tmp" / "build-1-dead").mkdir()
+    (roster.folder / "tmp" / f"attempt-{version.id}").write_text("1")  # (the build a restart cut off)
     assert roster.active() == []  # (still building: not playable)
     [(_, outcome)] = admit_pending(roster)
     assert outcome.status == "admitted"
     assert (roster.version_dir(version) / "bot.py").read_text() == RANDOM_BOT
+    assert list((roster.folder / "tmp").iterdir()) == []  # (the cut-off attempt's folder and marker too)
+
+
+def test_a_build_cut_off_again_and_again_is_refused_and_a_server_fault_stops_only_its_version(
+        roster: Roster, monkeypatch: pytest.MonkeyPatch) -> None:
+    cut = roster.submit("alice", good_bot(), "a.zip")
+    (roster.folder / "tmp" / f"attempt-{cut.id}").write_text(str(ATTEMPTS))
+    faulty = roster.submit("alice", good_bot(), "b.zip")
+    fine = roster.submit("alice", good_bot(), "c.zip")
+    built = []
+
+    def admit_(roster: Roster, version: Version, **_: object) -> Outcome:
+        built.append(version.number)
+        if version.id == faulty.id:
+            raise sqlite3.OperationalError("database is locked")
+        return Outcome("admitted")
+
+    monkeypatch.setattr(admission, "admit", admit_)
+    outcomes = {v.number: o for v, o in admit_pending(roster)}
+    assert built == [faulty.number, fine.number]  # (the one cut off too often is not built again)
+    assert outcomes[cut.number] == Outcome("refused", INTERRUPTED)
+    assert outcomes[faulty.number].status == "refused"
+    assert "the server failed while checking it (OperationalError: database is locked)" in outcomes[faulty.number].reason
+    assert outcomes[fine.number].status == "admitted"
+    assert [v.status for v in roster.versions("alice")] == ["refused", "refused", "admitted"]
+    assert not list((roster.folder / "tmp").glob("attempt-*"))
+
+
+def test_a_builder_that_keeps_dying_refuses_the_waiting_versions_saying_so(roster: Roster) -> None:
+    waiting = roster.submit("alice", good_bot(), "a.zip")
+    refused: list[str] = []
+
+    async def run() -> None:
+        builder = Builder(roster.folder, module="participants.no_such_module", give_up=refused.append)
+        builder.kick()
+        while builder._task is not None:  # (every run fails at once: no timing involved)
+            await asyncio.sleep(0.05)
+
+    asyncio.run(run())
+    assert len(refused) == 1 and "exit status 1" in refused[0] and "No module named" in refused[0]
+    refuse_pending(roster, refused[0])
+    stored = roster.version_by_id(waiting.id)
+    assert stored is not None and stored.status == "refused"
+    assert stored.reason.startswith("the server could not build it (its builder stopped: exit status 1")
 
 
 def test_the_organizers_limits_are_the_ones_a_build_gets(roster: Roster) -> None:

@@ -9,10 +9,24 @@ from pathlib import Path
 
 import pytest
 
-from participants.compare import CompareError, Comparisons, Deal, compare, house_specs, summarize
+from participants.compare import (
+    CompareError,
+    Comparisons,
+    Deal,
+    compare,
+    house_specs,
+    ladder_game,
+    play_deal,
+    summarize,
+)
 from participants.confidence import ConfidenceSequence, mean_interval
+from participants.entrants import RosterEntrants
 from participants.roster import Roster
-from server.spec import BotSpec
+from participants.scrimmage import Scrimmages, play
+from server.engine import GameConfig, make_config
+from server.spec import BotSpec, GameRecord, GameSpec
+from tests.participants.conftest import LADDER
+from tournaments.config import parse_config
 from tournaments.local import LocalRunner
 
 
@@ -85,3 +99,35 @@ def test_a_comparison_needs_two_admitted_versions_and_house_bots(tmp_path: Path)
     assert comparisons.of("bob") == []
     with pytest.raises(CompareError, match=f"your comparison {job.id} is still playing"):
         comparisons.ask("alice", 2, 1)
+
+
+class _Stop(Exception):
+    pass
+
+
+def test_comparisons_and_scrimmages_play_the_ladders_game_not_always_the_short_one(tmp_path: Path) -> None:
+    roster = Roster.create(tmp_path / "roster")
+    roster.add("alice")
+    version = roster.submit("alice", b"print(1)\n", "bot.py")
+    roster.decide(version, "admitted", command=("python", "bot.py"))
+    assert ladder_game(roster.folder, 3) == make_config("craits", 3, short_game=True)  # (no ladder ran yet)
+    ladder = LADDER.replace("short_game = true", "voluntary_draw = true")
+    RosterEntrants(parse_config(ladder, source="class.toml", base_dir=tmp_path))  # (as `craits ladder run` starts)
+    played: list[GameConfig] = []
+
+    async def run_game(spec: GameSpec) -> GameRecord:
+        played.append(spec.config)
+        raise _Stop
+
+    a, b = house_specs(("random", "default"))
+    with pytest.raises(_Stop):
+        asyncio.run(play_deal(run_game, a, b, house_specs(("random",)), seed=1, number=0, game=roster.folder))
+    scrimmages = Scrimmages(roster)
+    with pytest.raises(_Stop):
+        asyncio.run(play(scrimmages, scrimmages.ask("alice", ["random", "default"], 1), run_game))
+    assert set(played[:-1]) == {make_config("craits", 2, voluntary_draw=True)}  # (the deal's games)
+    assert played[-1] == make_config("craits", 3, voluntary_draw=True)  # (the scrimmage's)
+    RosterEntrants(parse_config(ladder.replace('seed = 3', 'seed = 3\npreset = "crates-partners"')
+                                .replace("table_size = 2", "table_size = 4"), source="c.toml", base_dir=tmp_path))
+    with pytest.raises(CompareError, match="cannot be played at a table of 3: preset crates-partners takes exactly 4"):
+        ladder_game(roster.folder, 3)

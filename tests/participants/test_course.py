@@ -4,6 +4,7 @@ final played with ``craits final run``, and ``craits web`` serving the participa
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import io
 import json
@@ -24,6 +25,9 @@ from participants.final import Final, FinalError, read_plan
 from participants.roster import ORGANIZER, Roster
 from participants.scrimmage import QUOTA_KEY, ScrimmageError, Scrimmages
 from server.cli import main as craits
+from server.web.app import WebOptions, WebServer
+from server.web.board import Board, folder_source
+from server.web.live import LiveHub
 from tests.participants.test_compare_browser import HEURISTIC_BOT
 from tests.participants.test_participants_browser import _until
 from tests.participants.test_participants_web import Client
@@ -171,6 +175,38 @@ def test_the_final_of_a_roster_named_relative_to_the_current_folder_finds_its_ve
     config = load_config(Final(roster).tournament_file(now=deadline + 1))
     assert [Path(b.cwd or "") for b in config.bots if b.command] == [
         (tmp_path / "class" / "versions" / name / "v1").resolve() for name in ("alice", "bob")]
+
+
+def test_a_board_of_the_final_shows_nothing_but_to_the_organizer_until_published(course: Course) -> None:
+    final = Final(course.roster)
+
+    async def look() -> list[tuple[str, int]]:
+        server = WebServer(LiveHub(), Board(folder_source(final.out_dir)),
+                           WebOptions(port=0, roster=str(course.roster.folder)))
+        url = await server.start()
+        anyone, alice = Client(url), Client(url)
+        organizer = Client(url, {"Authorization": f"Bearer {course.tokens[ORGANIZER]}"})
+        seen = []
+        try:
+            await asyncio.to_thread(alice.log_in, course.tokens["alice"])
+            for who, client in (("anyone", anyone), ("alice", alice), ("organizer", organizer)):
+                for path in ("", "api/standings", "games", "p/alice"):
+                    status, page, _ = await asyncio.to_thread(client.request, path)
+                    assert status != 200 or who == "organizer" or "bob.v1" not in page
+                    seen.append((f"{who} /{path}", status))
+            await asyncio.to_thread(final.publish)
+            await asyncio.sleep(1.1)  # (the gate reads the publication again after a second)
+            seen.append(("anyone / after publish", (await asyncio.to_thread(anyone.request, "api/standings"))[0]))
+        finally:
+            final.publish(False)
+            await server.stop()
+        return seen
+
+    seen = asyncio.run(look())
+    assert {k: v for k, v in seen if not k.startswith("organizer")} == {
+        **{f"{who} /{path}": 404 for who in ("anyone", "alice") for path in ("", "api/standings", "games", "p/alice")},
+        "anyone / after publish": 200}
+    assert all(v == 200 for k, v in seen if k.startswith("organizer") and "p/alice" not in k)
 
 
 def test_a_final_whose_games_per_bot_does_not_fit_its_entrants_names_the_plan_and_numbers_that_do(

@@ -4,7 +4,9 @@ a new one starting from its predecessor's rating mean."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
+import json
 import os
 import socket
 import subprocess
@@ -55,19 +57,27 @@ def test_a_version_admitted_while_the_ladder_runs_plays_from_the_next_round(tmp_
     assert [v.status for v in roster.versions("alice")] == ["admitted", "admitted"]
 
 
-def test_a_participants_token_lets_their_own_bot_connect_and_play_as_them(tmp_path: Path) -> None:
+def _alices_own_bot(tmp_path: Path, stderr: int = subprocess.DEVNULL,
+                    ) -> tuple[Roster, str, str, RosterEntrants, subprocess.Popen[str]]:
+    """A ladder file with a fixed referee address, its roster with alice, and alice's own bot
+    started with her token: (roster, token, file text, entrants, bot)."""
     roster = Roster.create(tmp_path / "roster")
     token = roster.add("alice")
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     text = LADDER.replace('roster = "roster"\n', f'roster = "roster"\naddress = "127.0.0.1:{port}"\n')
-    config = parse_config(text, source="class.toml", base_dir=tmp_path)
-    entrants = RosterEntrants(config)
-    out = tmp_path / "out"
+    entrants = RosterEntrants(parse_config(text, source="class.toml", base_dir=tmp_path))
     bot = subprocess.Popen([sys.executable, "-m", "craits_bot.examples.random_bot"],
                            env={**os.environ, "CRAITS_SERVER": f"127.0.0.1:{port}", "CRAITS_TOKEN": token},
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                           stdout=subprocess.DEVNULL, stderr=stderr, text=True)
+    return roster, token, text, entrants, bot
+
+
+def test_a_participants_token_lets_their_own_bot_connect_and_play_as_them(tmp_path: Path) -> None:
+    _, token, text, entrants, bot = _alices_own_bot(tmp_path)
+    config = entrants.base
+    out = tmp_path / "out"
     wrong = entrants.resolve_token(token[:-2] + "zz")
     try:
         with open_ladder(config, text, str(tmp_path / "class.toml"), out) as store:
@@ -83,3 +93,33 @@ def test_a_participants_token_lets_their_own_bot_connect_and_play_as_them(tmp_pa
     assert seated == {"alice", "house"}
     assert tokens["alice"] == "resolved:alice" and token not in (tmp_path / "out" / "tournament.db").read_bytes().decode(
         "latin-1")
+
+
+def test_a_revoked_token_ends_its_bots_stream_at_once_and_the_board_says_why(tmp_path: Path) -> None:
+    roster, _, _, entrants, bot = _alices_own_bot(tmp_path, stderr=subprocess.PIPE)  # (a few lines)
+    out = tmp_path / "out"
+    out.mkdir()
+
+    def board_says() -> str:
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            return str(json.loads((out / "connections.json").read_text())["bots"]["alice"]["state"])
+        return ""
+
+    async def run() -> tuple[str, set[str]]:
+        async with tournament_runner(entrants.config(), out, resolve_token=entrants.resolve_token,
+                                     revoked=entrants.revoked) as pool:
+            while "alice" not in pool.online_bots():
+                await asyncio.sleep(0.05)
+            await asyncio.to_thread(roster.revoke, "alice")
+            while board_says() != "token revoked":
+                await asyncio.sleep(0.05)
+            return board_says(), pool.online_bots()
+
+    try:
+        state, online = asyncio.run(asyncio.wait_for(run(), 60))
+        code = bot.wait(60)
+    finally:
+        bot.kill()
+        said = bot.communicate()[1]
+    assert state == "token revoked" and "alice" not in online
+    assert code != 0 and "your token was revoked" in said and "Traceback" not in said

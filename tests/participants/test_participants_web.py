@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import html
 import http.cookiejar
+import json
 import os
 import re
 import subprocess
@@ -22,7 +23,7 @@ from server.web.app import WebOptions, WebServer
 from server.web.live import LiveHub
 from server.web.participants import is_public
 from tests.participants.conftest import Classroom
-from tests.participants.uploads import good_bot
+from tests.participants.uploads import good_bot, zip_of
 
 CRAITS = str(Path(sys.executable).with_name("craits"))
 
@@ -103,6 +104,33 @@ def test_the_api_wants_a_token_and_refuses_what_is_too_big(classroom: Classroom)
     bearer = Client(classroom.running.url, {"Authorization": f"Bearer {classroom.tokens['bob']}"})
     status, page, _ = bearer.request("api/submit", data=b"x" * (20 * 2**20 + 10), headers={"X-Filename": "big.zip"})
     assert status == 413 and "20 MB" in page
+    before = classroom.roster.versions("bob")
+    status, page, _ = bearer.request("api/submit", data=zip_of({"bot.py": "x", "lib.py": "x"}, folder="mybot"),
+                                     headers={"X-Filename": "mybot.zip"})
+    said = json.loads(page)["error"]
+    assert status == 400 and said.startswith("no bot.toml") and 'command = ["python", "bot.py"]\n' in said
+    assert classroom.roster.versions("bob") == before  # (refused at upload: no version to wait for)
+
+
+def test_a_limit_set_while_the_pages_run_counts_from_the_next_upload(classroom: Classroom) -> None:
+    bob = Client(classroom.running.url)
+    bob.log_in(classroom.tokens["bob"])
+    csrf = bob.csrf("p/bob")
+    classroom.roster.set_limits({"packed": 2**20})
+    try:
+        status, page, _ = bob.request("api/submit", data=b"x" * (3 * 2**19), headers={
+            "X-Filename": "b.zip", "Authorization": f"Bearer {classroom.tokens['bob']}"})
+        assert status == 413 and "over 1 MB" in page
+        boundary = "craitsboundary"
+        form = (f'--{boundary}\r\nContent-Disposition: form-data; name="csrf"\r\n\r\n{csrf}\r\n'
+                f'--{boundary}\r\nContent-Disposition: form-data; name="bot"; filename="b.zip"\r\n'
+                f"Content-Type: application/zip\r\n\r\n").encode() + b"x" * (3 * 2**19) + f"\r\n--{boundary}--\r\n".encode()
+        status, page, _ = bob.request("p/bob/upload", data=form,
+                                      headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
+        assert status == 413 and "over 1 MB" in page
+        assert "at most 1 MB packed" in bob.request("p/bob")[1]
+    finally:
+        classroom.roster.set_limits({"packed": 20 * 2**20})
 
 
 def test_craits_submit_uploads_a_folder_and_prints_the_verdict(classroom: Classroom, tmp_path: Path) -> None:

@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from participants.admission import INTERRUPTED
 from participants.roster import Roster
 from server.cli import main
+from server.cli import roster as roster_cli
 
 
 def test_import_prints_each_token_once_and_keeps_them_in_a_private_file(
@@ -60,3 +62,28 @@ def test_a_server_address_without_its_scheme_is_said_before_the_token_is_sent(
     err = capsys.readouterr().err
     assert "give the ladder's web address with its scheme, e.g. https://127.0.0.1:8080" in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_craits_submit_waits_through_a_restart_and_stops_at_the_servers_word(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CRAITS_TOKEN", "craits-aaaaaaaa-" + "b" * 32)
+    (tmp_path / "bot.py").write_text("pass\n")
+    answers: list[object] = [
+        {"version": 4, "status": "building", "page": "/p/bob/versions/4"},
+        roster_cli.Unreachable("http://x/api/me/versions/4: cannot reach the server: [Errno 111] Connection refused"),
+        {"version": 4, "status": "building", "reason": ""},
+        {"version": 4, "status": "refused", "reason": INTERRUPTED},
+    ]
+
+    def request(*_: object, **__: object) -> object:
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    monkeypatch.setattr(roster_cli, "_request", request)
+    monkeypatch.setattr(roster_cli.time, "sleep", lambda _: None)
+    assert main(["submit", str(tmp_path / "bot.py"), "--server", "http://127.0.0.1:9"]) == 1
+    out = capsys.readouterr().out
+    assert "the server does not answer (restarting?)" in out
+    assert f"v4: refused: {INTERRUPTED}" in out and answers == []

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from participants.unpack import Bounds, UploadError, read_manifest, unpack
+from participants.unpack import Bounds, UploadError, check_manifest, read_manifest, unpack
 from tests.participants.uploads import MANIFEST, tar_with, zip_of
 
 
@@ -107,3 +107,26 @@ def test_a_manifest_that_cannot_be_used_says_why(tmp_path: Path, manifest: str |
         (tmp_path / "bot.toml").write_text(manifest)
     with pytest.raises(UploadError, match=said):
         read_manifest(tmp_path)
+
+
+def _tar_of(files: dict[str, bytes]) -> bytes:
+    return tar_with([_member(name, size=len(data)) for name, data in files.items()], files)
+
+
+@pytest.mark.parametrize(("upload", "filename", "missing"), [
+    (zip_of({"bot.py": "x", "util.py": "x"}, folder="mybot"), "mybot.zip", True),
+    (_tar_of({"bot.py": b"x", "notes.txt": b"x"}), "mybot.tar.gz", True),
+    (zip_of({"bot.toml": MANIFEST, "bot.py": "x"}, folder="mybot"), "mybot.zip", False),
+    (_tar_of({"bot.toml": MANIFEST.encode(), "bot.py": b"x"}), "mybot.tgz", False),
+    (zip_of({"bot.py": "x", "__MACOSX/._bot.py": "x"}), "a.zip", False),  # (one source file: its manifest implied)
+    (b"print('hi')\n", "bot.py", False),
+])
+def test_an_archive_without_its_manifest_is_refused_at_upload_with_an_example(
+        upload: bytes, filename: str, missing: bool) -> None:
+    if not missing:
+        check_manifest(upload, filename)
+        return
+    with pytest.raises(UploadError) as caught:
+        check_manifest(upload, filename)
+    said = str(caught.value)
+    assert said.startswith("no bot.toml") and '    command = ["python", "bot.py"]\n    build = "make"' in said

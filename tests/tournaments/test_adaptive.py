@@ -73,6 +73,15 @@ def test_a_table_seats_open_pairs_and_fills_the_rest_from_everyone() -> None:
     assert pick_table(bots, 4, [("b1", "b2")], 3, 7) == pick_table(bots, 4, [("b1", "b2")], 3, 7)
 
 
+def test_a_table_seats_a_chain_of_open_neighbours_and_the_pair_in_most_need_first() -> None:
+    bots = [f"b{i}" for i in range(8)]
+    chain = {("b1", "b2"): 0.01, ("b2", "b3"): 0.02, ("b3", "b4"): 0.03, ("b6", "b7"): 0.001}
+    for table in range(20):
+        assert set(pick_table(bots, 4, chain, seed=3, table_no=table)) == {"b1", "b2", "b3", "b4"}
+        seating = pick_table(bots, 3, {("b1", "b2"): 0.01, ("b6", "b7"): 0.04}, seed=3, table_no=table)
+        assert {"b6", "b7"} <= set(seating)
+
+
 @contextlib.asynccontextmanager
 async def stopping_after(games: int, stop: asyncio.Event, config: TournamentConfig, out: Path) -> AsyncIterator[RunGame]:
     """The local runner, that asks the run to stop as its ``games``-th game starts."""

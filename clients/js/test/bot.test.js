@@ -179,7 +179,8 @@ test('a strategy written as an ES module (export default) loads where Node can r
   }
 });
 
-test('a token refused after it was welcomed ends the bot with 0 (its games are over); a new one with 3', () => {
+test('a token refused after it was welcomed ends the bot with 0 (its games are over); a new one with 3; '
+  + 'one withdrawn on the stream that welcomed it with 3', () => {
   const grpc = require('@grpc/grpc-js');
   const { Runner } = require('../bot.js');
   const protocol = loadProtocol();
@@ -189,5 +190,8 @@ test('a token refused after it was welcomed ends the bot with 0 (its games are o
   assert.equal(new Runner(strategy, { protocol }).ended(refused, fatal), EXIT.REFUSED);
   const back = new Runner(strategy, { protocol });
   back.onWelcome({ bot_name: 'me', protocol_version: 1, server_version: 'test', resumed: false });
+  const revoked = { code: 'ERROR_CODE_UNAUTHENTICATED', message: 'your token was revoked', fatal: true };
+  assert.equal(back.ended(refused, revoked), EXIT.REFUSED); // (on the stream that welcomed it)
+  back.welcomed = false; // (a new stream, as play() starts each)
   assert.equal(back.ended(refused, fatal), EXIT.OK);
 });

@@ -261,7 +261,8 @@ class Runner:
     def _on_error(self, error: pb.Error) -> pb.Error | None:
         """Log a referee Error; return it if it is fatal."""
         # a token welcomed before and now unknown is news, not a problem (see _ended)
-        _log_referee_error(error, quiet=self._ever_welcomed and error.code == pb.ERROR_CODE_UNAUTHENTICATED)
+        _log_referee_error(error, quiet=self._ever_welcomed and not self._welcomed
+                           and error.code == pb.ERROR_CODE_UNAUTHENTICATED)
         return error if error.fatal else None
 
     def _framed(self, path: str) -> ExitCode | None:
@@ -385,6 +386,11 @@ class Runner:
         if fatal is not None and fatal.code == pb.ERROR_CODE_SHUTTING_DOWN:
             log.info("the referee shut down: done (%s)", self._summary())
             return ExitCode.OK
+        if code == grpc.StatusCode.UNAUTHENTICATED and self._welcomed:
+            # Welcomed on this very stream, then refused: the token was withdrawn (revoked or renewed).
+            log.error("the referee at %s ended this bot's stream: %s", self.server,
+                      (fatal.message if fatal else "") or details)
+            return ExitCode.REFUSED
         if code == grpc.StatusCode.UNAUTHENTICATED and self._ever_welcomed:
             # The same token was welcomed before: it is not mistyped, the referee is done with it
             # (its games ended while this bot was away, or before it read their end).
