@@ -148,3 +148,16 @@ def test_the_kit_speaks_frames_when_told_and_reads_a_refusal_as_over_grpc() -> N
 
     code, framed = with_arena(body)
     assert (code, framed) == (ExitCode.REFUSED, 1)
+
+
+def test_a_frames_connection_that_says_nothing_is_closed_after_the_hello_timeout() -> None:
+    async def body(arena):  # type: ignore[no-untyped-def]
+        client = FramesClient(_frames_path(arena))
+        client.reader, client.writer = await asyncio.open_unix_connection(client.path)
+        while await client.next() is not None:
+            pass
+        return client
+
+    client = with_arena(body)  # (OPTIONS: a Hello timeout of 1 s)
+    assert [(m.error.code, m.error.fatal) for m in client.seen] == [(pb.ERROR_CODE_MALFORMED, True)]
+    assert client.end == ("DEADLINE_EXCEEDED", "no Hello within 1 s")
