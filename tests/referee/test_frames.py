@@ -18,6 +18,17 @@ NO_GRACE = dataclasses.replace(FAST, reconnect_grace_s=0.05)
 """A seat that lost its bot goes to the default policy at once (nobody reconnects here)."""
 
 
+async def read_frame(reader: asyncio.StreamReader) -> tuple[int, bytes] | None:
+    """The next frame as (kind, payload), or None when the connection ended between frames."""
+    try:
+        kind, size = frames.HEADER.unpack(await reader.readexactly(frames.HEADER.size))
+    except asyncio.IncompleteReadError as err:
+        assert not err.partial, "the referee's connection ended inside a frame's header"
+        return None
+    assert kind in frames.KINDS and size <= frames.MAX_FROM_REFEREE, (kind, size)
+    return kind, await reader.readexactly(size)
+
+
 class FramesClient:
     """A scripted bot speaking frames on the referee's frames socket."""
 
@@ -37,7 +48,7 @@ class FramesClient:
     async def next(self, kind: str | None = None) -> pb.RefereeMessage | None:
         """The next message (of ``kind``), or None once the referee's END frame came."""
         while True:
-            got = await asyncio.wait_for(frames.read_frame(self.reader, frames.MAX_FROM_REFEREE), 30)
+            got = await asyncio.wait_for(read_frame(self.reader), 30)
             assert got is not None, "the referee closed the connection without an END frame"
             if got[0] == frames.END:
                 self.end = frames.parse_end(got[1])

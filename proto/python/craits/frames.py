@@ -14,7 +14,6 @@ Shared by the referee and the Python kit (both import this package)."""
 
 from __future__ import annotations
 
-import asyncio
 import struct
 
 ENV = "CRAITS_FRAMED_SOCKET"
@@ -26,10 +25,6 @@ END = 1
 KINDS = (MESSAGE, END)
 MAX_FROM_REFEREE = 4 * 1024 * 1024
 """The most a bot reads in one frame (gRPC's default for a message received)."""
-
-
-class FrameError(Exception):
-    """A frame that cannot be read: an unknown kind, an oversize length, a cut-off frame."""
 
 
 def frame(payload: bytes, kind: int = MESSAGE) -> bytes:
@@ -45,25 +40,3 @@ def parse_end(payload: bytes) -> tuple[str, str]:
     """(status name, details) of an END frame from the referee."""
     status, _, details = payload.decode("utf-8", "replace").partition("\n")
     return status or "OK", details
-
-
-async def read_frame(reader: asyncio.StreamReader, limit: int) -> tuple[int, bytes] | None:
-    """The next frame as (kind, payload), or None when the connection ended between frames.
-
-    Raises :class:`FrameError` for an unknown kind, a length over ``limit`` (read no further:
-    the stream must be closed) or a connection that ended inside a frame."""
-    try:
-        header = await reader.readexactly(HEADER.size)
-    except asyncio.IncompleteReadError as err:
-        if not err.partial:
-            return None
-        raise FrameError(f"the connection ended inside a frame's header ({len(err.partial)} of {HEADER.size} bytes)") from None
-    kind, size = HEADER.unpack(header)
-    if kind not in KINDS:
-        raise FrameError(f"unknown frame kind {kind} (0 is a message, 1 the end of the stream)")
-    if size > limit:
-        raise FrameError(f"a frame of {size} bytes is over the limit of {limit}")
-    try:
-        return kind, await reader.readexactly(size)
-    except asyncio.IncompleteReadError as err:
-        raise FrameError(f"the connection ended inside a frame ({len(err.partial)} of {size} bytes)") from None
