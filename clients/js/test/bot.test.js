@@ -195,3 +195,124 @@ test('a token refused after it was welcomed ends the bot with 0 (its games are o
   back.welcomed = false; // (a new stream, as play() starts each)
   assert.equal(back.ended(refused, fatal), EXIT.OK);
 });
+
+/**
+ * A scripted referee on a frames socket (docs/protocol.md, "Frames on the sandbox's socket"):
+ * `script(conn)` reads the bot's messages with conn.next() (null: its END frame; undefined: the
+ * connection closed) and sends with conn.send(message) and conn.end(status, details).
+ */
+async function framesReferee(script) {
+  const fs = require('node:fs');
+  const net = require('node:net');
+  const os = require('node:os');
+  const path = require('node:path');
+  const { frame } = require('../bot.js');
+  const Play = loadProtocol().Referee.service.Play;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'craits-frames-'));
+  const socketPath = path.join(dir, 'frames.sock');
+  const done = [];
+  const server = net.createServer((socket) => {
+    let buffer = Buffer.alloc(0);
+    const frames = [];
+    let wake = null;
+    let closed = false;
+    socket.on('data', (data) => {
+      buffer = Buffer.concat([buffer, data]);
+      while (buffer.length >= 5 && buffer.length >= 5 + buffer.readUInt32BE(1)) {
+        const size = buffer.readUInt32BE(1);
+        frames.push(buffer[0] === 1 ? null : Play.requestDeserialize(buffer.subarray(5, 5 + size)));
+        buffer = buffer.subarray(5 + size);
+      }
+      if (wake) wake();
+    });
+    socket.on('close', () => { closed = true; if (wake) wake(); });
+    const conn = {
+      async next() {
+        while (!frames.length && !closed) await new Promise((resolve) => { wake = resolve; });
+        return frames.length ? frames.shift() : undefined;
+      },
+      send: (message) => socket.write(frame(0, Play.responseSerialize(message))),
+      end: (status, details = '') => socket.end(frame(1, Buffer.from(`${status}\n${details}`))),
+      drop: () => socket.destroy(),
+    };
+    done.push(script(conn));
+  });
+  await new Promise((resolve) => server.listen(socketPath, resolve));
+  return {
+    socketPath,
+    async close() {
+      const results = await Promise.all(done);
+      server.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+      return results;
+    },
+  };
+}
+
+const DECISION = {
+  game_id: 'g', decision_id: '9007199254740993', legal_actions: [draw],
+  observation: { hand_number: 1, history_start: 0, history: [], hand: [] },
+};
+
+test('frames (CRAITS_FRAMED_SOCKET): Hello, answers, the referee\'s END frame; the same exit codes as gRPC', async () => {
+  const { Runner } = require('../bot.js');
+  const protocol = loadProtocol();
+  const strategy = { name: 'framed', choose: (r) => r.legal_actions[0] };
+  const run = async (script, options = {}) => {
+    const referee = await framesReferee(script);
+    const runner = new Runner(strategy, { protocol, token: 'tok', reconnectS: 0, framedSocket: referee.socketPath, ...options });
+    const code = await runner.play();
+    return { code, said: await referee.close(), runner };
+  };
+
+  const played = await run(async (conn) => {
+    const hello = await conn.next();
+    conn.send({ welcome: { protocol_version: 1, server_version: 'script', bot_name: hello.hello.name } });
+    conn.send({ decision: DECISION });
+    const answer = await conn.next();
+    conn.send({ game_end: { game_id: 'g' } });
+    conn.end('OK');
+    return { hello: hello.hello, answer: answer.answer };
+  });
+  assert.equal(played.code, EXIT.OK);
+  const [{ hello, answer }] = played.said;
+  assert.deepEqual([hello.token, hello.name, hello.protocol_version], ['tok', 'framed', 1]);
+  assert.deepEqual([answer.game_id, answer.decision_id, answer.action_id], ['g', '9007199254740993', 0]);
+  assert.equal(played.runner.dispatcher.gamesEnded, 1);
+
+  const refused = await run(async (conn) => {
+    await conn.next();
+    conn.send({ error: { code: 'ERROR_CODE_UNAUTHENTICATED', message: 'unknown token', fatal: true } });
+    conn.end('UNAUTHENTICATED', 'unknown token');
+  });
+  assert.equal(refused.code, EXIT.REFUSED);
+
+  const lost = await run(async (conn) => { await conn.next(); conn.drop(); }); // no END frame: lost, as a broken call
+  assert.equal(lost.code, EXIT.UNREACHABLE);
+  assert.match(lost.runner.lastFailure, /without ending the stream \(UNAVAILABLE\)/);
+
+  const absent = new Runner(strategy, { protocol, reconnectS: 0, framedSocket: '/nonexistent/frames.sock' });
+  assert.equal(await absent.play(), EXIT.UNREACHABLE);
+  assert.match(absent.lastFailure, /cannot connect to \/nonexistent\/frames\.sock/);
+
+  const tls = new Runner(strategy, { protocol, server: 'grpcs://r:1', framedSocket: '/run/craits/frames.sock' });
+  assert.equal(tls.framedSocket, '', 'a bot told to use TLS never takes a plain-text side door');
+});
+
+test('frames: a stopped bot (SIGTERM) sends an empty END frame, reads the referee\'s END, and exits 0', async () => {
+  const { Runner } = require('../bot.js');
+  let runner;
+  const referee = await framesReferee(async (conn) => {
+    await conn.next();
+    conn.send({ welcome: { protocol_version: 1 } });
+    conn.send({ decision: DECISION });
+    await conn.next(); // its answer
+    runner.stop(EXIT.OK); // what SIGTERM does
+    const leave = await conn.next();
+    conn.end('OK', 'the bot closed the stream (a clean exit)');
+    return leave;
+  });
+  runner = new Runner({ choose: () => 0 }, { protocol: loadProtocol(), reconnectS: 0, framedSocket: referee.socketPath });
+  assert.equal(await runner.play(), EXIT.OK);
+  assert.deepEqual(await referee.close(), [null], 'the bot\'s END frame, before the connection closed');
+});
