@@ -19,7 +19,7 @@ from craits import frames
 
 from server.spec import Clocks, SeatStatus
 from server.transport import presence
-from tests.bots.commands import PY_RANDOM, ROOT
+from tests.bots.commands import JS_RANDOM, PY_RANDOM, ROOT, needs
 
 from .conftest import Client, builtin, remote, spec, with_arena
 
@@ -71,10 +71,12 @@ def test_a_stream_that_breaks_is_waited_for_and_shown_as_lost() -> None:
     assert seen.state == presence.LOST
 
 
-@pytest.mark.parametrize("framed", [False, True], ids=["grpc", "frames"])
-def test_a_kit_bot_stopped_with_sigterm_mid_game_leaves_cleanly(framed: bool) -> None:
-    """The Python kit, a real process connecting on its own as a student's does (or through
-    the frames socket, as a sandboxed one does: its END frame is the half-close)."""
+@pytest.mark.parametrize(("kit", "framed"), [(PY_RANDOM, False), (PY_RANDOM, True), (JS_RANDOM, False), (JS_RANDOM, True)],
+                         ids=["python-grpc", "python-frames", "js-grpc", "js-frames"])
+def test_a_kit_bot_stopped_with_sigterm_mid_game_leaves_cleanly(kit: tuple[str, ...], framed: bool) -> None:
+    """Each kit, a real process connecting on its own as a student's does (or through the
+    frames socket, as a sandboxed one does: its END frame is the half-close)."""
+    needs(kit)
     me = remote("student")
 
     async def body(arena):
@@ -82,7 +84,7 @@ def test_a_kit_bot_stopped_with_sigterm_mid_game_leaves_cleanly(framed: bool) ->
         game = spec(me, builtin("random"), clocks=LONG_GRACE, seed=11)
         task = asyncio.create_task(arena.run_game(game))
         proc = subprocess.Popen(
-            PY_RANDOM, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            kit, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
             env={**os.environ, "CRAITS_SERVER": arena.target, "CRAITS_TOKEN": me.token, "CRAITS_BOT_NAME": "student",
                  **({frames.ENV: arena.sandbox.frames} if framed else {})},
         )

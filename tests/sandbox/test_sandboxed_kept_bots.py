@@ -11,6 +11,7 @@ from server.engine import make_config
 from server.spec import BotSpec, Clocks, GameSpec, SeatStatus
 from server.transport.pool import RestartPolicy
 from server.transport.service import Arena, ArenaOptions
+from tests.bots.commands import JS_BOT, JS_RANDOM, need_node
 
 KIT = Path(__file__).resolve().parents[2] / "clients" / "python"
 CLOCKS = Clocks(decision_s=2.0, bank_s=30.0, max_strikes=3, reconnect_grace_s=5.0, connect_timeout_s=30.0)
@@ -20,29 +21,37 @@ def kit_bot(name: str) -> BotSpec:
     return BotSpec(name=name, token="", command=(sys.executable, "-m", "craits_bot.examples.random_bot"), cwd=str(KIT))
 
 
+def js_kit_bot(name: str) -> BotSpec:
+    return BotSpec(name=name, token="", command=JS_RANDOM, cwd=str(JS_BOT.parent))
+
+
 def test_kept_bots_run_sandboxed_and_play_every_game_in_one_process(tmp_path: Path) -> None:
-    seats = (kit_bot("a"), kit_bot("b"))
+    """One bot of each kit: both play every game, without a fault, through the frames socket."""
+    need_node()
+    seats = (kit_bot("a"), js_kit_bot("b"))
     config = make_config("craits", 2, short_game=True)
 
-    async def main() -> tuple[list[list[SeatStatus]], int, list[bool], int]:
+    async def main() -> tuple[list[list[SeatStatus]], list[list[tuple[int, ...]]], int, list[bool], int]:
         arena = await Arena.start("127.0.0.1:0", ArenaOptions(bot_log_dir=tmp_path / "bots", sandbox="bwrap"))
         try:
             assert arena.sandbox is not None
             arena.keep_bots(RestartPolicy())
-            statuses = []
+            statuses, faults = [], []
             for n in range(3):
                 order = seats if n % 2 == 0 else tuple(reversed(seats))
                 record = await arena.run_game(GameSpec(game_id=f"kept-{n}", config=config, seed=n + 1,
                                                        seats=order, clocks=CLOCKS))
                 statuses.append([seat.status for seat in record.seats])
+                faults.append([(s.illegal, s.malformed, s.timeouts, s.bot_errors, s.disconnects) for s in record.seats])
             assert arena.pool is not None
             jailed = [p.process.jail is not None for p in arena.pool.processes()]
-            return statuses, arena.pool.launches, jailed, arena.framed_streams
+            return statuses, faults, arena.pool.launches, jailed, arena.framed_streams
         finally:
             await arena.shutdown(grace_s=0)
 
-    statuses, launches, jailed, framed = asyncio.run(main())
+    statuses, faults, launches, jailed, framed = asyncio.run(main())
     assert statuses == [[SeatStatus.OK, SeatStatus.OK]] * 3
+    assert faults == [[(0, 0, 0, 0, 0)] * 2] * 3
     assert launches == 2  # one process per bot for all three games
     assert jailed == [True, True]  # each in its sandbox
-    assert framed == 2  # the kit took the frames socket the sandbox offered it (CRAITS_FRAMED_SOCKET)
+    assert framed == 2  # each kit took the frames socket the sandbox offered it (CRAITS_FRAMED_SOCKET)
