@@ -125,7 +125,7 @@ class ArenaOptions:
     """A sandboxed bot's limits (its output's is ``bot_output_limit_bytes``)."""
     frames: bool = field(default_factory=lambda: os.environ.get(FRAMES_SWITCH, "1") != "0")
     """Sandboxed bots are also offered the Play stream as frames on a second Unix socket
-    (``server.transport.frames``; the Python kit uses it, other bots gRPC). False (or
+    (``server.transport.frames``; both kits use it, other bots gRPC). False (or
     ``CRAITS_FRAMES=0`` in the referee's environment): gRPC only."""
 
 
