@@ -67,6 +67,12 @@ def test_the_installed_grpcio_version_is_read_without_importing_it() -> None:
     assert _python("import sys, craits.grpc_io; print('grpc' in sys.modules)") == "False"
 
 
+def test_the_kit_imports_neither_grpc_nor_asyncio_until_it_opens_a_grpc_stream() -> None:
+    """A bot the referee launches on frames pays neither import (a third of the kit's start-up)."""
+    seen = "import sys, craits_bot.runner; print([m for m in ('grpc', 'asyncio') if m in sys.modules])"
+    assert _python(seen) == "[]"
+
+
 QUIET = "import os, grpc; print(repr(os.environ.get('GRPC_VERBOSITY')))"
 
 

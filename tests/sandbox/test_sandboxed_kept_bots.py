@@ -15,10 +15,21 @@ from tests.bots.commands import JS_BOT, JS_RANDOM, need_node
 
 KIT = Path(__file__).resolve().parents[2] / "clients" / "python"
 CLOCKS = Clocks(decision_s=2.0, bank_s=30.0, max_strikes=3, reconnect_grace_s=5.0, connect_timeout_s=30.0)
+PROBE = """import sys
+from craits_bot import run
+from craits_bot.examples.random_bot import RandomBot
+
+class RandomBotThatSaysItsImports(RandomBot):
+    def on_game_end(self, game):
+        print("imported:", [name for name in ("grpc", "asyncio") if name in sys.modules], flush=True)
+
+run(RandomBotThatSaysItsImports())
+"""
+"""The kit's random bot, saying at each game's end whether it has imported grpc or asyncio."""
 
 
 def kit_bot(name: str) -> BotSpec:
-    return BotSpec(name=name, token="", command=(sys.executable, "-m", "craits_bot.examples.random_bot"), cwd=str(KIT))
+    return BotSpec(name=name, token="", command=(sys.executable, "-c", PROBE), cwd=str(KIT))
 
 
 def js_kit_bot(name: str) -> BotSpec:
@@ -26,7 +37,8 @@ def js_kit_bot(name: str) -> BotSpec:
 
 
 def test_kept_bots_run_sandboxed_and_play_every_game_in_one_process(tmp_path: Path) -> None:
-    """One bot of each kit: both play every game, without a fault, through the frames socket."""
+    """One bot of each kit: both play every game, without a fault, through the frames socket;
+    the Python kit's bot never imports grpc nor asyncio (their import is a bot's start-up)."""
     need_node()
     seats = (kit_bot("a"), js_kit_bot("b"))
     config = make_config("craits", 2, short_game=True)
@@ -55,3 +67,6 @@ def test_kept_bots_run_sandboxed_and_play_every_game_in_one_process(tmp_path: Pa
     assert launches == 2  # one process per bot for all three games
     assert jailed == [True, True]  # each in its sandbox
     assert framed == 2  # each kit took the frames socket the sandbox offered it (CRAITS_FRAMED_SOCKET)
+    said = [line for line in (tmp_path / "bots" / "a-1-kept-0.log").read_text().splitlines()
+            if line.startswith("imported:")]
+    assert len(said) >= 2 and set(said) == {"imported: []"}, said  # (the last game's line may come after shutdown)

@@ -12,7 +12,6 @@ cleanly.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import difflib
 import enum
@@ -25,14 +24,17 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-import grpc
-from craits import frames, grpc_io
+from craits import frames
 from craits.v1 import referee_pb2 as pb
-from craits.v1 import referee_pb2_grpc
 
 from .bot import Bot, Dispatcher
+
+if TYPE_CHECKING:
+    import asyncio
+
+    import grpc
 
 log = logging.getLogger("craits_bot")
 
@@ -63,31 +65,60 @@ class ExitCode(enum.IntEnum):
     """Ctrl-C."""
 
 
+class StatusCode(enum.Enum):
+    """How the referee ended a stream: gRPC's status codes, by the same names (the frames
+    path's END frame carries the name), kept here so a bot on frames never imports grpc
+    (with asyncio, a third of its start-up)."""
+
+    OK = 0
+    CANCELLED = 1
+    UNKNOWN = 2
+    INVALID_ARGUMENT = 3
+    DEADLINE_EXCEEDED = 4
+    NOT_FOUND = 5
+    ALREADY_EXISTS = 6
+    PERMISSION_DENIED = 7
+    RESOURCE_EXHAUSTED = 8
+    FAILED_PRECONDITION = 9
+    ABORTED = 10
+    OUT_OF_RANGE = 11
+    UNIMPLEMENTED = 12
+    INTERNAL = 13
+    UNAVAILABLE = 14
+    DATA_LOSS = 15
+    UNAUTHENTICATED = 16
+
+    @classmethod
+    def named(cls, name: str) -> StatusCode:
+        """The status of that name; UNKNOWN for a name gRPC does not have."""
+        return cls.__members__.get(name, cls.UNKNOWN)
+
+
 # Statuses after which the same token may simply connect again. RESOURCE_EXHAUSTED is not
 # one: the referee ends a stream with it for a flood or an oversize message, which
 # reconnecting would only repeat (a bot cut off for not reading gets UNAVAILABLE).
 _RETRYABLE = frozenset(
     {
-        grpc.StatusCode.UNAVAILABLE,
-        grpc.StatusCode.INTERNAL,
-        grpc.StatusCode.UNKNOWN,
-        grpc.StatusCode.ABORTED,
-        grpc.StatusCode.CANCELLED,
+        StatusCode.UNAVAILABLE,
+        StatusCode.INTERNAL,
+        StatusCode.UNKNOWN,
+        StatusCode.ABORTED,
+        StatusCode.CANCELLED,
     }
 )
 # Statuses that trying again cannot fix.
 _REFUSED = frozenset(
     {
-        grpc.StatusCode.UNAUTHENTICATED,
-        grpc.StatusCode.FAILED_PRECONDITION,
-        grpc.StatusCode.PERMISSION_DENIED,
-        grpc.StatusCode.INVALID_ARGUMENT,
+        StatusCode.UNAUTHENTICATED,
+        StatusCode.FAILED_PRECONDITION,
+        StatusCode.PERMISSION_DENIED,
+        StatusCode.INVALID_ARGUMENT,
     }
 )
 _REFUSING_ERRORS = frozenset({pb.ERROR_CODE_UNAUTHENTICATED, pb.ERROR_CODE_PROTOCOL_VERSION})
 _HINTS = {
-    grpc.StatusCode.UNAUTHENTICATED: f"check the token (--token or {ENV_TOKEN})",
-    grpc.StatusCode.FAILED_PRECONDITION: "this kit speaks protocol version 1; update it or the referee",
+    StatusCode.UNAUTHENTICATED: f"check the token (--token or {ENV_TOKEN})",
+    StatusCode.FAILED_PRECONDITION: "this kit speaks protocol version 1; update it or the referee",
 }
 LEAVE_S = 5.0
 """How long a stopping bot waits for the referee to end its half-closed stream (it takes
@@ -114,6 +145,8 @@ def connection(server: str, *, tls: bool = False, ca_file: str | None = None) ->
             raise ValueError(f"{ENV_TLS_CA}/--tls-ca {ca_file}: cannot read it: {err.strerror or err}") from None
         if b"-----BEGIN CERTIFICATE-----" not in root:
             raise ValueError(f"{ENV_TLS_CA}/--tls-ca {ca_file}: not a PEM certificate (-----BEGIN CERTIFICATE-----)")
+    import grpc  # (only over TLS: frames never come to this; craits_bot chose gRPC's I/O first)
+
     return target, grpc.ssl_channel_credentials(root_certificates=root)
 
 
@@ -230,6 +263,8 @@ class Runner:
         reconnect grace for a bot that is not coming back), and cancel it if the referee has
         not ended it within :data:`LEAVE_S`."""
 
+        import asyncio  # (already imported by the stream's loop)
+
         async def leave() -> None:
             try:
                 await asyncio.wait_for(call.done_writing(), LEAVE_S)
@@ -246,6 +281,8 @@ class Runner:
         """One stream from Hello to its end: an exit code, or None to reconnect."""
         if self.framed_socket:
             return self._framed(self.framed_socket)
+        from craits import grpc_io  # (gRPC and asyncio only here: a bot on frames never pays their import)
+
         return grpc_io.run(self._stream())
 
     def _hello(self) -> pb.BotMessage:
@@ -306,6 +343,12 @@ class Runner:
     async def _stream(self) -> ExitCode | None:
         """The stream itself, on grpc.aio: one thread reads, answers and writes (the threads
         of the synchronous API cost a bot more CPU than its whole game's thinking)."""
+        import asyncio
+
+        import grpc
+        import grpc.aio
+        from craits.v1 import referee_pb2_grpc
+
         fatal: pb.Error | None = None
         call: Any = None
         channel = (grpc.aio.secure_channel(self.target, self.credentials) if self.credentials is not None
@@ -340,10 +383,11 @@ class Runner:
                 log.info("stopped; stream closed")
                 return self._stop_code
             if code != grpc.StatusCode.OK:
-                return self._ended(_Ended(code, await call.details()), fatal)
+                return self._ended(_Ended.of_grpc(code, await call.details()), fatal)
             log.info("the referee closed the stream: done (%s)", self._summary())
             return ExitCode.OK
         except (grpc.RpcError, asyncio.CancelledError, asyncio.InvalidStateError) as err:
+            # (gRPC's errors become the kit's _Ended here, at the edge of the gRPC path)
             return await self._ended_async(err, call, fatal)
         finally:
             with self._lock:
@@ -352,15 +396,19 @@ class Runner:
 
     async def _ended_async(self, err: BaseException, call: Any, fatal: pb.Error | None) -> ExitCode | None:
         """How a stream that raised ended: stopped, refused, failed, or worth reconnecting (None)."""
+        import asyncio
+
+        import grpc
+
         if self._stop.is_set():
             log.info("stopped; stream closed")
             return self._stop_code
         if isinstance(err, grpc.RpcError):
-            return self._ended(err, fatal)
+            return self._ended(_Ended.of_grpc(err.code(), err.details()), fatal)
         # Cancelled or written after its end without an RpcError: the call's status says how.
         with contextlib.suppress(asyncio.CancelledError, AttributeError):
-            return self._ended(_Ended(await call.code(), await call.details()), fatal)
-        return self._ended(_Ended(grpc.StatusCode.CANCELLED, "cancelled"), fatal)
+            return self._ended(_Ended.of_grpc(await call.code(), await call.details()), fatal)
+        return self._ended(_Ended(StatusCode.CANCELLED, "cancelled"), fatal)
 
     def _summary(self) -> str:
         d = self.dispatcher
@@ -374,24 +422,23 @@ class Runner:
             welcome.protocol_version, "; resuming games in progress" if welcome.resumed else "",
         )
 
-    def _ended(self, err: grpc.RpcError, fatal: pb.Error | None) -> ExitCode | None:
+    def _ended(self, err: _Ended, fatal: pb.Error | None) -> ExitCode | None:
         if self._stop.is_set():
             log.info("stopped; stream closed")
             return self._stop_code
-        code: grpc.StatusCode = err.code()
-        details: str = err.details() or ""
-        if code == grpc.StatusCode.OK:
+        code, details = err.code, err.details
+        if code == StatusCode.OK:
             log.info("the referee closed the stream: done (%s)", self._summary())
             return ExitCode.OK
         if fatal is not None and fatal.code == pb.ERROR_CODE_SHUTTING_DOWN:
             log.info("the referee shut down: done (%s)", self._summary())
             return ExitCode.OK
-        if code == grpc.StatusCode.UNAUTHENTICATED and self._welcomed:
+        if code == StatusCode.UNAUTHENTICATED and self._welcomed:
             # Welcomed on this very stream, then refused: the token was withdrawn (revoked or renewed).
             log.error("the referee at %s ended this bot's stream: %s", self.server,
                       (fatal.message if fatal else "") or details)
             return ExitCode.REFUSED
-        if code == grpc.StatusCode.UNAUTHENTICATED and self._ever_welcomed:
+        if code == StatusCode.UNAUTHENTICATED and self._ever_welcomed:
             # The same token was welcomed before: it is not mistyped, the referee is done with it
             # (its games ended while this bot was away, or before it read their end).
             log.info("the referee at %s no longer knows this bot's token: its games are over; done (%s)",
@@ -399,7 +446,7 @@ class Runner:
             return ExitCode.OK
         if code in _REFUSED or (fatal is not None and fatal.code in _REFUSING_ERRORS):
             hint = _HINTS.get(code)
-            if code == grpc.StatusCode.UNAUTHENTICATED and not self.token:
+            if code == StatusCode.UNAUTHENTICATED and not self.token:
                 hint = f"this bot sent no token: give it --token TOKEN or set {ENV_TOKEN}"
             log.error(
                 "the referee at %s refused this bot: %s (%s)%s",
@@ -409,7 +456,7 @@ class Runner:
         if fatal is not None:  # e.g. another stream took over this token: connecting again would fight it
             log.error("the referee at %s closed the stream: %s (%s)", self.server, fatal.message or details, code.name)
             return ExitCode.FAILED
-        if code == grpc.StatusCode.UNAVAILABLE and (why := _tls_refusal(details)):
+        if code == StatusCode.UNAVAILABLE and (why := _tls_refusal(details)):
             log.error("cannot connect to the referee at %s: %s", self.server, why)
             return ExitCode.REFUSED
         if code in _RETRYABLE:
@@ -421,19 +468,18 @@ class Runner:
         return ExitCode.FAILED
 
 
-class _Ended(grpc.RpcError):
-    """A stream's end as an RpcError (its status code and details), for :meth:`Runner._ended`."""
+class _Ended(Exception):
+    """A stream's end (its status code and details), on either path, for :meth:`Runner._ended`."""
 
-    def __init__(self, code: grpc.StatusCode, details: str | None) -> None:
-        super().__init__()
-        self._code = code
-        self._details = details or ""
+    def __init__(self, code: StatusCode, details: str | None) -> None:
+        super().__init__(code.name, details)
+        self.code = code
+        self.details = details or ""
 
-    def code(self) -> grpc.StatusCode:
-        return self._code
-
-    def details(self) -> str:
-        return self._details
+    @classmethod
+    def of_grpc(cls, code: grpc.StatusCode, details: str | None) -> _Ended:
+        """The end of a gRPC call, as gRPC gives it."""
+        return cls(StatusCode.named(code.name), details)
 
 
 class FramedSocket:
@@ -442,7 +488,7 @@ class FramedSocket:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self.code = grpc.StatusCode.UNAVAILABLE
+        self.code = StatusCode.UNAVAILABLE
         self.details = "the referee closed the connection without ending the stream"
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._in: Any = None
@@ -454,18 +500,18 @@ class FramedSocket:
         try:
             self._sock.connect(self.path)
         except OSError as err:
-            raise _Ended(grpc.StatusCode.UNAVAILABLE, f"cannot connect to {self.path}: {err.strerror or err}") from None
+            raise _Ended(StatusCode.UNAVAILABLE, f"cannot connect to {self.path}: {err.strerror or err}") from None
         self._in = self._sock.makefile("rb", buffering=64 * 1024)
 
     def write(self, message: pb.BotMessage) -> None:
         data = frames.frame(message.SerializeToString())
         with self._writing:
             if self._left:  # (as gRPC says it of a message written after the call ended)
-                raise _Ended(grpc.StatusCode.INTERNAL, "the stream had ended")
+                raise _Ended(StatusCode.INTERNAL, "the stream had ended")
             try:
                 self._sock.sendall(data)
             except OSError as err:
-                raise _Ended(grpc.StatusCode.UNAVAILABLE, f"the connection to the referee broke: {err}") from None
+                raise _Ended(StatusCode.UNAVAILABLE, f"the connection to the referee broke: {err}") from None
         if self._leave_pending:
             self.leave()
 
@@ -474,22 +520,22 @@ class FramedSocket:
         header = self._read(frames.HEADER.size)
         kind, size = frames.HEADER.unpack(header)
         if kind not in frames.KINDS or size > frames.MAX_FROM_REFEREE:
-            raise _Ended(grpc.StatusCode.UNAVAILABLE, f"a frame the referee cannot have sent (kind {kind}, {size} bytes)")
+            raise _Ended(StatusCode.UNAVAILABLE, f"a frame the referee cannot have sent (kind {kind}, {size} bytes)")
         payload = self._read(size)
         if kind == frames.END:
             status, self.details = frames.parse_end(payload)
-            self.code = getattr(grpc.StatusCode, status, grpc.StatusCode.UNKNOWN)
+            self.code = StatusCode.named(status)
             return None
         try:
             return pb.RefereeMessage.FromString(payload)
         except Exception:  # (protobuf's DecodeError)
-            raise _Ended(grpc.StatusCode.INTERNAL, f"a frame of {size} bytes is not a RefereeMessage") from None
+            raise _Ended(StatusCode.INTERNAL, f"a frame of {size} bytes is not a RefereeMessage") from None
 
     def _read(self, size: int) -> bytes:
         try:
             data: bytes = self._in.read(size)
         except OSError as err:
-            raise _Ended(grpc.StatusCode.UNAVAILABLE, f"the connection to the referee broke: {err}") from None
+            raise _Ended(StatusCode.UNAVAILABLE, f"the connection to the referee broke: {err}") from None
         if len(data) < size:
             raise _Ended(self.code, self.details)
         return data

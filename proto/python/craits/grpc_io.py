@@ -17,14 +17,16 @@ kit do it first thing).
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 import os
 import re
 import sys
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:  # (asyncio is imported where a loop is made: a kit bot on frames never needs it)
+    import asyncio
 
 T = TypeVar("T")
 
@@ -125,6 +127,8 @@ def loop_name() -> str:
 def run(main: Coroutine[Any, Any, T]) -> T:
     """``asyncio.run(main)`` on the loop of :func:`loop_factory` (the referee's and the kit's
     entry points run their event loop through this; Python 3.10 keeps asyncio's own)."""
+    import asyncio
+
     factory = loop_factory()
     if factory is None or not hasattr(asyncio, "Runner"):
         return asyncio.run(main)
