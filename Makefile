@@ -16,7 +16,8 @@ $(STAMP): pyproject.toml clients/python/pyproject.toml proto/python/pyproject.to
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet grpcio-tools
 	$(PY) proto/python/gen_proto.py
-	$(PY) -m pip install --quiet -e proto/python -e clients/python -e '.[dev]'
+	@# -qq: errors only (setuptools prints a 10-line box per editable install of a flat layout)
+	$(PY) -m pip install -qq -e proto/python -e clients/python -e '.[dev]'
 	@if [ -f clients/js/package.json ]; then cd clients/js && npm ci --no-audit --no-fund --loglevel=error; fi
 	@touch $@
 
