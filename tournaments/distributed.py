@@ -37,6 +37,7 @@ import random
 import shutil
 import socket
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -53,7 +54,7 @@ from server.errors import UserError
 from server.logging import Throttle, get_logger
 from server.spec import GameSpec
 from server.storage.bot_files import FileCache, FilesUnavailable
-from server.storage.postgres import PostgresStore, Refusal, redact
+from server.storage.postgres import PostgresStore, Refusal, Unreachable, redact
 from server.storage.replay import REPLAY_SUFFIX
 from server.storage.store import GameSlot, StoreError
 from server.transport.launcher import command_problem
@@ -340,10 +341,13 @@ class GameWorker:
         """Games being played now (a stopping worker waits for these, and only these)."""
         self.refusals = RefusalLog()
         self.files = FileCache(url, settings.cache_dir)
+        self._giving_up = threading.Event()
+        """Set by :meth:`stop_waiting`: a connection being opened is not waited for either."""
 
     def stop_waiting(self) -> None:
         """Give up the database at once, if it is lost: a game being recorded is left to come
         back as a stalled job (the organizer stopped while the database was gone)."""
+        self._giving_up.set()
         for stores in self._stores.values():
             for store in stores:
                 store.stop_waiting.set()
@@ -363,13 +367,29 @@ class GameWorker:
         if free:
             store = free.pop()
         else:
-            store = await asyncio.to_thread(PostgresStore, self.url, tournament,
-                                            retry_s=self.settings.database_wait_s, create=False)
+            store = await asyncio.to_thread(self._open_store, tournament)
             self._stores.setdefault(tournament, []).append(store)
         try:
             return await asyncio.to_thread(getattr(store, method), *args, **kwargs)
         finally:
             free.append(store)
+
+    def _open_store(self, tournament: str) -> PostgresStore:
+        """A new connection for a call (a game taken while the database is lost, restarting or
+        not yet back): waited for as a recording waits (``database_wait_s``), not a failed game."""
+        deadline = time.monotonic() + self.settings.database_wait_s
+        delay, said = 0.2, False
+        while True:
+            try:
+                return PostgresStore(self.url, tournament, retry_s=self.settings.database_wait_s, create=False)
+            except Unreachable as err:
+                if time.monotonic() + delay > deadline or self._giving_up.is_set():
+                    raise
+                if not said:
+                    said = True
+                    log.warning("store_retry", what="opening a connection", error=str(err), retry_in_s=delay)
+                self._giving_up.wait(delay)
+                delay = min(delay * 2, 5.0)
 
     async def _runner(self, tournament: str, seats: tuple[str, ...]) -> tuple[TournamentConfig, RunGame]:
         """The tournament's file as stored, and the runner this worker keeps open for it. The

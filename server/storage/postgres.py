@@ -87,11 +87,17 @@ def migrations() -> list[tuple[int, str, str]]:
 SCHEMA_VERSION = len(migrations())
 
 
+class Unreachable(StoreError):
+    """No server answered, or it is starting or stopping (:func:`server_not_there`): worth
+    waiting for, unlike a server that refused us itself."""
+
+
 def connect(url: str, *, timeout_s: float = 10.0) -> psycopg.Connection[Any]:
     try:
         return psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(timeout_s)))
     except psycopg.Error as err:
-        raise StoreError(f"{redact(url)}: cannot connect: {_one_line(err)}") from None
+        kind = Unreachable if isinstance(err, psycopg.OperationalError) and server_not_there(err) else StoreError
+        raise kind(f"{redact(url)}: cannot connect: {_one_line(err)}") from None
 
 
 def server_not_there(err: psycopg.OperationalError) -> bool:
