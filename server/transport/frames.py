@@ -60,7 +60,7 @@ class _Direct:
         return MAX_QUEUED if self.transport.get_write_buffer_size() > UNREAD_LIMIT else 0
 
     def clear(self) -> None:
-        pass
+        """Nothing to drop: a frame is written when it is sent, never queued here."""
 
     def put_nowait(self, item: Any) -> None:
         if self.closed:
