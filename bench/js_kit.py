@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # allow `python bench/js_kit.py` as well as `-m`
     sys.path.insert(0, str(ROOT))
 
+from bench import bots_sandboxed, played_by_their_bots  # noqa: E402
 from server.engine import make_config  # noqa: E402
 from server.logging import configure_logging  # noqa: E402
 from server.spec import BotSpec, Clocks, GameSpec  # noqa: E402
@@ -76,10 +77,12 @@ async def one_round(frames: bool, games: int, seed: int, logs: Path) -> tuple[fl
     try:
         arena.keep_bots(RestartPolicy())
         await arena.run_game(game(games))  # warm-up: the bots start and their code warms up
-        referee, bots, decisions = os.times(), node_cpu_s(), 0
+        referee, bots, decisions, records = os.times(), node_cpu_s(), 0, []
         for n in range(games):
             record = await arena.run_game(game(n))
+            records.append(record)
             decisions += sum(seat.decisions for seat in record.seats)
+        played_by_their_bots(records, str(logs))  # (no figures from games the default policy played)
         after = os.times()
         bots = node_cpu_s() - bots
         framed = arena.framed_streams
@@ -95,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rounds, games = (2, 3) if args.quick else (3, 6)
     configure_logging(None, console=False)
+    print(f"bench/js_kit.py: four JS random bots, {bots_sandboxed()}", flush=True)
     figures: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
     with tempfile.TemporaryDirectory() as tmp:
         os.chmod(tmp, 0o755)  # (bots run as another user in the sandbox)
