@@ -5,6 +5,8 @@ At every GameStart it appends ``<pid> <parent pid> <game id>`` to the file named
 argument, and resets its per-game state (as docs/first-bot.md shows). Modes:
 
 * ``ok``: plays the first legal action, game after game;
+* ``slow``: as ``ok``, but takes 0.3 s over each of a game's first 4 decisions (well within the
+  1 s limit), so that a short tournament lasts long enough for its referee workers to start and play;
 * ``exit``: exits (code 3) right after its first game;
 * ``quiet``: closes its stream after its first game and never says Hello again (it stays up);
 * ``stale``: from its second game on, answers every request with its first game's first
@@ -31,11 +33,13 @@ class PoolBot(Bot):
         self.pids = pids
         self.games = 0
         self.first_decision = 0
+        self.decisions_this_game = 0
         self.hoard: list[bytes] = []
         self.runner: Runner | None = None
 
     def on_game_start(self, game: pb.GameStart) -> None:
         self.games += 1
+        self.decisions_this_game = 0
         with open(self.pids, "a", encoding="utf-8") as out:
             out.write(f"{os.getpid()} {os.getppid()} {game.game_id}\n")
         if self.mode == "grow":
@@ -44,6 +48,9 @@ class PoolBot(Bot):
     def choose(self, request):  # type: ignore[no-untyped-def]
         if not self.first_decision:
             self.first_decision = request.decision_id
+        if self.mode == "slow" and self.decisions_this_game < 4:
+            time.sleep(0.3)
+        self.decisions_this_game += 1
         return request.legal_actions[0]
 
     def on_game_end(self, game: pb.GameEnd) -> None:
