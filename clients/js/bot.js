@@ -137,6 +137,12 @@ class Dispatcher {
     return null;
   }
 
+  /** 'decision 57 (id 48213)' for a game's last request, else 'decision id 48213' (a referee Error names the id only). */
+  decisionWords(gameId, decisionId) {
+    const game = this.games.get(gameId);
+    return decisionWords(game && game.asked && game.asked[0] === decisionId ? game.asked[1] : 0, decisionId);
+  }
+
   game(gameId) {
     if (!this.games.has(gameId)) this.games.set(gameId, { start: null, handNumber: 0, history: [] });
     return this.games.get(gameId);
@@ -161,11 +167,15 @@ class Dispatcher {
     game.history = game.history.slice(0, start).concat(obs.history);
     obs.history = game.history.slice();
     obs.history_start = 0;
+    game.asked = [msg.decision_id, msg.decision_number];
     return {
       observation: obs,
       legal_actions: msg.legal_actions,
       game_id: msg.game_id,
       decision_id: msg.decision_id,
+      // the game's decision number: the one the replay, its viewer, the fault pages and
+      // `craits replay rerun --from N` use (decision_id is the wire's); 0 from an older referee
+      decision_number: msg.decision_number,
       deadline_ms: msg.deadline_ms,
       time_bank_ms: msg.time_bank_ms,
       strikes: msg.strikes,
@@ -192,7 +202,7 @@ class Dispatcher {
     if (logLevel <= LEVELS.debug) {
       const text = request.legal_actions.find((a) => a.id === chosen).text;
       const hand = request.hand.map((c) => c.text).join(' ') || '(hidden)';
-      log('debug', `game ${msg.game_id} decision ${msg.decision_id} (${request.kind}): hand ${hand}, top ${request.observation.top_card.text} -> ${text}`);
+      log('debug', `game ${msg.game_id} ${decisionWords(msg.decision_number, msg.decision_id)} (${request.kind}): hand ${hand}, top ${request.observation.top_card.text} -> ${text}`);
     }
     const answer = { game_id: msg.game_id, decision_id: msg.decision_id, action_id: chosen, think_us: thinkUs };
     if (failure) answer.bot_error = failure; // the referee records it as a fault of the bot's (bot_errors)
@@ -213,11 +223,12 @@ class Dispatcher {
     this.failures.set(key, seen);
     if (seen === 1) {
       const trace = err instanceof Error && !(err instanceof ChoiceError) ? err.stack : what;
-      log('error', `\n${RULER}\nYOUR BOT FAILED (game ${request.game_id}, decision ${request.decision_id}): ${what}\n`
+      log('error', `\n${RULER}\nYOUR BOT FAILED (game ${request.game_id}, ${decisionWords(request.decision_number, request.decision_id)}): ${what}\n`
         + `The kit answered the first legal action '${first.text}' instead and told the referee, `
         + `which counts it as a bot error.\n${trace}\n${RULER}`);
     } else {
-      log('error', `${what}; answered the first legal action '${first.text}' instead (failure ${seen} at this place; `
+      log('error', `game ${request.game_id}, ${decisionWords(request.decision_number, request.decision_id)}: ${what}; `
+        + `answered the first legal action '${first.text}' instead (failure ${seen} at this place; `
         + 'its stack was printed the first time)');
     }
     return first.id;
@@ -250,6 +261,14 @@ function actionId(choice, request) {
 }
 
 const RULER = '!'.repeat(72);
+
+/**
+ * How the kit's logs name a decision: the game's number first, the one `craits replay rerun
+ * --from N` takes (a student reruns a fault from their log), then the wire's id.
+ */
+function decisionWords(number, decisionId) {
+  return number ? `decision ${number} (id ${decisionId})` : `decision id ${decisionId}`;
+}
 
 /** The Answer.bot_error for a failed choice: its first line and, for an exception, where. */
 function botError(err) {
@@ -422,7 +441,8 @@ class Runner {
       call.on('data', (msg) => {
         if (msg.message === 'welcome') this.onWelcome(msg.welcome);
         if (msg.message === 'error') {
-          logRefereeError(msg.error, this.everWelcomed && !this.welcomed && msg.error.code === 'ERROR_CODE_UNAUTHENTICATED');
+          logRefereeError(msg.error, this.everWelcomed && !this.welcomed && msg.error.code === 'ERROR_CODE_UNAUTHENTICATED',
+            this.dispatcher.decisionWords(msg.error.game_id, msg.error.decision_id));
           if (msg.error.fatal) fatal = msg.error;
         }
         pending = pending.then(async () => {
@@ -613,10 +633,14 @@ function frame(kind, payload) {
   return out;
 }
 
-function logRefereeError(error, news = false) {
+/** One line per referee Error; `decision`: how the kit names the decision it is about (Dispatcher.decisionWords). */
+function logRefereeError(error, news = false, decision = '') {
   const parts = [`referee error ${error.code}: ${error.message}`];
   if (error.rule) parts.push(`rule ${error.rule}`);
-  if (error.game_id) parts.push(`game ${error.game_id} decision ${error.decision_id}`);
+  if (error.game_id) {
+    const about = error.decision_id && error.decision_id !== '0' ? ` ${decision || `decision id ${error.decision_id}`}` : '';
+    parts.push(`game ${error.game_id}${about}`);
+  }
   if (error.strikes) parts.push(`strikes ${error.strikes}`);
   if (error.fatal) parts.push('fatal');
   const quiet = news || error.code === 'ERROR_CODE_SHUTTING_DOWN'; // news, not a problem of the bot's

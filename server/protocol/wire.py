@@ -178,6 +178,9 @@ def decision_request(
 ) -> pb.DecisionRequest:
     """The request for ``seat``'s decision, with its observation and the sorted legal actions.
 
+    Its ``decision_number`` is the one the state is at (``state.decisions + 1``): the
+    replay's, so a request rebuilt from a replay carries the number the bot was sent.
+
     ``history_from``: the number of this hand's events the seat already received
     (``len(state.hand_events)`` at its previous request this hand, else 0).
     """
@@ -188,6 +191,7 @@ def decision_request(
         time_bank_ms=_uint32(bank_ms),
         strikes=strikes,
         repeated_request=repeated,
+        decision_number=state.decisions + 1,
     )
     msg.observation.CopyFrom(observation(observe(state, seat, history_from)))
     msg.legal_actions.extend(legal_actions(state.legal_action_ids()))
@@ -501,6 +505,7 @@ class GameEncoder:
             _field(6, _uint32(bank_ms)),
             _field(7, strikes),
             _REQ_REPEATED if repeated else b"",
+            _field(9, self.state.decisions + 1),
         ))
 
     def hand_end(self, result: HandResult, seat: int) -> bytes:

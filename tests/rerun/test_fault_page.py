@@ -1,7 +1,8 @@
 """A fault says where it is and how to play it again: ``craits tournament standings --faults``
 and the web bot page link each fault to its decision in the replay, offer the replay, and show
-the ``craits replay rerun`` command (docs/rerun.md). The tournament: a bot whose process dies
-at its 3rd request in every game, against the built-in random player."""
+the ``craits replay rerun`` command (docs/rerun.md), with the decision number the bot's own log
+names. The tournament: a kit bot whose choose() raises at its 2nd request and whose process
+dies at its 3rd, in every game, against the built-in random player."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 
 from server.storage.replay import read_replay
 from server.storage.replay.faults import first_fault
+from server.web.participants import game_output
 from tests.cli import run_cli
 from tests.web.conftest import start_craits
 
@@ -26,7 +28,7 @@ def faulty(tmp_path_factory: pytest.TempPathFactory) -> Path:
     file = folder / "faulty.toml"
     file.write_text(
         'name = "faulty"\ntable_size = 2\ndeals = 1\nseed = 5\nconcurrency = 1\n[flags]\nshort_game = true\n'
-        f'[[bots]]\nname = "crashy"\ncommand = ["python", "seeded_bot.py", "--crash-at", "3"]\ncwd = "{BOTS}"\n'
+        f'[[bots]]\nname = "crashy"\ncommand = ["python", "seeded_bot.py", "--raise-at", "2", "--crash-at", "3"]\ncwd = "{BOTS}"\n'
         '[[bots]]\nname = "house"\nbuiltin = "random"\n', encoding="utf-8")
     out = folder / "out"
     from server.cli import main
@@ -46,10 +48,13 @@ def test_standings_list_each_fault_with_its_decision_and_the_rerun_command(
         replay = read_replay(path)
         seat = replay.bots.index("crashy")
         n = first_fault(replay, seat)
-        assert f"  crashy: game {replay.game_id}, seat {seat}, decision {n}: disconnected" in out
+        assert f"  crashy: game {replay.game_id}, seat {seat}, decision {n}: bot error: ValueError" in out
         assert f"viewer: viewer/{replay.game_id}.html#decision={n}&seat={seat}" in out
         assert (f"rerun:  craits replay rerun replays/{path.name} --seat {seat} --from {n} -- "
-                f"{sys.executable} seeded_bot.py --crash-at 3") in out
+                f"{sys.executable} seeded_bot.py --raise-at 2 --crash-at 3") in out
+        # the bot's own log names the same decision: what its author passes to --from
+        log = game_output(faulty / "bots", "crashy", replay.game_id, seat)
+        assert log is not None and f"YOUR BOT FAILED (game {replay.game_id}, decision {n} (id " in log, log
 
 
 def test_the_bot_page_links_each_fault_to_its_decision_and_offers_the_replay(faulty: Path, tmp_path: Path) -> None:
@@ -71,7 +76,9 @@ def test_the_bot_page_links_each_fault_to_its_decision_and_offers_the_replay(fau
                 body = response.read()
             (stored,) = (faulty / "replays").glob(f"{game}.*")
             assert body == stored.read_bytes()
-        assert "seeded_bot.py" not in page  # (a bot's command is its author's: not on a public page)
+            assert first["decision"] == first_fault(read_replay(stored), fault["seat"])  # the bot's log's number
+        # (a bot's command is its author's: not on a public page; the kit's bot error names its file and line)
+        assert "seeded_bot.py --raise-at" not in page
     finally:
         running.stop()
 

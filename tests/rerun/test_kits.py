@@ -49,6 +49,7 @@ def test_the_same_bot_gives_the_recorded_answer_at_every_request(seat2: tuple[Pa
     steps = replay_messages(SeededBot(1002), seat2[0])
     assert steps and all(step.recorded is not None for step in steps)
     assert steps.first_difference() is None
+    assert [step.request.decision_number for step in steps] == [step.n for step in steps]  # the replay's number
     step = steps.at(steps[3].n)
     assert step.request.observation.history_start == 0 and step.request.observation.history  # the whole hand
 
@@ -69,7 +70,7 @@ def test_the_bots_exception_is_raised_and_the_binary_form_has_no_answers(seat2: 
     first = replay_messages(SeededBot(1002), seat2[0])[0]
     # the traceback says which decision: steps.at(n), rerun --from n
     assert raised.value.__notes__ == [
-        f"raised by choose() at decision {first.n} of {seat2[0]} (the bot's request {first.request.decision_id})"]
+        f"raised by choose() at decision {first.n} (id {first.request.decision_id}) of {seat2[0]}"]
     steps = replay_messages(SeededBot(1002), seat2[1])
     assert len(steps) == len(replay_messages(SeededBot(1002), seat2[0]))
     assert all(step.n is None and step.recorded is None for step in steps)
@@ -86,11 +87,12 @@ const last = {{ choose: (r) => r.legal_actions[r.legal_actions.length - 1] }};
   const binary = await replayMessages(last, {json.dumps(str(seat2[1]))});
   const diff = lines.firstDifference();
   console.log(JSON.stringify({{ steps: lines.length, binary: binary.length, n: diff.n,
-    same: lines.at(diff.n).same, recorded: lines.filter((s) => s.recorded !== null).length }}));
+    same: lines.at(diff.n).same, recorded: lines.filter((s) => s.recorded !== null).length,
+    numbered: lines.every((s) => s.request.decision_number === s.n) }}));
 }})();
 """)
     done = subprocess.run(["node", str(script)], capture_output=True, text=True, timeout=60, check=True)
     found = json.loads(done.stdout)
     python = replay_messages(FirstBot(), seat2[0])
     assert found == {"steps": len(python), "binary": len(python), "n": python.first_difference().n,
-                     "same": False, "recorded": len(python)}
+                     "same": False, "recorded": len(python), "numbered": True}

@@ -52,18 +52,32 @@ test('the dispatcher rebuilds the whole hand history from increments, also for a
   assert.deepEqual(seen, [['a', 'b'], ['a', 'b', 'c', 'd'], ['a', 'b', 'c', 'd'], ['x']]);
 });
 
-test('a throwing strategy is answered with the first legal action', async () => {
-  const dispatcher = new Dispatcher({ choose() { throw new Error('on purpose'); } });
-  const reply = await dispatcher.handle({
-    message: 'decision',
-    decision: {
-      game_id: 'g', decision_id: '9007199254740993', legal_actions: [draw, play(100, H5)],
-      observation: { hand_number: 1, history_start: 0, history: [], hand: [H5] },
-    },
-  });
+test('a throwing strategy is answered with the first legal action, its log naming the decision to rerun', async () => {
+  let seen = null;
+  const dispatcher = new Dispatcher({ choose(r) { seen = r; throw new Error('on purpose'); } });
+  const written = [];
+  const write = process.stderr.write;
+  process.stderr.write = (text) => written.push(String(text));
+  let reply;
+  try {
+    reply = await dispatcher.handle({
+      message: 'decision',
+      decision: {
+        game_id: 'g', decision_id: '9007199254740993', decision_number: 57, legal_actions: [draw, play(100, H5)],
+        observation: { hand_number: 1, history_start: 0, history: [], hand: [H5] },
+      },
+    });
+  } finally {
+    process.stderr.write = write;
+  }
   assert.equal(reply.answer.action_id, 0);
   assert.equal(reply.answer.decision_id, '9007199254740993', '64-bit ids are echoed exactly');
   assert.equal(dispatcher.fallbacks, 1);
+  assert.equal(seen.decision_number, 57);
+  // the number `craits replay rerun --from N` takes, then the wire's id
+  assert.match(written.join(''), /YOUR BOT FAILED \(game g, decision 57 \(id 9007199254740993\)\): choose\(\) failed: Error: on purpose/);
+  assert.equal(dispatcher.decisionWords('g', '9007199254740993'), 'decision 57 (id 9007199254740993)');
+  assert.equal(dispatcher.decisionWords('g', '5'), 'decision id 5', 'a decision not the last asked: its id only');
 });
 
 test('heuristic: announces "one card" whenever offered', () => {

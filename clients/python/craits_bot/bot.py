@@ -34,6 +34,7 @@ class Request:
         "_observation",
         "deadline_ms",
         "decision_id",
+        "decision_number",
         "game",
         "game_id",
         "legal_actions",
@@ -54,6 +55,7 @@ class Request:
         repeated: bool,
         game: pb.GameStart | None = None,
         earlier: Sequence[pb.Event] = (),
+        decision_number: int = 0,
     ) -> None:
         self._observation = observation
         self._earlier = earlier
@@ -61,6 +63,10 @@ class Request:
         self.legal_actions = legal_actions
         self.game_id = game_id
         self.decision_id = decision_id
+        """The wire's id, unique on the referee (echoed in the answer)."""
+        self.decision_number = decision_number
+        """The game's decision number (1, 2, ... over every seat's decisions): the one the replay,
+        its viewer, the fault pages and ``craits replay rerun --from N`` use; 0 from an older referee."""
         self.deadline_ms = deadline_ms
         """Time for this decision before the time bank is used."""
         self.time_bank_ms = time_bank_ms
@@ -115,10 +121,12 @@ class Request:
             repeated=msg.repeated_request,
             game=game,
             earlier=earlier,
+            decision_number=msg.decision_number,
         )
 
     def __repr__(self) -> str:
-        return (f"Request(game_id={self.game_id!r}, decision_id={self.decision_id}, kind={self.kind}, "
+        return (f"Request(game_id={self.game_id!r}, decision_number={self.decision_number}, "
+                f"decision_id={self.decision_id}, kind={self.kind}, "
                 f"legal_actions={len(self.legal_actions)})")
 
 
@@ -194,6 +202,12 @@ def _where(err: BaseException) -> str:
     return f"{Path(last.filename).name}:{last.lineno}"
 
 
+def decision_words(number: int, decision_id: int) -> str:
+    """How the kit's logs name a decision: the game's number first, the one ``craits replay
+    rerun --from N`` takes (a student reruns a fault from their log), then the wire's id."""
+    return f"decision {number} (id {decision_id})" if number else f"decision id {decision_id}"
+
+
 def _first_line(err: BaseException) -> str:
     """``Type: message``, its first line only, for the referee (Answer.bot_error)."""
     text = str(err).strip().splitlines()
@@ -209,6 +223,8 @@ class _Game:
     hand_number: int = 0
     events: list[pb.Event] = field(default_factory=list)
     """The hand's events received so far (the messages' own, not copies)."""
+    asked: tuple[int, int] = (0, 0)
+    """The last request's (decision_id, decision_number): a referee Error names the id only."""
 
 
 class Dispatcher:
@@ -276,7 +292,14 @@ class Dispatcher:
         earlier = events[:start]
         del events[start:]
         events.extend(obs.history)
+        game.asked = (msg.decision_id, msg.decision_number)
         return Request.from_message(msg, game.start, earlier)
+
+    def decision_words(self, game_id: str, decision_id: int) -> str:
+        """``decision 57 (id 48213)`` for the game's last request, else ``decision id 48213``."""
+        game = self.games.get(game_id)
+        number = game.asked[1] if game is not None and game.asked[0] == decision_id else 0
+        return decision_words(number, decision_id)
 
     def _decide(self, msg: pb.DecisionRequest) -> pb.BotMessage:
         received = time.perf_counter_ns()
@@ -298,8 +321,8 @@ class Dispatcher:
         if log.isEnabledFor(logging.DEBUG):
             chosen_text = next(a.text for a in request.legal_actions if a.id == chosen)
             log.debug(
-                "game %s decision %d (%s): hand %s, top %s -> %s",
-                msg.game_id, msg.decision_id, pb.DecisionKind.Name(request.kind),
+                "game %s %s (%s): hand %s, top %s -> %s",
+                msg.game_id, decision_words(msg.decision_number, msg.decision_id), pb.DecisionKind.Name(request.kind),
                 " ".join(c.text for c in request.hand) or "(hidden)", request.observation.top_card.text,
                 chosen_text,
             )
@@ -321,13 +344,15 @@ class Dispatcher:
         if seen == 1:
             trace = "".join(traceback.format_exception(err)) if err is not None else why + "\n"
             log.error(
-                "\n%s\nYOUR BOT FAILED (game %s, decision %d): %s\nThe kit answered the first legal action %r "
+                "\n%s\nYOUR BOT FAILED (game %s, %s): %s\nThe kit answered the first legal action %r "
                 "instead and told the referee, which counts it as a bot error.\n%s%s",
-                _RULER, request.game_id, request.decision_id, why, first.text, trace, _RULER,
+                _RULER, request.game_id, decision_words(request.decision_number, request.decision_id), why,
+                first.text, trace, _RULER,
             )
         else:
-            log.error("%s; answered the first legal action %r instead (failure %d at this place; "
-                      "its traceback was printed the first time)", why, first.text, seen)
+            log.error("game %s, %s: %s; answered the first legal action %r instead (failure %d at this place; "
+                      "its traceback was printed the first time)", request.game_id,
+                      decision_words(request.decision_number, request.decision_id), why, first.text, seen)
         return first.id
 
     def _hook(self, name: str, payload: object) -> None:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from craits.v1 import referee_pb2 as pb
 
-from .bot import Bot, Dispatcher, Request, action_id
+from .bot import Bot, Dispatcher, Request, action_id, decision_words
 
 
 @dataclass
@@ -127,8 +127,9 @@ def replay_messages(bot: Bot, path: str | os.PathLike[str]) -> Steps:
             chosen = action_id(bot.choose(request), request)
         except Exception as err:
             if hasattr(err, "add_note"):  # (Python 3.11+) say where, in the numbers rerun and the viewer use
-                where = f"decision {n}" if n is not None else f"request {len(steps) + 1}"
-                err.add_note(f"raised by choose() at {where} of {path} (the bot's request {request.decision_id})")
+                number = n if n is not None else request.decision_number
+                where = decision_words(number, request.decision_id) if number else f"request {len(steps) + 1}"
+                err.add_note(f"raised by choose() at {where} of {path}")
             raise
         steps.append(Step(n, request, chosen, None))
     return steps

@@ -295,11 +295,15 @@ class Runner:
             )
         )
 
+    def _late_text(self, answer: pb.Answer) -> str:
+        return _late_text(answer, self.dispatcher.decision_words(answer.game_id, answer.decision_id))
+
     def _on_error(self, error: pb.Error) -> pb.Error | None:
         """Log a referee Error; return it if it is fatal."""
         # a token welcomed before and now unknown is news, not a problem (see _ended)
         _log_referee_error(error, quiet=self._ever_welcomed and not self._welcomed
-                           and error.code == pb.ERROR_CODE_UNAUTHENTICATED)
+                           and error.code == pb.ERROR_CODE_UNAUTHENTICATED,
+                           decision=self.dispatcher.decision_words(error.game_id, error.decision_id))
         return error if error.fatal else None
 
     def _framed(self, path: str) -> ExitCode | None:
@@ -327,7 +331,7 @@ class Runner:
                         call.write(reply)
                     except _Ended:
                         if reply.WhichOneof("message") == "answer":
-                            self._late_answer = _late_text(reply.answer)
+                            self._late_answer = self._late_text(reply.answer)
                         raise
             if self._stop.is_set():
                 log.info("stopped; stream closed")
@@ -376,7 +380,7 @@ class Runner:
                         # gRPC reports an answer written after the referee ended the stream as
                         # INTERNAL, and drops what the referee sent before its end: say what it was.
                         if err.code() == grpc.StatusCode.INTERNAL and reply.WhichOneof("message") == "answer":
-                            self._late_answer = _late_text(reply.answer)
+                            self._late_answer = self._late_text(reply.answer)
                         raise
             code = await call.code()
             if self._stop.is_set():  # (the referee ended the stream this bot closed on stopping)
@@ -568,22 +572,24 @@ class FramedSocket:
         self._sock.close()
 
 
-def _late_text(answer: pb.Answer) -> str:
+def _late_text(answer: pb.Answer, decision: str) -> str:
     """Why a stream ended when the bot's answer found it closed: the bot was behind the referee."""
     return (
-        f"the referee had ended the stream when the answer to decision {answer.decision_id} of game "
+        f"the referee had ended the stream when the answer to {decision} of game "
         f"{answer.game_id} was sent ({answer.think_us / 1e6:.1f} s after its request arrived): "
         "choose() took longer than the referee waited (a timeout, then the game went on without this bot)"
     )
 
 
-def _log_referee_error(error: pb.Error, *, quiet: bool = False) -> None:
-    """One line per referee Error: what, where, and the strikes it cost."""
+def _log_referee_error(error: pb.Error, *, quiet: bool = False, decision: str = "") -> None:
+    """One line per referee Error: what, where (``decision``: how the kit names the decision
+    it is about, see Dispatcher.decision_words), and the strikes it cost."""
     parts = [f"referee error {pb.ErrorCode.Name(error.code)}: {error.message}"]
     if error.rule:
         parts.append(f"rule {error.rule}")
     if error.game_id:
-        parts.append(f"game {error.game_id} decision {error.decision_id}")
+        parts.append(f"game {error.game_id} {decision or f'decision id {error.decision_id}'}" if error.decision_id
+                     else f"game {error.game_id}")
     if error.strikes:
         parts.append(f"strikes {error.strikes}")
     if error.fatal:
