@@ -125,6 +125,10 @@ def test_a_broken_choose_is_answered_with_the_first_legal_action(
     assert reply.answer.action_id == msg.legal_actions[0].id
     assert dispatcher.fallbacks == 1
     assert logged in caplog.text and "answered the first legal action" in caplog.text
+    # the game's decision number first (what `craits replay rerun --from N` takes), then the wire's id
+    assert "(game g, decision 1 (id 7))" in caplog.text
+    assert (dispatcher.decision_words("g", 7), dispatcher.decision_words("g", 6)) == ("decision 1 (id 7)",
+                                                                                      "decision id 6")
 
 
 def test_a_failing_hook_is_logged_and_ignored(caplog: pytest.LogCaptureFixture) -> None:

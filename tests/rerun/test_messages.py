@@ -28,6 +28,8 @@ def test_the_rebuilt_messages_equal_the_recorded_wire_at_every_seat(wire_game: W
         for i, (want, got) in enumerate(zip(received, sent, strict=False)):
             assert want == got, (seat, i, pb.RefereeMessage.FromString(want), pb.RefereeMessage.FromString(got))
         assert len(sent) == len(received)
+        requests = [(pb.RefereeMessage.FromString(s.data), s.n) for s in rebuilt.sent]
+        assert all(m.decision.decision_number == n for m, n in requests if m.HasField("decision"))  # the replay's
         answers = [item.answer for item in rebuilt.items if isinstance(item, Answered)]
         assert [(a.decision_id, a.action_id) for a in answers] == [
             (a.decision_id, a.action_id) for a in wire_game.answers[seat]]
