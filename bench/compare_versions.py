@@ -22,8 +22,8 @@ runs' real deals, each turned round at random (the two versions are alike, so a 
 mirror are as likely): how often each sequence ever says something, with more runs than the
 real games afford.
 
-    python bench/compare_versions.py --quick    # about a minute
-    python bench/compare_versions.py            # more runs (a few minutes)
+    python bench/compare_versions.py --quick    # a minute or two
+    python bench/compare_versions.py            # more runs (5-8 minutes)
 
 The last line: ``deals_eb_clear=A deals_betting_clear=B ratio_clear=R deals_eb_slight=C
 deals_betting_slight=D ratio_slight=S same_told_apart_eb=E same_told_apart_betting=F
@@ -169,7 +169,7 @@ def resampled_null(pool: Sequence[float], runs: int, cap: int, seed: int) -> dic
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer runs (about a minute)")
+    parser.add_argument("--quick", action="store_true", help="fewer runs (a minute or two)")
     parser.add_argument("--runs", type=int, help="runs of the clear and slight cases (default 30, quick 8)")
     parser.add_argument("--same-runs", type=int, help="runs of the same case, each to the cap (default 6, quick 2)")
     parser.add_argument("--null-runs", type=int, help="resampled null runs (default 1000, quick 200)")
