@@ -5,13 +5,14 @@ the same deals, each deal in every seat rotation, against the same panel of hous
 builtin policies, seeded by the deal and the seat, so they play the same way for both): the
 only difference between A's games and B's is the version. Per deal, each version's placing
 and points are averaged over the rotations; the difference B - A of those averages is one
-observation, and the comparison reports its mean with an anytime-valid 95 % interval
-(:mod:`participants.confidence`), so the participant may watch it deal after deal and stop
-as soon as it says something, without watching biasing it.
+observation, and the comparison reports its plain mean with an anytime-valid 95 % interval
+(the betting confidence sequence of :mod:`participants.confidence`, betting against 0), so
+the participant may watch it deal after deal and stop as soon as it says something, without
+watching biasing it.
 
 The verdict is on the placing (lower is better): **better** when the whole interval of B - A
-is below 0, **worse** when it is above, **not yet told apart** otherwise. Points (lower is
-better too) are shown beside, with a plain normal interval, as a hint only.
+is below 0 (0 ruled out), **worse** when it is above, **not yet told apart** otherwise.
+Points (lower is better too) are shown beside, with a plain normal interval, as a hint only.
 
 Comparisons are kept in the roster's database (table ``comparisons``) and played by
 ``python -m participants.compare ROSTER``, a process the web pages start (as they start the
@@ -35,7 +36,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from participants.confidence import mean_interval
+from participants.confidence import ConfidenceSequence
 from participants.roster import Roster, RosterError, Version
 from participants.tables import RosterTables
 from server.engine import ConfigError, Flags, GameConfig, make_config
@@ -96,20 +97,42 @@ class Summary:
     b_faults: int
 
 
+class PlacingSequence:
+    """B - A's placing difference, fed deal by deal: its mean, its anytime-valid interval and
+    the verdict. A deal's difference lies in [-spread, spread] (spread: the table size less
+    one), mapped onto [0, 1] for the interval, where "told apart" is the interval leaving 1/2
+    (the sequence's centre, which it bets against: see :mod:`participants.confidence`)."""
+
+    def __init__(self, table_size: int, alpha: float = ALPHA, interval: str = "betting") -> None:
+        self.spread = table_size - 1
+        self._sequence = ConfidenceSequence(alpha, centre=0.5, interval=interval)
+
+    def add(self, deal: Deal) -> None:
+        self._sequence.add((deal.b_placing - deal.a_placing + self.spread) / (2 * self.spread))
+
+    @property
+    def verdict(self) -> str:
+        found = self._sequence.interval()  # (its ends are ruled out: an end at 1/2 has ruled 1/2 out)
+        return "better" if found.high <= 0.5 else "worse" if found.low >= 0.5 else "not yet told apart"
+
+    @property
+    def placing(self) -> Difference:
+        found, spread = self._sequence.interval(), self.spread
+        if not found.count:
+            return Difference(0.0, -spread, spread)
+        return Difference(*(v * 2 * spread - spread for v in (found.mean, found.low, found.high)))
+
+
 def summarize(deals: Sequence[Deal], table_size: int, alpha: float = ALPHA) -> Summary:
     """The comparison so far: the differences B - A with their intervals, and the verdict."""
-    spread = table_size - 1  # a placing difference lies in [-spread, spread]
-    scaled = [(d.b_placing - d.a_placing + spread) / (2 * spread) for d in deals]
-    found = mean_interval(scaled, alpha)
-    placing = Difference(*(v * 2 * spread - spread for v in (found.mean, found.low, found.high)))
-    if not deals:
-        placing = Difference(0.0, -spread, spread)
+    sequence = PlacingSequence(table_size, alpha)
+    for deal in deals:
+        sequence.add(deal)
     gaps = [d.b_points - d.a_points for d in deals]
     mean = statistics.fmean(gaps) if gaps else 0.0
     half = 1.96 * statistics.stdev(gaps) / math.sqrt(len(gaps)) if len(gaps) > 1 else math.inf
-    verdict = "better" if placing.high < 0 else "worse" if placing.low > 0 else "not yet told apart"
-    return Summary(len(deals), len(deals) * 2 * table_size, placing, Difference(mean, mean - half, mean + half),
-                   verdict, sum(d.a_faults for d in deals), sum(d.b_faults for d in deals))
+    return Summary(len(deals), len(deals) * 2 * table_size, sequence.placing, Difference(mean, mean - half, mean + half),
+                   sequence.verdict, sum(d.a_faults for d in deals), sum(d.b_faults for d in deals))
 
 
 LADDER_GAME = "game.json"
@@ -182,11 +205,15 @@ async def compare(run_game: GameRunner, a: BotSpec, b: BotSpec, panel: Sequence[
         raise CompareError("compare two different versions")
     table = 1 + len(panel)
     deals = list(done)
+    sequence = PlacingSequence(table)
+    for deal in deals:
+        sequence.add(deal)
     total = max(1, math.ceil(games / (2 * table)))
     while len(deals) < total:
-        if until_told and deals and summarize(deals, table).verdict != "not yet told apart":
+        if until_told and sequence.verdict != "not yet told apart":
             break
         deals.append(await play_deal(run_game, a, b, panel, seed=seed, number=len(deals), **deal_options))
+        sequence.add(deals[-1])
         if on_deal is not None:
             on_deal(deals)
     return deals
@@ -357,7 +384,7 @@ def describe(job: Comparison) -> str:
     return (f"v{job.b} against v{job.a}: {s.verdict} after {s.games} games ({s.deals} deals, every seat, against "
             f"{', '.join(job.panel)})\n"
             f"  placing v{job.b} - v{job.a}: {s.placing.mean:+.3f}  (95% anytime interval {s.placing.low:+.3f} .. "
-            f"{s.placing.high:+.3f}; below 0 is better)\n"
+            f"{s.placing.high:+.3f}, its ends ruled out; below 0 is better)\n"
             f"  points  v{job.b} - v{job.a}: {s.points.mean:+.1f}  (about {s.points.low:+.1f} .. {s.points.high:+.1f})"
             + (f"\n  faults: v{job.a} {s.a_faults}, v{job.b} {s.b_faults}" if s.a_faults or s.b_faults else ""))
 

@@ -17,9 +17,10 @@ A **rubric** (``rubric.toml`` in the roster folder) states what passes::
 Per participant, over the ladder games where their graded version (the one in the final
 once the deadline has passed, else the one they play) sat at the same table as the
 opponent: the difference of placings (theirs minus the opponent's; below 0 is better) with
-an anytime-valid interval (:mod:`participants.confidence`). **pass**: at least ``games``
-games and the whole interval below 0; **fail**: at least ``games`` games and the whole
-interval above 0; **undecided** otherwise (too few games, or not told apart yet).
+an anytime-valid interval (the betting confidence sequence of :mod:`participants.confidence`,
+betting against 0) beside their plain mean. **pass**: at least ``games`` games and the whole
+interval below 0 (0 ruled out); **fail**: at least ``games`` games and the whole interval
+above 0; **undecided** otherwise (too few games, or not told apart yet).
 """
 
 from __future__ import annotations
@@ -105,14 +106,16 @@ def judge(rubric: Rubric, bot: str | None, games: Sequence[Mapping[str, Any]]) -
         gaps.append(game["placings"][bots.index(bot)] - game["placings"][bots.index(rubric.opponent)])
     if not gaps:
         return Verdict("undecided", 0, None, None, None)
-    sequence = ConfidenceSequence(1 - rubric.confidence)
-    for gap in gaps:  # (a gap lies in [-spread, spread]: mapped onto [0, 1] and back)
+    # (a gap lies in [-spread, spread]: mapped onto [0, 1] and back; the threshold 0 is 1/2,
+    # the point the sequence bets against and tracks exactly)
+    sequence = ConfidenceSequence(1 - rubric.confidence, centre=0.5)
+    for gap in gaps:
         sequence.add((gap + spread) / (2 * spread))
     found = sequence.interval()
     mean, low, high = ((v * 2 - 1) * spread for v in (found.mean, found.low, found.high))
     verdict = "undecided"
-    if len(gaps) >= rubric.games:
-        verdict = "pass" if high < 0 else "fail" if low > 0 else "undecided"
+    if len(gaps) >= rubric.games:  # (the interval's ends are ruled out: an end at 1/2 has ruled 0 out)
+        verdict = "pass" if found.high <= 0.5 else "fail" if found.low >= 0.5 else "undecided"
     return Verdict(verdict, len(gaps), mean, low, high)
 
 

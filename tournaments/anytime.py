@@ -25,8 +25,8 @@ continuously and stopped on. This module keeps one per bot and one per pair of b
   bettor for and one against each candidate mean, a candidate excluded for good once a bettor
   has multiplied its stake by 2/alpha. It narrows only, adapts to the figure's variance, and
   settles ``bench/stopping.py``'s order in about 1.8 times fewer deals than the predictable
-  plug-in empirical-Bernstein sequence of the same paper (Theorem 2, :class:`ConfidenceSequence`,
-  which the version comparison and the rubrics of ``participants`` still read).
+  plug-in empirical-Bernstein sequence of the same paper (Theorem 2, :class:`ConfidenceSequence`).
+  The version comparison and the rubrics of ``participants`` read it too, betting against 0.
 * **Many at once**: the confidence is shared (Bonferroni) by all bots, and separately by
   all pairs: at 95% with 8 bots every pair's interval is at 1 - 0.05/28. So *all* the
   intervals hold together, at every moment, with probability at least 95%, and any order

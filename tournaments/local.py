@@ -19,10 +19,11 @@ import contextlib
 import multiprocessing
 import threading
 import time
+from collections.abc import Sequence
 
 from server.engine import GameState
 from server.game.policies import POLICY_NAMES, GreedyPolicy, Policy, make_policy
-from server.spec import GameRecord, GameSpec, SeatReport
+from server.spec import BotSpec, GameRecord, GameSpec, SeatReport
 from server.storage.replay import ReplayWriter
 
 BUILTINS = (*POLICY_NAMES, "greedy")
@@ -36,19 +37,24 @@ def seat_policy(name: str, spec: GameSpec, seat: int) -> Policy:
     return make_policy(name, seed=spec.seed * 1_000_003 + seat)
 
 
+def _builtin(bot: BotSpec, spec: GameSpec, seat: int) -> Policy:
+    if bot.builtin is None or bot.builtin not in BUILTINS:
+        what = "runs a command" if bot.command else "connects remotely" if bot.builtin is None else f"is builtin {bot.builtin!r}"
+        raise ValueError(f"the local runner plays only builtin bots ({', '.join(BUILTINS)}); {bot.name!r} {what}")
+    return seat_policy(bot.builtin, spec, seat)
+
+
 class GameCancelled(Exception):
     """The runner was asked to stop in the middle of a game (nothing is recorded)."""
 
 
-def play_local(spec: GameSpec, cancel: threading.Event | None = None) -> GameRecord:
-    """Play ``spec`` to the end with the seats' built-in policies, writing its replay
-    (the referee's format, ``server.replay``) when ``spec.replay_path`` is set."""
-    policies: list[Policy] = []
-    for seat, bot in enumerate(spec.seats):
-        if bot.builtin is None or bot.builtin not in BUILTINS:
-            what = "runs a command" if bot.command else "connects remotely" if bot.builtin is None else f"is builtin {bot.builtin!r}"
-            raise ValueError(f"the local runner plays only builtin bots ({', '.join(BUILTINS)}); {bot.name!r} {what}")
-        policies.append(seat_policy(bot.builtin, spec, seat))
+def play_local(spec: GameSpec, cancel: threading.Event | None = None,
+               policies: Sequence[Policy] | None = None) -> GameRecord:
+    """Play ``spec`` to the end with the seats' built-in policies (or ``policies``, one per
+    seat: a bench's own bots), writing its replay (the referee's format, ``server.replay``)
+    when ``spec.replay_path`` is set."""
+    if policies is None:
+        policies = [_builtin(bot, spec, seat) for seat, bot in enumerate(spec.seats)]
     state = GameState(spec.config, spec.seed)
     asked = [0] * len(spec.seats)
     think = [0.0] * len(spec.seats)

@@ -174,7 +174,7 @@ class ClassroomPages:
                 '<th>interval</th><th></th></tr>'
                 f'<tr id="placing"><td>average placing</td><td>{_signed(s.placing.mean)}</td>'
                 f'<td>{_signed(s.placing.low)} .. {_signed(s.placing.high)}</td>'
-                '<td>95 %, valid at every look; below 0: the new version places better</td></tr>'
+                '<td>95 %, valid at every look, its ends ruled out; below 0: the new version places better</td></tr>'
                 f'<tr id="points"><td>average points</td><td>{s.points.mean:+.1f}</td>'
                 f'<td>{f"{s.points.low:+.1f} .. {s.points.high:+.1f}" if s.deals > 1 else "-"}</td><td>about 95 % '
                 '(a hint: the verdict is on '

@@ -252,10 +252,11 @@ def _games(pairs: list[tuple[int, int]], bot: str, table: int = 3) -> list[dict[
 
 def test_the_rubric_verdicts_match_a_precomputed_case() -> None:
     rubric = Rubric("beats heuristic", "house-heuristic", games=30, confidence=0.95)
-    # 40 games: ahead in 34, behind in 6 -> a placing gap of -0.7 on average (its 95 % anytime interval: -1.491 .. -0.127)
-    strong = _games([(1, 2)] * 17 + [(2, 3)] * 17 + [(2, 1)] * 6, "ann.v1")
-    # the mirror image: behind in 34
-    weak = _games([(2, 1)] * 17 + [(3, 2)] * 17 + [(1, 2)] * 6, "ben.v2")
+    # 40 games: ahead by a place in 34, behind by one in 6, mixed as they come -> a placing gap of
+    # (6 - 34) / 40 = -0.7 on average; its 95 % anytime interval (betting on 0): -0.96 .. -0.32
+    ahead_behind = ([(1, 2), (2, 3)] * 3 + [(2, 1)]) * 5 + [(1, 2), (2, 3)] * 2 + [(2, 1)]
+    strong = _games(ahead_behind, "ann.v1")
+    weak = _games([(theirs, mine) for mine, theirs in ahead_behind], "ben.v2")  # the mirror image: behind in 34
     even = _games([(1, 2), (2, 1)] * 20, "cat.v1")
     few = _games([(1, 3)] * 12, "dan.v1")  # always ahead, but fewer games than the rubric asks
     games = strong + weak + even + few
@@ -264,12 +265,17 @@ def test_the_rubric_verdicts_match_a_precomputed_case() -> None:
         "ann.v1": "pass", "ben.v2": "fail", "cat.v1": "undecided", "dan.v1": "undecided", "eve.v1": "undecided"}
     assert {bot: v.games for bot, v in verdicts.items()} == {"ann.v1": 40, "ben.v2": 40, "cat.v1": 40, "dan.v1": 12,
                                                               "eve.v1": 0}
-    ann = verdicts["ann.v1"]
-    assert ann.mean == pytest.approx(-0.7) and ann.low == pytest.approx(-1.491, abs=0.001)
-    assert ann.high == pytest.approx(-0.127, abs=0.001)
-    # twelve games ahead are too few even for the interval: it does not leave 0 before some 15 games
-    assert judge(Rubric("x", "house-heuristic", games=12), "dan.v1", games).verdict == "undecided"
-    assert judge(Rubric("x", "house-heuristic", games=12), "dan.v1", games + _games([(1, 3)] * 8, "dan.v1")).verdict == "pass"
+    ann, ben, cat = verdicts["ann.v1"], verdicts["ben.v2"], verdicts["cat.v1"]
+    assert ann.mean == pytest.approx(-0.7)  # the plain mean, shown as it is
+    assert (ann.low, ann.high) == (pytest.approx(-0.96), pytest.approx(-0.32))  # (both ends ruled out)
+    assert (ben.mean, ben.low, ben.high) == (pytest.approx(0.7), pytest.approx(0.32), pytest.approx(0.96))
+    assert cat.mean == 0 and cat.low < 0 < cat.high
+    # always first with the heuristic last: the bet against a gap of 0 is at its cap (3/4 of the
+    # capital at 1/2 of the scale), so the capital grows 1.75-fold a game and passes 2 / 5 % = 40 at
+    # the seventh (1.75 ** 6 = 28.7, 1.75 ** 7 = 50.3): six games are too few even for the interval
+    assert judge(Rubric("x", "house-heuristic", games=1), "dan.v1", few[:6]).verdict == "undecided"
+    seven = judge(Rubric("x", "house-heuristic", games=1), "dan.v1", few[:7])
+    assert seven.verdict == "pass" and seven.low == seven.mean == -2.0 < seven.high <= 0
 
 
 def test_the_dashboard_lists_everyone_and_its_csv_is_safe_for_spreadsheets(course: Course) -> None:
