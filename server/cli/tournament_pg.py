@@ -54,6 +54,7 @@ from tournaments.distributed import (
     refusals_text,
     start_tournament_pg,
 )
+from tournaments.grpc_runner import tournament_runner
 from tournaments.ladder import ladder_standings, open_ladder
 from tournaments.pages import fault_links, game_links
 from tournaments.runner import (
@@ -93,19 +94,24 @@ def runner_for(runner: str) -> Callable[[TournamentConfig], RunnerFactory]:
     return choose
 
 
-def _check_bots(config: TournamentConfig) -> None:
-    if config.remote_bots:
-        names = ", ".join(b.name for b in config.remote_bots)
-        raise UserError(f"{names}: bots that connect on their own cannot follow their games from worker to worker; "
-                        "give them a command, or play this file without a PostgreSQL store")
+def hosts_bots(config: TournamentConfig, *, ladder: bool = False) -> bool:
+    """Whether bots may connect on their own (a file's ``token`` bots, a ladder's roster
+    participants' own bots): they connect to this command, which hosts the bot port and plays
+    their games itself (``distributed.play_hosted``) whatever ``--local-workers`` says."""
+    return bool(config.remote_bots) or (ladder and config.roster is not None)
+
+
+def _check_runnable(args: argparse.Namespace, config: TournamentConfig, out_dir: Path, hosting: bool) -> None:
+    """A bot that cannot run here, or could read the output, refused first: when this
+    command plays games (local workers, or the games of bots that connect to it)."""
+    if args.local_workers != 0 or hosting:
+        choose_runner(args.runner, config, out_dir)
 
 
 def cmd_run(args: argparse.Namespace, config: TournamentConfig, url: str) -> int:
-    _check_bots(config)
     out_dir = config.output_dir(args.out)
     text = Path(args.file).read_text(encoding="utf-8")
-    if args.local_workers != 0:  # (a bot that cannot run here, or could read the output: refused first)
-        choose_runner(args.runner, config, out_dir)
+    _check_runnable(args, config, out_dir, hosts_bots(config))
     with _locked(out_dir), _errors():
         store = start_tournament_pg(config, text, str(Path(args.file).resolve()), url, overwrite=args.overwrite)
         if args.overwrite:
@@ -135,7 +141,7 @@ def cmd_resume(args: argparse.Namespace, url: str) -> int:
     config = _with_address(config, args)
     out_dir = out or config.output_dir()
     with store:
-        if args.local_workers != 0:  # (the local workers' bots must not read the replays of the games so far)
+        if args.local_workers != 0 or hosts_bots(config):  # (bots played here must not read the replays so far)
             _check_output_unseen(config, out_dir, resuming=True)
         with _locked(out_dir), _errors():
             _announce_resume(config, store, out_dir, retry_aborted=args.retry_aborted)
@@ -162,11 +168,12 @@ def _play_and_report(
         stop = asyncio.Event()
         restore = install_stop_handlers(stop.set)
         try:
-            followed = await play_queued(
-                url, store, local_workers=args.local_workers, settings=settings,
-                runner_for=runner_for(args.runner), on_progress=on_progress, on_refused=on_refused,
-                on_database=on_database, stop=stop, wait_for_workers=args.wait_for_workers,
-            )
+            async with _hosting(config, out_dir) as hosted:
+                followed = await play_queued(
+                    url, store, local_workers=args.local_workers, settings=settings,
+                    runner_for=runner_for(args.runner), on_progress=on_progress, on_refused=on_refused,
+                    on_database=on_database, stop=stop, wait_for_workers=args.wait_for_workers, hosted=hosted,
+                )
         finally:
             restore()
             progress.close()
@@ -199,6 +206,16 @@ def _play_and_report(
     return 0 if written else 1
 
 
+@contextlib.asynccontextmanager
+async def _hosting(config: TournamentConfig, out_dir: Path) -> AsyncIterator[RunGame | None]:
+    """The referee the bots that connect on their own connect to, for the whole run (None: none may)."""
+    if not hosts_bots(config):
+        yield None
+        return
+    async with tournament_runner(config, out_dir) as run_game:
+        yield run_game
+
+
 def _duration(seconds: float) -> str:
     return f"{seconds / 3600:g} h" if seconds >= 3600 else f"{seconds:g} s"
 
@@ -220,10 +237,9 @@ def cmd_ladder_run(args: argparse.Namespace, config: TournamentConfig, url: str)
     too, when none is running), and may come and go while the ladder runs."""
     if config.roster is not None:
         _check_roster(args.file, config.roster, url)
-    _check_bots(config)
     out_dir = config.output_dir(args.out)
-    if args.local_workers != 0:  # (a bot that cannot run here, or could read the output: refused first)
-        choose_runner(args.runner, config, out_dir)
+    hosting = hosts_bots(config, ladder=True)  # (their referee: the ladder's runner, which also says who is online)
+    _check_runnable(args, config, out_dir, hosting)
     text = Path(args.file).read_text(encoding="utf-8")
     again = f"craits ladder run {args.file} --store URL"
     with _locked(out_dir), _errors():
@@ -242,12 +258,13 @@ def cmd_ladder_run(args: argparse.Namespace, config: TournamentConfig, url: str)
         settings = _settings(args, config, out_dir)
         on_refused, on_database = _tellers(config.name, False, settings, again)
 
-        async def play_pending(stop: asyncio.Event) -> RunSummary:
+        async def play_pending(stop: asyncio.Event, run_game: RunGame) -> RunSummary:
             started = time.monotonic()
             before, _ = store.counts()
             followed = await play_queued(url, store, local_workers=args.local_workers, settings=settings,
                                          runner_for=runner_for(args.runner), stop=stop, on_refused=on_refused,
-                                         on_database=on_database, wait_for_workers=args.wait_for_workers)
+                                         on_database=on_database, wait_for_workers=args.wait_for_workers,
+                                         hosted=run_game if hosting else None)
             if followed.refused:
                 raise TournamentError(refusals_text(config.name, followed.refused))
             if followed.failed:
@@ -257,7 +274,8 @@ def cmd_ladder_run(args: argparse.Namespace, config: TournamentConfig, url: str)
                               time.monotonic() - started)
 
         with store:
-            return _play_ladder(args, config, store, out_dir, _no_runner, again, play_pending)
+            return _play_ladder(args, config, store, out_dir, tournament_runner if hosting else _no_runner, again,
+                                play_pending)
 
 
 def _check_roster(file: str, folder: str, url: str) -> None:
