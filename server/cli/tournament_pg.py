@@ -4,7 +4,8 @@ A tournament in PostgreSQL is named by its file's ``name`` (one database holds m
 ``run FILE`` stores the schedule and queues its games, which ``craits worker``s on any
 machine play (this command plays them itself, ``--local-workers``, when no worker is
 running); it follows the progress and writes the standings, the replays (exported from
-the database) and the viewer pages into the output folder, as a SQLite run does.
+the database) and the viewer pages into the output folder, as a SQLite run does. Bots that
+connect on their own connect to this command, which plays their games itself (``hosts_bots``).
 ``resume`` and ``standings`` take the file or the tournament's name.
 """
 
