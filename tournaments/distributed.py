@@ -89,6 +89,9 @@ REFUSED_LOG_EVERY_S = 60.0
 often, with how many games it refused meanwhile: a bot that runs on no worker is not a log
 line per game per second for as long as nobody looks."""
 
+HOSTED = "coordinator"
+"""The worker named for the games the coordinator played itself (:func:`play_hosted`)."""
+
 REASONS_SHOWN = 5
 """Refusal reasons said at once (each worker may have its own)."""
 
@@ -773,7 +776,7 @@ async def play_hosted(url: str, store: PostgresStore, games: list[str], run_game
                       settings: WorkerSettings) -> list[tuple[str, str]]:
     """Play ``games`` (each seats a bot that connects on its own) on the coordinator's
     ``run_game``, whose referee hosts the bot port, ``settings.concurrency`` at a time; each
-    recorded once, as a worker records. Returns (game, "coordinator") of those that failed
+    recorded once, as a worker records. Returns (game, ``HOSTED``) of those that failed
     (logged: ``hosted_game_failed``). Cancelled, the games in flight stay unrecorded."""
     player = GameWorker(url, settings, lambda config: lambda c, out: _kept(run_game), hosts_remote=True)
     slots = asyncio.Semaphore(max(1, settings.concurrency))
@@ -785,7 +788,7 @@ async def play_hosted(url: str, store: PostgresStore, games: list[str], run_game
                 await player.play(store.name, game_id)
             except Exception as err:  # (a launched bot seated beside it that cannot run here, say)
                 log.error("hosted_game_failed", tournament=store.name, game=game_id, error=str(err) or repr(err))
-                failed.append((game_id, "coordinator"))
+                failed.append((game_id, HOSTED))
 
     try:
         await asyncio.gather(*(one(g) for g in games))

@@ -44,6 +44,7 @@ from server.storage.store import StoreError
 from server.web.serve import board_place, run_watched
 from tournaments.config import TournamentConfig, load_config
 from tournaments.distributed import (
+    HOSTED,
     Followed,
     GameRefused,
     WorkerSettings,
@@ -196,9 +197,7 @@ def _play_and_report(
               f"recorded; continue with: {again}", file=sys.stderr)
         return 1
     if failed:
-        games = ", ".join(game for game, _ in failed[:5])
-        print(f"craits: error: {len(failed)} game(s) failed on a worker ({games}); the worker's log says why\n"
-              f"{recorded}/{scheduled} games are recorded; after fixing it, continue with: {again}", file=sys.stderr)
+        print(f"craits: error: {failed_text(failed)}\n{recorded}/{scheduled} games are recorded; after fixing it, continue with: {again}", file=sys.stderr)
         return 1
     if recorded < scheduled:
         print(f"stopped after {recorded}/{scheduled} games (queued games stay queued for the workers); "
@@ -215,6 +214,15 @@ async def _hosting(config: TournamentConfig, out_dir: Path) -> AsyncIterator[Run
         return
     async with tournament_runner(config, out_dir) as run_game:
         yield run_game
+
+
+def failed_text(failed: list[tuple[str, str]]) -> str:
+    """Which games failed, and whose log says why (a worker's, or this command's own for the
+    games it played: ``distributed.play_hosted``)."""
+    games = ", ".join(game for game, _ in failed[:5])
+    here = any(worker == HOSTED for _, worker in failed)
+    return (f"{len(failed)} game(s) failed on a worker ({games}); the worker's log says why"
+            + (f" (for the games this command played, {LOG_NAME}.jsonl in the output folder)" if here else ""))
 
 
 def _duration(seconds: float) -> str:
@@ -269,8 +277,7 @@ def cmd_ladder_run(args: argparse.Namespace, config: TournamentConfig, url: str)
             if followed.refused:
                 raise TournamentError(refusals_text(config.name, followed.refused))
             if followed.failed:
-                raise TournamentError(f"{len(followed.failed)} game(s) failed on a worker "
-                                      f"({', '.join(g for g, _ in followed.failed[:5])}); the worker's log says why")
+                raise TournamentError(failed_text(followed.failed))
             return RunSummary(followed.recorded - before, followed.recorded, followed.scheduled, followed.stopped,
                               time.monotonic() - started)
 
