@@ -54,12 +54,12 @@ def test_a_token_bot_plays_its_games_on_the_organizers_command_and_the_others_go
     tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """alice is away at first: the queue plays the table without her while hers wait for her
-    (60 s); the organizer's command is killed then, and its resume plays hers once she is there."""
+    (120 s); the organizer's command is killed then, and its resume plays hers once she is there."""
     port = free_port()
     file = tmp_path / "far.toml"
     file.write_text(
         f'name = "far"\ntable_size = 3\ndeals = 1\nseed = 3\nconcurrency = 2\naddress = "127.0.0.1:{port}"\n'
-        '[flags]\nshort_game = true\n[clocks]\nconnect_timeout_s = 60.0\n[[bots]]\nname = "alice"\n'
+        '[flags]\nshort_game = true\n[clocks]\nconnect_timeout_s = 120.0\n[[bots]]\nname = "alice"\n'
         'token = "alice-token-123"\n' + "".join(f'[[bots]]\nname = "house-{n}"\nbuiltin = "random"\n' for n in range(3)))
     out = tmp_path / "out"
     migrate(pg_url)
