@@ -17,6 +17,12 @@ no other is running).
 * **Killed workers**: a worker sends a heartbeat every ``heartbeat_s``; the jobs of a
   worker silent for ``stalled_s`` go back to the queue (every worker and the
   coordinator look for them), and another worker plays the game again from its seed.
+* **Bots that connect on their own** (a file's ``token`` bots, a roster participant's own
+  bot) connect to the coordinator, which hosts the bot port as a SQLite run does: the games
+  that seat one are not queued but played by the coordinator itself (:func:`play_hosted`),
+  the others go to the queue. Such a game is a pending game of the store like any other: a
+  coordinator killed mid-game plays it again on resume. Workers bind a port of their own
+  on 127.0.0.1 for their launched bots, never the file's ``address`` (the coordinator's).
 * **SIGTERM** (or Ctrl-C): the worker takes no new game and finishes the ones it has.
 * **A lost database**: the worker's recording waits and retries with backoff (the game's
   result is kept in memory); the worker itself reconnects with backoff; nothing is half
@@ -39,7 +45,7 @@ import socket
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,7 +64,7 @@ from server.storage.postgres import PostgresStore, Refusal, Unreachable, redact
 from server.storage.replay import REPLAY_SUFFIX
 from server.storage.store import GameSlot, StoreError
 from server.transport.launcher import command_problem
-from tournaments.config import BotEntry, TournamentConfig, parse_config, schedule_for
+from tournaments.config import RESOLVED_PREFIX, BotEntry, TournamentConfig, parse_config, schedule_for
 from tournaments.ladder import bot_rows
 from tournaments.runner import (
     LADDER_SCHEDULE,
@@ -82,6 +88,9 @@ REFUSED_LOG_EVERY_S = 60.0
 """A worker logs a refusal once, then the same refusal (tournament and reason) at most this
 often, with how many games it refused meanwhile: a bot that runs on no worker is not a log
 line per game per second for as long as nobody looks."""
+
+HOSTED = "coordinator"
+"""The worker named for the games the coordinator played itself (:func:`play_hosted`)."""
 
 REASONS_SHOWN = 5
 """Refusal reasons said at once (each worker may have its own)."""
@@ -250,10 +259,12 @@ def open_tournament_pg(url: str, name: str, *, ladder: bool = False, readonly: b
 # ------------------------------------------------------------------ the coordinator's side
 
 
-async def enqueue_pending(app: procrastinate.App, store: PostgresStore) -> int:
-    """Queue every unplayed game that has no job waiting or running; returns how many."""
+async def enqueue_pending(app: procrastinate.App, store: PostgresStore, hosted: Collection[str] = ()) -> int:
+    """Queue every unplayed game that has no job waiting or running, but those seating one of
+    the ``hosted`` bots (the coordinator plays them); returns how many."""
     queued = await _queued_games(app, store.name)
-    pending = [g for g in await asyncio.to_thread(store.pending_games) if g.game_id not in queued]
+    pending = [g for g in await asyncio.to_thread(store.pending_games)
+               if g.game_id not in queued and not set(g.seats) & set(hosted)]
     if not pending:
         return 0
     jobs = [
@@ -320,8 +331,13 @@ async def watch_stalled(app: procrastinate.App, stalled_s: float, every_s: float
 class GameWorker:
     """Plays the jobs a procrastinate worker hands it: one referee per tournament."""
 
-    def __init__(self, url: str, settings: WorkerSettings, runner_for: Callable[[TournamentConfig], RunnerFactory]) -> None:
+    def __init__(self, url: str, settings: WorkerSettings, runner_for: Callable[[TournamentConfig], RunnerFactory],
+                 *, hosts_remote: bool = False) -> None:
         self.url = url
+        self.hosts_remote = hosts_remote
+        """The coordinator's player of :func:`play_hosted`: its runner hosts the bot port, and
+        seats the bots that connect on their own; a worker's binds a port of its own for its
+        launched bots (:func:`without_remote`)."""
         self.settings = settings
         self.runner_for = runner_for
         self._own_dir = settings.work_dir is None
@@ -391,7 +407,8 @@ class GameWorker:
                 self._giving_up.wait(delay)
                 delay = min(delay * 2, 5.0)
 
-    async def _runner(self, tournament: str, seats: tuple[str, ...]) -> tuple[TournamentConfig, RunGame]:
+    async def _runner(self, tournament: str, seats: tuple[str, ...], tokens: dict[str, str],
+                      ) -> tuple[TournamentConfig, RunGame]:
         """The tournament's file as stored, and the runner this worker keeps open for it. The
         file is read again when a game seats a bot it does not know (a ladder's new bot)."""
         lock = self._opening.setdefault(tournament, asyncio.Lock())
@@ -407,7 +424,9 @@ class GameWorker:
                 config = parse_config(row.source_text, source=row.source_path, base_dir=base_dir)
             except UserError as err:  # (a bot's cwd missing here)
                 raise GameRefused(str(err)) from None
-            config = await self._with_stored_bots(tournament, config, seats, known[0] if known else None)
+            if not self.hosts_remote:
+                config = without_remote(config)
+            config = await self._with_stored_bots(tournament, config, seats, tokens, known[0] if known else None)
             if known is not None:  # (a runner plays any bot its games' specs name)
                 self._runners[tournament] = (config, known[1])
             else:
@@ -417,17 +436,20 @@ class GameWorker:
             return self._runners[tournament]
 
     async def _with_stored_bots(self, tournament: str, config: TournamentConfig, seats: tuple[str, ...],
-                                known: TournamentConfig | None) -> TournamentConfig:
+                                tokens: dict[str, str], known: TournamentConfig | None) -> TournamentConfig:
         """``config`` with the seated bots that are not in its file but whose files are in the
         store by their hash (a roster's versions): fetched, checked and unpacked into this
-        worker's cache once, run from there. Files missing or damaged refuse the game."""
+        worker's cache once, run from there. Files missing or damaged refuse the game. On the
+        coordinator, a roster participant's own bot too (its stored token is the resolver's)."""
         kept = [b for b in known.bots if b.name not in config.bot_names] if known is not None else []
         wanted = [name for name in seats if name not in config.bot_names and name not in {b.name for b in kept}]
         if wanted:
             stored = await self._store_call(tournament, "bot_files")
             for name in wanted:
                 if name not in stored:
-                    continue  # (spec_for says it is not in the tournament)
+                    if self.hosts_remote and tokens.get(name, "").startswith(RESOLVED_PREFIX):
+                        kept.append(BotEntry(name=name, token=tokens[name]))
+                    continue  # (else spec_for says it is not in the tournament)
                 digest, command = stored[name]
                 try:
                     folder = await asyncio.to_thread(self.files.get, digest)
@@ -458,7 +480,7 @@ class GameWorker:
         if done:
             bound.info("game_already_recorded")
             return "already recorded"
-        config, run_game = await self._runner(tournament, slot.seats)
+        config, run_game = await self._runner(tournament, slot.seats, tokens)
         check_bots(config, slot)
         spec = spec_for(config, slot, tokens, self.work_dir / tournament / "replays")
         began = time.monotonic()
@@ -477,6 +499,13 @@ class GameWorker:
         bound.info("game_recorded", seats=list(slot.seats), totals=[str(t) for t in record.result.totals],
                    aborted=record.aborted or None, duration_s=round(time.monotonic() - began, 4))
         return "recorded"
+
+
+def without_remote(config: TournamentConfig) -> TournamentConfig:
+    """A worker's view of a file: no bot that connects on its own (they connect to the
+    coordinator, which plays their games) and so no ``address`` of theirs to bind: its
+    launched bots are told a free port on 127.0.0.1, as on a file without remote bots."""
+    return dataclasses.replace(config, bots=tuple(b for b in config.bots if b.kind != "remote"), address=None)
 
 
 def check_bots(config: TournamentConfig, slot: GameSlot) -> None:
@@ -738,6 +767,36 @@ def everyone_refused(refusals: list[Refusal], live: int, within_s: float, now: f
     return live > 0 and len(recent) >= live
 
 
+@contextlib.asynccontextmanager
+async def _kept(run_game: RunGame) -> AsyncIterator[RunGame]:
+    yield run_game  # (the coordinator's runner: it opened it, it closes it)
+
+
+async def play_hosted(url: str, store: PostgresStore, games: list[str], run_game: RunGame,
+                      settings: WorkerSettings) -> list[tuple[str, str]]:
+    """Play ``games`` (each seats a bot that connects on its own) on the coordinator's
+    ``run_game``, whose referee hosts the bot port, ``settings.concurrency`` at a time; each
+    recorded once, as a worker records. Returns (game, ``HOSTED``) of those that failed
+    (logged: ``hosted_game_failed``). Cancelled, the games in flight stay unrecorded."""
+    player = GameWorker(url, settings, lambda config: lambda c, out: _kept(run_game), hosts_remote=True)
+    slots = asyncio.Semaphore(max(1, settings.concurrency))
+    failed: list[tuple[str, str]] = []
+
+    async def one(game_id: str) -> None:
+        async with slots:
+            try:
+                await player.play(store.name, game_id)
+            except Exception as err:  # (a launched bot seated beside it that cannot run here, say)
+                log.error("hosted_game_failed", tournament=store.name, game=game_id, error=str(err) or repr(err))
+                failed.append((game_id, HOSTED))
+
+    try:
+        await asyncio.gather(*(one(g) for g in games))
+    finally:
+        await player.aclose()
+    return failed
+
+
 async def play_queued(
     url: str,
     store: PostgresStore,
@@ -751,6 +810,7 @@ async def play_queued(
     stop: asyncio.Event | None = None,
     poll_s: float = 0.25,
     wait_for_workers: bool = True,
+    hosted: RunGame | None = None,
 ) -> Followed:
     """Queue the unplayed games of ``store``'s tournament and follow them until every one
     is recorded, a game fails, or ``stop`` is set. ``local_workers``: games this process
@@ -763,7 +823,9 @@ async def play_queued(
     ``stop`` set while it is lost raises a ``StoreError`` at once: the games stay queued.
     Without ``wait_for_workers``, the following stops as soon as every connected worker has
     refused games (:func:`everyone_refused`): nobody is playing them, and waiting will not
-    change that; ``Followed.refused`` says why, and the games stay queued."""
+    change that; ``Followed.refused`` says why, and the games stay queued.
+    ``hosted``: the coordinator's runner, whose referee the bots that connect on their own
+    connect to; the games seating one are played on it (:func:`play_hosted`), not queued."""
     stop = stop or asyncio.Event()
     started = time.time()
     app = make_app(url)
@@ -771,8 +833,16 @@ async def play_queued(
     async with app.open_async():
         await clear_failed(app, store.name)
         await requeue_stalled(app, settings.stalled_s)
-        queued = await enqueue_pending(app, store)
-        log.info("games_queued", tournament=store.name, queued=queued, local_workers=local_workers)
+        remote = await asyncio.to_thread(store.remote_bots)
+        own = [g.game_id for g in await asyncio.to_thread(store.pending_games) if set(g.seats) & remote]
+        if own and hosted is None:
+            raise TournamentError(f"{store.name}: {len(own)} game(s) seat bots that connect on their own "
+                                  f"({', '.join(sorted(remote))}): only the command that hosts their port plays them")
+        queued = await enqueue_pending(app, store, remote)
+        log.info("games_queued", tournament=store.name, queued=queued, local_workers=local_workers,
+                 **({"played_here": len(own)} if own else {}))
+        hosting = (asyncio.create_task(play_hosted(url, store, own, hosted, settings))
+                   if own and hosted is not None else None)
         service: WorkerService | None = None
         serving: asyncio.Task[None] | None = None
 
@@ -819,6 +889,8 @@ async def play_queued(
                     on_progress(recorded, scheduled)
                 if recorded >= scheduled or stop.is_set():
                     break
+                if hosting is not None and hosting.done() and (failed := hosting.result()):
+                    break
                 if serving is not None and serving.done():
                     serving.result()  # (a local worker that crashed says why)
                     raise StoreError("the local worker stopped")
@@ -829,6 +901,8 @@ async def play_queued(
                             await start_local(settings.concurrency)
                         await requeue_stalled(app, settings.stalled_s)
                         failed = await failed_games(app, store.name)
+                        if hosting is not None and hosting.done():
+                            failed += hosting.result()
                         if failed:
                             break
                         if waiting := await refused_games(app, store.name):
@@ -846,6 +920,10 @@ async def play_queued(
                     await asyncio.wait_for(stop.wait(), wait_s)
         finally:
             store.retry_s = retry_s
+            if hosting is not None and not hosting.done():  # (stopped: as a SQLite run, its games in flight
+                hosting.cancel()                              # are cancelled, left to the next resume)
+                with contextlib.suppress(asyncio.CancelledError):
+                    await hosting
             if service is not None and serving is not None:
                 service.stop()
                 if lost_since is None:

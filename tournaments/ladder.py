@@ -21,8 +21,8 @@ time, so it can run for days, take in a bot added to its file, and rank everyone
   while its stream is open (:func:`seatable_bots`), so a student's bot that is away sits
   out instead of costing its table a connect timeout and losing games to the default
   policy; back, it has played least and plays next. Too few online to fill a table, the
-  ladder waits and says so. (With workers on a PostgreSQL store the coordinator cannot see
-  who is connected to them, and seats every bot.)
+  ladder waits and says so. (With workers on a PostgreSQL store too: such bots connect to
+  the ladder's own process, which plays their games, ``tournaments.distributed``.)
 * **ratings** are the tournament's standings (OpenSkill Plackett-Luce), ordered by rating
   ordinal, written to ``standings.json``/``.csv`` after every round;
 * **nothing is lost**: a round's games are stored before they are played and every game is
@@ -60,6 +60,7 @@ from tournaments.pages import write_game_pages
 from tournaments.runner import (
     LADDER_SCHEDULE,
     LOG_NAME,
+    RunGame,
     RunnerFactory,
     RunSummary,
     TournamentError,
@@ -448,14 +449,15 @@ async def run_ladder(
     concurrency: int | None = None,
     on_round: Callable[[LadderRound, Standings], None] | None = None,
     handle_signals: bool = True,
-    play_pending: Callable[[asyncio.Event], Awaitable[RunSummary]] | None = None,
+    play_pending: Callable[[asyncio.Event, RunGame], Awaitable[RunSummary]] | None = None,
     entrants: Callable[[Standings], TournamentConfig] | None = None,
 ) -> LadderSummary:
     """Play the unplayed games, then new rounds until ``rounds`` new ones are played (None:
     until SIGINT or SIGTERM, which stop the round in flight, its games unrecorded). After each
     round the standings are written to the output folder and ``on_round`` is called.
-    ``play_pending(stop)``: plays the stored games that are not recorded instead of
-    ``runner`` (the queue of a PostgreSQL store, for workers on other machines).
+    ``play_pending(stop, run_game)``: plays the stored games that are not recorded instead of
+    ``runner`` (the queue of a PostgreSQL store, for workers on other machines; ``run_game``,
+    the runner's, for the games of the bots that connect to it).
     ``entrants(standings)``: the bots afresh before each new round (a roster's admitted
     versions, ``participants.entrants``): bots join without a restart; too few to fill a
     table, the ladder waits for more and says so."""
@@ -484,7 +486,7 @@ async def run_ladder(
             async with runner(config, out_dir) as run_game:
                 book = LadderBook(config, store)
                 standings = book.standings()
-                online = getattr(run_game, "online_bots", None) if play_pending is None else None
+                online = getattr(run_game, "online_bots", None)
                 while not stop.is_set():
                     new: list[LadderRound] = []
                     done, scheduled = store.counts()
@@ -512,7 +514,7 @@ async def run_ladder(
                         for picked in new:
                             log.info("ladder_round", round=picked.number, seats=list(picked.seats))
                     if play_pending is not None:
-                        summary = await play_pending(stop)
+                        summary = await play_pending(stop, run_game)
                     else:
                         game_runner = TournamentRunner(
                             config, store, run_game, out_dir, concurrency=concurrency, progress=False,

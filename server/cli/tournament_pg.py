@@ -4,7 +4,8 @@ A tournament in PostgreSQL is named by its file's ``name`` (one database holds m
 ``run FILE`` stores the schedule and queues its games, which ``craits worker``s on any
 machine play (this command plays them itself, ``--local-workers``, when no worker is
 running); it follows the progress and writes the standings, the replays (exported from
-the database) and the viewer pages into the output folder, as a SQLite run does.
+the database) and the viewer pages into the output folder, as a SQLite run does. Bots that
+connect on their own connect to this command, which plays their games itself (``hosts_bots``).
 ``resume`` and ``standings`` take the file or the tournament's name.
 """
 
@@ -43,6 +44,7 @@ from server.storage.store import StoreError
 from server.web.serve import board_place, run_watched
 from tournaments.config import TournamentConfig, load_config
 from tournaments.distributed import (
+    HOSTED,
     Followed,
     GameRefused,
     WorkerSettings,
@@ -54,6 +56,7 @@ from tournaments.distributed import (
     refusals_text,
     start_tournament_pg,
 )
+from tournaments.grpc_runner import tournament_runner
 from tournaments.ladder import ladder_standings, open_ladder
 from tournaments.pages import fault_links, game_links
 from tournaments.runner import (
@@ -93,19 +96,24 @@ def runner_for(runner: str) -> Callable[[TournamentConfig], RunnerFactory]:
     return choose
 
 
-def _check_bots(config: TournamentConfig) -> None:
-    if config.remote_bots:
-        names = ", ".join(b.name for b in config.remote_bots)
-        raise UserError(f"{names}: bots that connect on their own cannot follow their games from worker to worker; "
-                        "give them a command, or play this file without a PostgreSQL store")
+def hosts_bots(config: TournamentConfig, *, ladder: bool = False) -> bool:
+    """Whether bots may connect on their own (a file's ``token`` bots, a ladder's roster
+    participants' own bots): they connect to this command, which hosts the bot port and plays
+    their games itself (``distributed.play_hosted``) whatever ``--local-workers`` says."""
+    return bool(config.remote_bots) or (ladder and config.roster is not None)
+
+
+def _check_runnable(args: argparse.Namespace, config: TournamentConfig, out_dir: Path, hosting: bool) -> None:
+    """A bot that cannot run here, or could read the output, refused first: when this
+    command plays games (local workers, or the games of bots that connect to it)."""
+    if args.local_workers != 0 or hosting:
+        choose_runner(args.runner, config, out_dir)
 
 
 def cmd_run(args: argparse.Namespace, config: TournamentConfig, url: str) -> int:
-    _check_bots(config)
     out_dir = config.output_dir(args.out)
     text = Path(args.file).read_text(encoding="utf-8")
-    if args.local_workers != 0:  # (a bot that cannot run here, or could read the output: refused first)
-        choose_runner(args.runner, config, out_dir)
+    _check_runnable(args, config, out_dir, hosts_bots(config))
     with _locked(out_dir), _errors():
         store = start_tournament_pg(config, text, str(Path(args.file).resolve()), url, overwrite=args.overwrite)
         if args.overwrite:
@@ -135,7 +143,7 @@ def cmd_resume(args: argparse.Namespace, url: str) -> int:
     config = _with_address(config, args)
     out_dir = out or config.output_dir()
     with store:
-        if args.local_workers != 0:  # (the local workers' bots must not read the replays of the games so far)
+        if args.local_workers != 0 or hosts_bots(config):  # (bots played here must not read the replays so far)
             _check_output_unseen(config, out_dir, resuming=True)
         with _locked(out_dir), _errors():
             _announce_resume(config, store, out_dir, retry_aborted=args.retry_aborted)
@@ -162,11 +170,12 @@ def _play_and_report(
         stop = asyncio.Event()
         restore = install_stop_handlers(stop.set)
         try:
-            followed = await play_queued(
-                url, store, local_workers=args.local_workers, settings=settings,
-                runner_for=runner_for(args.runner), on_progress=on_progress, on_refused=on_refused,
-                on_database=on_database, stop=stop, wait_for_workers=args.wait_for_workers,
-            )
+            async with _hosting(config, out_dir) as hosted:
+                followed = await play_queued(
+                    url, store, local_workers=args.local_workers, settings=settings,
+                    runner_for=runner_for(args.runner), on_progress=on_progress, on_refused=on_refused,
+                    on_database=on_database, stop=stop, wait_for_workers=args.wait_for_workers, hosted=hosted,
+                )
         finally:
             restore()
             progress.close()
@@ -188,15 +197,32 @@ def _play_and_report(
               f"recorded; continue with: {again}", file=sys.stderr)
         return 1
     if failed:
-        games = ", ".join(game for game, _ in failed[:5])
-        print(f"craits: error: {len(failed)} game(s) failed on a worker ({games}); the worker's log says why\n"
-              f"{recorded}/{scheduled} games are recorded; after fixing it, continue with: {again}", file=sys.stderr)
+        print(f"craits: error: {failed_text(failed)}\n{recorded}/{scheduled} games are recorded; after fixing it, continue with: {again}", file=sys.stderr)
         return 1
     if recorded < scheduled:
         print(f"stopped after {recorded}/{scheduled} games (queued games stay queued for the workers); "
               f"continue with: {again}", file=sys.stderr)
         return 130
     return 0 if written else 1
+
+
+@contextlib.asynccontextmanager
+async def _hosting(config: TournamentConfig, out_dir: Path) -> AsyncIterator[RunGame | None]:
+    """The referee the bots that connect on their own connect to, for the whole run (None: none may)."""
+    if not hosts_bots(config):
+        yield None
+        return
+    async with tournament_runner(config, out_dir) as run_game:
+        yield run_game
+
+
+def failed_text(failed: list[tuple[str, str]]) -> str:
+    """Which games failed, and whose log says why (a worker's, or this command's own for the
+    games it played: ``distributed.play_hosted``)."""
+    games = ", ".join(game for game, _ in failed[:5])
+    here = any(worker == HOSTED for _, worker in failed)
+    return (f"{len(failed)} game(s) failed on a worker ({games}); the worker's log says why"
+            + (f" (for the games this command played, {LOG_NAME}.jsonl in the output folder)" if here else ""))
 
 
 def _duration(seconds: float) -> str:
@@ -220,10 +246,9 @@ def cmd_ladder_run(args: argparse.Namespace, config: TournamentConfig, url: str)
     too, when none is running), and may come and go while the ladder runs."""
     if config.roster is not None:
         _check_roster(args.file, config.roster, url)
-    _check_bots(config)
     out_dir = config.output_dir(args.out)
-    if args.local_workers != 0:  # (a bot that cannot run here, or could read the output: refused first)
-        choose_runner(args.runner, config, out_dir)
+    hosting = hosts_bots(config, ladder=True)  # (their referee: the ladder's runner, which also says who is online)
+    _check_runnable(args, config, out_dir, hosting)
     text = Path(args.file).read_text(encoding="utf-8")
     again = f"craits ladder run {args.file} --store URL"
     with _locked(out_dir), _errors():
@@ -242,22 +267,23 @@ def cmd_ladder_run(args: argparse.Namespace, config: TournamentConfig, url: str)
         settings = _settings(args, config, out_dir)
         on_refused, on_database = _tellers(config.name, False, settings, again)
 
-        async def play_pending(stop: asyncio.Event) -> RunSummary:
+        async def play_pending(stop: asyncio.Event, run_game: RunGame) -> RunSummary:
             started = time.monotonic()
             before, _ = store.counts()
             followed = await play_queued(url, store, local_workers=args.local_workers, settings=settings,
                                          runner_for=runner_for(args.runner), stop=stop, on_refused=on_refused,
-                                         on_database=on_database, wait_for_workers=args.wait_for_workers)
+                                         on_database=on_database, wait_for_workers=args.wait_for_workers,
+                                         hosted=run_game if hosting else None)
             if followed.refused:
                 raise TournamentError(refusals_text(config.name, followed.refused))
             if followed.failed:
-                raise TournamentError(f"{len(followed.failed)} game(s) failed on a worker "
-                                      f"({', '.join(g for g, _ in followed.failed[:5])}); the worker's log says why")
+                raise TournamentError(failed_text(followed.failed))
             return RunSummary(followed.recorded - before, followed.recorded, followed.scheduled, followed.stopped,
                               time.monotonic() - started)
 
         with store:
-            return _play_ladder(args, config, store, out_dir, _no_runner, again, play_pending)
+            return _play_ladder(args, config, store, out_dir, tournament_runner if hosting else _no_runner, again,
+                                play_pending)
 
 
 def _check_roster(file: str, folder: str, url: str) -> None:

@@ -49,6 +49,7 @@ from tournaments.ladder import (
 )
 from tournaments.pages import REPLAY_DIR, game_links, write_viewer_pages
 from tournaments.runner import (
+    RunGame,
     RunnerFactory,
     RunSummary,
     TournamentError,
@@ -133,7 +134,8 @@ def _show_standings(standings: Standings, games: list[dict[str, Any]], args: arg
 
 def _play_ladder(
     args: argparse.Namespace, config: TournamentConfig, store: TournamentStore, out_dir: Path,
-    factory: RunnerFactory, again: str, play_pending: Callable[[asyncio.Event], Awaitable[RunSummary]] | None = None,
+    factory: RunnerFactory, again: str,
+    play_pending: Callable[[asyncio.Event, RunGame], Awaitable[RunSummary]] | None = None,
 ) -> int:
     entrants = None
     if config.roster is not None:  # the participants' admitted versions play too, picked up round by round

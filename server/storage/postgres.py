@@ -507,6 +507,12 @@ class PostgresStore:
             "SELECT name FROM craits_bots WHERE tournament = %s ORDER BY position", (self.name,)).fetchall())
         return [r[0] for r in rows]
 
+    def remote_bots(self) -> set[str]:
+        """The bots that connect on their own (kind ``remote``): the coordinator plays their games."""
+        rows = self._retrying("reading the bots", lambda c: c.execute(
+            "SELECT name FROM craits_bots WHERE tournament = %s AND kind = 'remote'", (self.name,)).fetchall())
+        return {r[0] for r in rows}
+
     def forget_aborted(self) -> int:
         def op(conn: psycopg.Connection[Any]) -> int:
             with conn.transaction():

@@ -137,16 +137,6 @@ def test_crait_store_in_the_environment_picks_postgresql_but_not_for_a_sqlite_fo
     assert code == 2 and "give the tournament's file or its name" in err
 
 
-def test_bots_that_connect_on_their_own_are_refused_with_a_store(
-    tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    file = tmp_path / "remote.toml"
-    file.write_text(builtin_tournament("remote", 1, 1, {"r1": "random", "r2": "random"}, table_size=2)
-                    + '\n[[bots]]\nname = "far"\ntoken = "far-away-token"\n')
-    code, _, err = run_cli(capsys, "tournament", "run", str(file), "--store", pg_url)
-    assert code == 2 and "far: bots that connect on their own" in err
-
-
 def test_a_sandboxed_bot_whose_folder_holds_the_output_is_refused_with_a_store_too(
     tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -118,7 +118,7 @@ def played_by_the_worker(tmp_path: Path, pg_url: str, out: Path, cache: Path) ->
             admitting.start()
             admitting.join()
 
-    async def play_pending(stop: asyncio.Event) -> RunSummary:  # (as `craits ladder run --store`)
+    async def play_pending(stop: asyncio.Event, run_game: object) -> RunSummary:  # (as `craits ladder run --store`)
         before, _ = store.counts()
         followed = await play_queued(pg_url, store, local_workers=0, settings=settings, runner_for=runner_for("auto"),
                                      stop=stop, wait_for_workers=False)
