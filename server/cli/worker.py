@@ -1,6 +1,7 @@
 """`craits worker --store URL` and `craits store migrate|list URL`: workers on any machine.
 
     craits worker --store URL [--concurrency N] [--runner auto|local|grpc] [--name NAME] [--web HOST:PORT]
+                  [--cache DIR] [--cache-max SIZE]
     craits store migrate URL
     craits store list URL
 
