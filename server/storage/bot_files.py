@@ -137,7 +137,10 @@ class FileCache:
             if not target.is_dir():
                 self._unpack(self._checked(digest), target)
                 unpacked = True
-            fd = _locked(target, fcntl.LOCK_SH)
+            try:
+                fd = _locked(target, fcntl.LOCK_SH)
+            except OSError as err:
+                raise FilesUnavailable(f"files {digest[:12]}: cannot use them in {self.folder}: {err}") from None
             if fd is not None:
                 break
         else:  # (never in a cache bigger than one game's versions)
@@ -175,9 +178,9 @@ class FileCache:
         return data
 
     def _unpack(self, data: bytes, target: Path) -> Path:
-        self.folder.mkdir(parents=True, exist_ok=True)
         work = self.folder / f"{_PART}{secrets.token_hex(8)}"
         try:
+            self.folder.mkdir(parents=True, exist_ok=True)
             work.mkdir(mode=0o755)
             fd = _locked(work, fcntl.LOCK_EX)  # (a part no one holds is a dead worker's: trim removes it)
             if fd is None:
