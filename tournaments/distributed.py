@@ -59,7 +59,7 @@ from procrastinate import worker as pq_worker
 from server.errors import UserError
 from server.logging import Throttle, get_logger
 from server.spec import GameSpec
-from server.storage.bot_files import FileCache, FilesUnavailable
+from server.storage.bot_files import CACHE_MAX, FileCache, FilesUnavailable
 from server.storage.postgres import PostgresStore, Refusal, Unreachable, redact
 from server.storage.replay import REPLAY_SUFFIX
 from server.storage.store import GameSlot, StoreError
@@ -137,6 +137,8 @@ class WorkerSettings:
     cache_dir: Path | None = None
     """Where the bots fetched from the store by their hash (a roster's versions) are unpacked,
     kept for later games (default: server.storage.bot_files.default_cache_dir)."""
+    cache_max: int = CACHE_MAX
+    """Bytes of unpacked bots the cache keeps: past that the least recently used go (not those in a game)."""
 
 
 class _QueueLogs(logging.Handler):
@@ -356,7 +358,9 @@ class GameWorker:
         self.in_hand = 0
         """Games being played now (a stopping worker waits for these, and only these)."""
         self.refusals = RefusalLog()
-        self.files = FileCache(url, settings.cache_dir)
+        self.files = FileCache(url, settings.cache_dir, settings.cache_max)
+        self._digests: dict[tuple[str, str], str] = {}
+        """(tournament, bot) -> the hash of the bot's files in the store (a roster's version)."""
         self._giving_up = threading.Event()
         """Set by :meth:`stop_waiting`: a connection being opened is not waited for either."""
 
@@ -438,9 +442,9 @@ class GameWorker:
     async def _with_stored_bots(self, tournament: str, config: TournamentConfig, seats: tuple[str, ...],
                                 tokens: dict[str, str], known: TournamentConfig | None) -> TournamentConfig:
         """``config`` with the seated bots that are not in its file but whose files are in the
-        store by their hash (a roster's versions): fetched, checked and unpacked into this
-        worker's cache once, run from there. Files missing or damaged refuse the game. On the
-        coordinator, a roster participant's own bot too (its stored token is the resolver's)."""
+        store by their hash (a roster's versions), run from this worker's cache, where each game
+        fetches and holds them (:meth:`_holding`). On the coordinator, a roster participant's own
+        bot too (its stored token is the resolver's)."""
         kept = [b for b in known.bots if b.name not in config.bot_names] if known is not None else []
         wanted = [name for name in seats if name not in config.bot_names and name not in {b.name for b in kept}]
         if wanted:
@@ -451,12 +455,21 @@ class GameWorker:
                         kept.append(BotEntry(name=name, token=tokens[name]))
                     continue  # (else spec_for says it is not in the tournament)
                 digest, command = stored[name]
+                self._digests[(tournament, name)] = digest
+                kept.append(BotEntry(name=name, command=command, cwd=str(self.files.path(digest))))
+        return dataclasses.replace(config, bots=(*config.bots, *kept)) if kept else config
+
+    async def _holding(self, tournament: str, seats: tuple[str, ...], held: contextlib.ExitStack) -> None:
+        """The stored versions seated in a game, unpacked in the cache (fetched and checked if
+        not there) and kept from eviction until ``held`` closes. Files missing, damaged or with
+        no room to unpack refuse the game, for another worker to take."""
+        for name in dict.fromkeys(seats):
+            digest = self._digests.get((tournament, name))
+            if digest is not None:
                 try:
-                    folder = await asyncio.to_thread(self.files.get, digest)
+                    await asyncio.to_thread(held.enter_context, self.files.hold(digest))
                 except FilesUnavailable as err:
                     raise GameRefused(f"bot {name!r}: {err}") from None
-                kept.append(BotEntry(name=name, command=command, cwd=str(folder)))
-        return dataclasses.replace(config, bots=(*config.bots, *kept)) if kept else config
 
     async def note_refusal(self, tournament: str, game_id: str, reason: str) -> None:
         """Say in the store why this worker refused a game, for the organizer to tell (a store
@@ -481,10 +494,12 @@ class GameWorker:
             bound.info("game_already_recorded")
             return "already recorded"
         config, run_game = await self._runner(tournament, slot.seats, tokens)
-        check_bots(config, slot)
-        spec = spec_for(config, slot, tokens, self.work_dir / tournament / "replays")
-        began = time.monotonic()
-        record = await run_game(spec)
+        with contextlib.ExitStack() as held:
+            await self._holding(tournament, slot.seats, held)
+            check_bots(config, slot)
+            spec = spec_for(config, slot, tokens, self.work_dir / tournament / "replays")
+            began = time.monotonic()
+            record = await run_game(spec)
         if record.game_id != slot.game_id:
             raise StoreError(f"the runner returned game {record.game_id!r} for {slot.game_id!r}")
         recorded = await self._store_call(tournament, "record_game_once", record, worker=self.settings.name)

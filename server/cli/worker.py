@@ -1,6 +1,7 @@
 """`craits worker --store URL` and `craits store migrate|list URL`: workers on any machine.
 
     craits worker --store URL [--concurrency N] [--runner auto|local|grpc] [--name NAME] [--web HOST:PORT]
+                  [--cache DIR] [--cache-max SIZE]
     craits store migrate URL
     craits store list URL
 
@@ -8,7 +9,7 @@ A worker takes games from the queue in the PostgreSQL store (procrastinate), lau
 their bots here (the tournament file's paths resolved on this machine), plays them
 through its own referee and records each with its replay in one transaction (a roster's
 versions are fetched from the store by their hash, checked, and kept unpacked in ``--cache``
-for later games: ``server.storage.bot_files``). SIGTERM or
+for later games, up to ``--cache-max``: ``server.storage.bot_files``). SIGTERM or
 Ctrl-C: it takes no new game and stops once the games in hand are recorded; a second
 signal stops it at once (its games are then played again by another worker). With
 ``--web`` it serves the games it plays, live, to browsers (the board of a whole tournament
@@ -35,7 +36,7 @@ from server.cli.tournament_pg import runner_for
 from server.cli.web_options import add_web_options, web_options
 from server.errors import UserError
 from server.logging import configure_logging, get_logger
-from server.storage.bot_files import CACHE_ENV
+from server.storage.bot_files import CACHE_ENV, CACHE_MAX
 from server.storage.postgres import (
     STORE_ENV,
     PostgresStore,
@@ -47,6 +48,7 @@ from server.storage.postgres import (
 )
 from server.storage.store import StoreError
 from server.transport import sandbox
+from server.transport.sandbox import parse_size, size_text
 from server.web.serve import watching
 from tournaments.config import TournamentConfig
 from tournaments.distributed import (
@@ -87,7 +89,11 @@ def register_cli(subparsers: Any) -> None:
     worker.add_argument("--log-dir", default="logs", help="where worker.jsonl goes (default logs/)")
     worker.add_argument("--cache", metavar="DIR", type=Path,
                         help="where the roster versions it fetches by their hash are kept for later games (default: "
-                        f"${CACHE_ENV}, else ~/.cache/craits/bots; safe to delete while no worker runs)")
+                        f"${CACHE_ENV}, else ~/.cache/craits/bots; safe to delete while no worker runs; several "
+                        "workers on one machine may share it)")
+    worker.add_argument("--cache-max", metavar="SIZE", type=_cache_size, default=CACHE_MAX,
+                        help=f"how much the cache keeps, like 500MiB or 10GiB (default {size_text(CACHE_MAX)}): past "
+                        "that the versions used least recently are deleted, never one a game in progress uses")
     add_tls_options(worker, folder="--log-dir")
     add_web_options(worker)
     worker.set_defaults(func=cmd_worker)
@@ -132,7 +138,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         raise UserError(str(err)) from None
     settings = WorkerSettings(
         concurrency=args.concurrency, heartbeat_s=args.heartbeat, stalled_s=args.stalled_after,
-        files_dir=files_dir, cache_dir=args.cache,
+        files_dir=files_dir, cache_dir=args.cache, cache_max=args.cache_max,
         **({"name": args.name} if args.name else {}),
     )
     service = WorkerService(url, settings, _with_tls(runner_for(args.runner), args))
@@ -159,6 +165,13 @@ def cmd_worker(args: argparse.Namespace) -> int:
     grpc_io.run(serve())
     stopped()
     return 0
+
+
+def _cache_size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def sandbox_line(name: str) -> str:

@@ -287,13 +287,20 @@ def test_a_worker_without_a_bots_files_refuses_its_games_and_leaves_them_to_othe
     file = slow_file(tmp_path)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()  # a machine where the bots' files are not
-    procs.worker("bare", url, "--files", str(elsewhere), concurrency=2)
+    bare = procs.worker("bare", url, "--files", str(elsewhere), concurrency=2)
     wait_for("the worker", lambda: live_workers(url) == 1)
     coord = coordinator(procs, file, url, tmp_path / "out", "--wait-for-workers")  # (an organizer adding machines)
     refusals = wait_for("a refusal", lambda: [e for e in procs.log_events("bare") if e["event"] == "game_refused"])
     assert "'bots' is not a folder" in refusals[0]["reason"] and "elsewhere/bots" in refusals[0]["reason"], refusals[0]
     assert recorded(url, "slowcup") == []
     procs.worker("equipped", url, concurrency=2)
+    wait_for("both workers", lambda: live_workers(url) == 2)
+    # The bare worker leaves once the equipped one is there: while both run they race for each
+    # refused game, and each race the bare one wins doubles the game's wait (up to 30 s), so on
+    # a loaded machine the run took from 10 s to 98 s after the equipped worker came (measured),
+    # against the 120 s this test gives it. Holding no game, the bare worker stops at once.
+    bare.send_signal(signal.SIGTERM)
+    assert finished(bare, procs, "bare", 60) == 0, procs.output("bare")
     assert finished(coord, procs, "coordinator") == 0, procs.output("coordinator")
     assert {w for _, w in recorded(url, "slowcup")} == {"equipped"}
     if sandbox.problem() is None:

@@ -4,6 +4,7 @@ uploads and built versions stored whole by their hash, fetched by the workers th
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -86,7 +87,7 @@ def test_a_version_admitted_while_a_ladder_runs_on_postgresql_is_played_by_a_wor
     env.pop("CRAITS_STORE", None)
     worker = subprocess.Popen(  # (`craits worker` as on another machine: only the database is shared)
         [sys.executable, "-m", "server.cli", "worker", "--store", pg_url, "--concurrency", "1", "--cache", str(cache),
-         "--log-dir", str(tmp_path / "worker-logs")], cwd=tmp_path, env=env,
+         "--cache-max", "1", "--log-dir", str(tmp_path / "worker-logs")], cwd=tmp_path, env=env,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         played_by_the_worker(tmp_path, pg_url, out, cache)
@@ -138,7 +139,12 @@ def played_by_the_worker(tmp_path: Path, pg_url: str, out: Path, cache: Path) ->
     v1, v2 = (roster.version("alice", n) for n in (1, 2))
     assert v1 is not None and v2 is not None
     assert files["alice.v2"] == (roster.built(v2), v2.command)
-    assert sorted(p.name for p in cache.iterdir()) == sorted([files["alice.v1"][0], files["alice.v2"][0]])
+    # A cache of 1 byte (--cache-max 1) keeps only the version in play: v1 went once v2 was unpacked, saying why.
+    assert [p.name for p in cache.glob("[!.]*")] == [files["alice.v2"][0]]
+    log = [json.loads(line) for line in (tmp_path / "worker-logs" / "worker.jsonl").read_text().splitlines()]
+    evicted = [e for e in log if e["event"] == "bot_cache_evicted"]
+    assert [e["files"] for e in evicted] == [files["alice.v1"][0][:12]], evicted
+    assert "the least recently used version not in a game" in evicted[0]["why"]
     assert (cache / files["alice.v2"][0] / "bot.py").is_file()  # (unpacked once, played from there twice)
 
     # A worker whose cache lacks v2 and whose store holds damaged bytes for it refuses its game, saying why.
@@ -179,4 +185,4 @@ def test_the_cache_unpacks_once_and_refuses_missing_or_damaged_files(tmp_path: P
         cache.get("0" * 64)
     with pytest.raises(FilesUnavailable, match="do not match their hash"):
         cache.get(damaged)
-    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == [digest]
+    assert sorted(p.name for p in (tmp_path / "cache").glob("[!.]*")) == [digest]  # (.lock: trim's)
