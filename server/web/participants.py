@@ -55,6 +55,7 @@ from server.storage.replay.format import ReplayError
 from server.storage.replay.reader import read_replay
 from server.transport.pool import file_part
 from server.viewer.pages import render_html
+from server.web.board import fault_text
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 """The viewer's (as server.web.app's pages, without a connection back: a replay page needs none)."""
@@ -395,7 +396,7 @@ class ParticipantPages:
             game_rows.append(
                 f'<tr><td><a href="/games/{quote(g["game_id"])}">{e(g["game_id"])}</a></td><td>{e(g["bots"][seat])}</td>'
                 f'<td>{g["placings"][seat]}</td><td>{e(", ".join(g["bots"]))}</td>'
-                f'<td>{e(str(g["statuses"][seat]))}{" " + e(json.dumps(faults)) if faults else ""}</td>'
+                f'<td>{e(str(g["statuses"][seat]))}{", " + e(fault_text(faults)) if faults else ""}</td>'
                 f'<td><a href="/p/{quote(name)}/games/{quote(g["game_id"])}/output">its output</a></td></tr>')
         body = (
             f'<main class="board participant"><h1 id="who">{e(name)}</h1>'

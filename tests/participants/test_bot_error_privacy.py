@@ -1,0 +1,96 @@
+"""On a participants' board a bot error's words (its own code's exception, file:line) are its
+owner's: the public pages, the API and the replays served say only that it happened."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import sqlite3
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from participants.roster import Roster
+from server.storage.replay.compact import write_compact
+from server.storage.replay.reader import read_replay
+from server.storage.replay.verify import verify_replay
+from server.web.app import WebOptions, WebServer
+from server.web.board import Board, folder_source
+from server.web.live import LiveHub
+from tests.cli import run_cli
+
+SECRET = "KeyError: 'my secret plan' at bot.py:13"
+FILE = """name = "cup"
+table_size = 3
+deals = 1
+seed = 4
+[flags]
+short_game = true
+[[bots]]
+name = "alice.v1"
+builtin = "random"
+[[bots]]
+name = "bob.v1"
+builtin = "random"
+[[bots]]
+name = "house"
+builtin = "random"
+"""
+
+
+def _with_a_bot_error(out: Path) -> str:
+    """Give alice.v1's seat of one game a bot error, in its replay and in the store, as the
+    referee records one (Answer.bot_error); the game's id."""
+    db = sqlite3.connect(out / "tournament.db")
+    game_id, seat = db.execute("SELECT game_id, seat FROM seats WHERE bot = 'alice.v1' ORDER BY game_id").fetchone()
+    db.execute("UPDATE seats SET bot_errors = 1, bot_error = ? WHERE game_id = ? AND seat = ?", (SECRET, game_id, seat))
+    db.commit()
+    db.close()
+    path = out / "replays" / f"{game_id}.jsonl.gz"
+    records = [dict(r) for r in read_replay(path).records]
+    first = next(r for r in records if r.get("type") == "decision" and r["seat"] == seat)
+    first["note"] = f"bot error: {SECRET}"
+    reports = records[-1]["seat_reports"]
+    reports[seat] = {**reports[seat], "bot_errors": 1, "bot_error": SECRET,
+                     "events": [f"bot error on decision {first['n']}: {SECRET}"]}
+    write_compact(path, records)
+    return str(game_id)
+
+
+def test_a_bot_errors_text_is_not_on_the_public_pages_of_a_participants_board(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "cup.toml").write_text(FILE, encoding="utf-8")
+    out = tmp_path / "out"
+    assert run_cli(capsys, "tournament", "run", str(tmp_path / "cup.toml"), "--out", str(out))[0] == 0
+    game_id = _with_a_bot_error(out)
+    Roster.create(tmp_path / "roster")
+
+    def read(url: str) -> bytes:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return bytes(response.read())
+
+    async def pages(roster: str | None) -> dict[str, bytes]:
+        server = WebServer(LiveHub(), Board(folder_source(out)), WebOptions(host="127.0.0.1", port=0, roster=roster))
+        await server.start()
+        try:
+            paths = ["/", "/games", "/bots/alice.v1", "/api/bots/alice.v1", "/api/games", "/api/standings",
+                     f"/games/{game_id}", f"/api/games/{game_id}", f"/api/games/{game_id}/events",
+                     f"/api/games/{game_id}/replay"]
+            loop = asyncio.get_running_loop()
+            return {p: await loop.run_in_executor(None, read, server.url.rstrip("/") + p) for p in paths}
+        finally:
+            await server.stop()
+
+    public = asyncio.run(pages(None))  # a tournament of the organizer's own bots: the text helps
+    assert b"my secret plan" in public["/bots/alice.v1"] and b"my secret plan" in public["/api/games"]
+    shown = asyncio.run(pages(str(tmp_path / "roster")))
+    for path, body in shown.items():
+        text = gzip.decompress(body) if path.endswith("/replay") else body
+        assert b"my secret plan" not in text and b"bot.py:13" not in text, path
+    assert b"bot errors 1" in shown["/bots/alice.v1"]  # (the fault itself is public)
+    served = tmp_path / "served.jsonl.gz"
+    served.write_bytes(shown[f"/api/games/{game_id}/replay"])
+    verify_replay(served)  # (sealed again: the download still verifies, and reruns)
+    assert sum(r["bot_errors"] for r in read_replay(served).result["seat_reports"]) == 1
