@@ -50,12 +50,12 @@ from participants.final import read_plan
 from participants.roster import ORGANIZER, Roster, RosterError, Version, split_bot
 from participants.unpack import Bounds, UploadError, check_manifest
 from server.logging import get_logger
-from server.storage.replay.faults import fault_words, is_fault
+from server.storage.replay.faults import Fault, fault_words, is_fault
 from server.storage.replay.format import ReplayError
 from server.storage.replay.reader import read_replay
 from server.transport.pool import file_part
 from server.viewer.pages import render_html
-from server.web.board import fault_text
+from server.web.board import download_name, fault_text
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 """The viewer's (as server.web.app's pages, without a connection back: a replay page needs none)."""
@@ -479,9 +479,16 @@ class ParticipantPages:
         listed = "".join(
             f'<li><a class="fault" href="/games/{quote(game_id)}#decision={n}&amp;seat={seats[0]}">decision {n}</a>: '
             f"{e(what)}</li>" for n, what in faults[:FAULTS_SHOWN])
+        rerun = ""
+        if faults:  # (the command the bot page gives for this fault, with the file to download)
+            file = download_name(game_id, str(game.get("replay", "")).endswith(".gz"))
+            command = Fault(seats[0], bots[0], faults[0][0], faults[0][1], len(faults)).command(file)
+            rerun = (f'<p class="meta">Play it again from decision {faults[0][0]} with your bot (docs/rerun.md): '
+                     f'<a id="fault-replay" href="/api/games/{quote(game_id)}/replay" download="{e(file)}">download '
+                     f'the replay</a>, then <code id="rerun">{e(command)}</code></p>')
         body = (f'<main class="board participant"><p><a href="/p/{quote(name)}">{e(name)}</a></p>'
                 f'<h1>{e(bots[0])} in <a href="/games/{quote(game_id)}">{e(game_id)}</a></h1>'
-                + (f'<h2>Its faults</h2><ul id="faults">{listed}</ul>' if faults else "")
+                + (f'<h2>Its faults</h2><ul id="faults">{listed}</ul>{rerun}' if faults else "")
                 + f'<h2>Its output</h2><pre id="output">{e(shown)}</pre></main>')
         return self.server._page(f"{bots[0]} in {game_id}", body)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import sqlite3
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -65,11 +66,19 @@ def test_a_bot_errors_text_is_not_on_the_public_pages_of_a_participants_board(
     out = tmp_path / "out"
     assert run_cli(capsys, "tournament", "run", str(tmp_path / "cup.toml"), "--out", str(out))[0] == 0
     game_id = _with_a_bot_error(out)
-    Roster.create(tmp_path / "roster")
+    roster = Roster.create(tmp_path / "roster")
+    alice, bob = roster.add("alice"), roster.add("bob")
+    own = f"/p/alice/games/{game_id}/output"
 
     def read(url: str) -> bytes:
-        with urllib.request.urlopen(url, timeout=30) as response:
-            return bytes(response.read())
+        token = alice if "/p/alice" in url and "as-bob" not in url else bob if "as-bob" in url else None
+        request = urllib.request.Request(url.replace("?as-bob", ""),
+                                         headers={"Authorization": f"Bearer {token}"} if token else {})
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return bytes(response.read())
+        except urllib.error.HTTPError as err:
+            return f"{err.code}".encode()
 
     async def pages(roster: str | None) -> dict[str, bytes]:
         server = WebServer(LiveHub(), Board(folder_source(out)), WebOptions(host="127.0.0.1", port=0, roster=roster))
@@ -77,7 +86,7 @@ def test_a_bot_errors_text_is_not_on_the_public_pages_of_a_participants_board(
         try:
             paths = ["/", "/games", "/bots/alice.v1", "/api/bots/alice.v1", "/api/games", "/api/standings",
                      f"/games/{game_id}", f"/api/games/{game_id}", f"/api/games/{game_id}/events",
-                     f"/api/games/{game_id}/replay"]
+                     f"/api/games/{game_id}/replay"] + ([own, own + "?as-bob"] if roster else [])
             loop = asyncio.get_running_loop()
             return {p: await loop.run_in_executor(None, read, server.url.rstrip("/") + p) for p in paths}
         finally:
@@ -86,6 +95,9 @@ def test_a_bot_errors_text_is_not_on_the_public_pages_of_a_participants_board(
     public = asyncio.run(pages(None))  # a tournament of the organizer's own bots: the text helps
     assert b"my secret plan" in public["/bots/alice.v1"] and b"my secret plan" in public["/api/games"]
     shown = asyncio.run(pages(str(tmp_path / "roster")))
+    owners = shown.pop(own)  # alice's own page of the game: the words, where, and how to rerun it
+    assert b"my secret plan" in owners and b"craits replay rerun " in owners and b'id="fault-replay"' in owners
+    assert shown.pop(own + "?as-bob") == b"404"  # (bob: as for a page that does not exist)
     for path, body in shown.items():
         text = gzip.decompress(body) if path.endswith("/replay") else body
         assert b"my secret plan" not in text and b"bot.py:13" not in text, path
