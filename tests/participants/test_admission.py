@@ -87,7 +87,10 @@ def test_an_admitted_version_has_its_folder_and_the_checkers_and_games_word(rost
 
 
 @pytest.mark.parametrize(("files", "said"), [
-    ({"bot.toml": MANIFEST + 'build = "exit 7"\n', "bot.py": RANDOM_BOT}, "the build failed: exit status 7"),
+    ({"bot.toml": MANIFEST + 'build = "echo bot.c:1: error: expected; exit 7"\n', "bot.py": RANDOM_BOT},
+     "the build failed: exit status 7 after"),
+    ({"bot.toml": MANIFEST + 'build = "echo bot.c:1: error: expected; exit 7"\n', "bot.py": RANDOM_BOT},
+     "(its last line of output: bot.c:1: error: expected)"),  # (craits submit prints it: no page to open)
     ({"bot.toml": 'command = ["python", "missing.py"]\n'}, "bot.toml: command: no such file missing.py"),
     ({"bot.toml": MANIFEST, "bot.py": "import sys\nsys.exit(3)\n"}, "the conformance checker failed"),
     ({"bot.toml": MANIFEST, "bot.py": "def broken(:\n"},  # (the reason, which craits submit prints, says why)
