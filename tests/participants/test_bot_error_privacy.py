@@ -14,6 +14,7 @@ import pytest
 
 from participants.roster import Roster
 from server.storage.replay.compact import write_compact
+from server.storage.replay.faults import hide_others_bot_errors
 from server.storage.replay.reader import read_replay
 from server.storage.replay.verify import verify_replay
 from server.web.app import WebOptions, WebServer
@@ -106,3 +107,18 @@ def test_a_bot_errors_text_is_not_on_the_public_pages_of_a_participants_board(
     served.write_bytes(shown[f"/api/games/{game_id}/replay"])
     verify_replay(served)  # (sealed again: the download still verifies, and reruns)
     assert sum(r["bot_errors"] for r in read_replay(served).result["seat_reports"]) == 1
+
+
+def test_a_game_against_classmates_keeps_only_the_askers_own_bot_errors() -> None:
+    """A scrimmage's replay is on both participants' pages: each reads only their own words."""
+    records = [{"type": "header", "seats": [{"bot": "alice.v1"}, {"bot": "bob.v2"}]},
+               {"type": "decision", "seat": 0, "note": "bot error: ValueError: mine at a.py:1"},
+               {"type": "decision", "seat": 1, "note": "bot error: KeyError: 'theirs' at b.py:2"},
+               {"type": "result", "seat_reports": [
+                   {"bot_errors": 1, "bot_error": "ValueError: mine at a.py:1", "events": []},
+                   {"bot_errors": 1, "bot_error": "KeyError: 'theirs' at b.py:2",
+                    "events": ["bot error on decision 2: KeyError: 'theirs' at b.py:2"]}]}]
+    seen = hide_others_bot_errors(records, {0})
+    assert seen[1]["note"] == "bot error: ValueError: mine at a.py:1" and seen[2]["note"] == "bot error"
+    assert seen[3]["seat_reports"][0]["bot_error"] == "ValueError: mine at a.py:1"
+    assert seen[3]["seat_reports"][1] == {"bot_errors": 1, "bot_error": "", "events": ["bot error on decision 2"]}
