@@ -408,7 +408,7 @@ class ParticipantPages:
             f'<input type="hidden" name="csrf" value="{csrf}"><input type="file" name="bot" id="bot-file" required> '
             '<button id="upload">upload</button></form>'
             f'<p class="meta">A .zip or .tar.gz with a bot.toml (command = ["python", "bot.py"], and optionally '
-            f'build = "..."), or one .py or .js file; at most {bounds.packed // 2**20} MB packed, '
+            f'build = "..."), or one .py bot or .js strategy; at most {bounds.packed // 2**20} MB packed, '
             f'{bounds.unpacked // 2**20} MB unpacked, {bounds.files:,} files.</p>'
             '<h2>Versions</h2><table id="versions"><tr><th>version</th><th>status</th><th>why</th><th>submitted</th>'
             f'<th>size</th><th>games</th><th>rating</th></tr>{"".join(rows)}</table>'
