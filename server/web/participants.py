@@ -561,8 +561,13 @@ class ParticipantPages:
     async def _bearer(self, request: web.Request) -> str:
         header = request.headers.get("Authorization", "")
         who = await self._check_token(request, header.removeprefix("Bearer ").strip()) if header.startswith("Bearer ") else None
-        if who is None or who == ORGANIZER:
+        if not header.startswith("Bearer "):
             raise web.HTTPUnauthorized(text="give your token: Authorization: Bearer TOKEN (craits submit does)")
+        if who is None:  # (a student's first guess: a typo, a revoked or renewed token, another class's)
+            raise web.HTTPUnauthorized(text="that token is not valid here: check it (CRAITS_TOKEN: the craits-... "
+                                            "token your organizer gave you; renewing one ends the old one)")
+        if who == ORGANIZER:
+            raise web.HTTPUnauthorized(text="that is the organizer's token: use a participant's")
         return who
 
 
