@@ -122,3 +122,14 @@ def test_a_game_against_classmates_keeps_only_the_askers_own_bot_errors() -> Non
     assert seen[1]["note"] == "bot error: ValueError: mine at a.py:1" and seen[2]["note"] == "bot error"
     assert seen[3]["seat_reports"][0]["bot_error"] == "ValueError: mine at a.py:1"
     assert seen[3]["seat_reports"][1] == {"bot_errors": 1, "bot_error": "", "events": ["bot error on decision 2"]}
+
+
+def test_the_boards_live_feed_of_a_participants_board_leaves_the_words_out() -> None:
+    async def published(hide: bool) -> bytes:
+        hub = LiveHub()
+        hub.hide_bot_errors = hide
+        hub.publish("games", [{"faults": [{"bot_errors": 1, "first_bot_error": SECRET}]}])
+        return hub.latest["games"]
+
+    assert b"my secret plan" in asyncio.run(published(False))
+    assert b"my secret plan" not in asyncio.run(published(True)) and b'"bot_errors":1' in asyncio.run(published(True))
