@@ -85,6 +85,9 @@ class WebOptions:
     poll_s: float = 0.5
     roster: str | None = None
     """A roster folder: its participants log in, submit and see their own pages (server.web.participants)."""
+    private_errors: bool = False
+    """Leave bot errors' words out as a roster's pages do, without the roster (``craits web`` of
+    a participants' ladder's output folder): see :attr:`WebServer.private_errors`."""
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -154,7 +157,7 @@ class WebServer:
         """The roster's final this board shows (None: not a final): see :meth:`_final_gate`."""
         self._final_seen = (0.0, False)
         self.classroom = ClassroomPages(self.participants) if self.participants is not None else None
-        self.private_errors = self.participants is not None
+        self.private_errors = self.participants is not None or options.private_errors
         """A participants' board: the strangers rule keeps each bot error's text (its own code's
         exception, file:line) off the public pages, the API, the streams and the replays served;
         its owner reads it on their private pages, the organizer there and in the logs."""

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from participants.roster import Roster
+from server.cli.web import _names_a_roster
 from server.storage.replay.compact import write_compact
 from server.storage.replay.faults import hide_others_bot_errors
 from server.storage.replay.reader import read_replay
@@ -81,8 +82,9 @@ def test_a_bot_errors_text_is_not_on_the_public_pages_of_a_participants_board(
         except urllib.error.HTTPError as err:
             return f"{err.code}".encode()
 
-    async def pages(roster: str | None) -> dict[str, bytes]:
-        server = WebServer(LiveHub(), Board(folder_source(out)), WebOptions(host="127.0.0.1", port=0, roster=roster))
+    async def pages(roster: str | None, private: bool = False) -> dict[str, bytes]:
+        server = WebServer(LiveHub(), Board(folder_source(out)),
+                           WebOptions(host="127.0.0.1", port=0, roster=roster, private_errors=private))
         await server.start()
         try:
             paths = ["/", "/games", "/bots/alice.v1", "/api/bots/alice.v1", "/api/games", "/api/standings",
@@ -103,6 +105,14 @@ def test_a_bot_errors_text_is_not_on_the_public_pages_of_a_participants_board(
         text = gzip.decompress(body) if path.endswith("/replay") else body
         assert b"my secret plan" not in text and b"bot.py:13" not in text, path
     assert b"bot errors 1" in shown["/bots/alice.v1"]  # (the fault itself is public)
+    # `craits web OUT` of a participants' ladder without --roster: its file names a roster, so the same
+    assert not _names_a_roster(folder_source(out))
+    db = sqlite3.connect(out / "tournament.db")
+    db.execute("UPDATE tournament SET source_text = 'roster = \"class\"\n' || source_text")
+    db.commit()
+    db.close()
+    assert _names_a_roster(folder_source(out))
+    assert b"my secret plan" not in asyncio.run(pages(None, private=True))["/bots/alice.v1"]
     served = tmp_path / "served.jsonl.gz"
     served.write_bytes(shown[f"/api/games/{game_id}/replay"])
     verify_replay(served)  # (sealed again: the download still verifies, and reruns)
