@@ -33,7 +33,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -207,7 +207,9 @@ def admit(roster: Roster, version: Version, *, limits: BuildLimits | None = None
         if manifest.build is not None:
             ok, log = build(work, manifest.build, limits)
             if not ok:
-                return Outcome("refused", log.strip().splitlines()[-1].removeprefix("[craits: ").rstrip("]"),
+                said = log.strip().splitlines()[-1].removeprefix("[craits: ").rstrip("]")
+                last = _last_line(log.splitlines())
+                return Outcome("refused", said + (f" (its last line of output: {last})" if last else ""),
                                build_log=log, command=manifest.command)
         if problem := command_problem(manifest.command, str(work)):
             return Outcome("refused", f"bot.toml: command: {problem}", build_log=log, command=manifest.command)
@@ -253,11 +255,15 @@ def _checker_failed(report: Report) -> str:
     failed = [c for c in report.checks if str(c.status) == "FAIL"]
     said = f"the conformance checker failed: {', '.join(c.title for c in failed) or 'see its report'}"
     details = [failed[0].problems[0]] if failed and failed[0].problems else []
-    last = next((line.strip() for line in reversed(report.output_tail)
-                 if line.strip() and not line.startswith("[craits:")), "")
-    if last:
-        details.append(f"its last line of output: {last[:200]}")
+    if last := _last_line(report.output_tail):
+        details.append(f"its last line of output: {last}")
     return said + (f" ({'; '.join(details)})" if details else "")
+
+
+def _last_line(lines: Sequence[str]) -> str:
+    """The last line a bot or its build printed (not one of craits' own notes), for a refusal's
+    reason: the compiler's error, the SyntaxError; what a student needs first."""
+    return next((line.strip()[:200] for line in reversed(lines) if line.strip() and not line.startswith("[craits:")), "")
 
 
 def roster_limits(roster: Roster) -> tuple[BuildLimits, Bounds]:

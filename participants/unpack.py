@@ -11,7 +11,7 @@ headers claim. Archive litter (``__MACOSX/``, ``.DS_Store``, ``._*``) is skipped
     command = ["python", "bot.py"]    # how to start the bot, in its folder
     build = "make"                    # optional: a shell line run once, in the sandbox, before admission
 
-A single ``.py`` or ``.js`` file needs no manifest (``python FILE`` / ``node FILE``).
+A single ``.py`` or ``.js`` file needs no manifest (``python FILE`` / ``craits-js-bot --strategy FILE``).
 """
 
 from __future__ import annotations
@@ -29,9 +29,14 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO
 
+from server.transport.commands import JS_KIT
+
 MANIFEST = "bot.toml"
 MiB = 2**20
-SINGLE_FILE_COMMANDS = {".py": "python", ".js": "node", ".mjs": "node"}
+SINGLE_FILE_COMMANDS = {".py": ("python",), ".js": (JS_KIT, "--strategy"), ".mjs": (JS_KIT, "--strategy")}
+"""The command a single uploaded file runs with: a .py file is a bot of the Python kit (it ends
+with run(MyBot())); a .js file a strategy of the JavaScript kit (docs/first-bot.md), run by
+its bot.js, which does the networking."""
 IGNORED = ("__MACOSX", ".DS_Store", "Thumbs.db", ".git")
 _CHUNK = 64 * 1024
 NO_MANIFEST = (f"no {MANIFEST} at the top of the upload: add one saying how to start the bot (and, if it "
@@ -240,7 +245,7 @@ def read_manifest(folder: Path) -> Manifest:
     if not path.is_file():
         files = [p for p in folder.iterdir() if p.is_file()]
         if len(files) == 1 and files[0].suffix in SINGLE_FILE_COMMANDS:
-            return Manifest((SINGLE_FILE_COMMANDS[files[0].suffix], files[0].name))
+            return Manifest((*SINGLE_FILE_COMMANDS[files[0].suffix], files[0].name))
         raise UploadError(NO_MANIFEST)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))

@@ -150,7 +150,8 @@ def ladder_status(out_dir: Path | None, store: TournamentStore) -> str:
             text += (f"; the last run stopped after {last} new round{'' if last == 1 else 's'} "
                      f"({state.get('why') or 'stopped'}, {at})")
     if pending:
-        text += f"; the {len(pending)} unplayed games of an interrupted round are played first when it continues"
+        games = f"{len(pending)} unplayed game{'' if len(pending) == 1 else 's'}"
+        text += f"; the {games} of an interrupted round {'is' if len(pending) == 1 else 'are'} played first when it continues"
     return text
 
 

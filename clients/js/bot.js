@@ -101,7 +101,7 @@ class Dispatcher {
     this.gamesEnded = 0;
     this.decisions = 0;
     this.fallbacks = 0;
-    this.failures = new Map(); // how often choose() failed at each place (each stack printed once)
+    this.failures = new Map(); // how often choose() failed at each place of each game (its stack printed once a game)
   }
 
   /** Handle one RefereeMessage; resolves to the BotMessage to send, or null. */
@@ -125,6 +125,9 @@ class Dispatcher {
         break;
       case 'game_end':
         this.games.delete(msg.game_end.game_id);
+        for (const key of this.failures.keys()) {
+          if (key.startsWith(`${msg.game_end.game_id}\u0000`)) this.failures.delete(key);
+        }
         this.gamesEnded += 1;
         this.hook('onGameEnd', msg.game_end);
         break;
@@ -211,7 +214,7 @@ class Dispatcher {
 
   /**
    * The first legal action, in place of a failed choice, and the failure said loudly: the
-   * first one at each place in the code prints its whole stack between two rulers, later
+   * first one at each place in the code in a game prints its whole stack between two rulers, later
    * ones one line each. The referee is told too (Answer.bot_error).
    */
   fallback(request, err) {
@@ -219,8 +222,9 @@ class Dispatcher {
     this.fallbacks += 1;
     const what = err instanceof ChoiceError ? err.message : `choose() failed: ${describe(err)}`;
     const key = err instanceof ChoiceError ? what : `${err && err.name} ${describe(err)}`;
-    const seen = (this.failures.get(key) || 0) + 1;
-    this.failures.set(key, seen);
+    const game = `${request.game_id}\u0000${key}`; // (each game's output has the stack: a kept bot's is shown per game)
+    const seen = (this.failures.get(game) || 0) + 1;
+    this.failures.set(game, seen);
     if (seen === 1) {
       const trace = err instanceof Error && !(err instanceof ChoiceError) ? err.stack : what;
       log('error', `\n${RULER}\nYOUR BOT FAILED (game ${request.game_id}, ${decisionWords(request.decision_number, request.decision_id)}): ${what}\n`
@@ -229,7 +233,7 @@ class Dispatcher {
     } else {
       log('error', `game ${request.game_id}, ${decisionWords(request.decision_number, request.decision_id)}: ${what}; `
         + `answered the first legal action '${first.text}' instead (failure ${seen} at this place; `
-        + 'its stack was printed the first time)');
+        + 'its stack was printed the first time in this game)');
     }
     return first.id;
   }

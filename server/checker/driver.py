@@ -469,7 +469,7 @@ class _Checker:
         """
         did = request.decision_id
         legal = [a.id for a in request.legal_actions]
-        what = what or f"decision {did}"
+        what = what or f"decision {request.decision_number} (id {did})"  # (as the kits' logs name it)
         self.waiting_for = what
         said: list[str] = []
         loop = asyncio.get_running_loop()

@@ -11,7 +11,7 @@ TAIL_LINES = 25
 REPORT_SCHEMA = 1
 EXITED_AT_ONCE = (
     "a bot that exits with code 0 before it connects never started playing: a Python bot of the kit "
-    "ends with run(MyBot()), and a JavaScript strategy runs as node clients/js/bot.js --strategy FILE"
+    "ends with run(MyBot()), and a JavaScript strategy runs as craits-js-bot --strategy FILE (node clients/js/bot.js --strategy FILE)"
 )
 """What a bot process that ended at once, without an error, most likely lacks (check-bot, craits play)."""
 

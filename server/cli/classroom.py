@@ -31,7 +31,7 @@ def register_cli(subparsers: Any) -> None:
     compare = subparsers.add_parser(
         "compare", help="compare two of your versions on the same deals: craits compare 3 4 --server URL",
         description="Play two of your admitted versions on the same deals, every seat, against the same house bots, "
-        "and print the difference in average placing and points with an anytime-valid 95%% interval, and the "
+        "and print the difference in average placing and points with an anytime-valid 95% interval, and the "
         "verdict (better, worse, not yet told apart). The token comes from $CRAITS_TOKEN, or is asked for.")
     compare.add_argument("old", help="the version to compare against, e.g. 3 (or v3)")
     compare.add_argument("new", help="the version to judge, e.g. 4")

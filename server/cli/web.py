@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import signal
+import tomllib
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -72,8 +73,23 @@ def _cmd_web(args: argparse.Namespace) -> int:
         roster = config.roster  # (a ladder file that names a roster: its participants' pages too)
     if roster is not None:
         Roster(roster)  # one line now if there is no roster there
-    asyncio.run(serve_board(source, WebOptions(host=host, port=port, roster=roster), _until_stopped))
+    private = roster is None and _names_a_roster(source)  # (its students' bot errors are still theirs)
+    asyncio.run(serve_board(source, WebOptions(host=host, port=port, roster=roster, private_errors=private),
+                            _until_stopped))
     return 0
+
+
+def _names_a_roster(source: BoardSource) -> bool:
+    """Whether the ladder's file, as its store keeps it, names a roster (its bots are students')."""
+    store = source.open_store()
+    try:
+        row = store.tournament()
+    finally:
+        store.close()
+    try:
+        return row is not None and "roster" in tomllib.loads(row.source_text)
+    except tomllib.TOMLDecodeError:
+        return False
 
 
 def board_source(args: argparse.Namespace) -> BoardSource:

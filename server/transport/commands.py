@@ -10,14 +10,20 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 PYTHON_NAMES = ("python", "python3")
+JS_KIT = "craits-js-bot"
+"""A command's program that means the JavaScript kit's bot (:data:`JS_KIT_BOT`): ``craits-js-bot
+--strategy my_strategy.js`` runs a strategy from any folder, a submitted bot's in its sandbox
+too (the kit is readable there, as the Python kit is), on whichever machine launches it."""
+JS_KIT_BOT = Path(__file__).resolve().parents[2] / "clients" / "js" / "bot.js"
 
 BOT_COMMAND_RULE = (
     'A bot command runs as given, except that "python" or "python3" as its program means the Python '
     "that runs craits (so the packages installed with craits, such as craits_bot, are found without "
-    "activating anything), a first word ending in .py runs with that Python, and one ending in .js "
-    "with node."
+    "activating anything), a first word ending in .py runs with that Python, one ending in .js "
+    f"with node, and {JS_KIT} is the JavaScript kit's clients/js/bot.js ({JS_KIT} --strategy my_strategy.js)."
 )
 
 
@@ -27,6 +33,8 @@ def bot_command(argv: Sequence[str]) -> list[str]:
     if not command:
         return command
     first = command[0]
+    if first == JS_KIT:
+        return kit_command(command)
     if first in PYTHON_NAMES:
         return [sys.executable, *command[1:]]
     if first.endswith(".py"):
@@ -34,6 +42,14 @@ def bot_command(argv: Sequence[str]) -> list[str]:
     if first.endswith(".js"):
         return ["node", *command]
     return command
+
+
+def kit_command(argv: Sequence[str]) -> list[str]:
+    """``craits-js-bot ARGS`` as ``node .../clients/js/bot.js ARGS`` (this machine's kit); any
+    other command as it is. Applied where a command is launched or checked, so a stored
+    command (a submitted version's) names no path of the machine that admitted it."""
+    command = list(argv)
+    return ["node", str(JS_KIT_BOT), *command[1:]] if command[:1] == [JS_KIT] else command
 
 
 def bot_command_help() -> str:

@@ -32,6 +32,7 @@ from typing import IO
 from craits import grpc_io
 
 from server.logging import get_logger
+from server.transport.commands import JS_KIT, JS_KIT_BOT, kit_command
 from server.transport.sandbox import Jail, Limits, Sandbox, bot_folder, unreadable
 
 log = get_logger()
@@ -97,6 +98,9 @@ def command_problem(command: Sequence[str], cwd: str | os.PathLike[str] | None =
 
     Checked before a game or a tournament starts, so that a typo is reported at once
     instead of as a bot that never connects, game after game."""
+    if command[:1] == [JS_KIT] and not (JS_KIT_BOT.parent / "node_modules").is_dir():
+        return f"{JS_KIT}: the JavaScript kit is not set up on this machine (make setup, or npm ci in {JS_KIT_BOT.parent})"
+    command = kit_command(command)
     try:
         program = _program(command, cwd, os.environ.get("PATH"))
     except LaunchError as err:
@@ -295,6 +299,7 @@ class LaunchedBot:
         ``output_limit`` bytes."""
         if not command:
             raise LaunchError(f"bot {name}: empty command")
+        command = kit_command(command)
         jail: Jail | None = None
         try:
             _program(command, cwd, {**os.environ, **(extra_env or {})}.get("PATH"))

@@ -53,6 +53,7 @@ from pathlib import Path
 from craits import frames
 
 from server.logging import get_logger
+from server.transport.commands import JS_KIT_BOT
 
 log = get_logger()
 
@@ -264,7 +265,8 @@ def _read_only(paths: Iterable[str]) -> list[str]:
 @functools.cache
 def runtime_paths() -> tuple[str, ...]:
     """What every bot may read beside the system: this interpreter (its prefix and virtual
-    environment) and the bot kits (the Python packages, the protocol's .proto)."""
+    environment) and the bot kits (the Python packages, the protocol's .proto, the JavaScript
+    kit's folder)."""
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
     for package in ("craits", "craits_bot"):
         with contextlib.suppress(ImportError, ValueError):
@@ -274,6 +276,8 @@ def runtime_paths() -> tuple[str, ...]:
     proto = Path(__file__).resolve().parents[2] / "proto" / "craits"
     if proto.is_dir():
         paths.add(str(proto))
+    if (JS_KIT_BOT.parent / "node_modules").is_dir():  # (the JavaScript kit and its packages: craits-js-bot)
+        paths.add(str(JS_KIT_BOT.parent))
     return tuple(sorted(os.path.realpath(p) for p in paths if os.path.isdir(p)))
 
 

@@ -40,9 +40,10 @@ from participants.roster import ORGANIZER
 from participants.unpack import Bounds
 from server.errors import UserError
 from server.logging import get_logger
+from server.storage.replay.faults import hide_bot_errors
 from server.storage.replay.format import ReplayError
 from server.storage.store import StoreError
-from server.web.board import Board, download_name
+from server.web.board import Board, download_name, fault_text
 from server.web.classroom import ClassroomPages
 from server.web.fanout import MAX_BUFFER, Reader, accepts_deflate, finish, open_stream
 from server.web.live import END, GameStream, LiveHub, public_records, strip_full
@@ -84,6 +85,9 @@ class WebOptions:
     poll_s: float = 0.5
     roster: str | None = None
     """A roster folder: its participants log in, submit and see their own pages (server.web.participants)."""
+    private_errors: bool = False
+    """Leave bot errors' words out as a roster's pages do, without the roster (``craits web`` of
+    a participants' ladder's output folder): see :attr:`WebServer.private_errors`."""
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -153,6 +157,11 @@ class WebServer:
         """The roster's final this board shows (None: not a final): see :meth:`_final_gate`."""
         self._final_seen = (0.0, False)
         self.classroom = ClassroomPages(self.participants) if self.participants is not None else None
+        self.private_errors = self.participants is not None or options.private_errors
+        """A participants' board: the strangers rule keeps each bot error's text (its own code's
+        exception, file:line) off the public pages, the API, the streams and the replays served;
+        its owner reads it on their private pages, the organizer there and in the logs."""
+        hub.hide_bot_errors = self.private_errors
         self.app = self._make_app()
 
     # ------------------------------------------------------------------ life
@@ -336,6 +345,10 @@ class WebServer:
     def _full_allowed(self, game: dict[str, Any]) -> bool:
         return self.board is None or not self.board.hidden_deal(game)
 
+    def _shown(self, value: Any) -> Any:
+        """``value`` as the public pages may show it (:attr:`private_errors`)."""
+        return hide_bot_errors(value) if self.private_errors else value
+
     def _standings(self) -> dict[str, Any]:
         if self.board is None:
             return {"standings": [], "tournament": self.title}
@@ -409,6 +422,7 @@ class WebServer:
             "standings": self._standings(), "progress": self._progress(),
             "live": self._live_games(), "games": self._recent_games(),
         }
+        data = self._shown(data)
         note = self.board.source.note if self.board is not None else ""
         body = _fill(_asset("board.html"), {
             "DATA": _embed(data), "NOTE": f'<p id="live-note" class="legend">{html.escape(note)}</p>' if note else "",
@@ -426,7 +440,7 @@ class WebServer:
         number = min(int(asked), pages) if asked.isdigit() and int(asked) >= 1 else 1
         newest = len(games) - (number - 1) * GAMES_PER_PAGE
         shown = games[max(0, newest - GAMES_PER_PAGE):newest][::-1]
-        data = {"live": self._live_games(), "games": [_game_row(g) for g in shown]}
+        data = self._shown({"live": self._live_games(), "games": [_game_row(g) for g in shown]})
         nav = ""
         if pages > 1:
             links = [f'<a id="newer" href="/games?page={number - 1}">newer</a>' if number > 1 else "",
@@ -442,7 +456,7 @@ class WebServer:
         info = await self._bot(name)
         if info is None:
             return self._not_found(request, f"no bot named {name!r} here")
-        return self._page(f"{name} - {self.title}", _bot_body(name, info))
+        return self._page(f"{name} - {self.title}", _bot_body(name, self._shown(info)))
 
     async def _bot(self, name: str) -> dict[str, Any] | None:
         if self.board is None:
@@ -484,7 +498,7 @@ class WebServer:
     async def _replay_records(self, game: dict[str, Any]) -> list[dict[str, Any]]:
         from server.storage.replay import load_records
 
-        records = await self._board_call(lambda: load_records(self._replay_file(game)))
+        records = self._shown(await self._board_call(lambda: load_records(self._replay_file(game))))
         if self._full_allowed(game):
             return [strip_full(r) for r in records]
         return public_records(records)
@@ -509,13 +523,13 @@ class WebServer:
         })
 
     async def api_standings(self, request: web.Request) -> web.Response:
-        return _json(self._standings() if self.board is None else self.board.snapshot.document())
+        return _json(self._shown(self._standings() if self.board is None else self.board.snapshot.document()))
 
     async def api_progress(self, request: web.Request) -> web.Response:
         return _json({**self._progress(), "live": len(self.hub.live())})
 
     async def api_games(self, request: web.Request) -> web.Response:
-        return _json({"live": self._live_games(), "recorded": [_game_row(g) for g in self._games()]})
+        return _json(self._shown({"live": self._live_games(), "recorded": [_game_row(g) for g in self._games()]}))
 
     async def api_game(self, request: web.Request) -> web.Response:
         game_id = request.match_info["game_id"]
@@ -526,7 +540,7 @@ class WebServer:
         game = self._recorded(game_id)
         if game is None:
             raise web.HTTPNotFound(text=f"no game {game_id!r} here")
-        return _json({"state": "recorded", **_game_row(game), "events": f"/api/games/{game_id}/events",
+        return _json({"state": "recorded", **self._shown(_game_row(game)), "events": f"/api/games/{game_id}/events",
                       "full_replay": game["replay"] is not None and self._full_allowed(game)})
 
     async def api_game_replay(self, request: web.Request) -> web.StreamResponse:
@@ -541,6 +555,11 @@ class WebServer:
 
         # (format 2 is served as stored, gzip: `curl URL | zcat`, as `craits replay verify` reads it)
         compact = is_compact(path)
+        if self.private_errors and any(f.get("bot_errors") for f in game.get("faults") or () if f):
+            body = await self._board_call(_without_bot_errors, path)  # (sealed again: it verifies)
+            return web.Response(body=body, headers={
+                "Content-Type": "application/gzip",
+                "Content-Disposition": f'attachment; filename="{download_name(game_id, True)}"'})
         kind = "application/gzip" if compact else "application/x-ndjson"
         name = download_name(game_id, compact)
         return web.FileResponse(path, headers={"Content-Type": kind,
@@ -555,7 +574,7 @@ class WebServer:
         info = await self._bot(name)
         if info is None:
             raise web.HTTPNotFound(text=f"no bot named {name!r} here")
-        return _json(info)
+        return _json(self._shown(info))
 
     # ------------------------------------------------------------------ streams
 
@@ -639,6 +658,19 @@ def _start_index(request: web.Request) -> int:
     return int(start) if start.isdigit() else 0
 
 
+def _without_bot_errors(path: str) -> bytes:
+    """A replay's bytes without its bot errors' texts, in format 2, sealed again (the seal shows
+    a change, not who made it: the game still verifies, the rules being what is checked)."""
+    import tempfile
+
+    from server.storage.replay.compact import write_compact
+    from server.storage.replay.reader import read_replay
+
+    records = hide_bot_errors(list(read_replay(path).records))
+    with tempfile.TemporaryDirectory(prefix="craits-replay-") as folder:
+        return write_compact(Path(folder) / "replay.jsonl.gz", records).read_bytes()
+
+
 def _game_row(game: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in game.items() if k not in ("seed", "replay")} | {"replay": game.get("replay") is not None}
 
@@ -686,21 +718,13 @@ def rating_svg(points: list[dict[str, Any]], width: int = 640, height: int = 220
     )
 
 
-def _fault_text(faults: dict[str, Any]) -> str:
-    """A seat's faults in one game, in words: "timeouts 2, bot errors 3 (first: KeyError: 'x' at bot.py:9)"."""
-    first = faults.get("first_bot_error")
-    return ", ".join(
-        f"{k.replace('_', ' ')} {v}" + (f" (first: {first})" if k == "bot_errors" and first else "")
-        for k, v in faults.items() if k != "first_bot_error")
-
-
 def _fault_row(fault: dict[str, Any]) -> str:
     """A fault of a bot's page: the game (at the decision, when its replay shows where), what
     happened, and the replay to download with the command that reruns it."""
     e = html.escape
     game = quote(fault["game_id"], safe="")
     first = fault.get("first")
-    counters = _fault_text(fault["faults"])
+    counters = fault_text(fault["faults"])
     if first is None:
         link = f'<a href="/games/{e(game, quote=True)}">{e(fault["game_id"])}</a>'
         return f'<tr><td>{link}</td><td>{fault["seat"]}</td><td>{e(counters)}</td><td></td></tr>'

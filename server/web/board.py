@@ -390,6 +390,14 @@ def _faults(seat: Any) -> JsonDict:
     return out
 
 
+def fault_text(faults: JsonDict) -> str:
+    """A seat's faults in one game, in words: "timeouts 2, bot errors 3 (first: KeyError: 'x' at bot.py:9)"."""
+    first = faults.get("first_bot_error")
+    return ", ".join(
+        f"{k.replace('_', ' ')} {v}" + (f" (first: {first})" if k == "bot_errors" and first else "")
+        for k, v in faults.items() if k != "first_bot_error")
+
+
 def folder_source(out_dir: Path) -> BoardSource:
     """A tournament's or a ladder's output folder, read through a read-only store (a
     :class:`UserError` now when it holds neither)."""

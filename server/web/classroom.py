@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import time
@@ -31,9 +32,10 @@ from participants.compare import (
 )
 from participants.dashboard import Row, Rubric, read_rubrics, rows, to_csv
 from participants.final import Final, FinalError
-from participants.roster import ORGANIZER, RosterError
+from participants.roster import ORGANIZER, RosterError, split_bot
 from participants.scrimmage import Scrimmage, Scrimmages, quota
-from server.storage.replay.reader import read_replay
+from server.storage.replay.faults import hide_others_bot_errors
+from server.storage.replay.reader import Replay, read_replay
 from server.viewer.pages import render_html
 from server.web.participants import CSP, Builder, ParticipantPages
 
@@ -285,7 +287,8 @@ class ClassroomPages:
         if game_id not in {g["game_id"] for g in job.results}:
             raise web.HTTPNotFound(text="no such page")
         try:
-            page = await self.pages._call(lambda: render_html(read_replay(self.scrimmages.replay_path(job, game_id))))
+            page = await self.pages._call(lambda: render_html(_own_errors(read_replay(self.scrimmages.replay_path(job, game_id)),
+                                                                          name)))
         except (OSError, ValueError):
             raise web.HTTPNotFound(text="this game's replay is not kept") from None
         return web.Response(text=page, content_type="text/html", headers={"Content-Security-Policy": CSP})
@@ -447,6 +450,12 @@ async def _asked(request: web.Request, example: str) -> dict[str, Any]:
     if not isinstance(asked, dict):
         raise RosterError(f"send a JSON object, like {example}")
     return asked
+
+
+def _own_errors(replay: Replay, name: str) -> Replay:
+    """A game against classmates as ``name`` may see it: their bot errors' texts left out."""
+    seats = {i for i, seat in enumerate(replay.header["seats"]) if (split_bot(str(seat.get("bot", ""))) or ("",))[0] == name}
+    return dataclasses.replace(replay, records=tuple(hide_others_bot_errors(list(replay.records), seats)))
 
 
 def _scrimmage_json(job: Scrimmage) -> dict[str, Any]:

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from server.engine import event_view
+from server.storage.replay.faults import hide_bot_errors
 from server.storage.replay.writer import REPLAY_TAP
 from server.web.fanout import MAX_BUFFER, Fanout, Reader, SharedDeflate
 
@@ -252,6 +253,10 @@ class LiveGame:
         return _sse(index, event, data)
 
     def _record(self, item: _Item) -> JsonDict:
+        record = self._raw_record(item)
+        return hide_bot_errors(record) if self.hub.hide_bot_errors else record
+
+    def _raw_record(self, item: _Item) -> JsonDict:
         if item.kind == "header":
             return dict(item.payload)
         if item.kind == "start":
@@ -383,6 +388,9 @@ class LiveHub:
         """Kinds published since the last flush (only the latest of each goes out)."""
         self.on_change: list[Callable[[bool], None]] = []
         """Called (on the loop) when a game starts (True) or ends (False)."""
+        self.hide_bot_errors = False
+        """Leave the bots' own error texts out of what is published (a participants' ladder:
+        :func:`server.storage.replay.faults.hide_bot_errors`)."""
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[LiveHub]:
@@ -451,6 +459,8 @@ class LiveHub:
         every reader at the next :meth:`flush_feed`, unless a newer one replaces it first (each
         kind is a state: the standings, the live list; a reader needs only the latest)."""
         self.serial += 1
+        if self.hide_bot_errors:
+            data = hide_bot_errors(data)
         text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
         self.latest[event] = f"id: {self.serial}\nevent: {event}\ndata: {text}\n\n".encode()
         self._unsent[event] = None

@@ -50,11 +50,12 @@ from participants.final import read_plan
 from participants.roster import ORGANIZER, Roster, RosterError, Version, split_bot
 from participants.unpack import Bounds, UploadError, check_manifest
 from server.logging import get_logger
-from server.storage.replay.faults import fault_words, is_fault
+from server.storage.replay.faults import Fault, fault_words, is_fault
 from server.storage.replay.format import ReplayError
 from server.storage.replay.reader import read_replay
 from server.transport.pool import file_part
 from server.viewer.pages import render_html
+from server.web.board import download_name, fault_text
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 """The viewer's (as server.web.app's pages, without a connection back: a replay page needs none)."""
@@ -395,7 +396,7 @@ class ParticipantPages:
             game_rows.append(
                 f'<tr><td><a href="/games/{quote(g["game_id"])}">{e(g["game_id"])}</a></td><td>{e(g["bots"][seat])}</td>'
                 f'<td>{g["placings"][seat]}</td><td>{e(", ".join(g["bots"]))}</td>'
-                f'<td>{e(str(g["statuses"][seat]))}{" " + e(json.dumps(faults)) if faults else ""}</td>'
+                f'<td>{e(str(g["statuses"][seat]))}{", " + e(fault_text(faults)) if faults else ""}</td>'
                 f'<td><a href="/p/{quote(name)}/games/{quote(g["game_id"])}/output">its output</a></td></tr>')
         body = (
             f'<main class="board participant"><h1 id="who">{e(name)}</h1>'
@@ -407,7 +408,7 @@ class ParticipantPages:
             f'<input type="hidden" name="csrf" value="{csrf}"><input type="file" name="bot" id="bot-file" required> '
             '<button id="upload">upload</button></form>'
             f'<p class="meta">A .zip or .tar.gz with a bot.toml (command = ["python", "bot.py"], and optionally '
-            f'build = "..."), or one .py or .js file; at most {bounds.packed // 2**20} MB packed, '
+            f'build = "..."), or one .py bot or .js strategy; at most {bounds.packed // 2**20} MB packed, '
             f'{bounds.unpacked // 2**20} MB unpacked, {bounds.files:,} files.</p>'
             '<h2>Versions</h2><table id="versions"><tr><th>version</th><th>status</th><th>why</th><th>submitted</th>'
             f'<th>size</th><th>games</th><th>rating</th></tr>{"".join(rows)}</table>'
@@ -478,9 +479,16 @@ class ParticipantPages:
         listed = "".join(
             f'<li><a class="fault" href="/games/{quote(game_id)}#decision={n}&amp;seat={seats[0]}">decision {n}</a>: '
             f"{e(what)}</li>" for n, what in faults[:FAULTS_SHOWN])
+        rerun = ""
+        if faults:  # (the command the bot page gives for this fault, with the file to download)
+            file = download_name(game_id, str(game.get("replay", "")).endswith(".gz"))
+            command = Fault(seats[0], bots[0], faults[0][0], faults[0][1], len(faults)).command(file)
+            rerun = (f'<p class="meta">Play it again from decision {faults[0][0]} with your bot (docs/rerun.md): '
+                     f'<a id="fault-replay" href="/api/games/{quote(game_id)}/replay" download="{e(file)}">download '
+                     f'the replay</a>, then <code id="rerun">{e(command)}</code></p>')
         body = (f'<main class="board participant"><p><a href="/p/{quote(name)}">{e(name)}</a></p>'
                 f'<h1>{e(bots[0])} in <a href="/games/{quote(game_id)}">{e(game_id)}</a></h1>'
-                + (f'<h2>Its faults</h2><ul id="faults">{listed}</ul>' if faults else "")
+                + (f'<h2>Its faults</h2><ul id="faults">{listed}</ul>{rerun}' if faults else "")
                 + f'<h2>Its output</h2><pre id="output">{e(shown)}</pre></main>')
         return self.server._page(f"{bots[0]} in {game_id}", body)
 
@@ -553,8 +561,13 @@ class ParticipantPages:
     async def _bearer(self, request: web.Request) -> str:
         header = request.headers.get("Authorization", "")
         who = await self._check_token(request, header.removeprefix("Bearer ").strip()) if header.startswith("Bearer ") else None
-        if who is None or who == ORGANIZER:
+        if not header.startswith("Bearer "):
             raise web.HTTPUnauthorized(text="give your token: Authorization: Bearer TOKEN (craits submit does)")
+        if who is None:  # (a student's first guess: a typo, a revoked or renewed token, another class's)
+            raise web.HTTPUnauthorized(text="that token is not valid here: check it (CRAITS_TOKEN: the craits-... "
+                                            "token your organizer gave you; renewing one ends the old one)")
+        if who == ORGANIZER:
+            raise web.HTTPUnauthorized(text="that is the organizer's token: use a participant's")
         return who
 
 

@@ -182,3 +182,28 @@ def test_a_choice_that_is_no_action_is_reported_too(returns: object) -> None:
     reply = Dispatcher(Wrong()).handle(pb.RefereeMessage(decision=msg))
     assert reply is not None and reply.answer.HasField("bot_error")
     assert reply.answer.bot_error.message.startswith(("TypeError: choose() returned", "ValueError: choose() returned"))
+
+
+def test_the_traceback_is_printed_again_in_each_game_of_a_kept_bot(caplog: pytest.LogCaptureFixture) -> None:
+    """A kept bot's output is shown game by game on a participant's page: each game's has the
+    traceback of its first failure at a place, not only the first game's."""
+    from craits.v1 import referee_pb2 as pb
+    from craits_bot import Bot, Dispatcher
+
+    from server.engine import new_game
+    from server.protocol import wire
+
+    class Raises(Bot):
+        def choose(self, request):  # type: ignore[no-untyped-def]
+            raise KeyError("oops")
+
+    dispatcher = Dispatcher(Raises())
+    state = new_game("craits", 2, seed=3)
+    with caplog.at_level("ERROR", logger="craits_bot"):
+        for game, decision in (("g1", 1), ("g1", 2), ("g2", 3)):
+            msg = wire.decision_request(state, state.to_act, game_id=game, decision_id=decision, deadline_ms=1,
+                                        bank_ms=1, strikes=0)
+            dispatcher.handle(pb.RefereeMessage(decision=msg))
+    said = [r.getMessage() for r in caplog.records]
+    assert ["YOUR BOT FAILED (game g1" in s for s in said] == [True, False, False]
+    assert "failure 2 at this place" in said[1] and "YOUR BOT FAILED (game g2" in said[2], said

@@ -86,8 +86,23 @@ def test_an_admitted_version_has_its_folder_and_the_checkers_and_games_word(rost
     assert list((roster.folder / "tmp").iterdir()) == []
 
 
+def test_a_javascript_strategy_from_the_first_bot_guide_is_admitted_as_one_file(roster: Roster) -> None:
+    """The guide's JavaScript bot is a strategy module: uploaded alone, it runs in the kit's
+    bot.js (readable in the sandbox, as the Python kit is), by a name no path of this machine's."""
+    strategy = (b"module.exports = { name: 'my-js-bot', choose(request) {\n"  # (the guide's first)
+                b"  const actions = request.legal_actions;\n"
+                b"  return actions[Math.floor(Math.random() * actions.length)];\n} };\n")
+    version = roster.submit("alice", strategy, "my_strategy.js")
+    outcome = admit(roster, version)
+    assert outcome.status == "admitted", outcome.reason + outcome.report
+    assert outcome.command == ("craits-js-bot", "--strategy", "my_strategy.js")
+
+
 @pytest.mark.parametrize(("files", "said"), [
-    ({"bot.toml": MANIFEST + 'build = "exit 7"\n', "bot.py": RANDOM_BOT}, "the build failed: exit status 7"),
+    ({"bot.toml": MANIFEST + 'build = "echo bot.c:1: error: expected; exit 7"\n', "bot.py": RANDOM_BOT},
+     "the build failed: exit status 7 after"),
+    ({"bot.toml": MANIFEST + 'build = "echo bot.c:1: error: expected; exit 7"\n', "bot.py": RANDOM_BOT},
+     "(its last line of output: bot.c:1: error: expected)"),  # (craits submit prints it: no page to open)
     ({"bot.toml": 'command = ["python", "missing.py"]\n'}, "bot.toml: command: no such file missing.py"),
     ({"bot.toml": MANIFEST, "bot.py": "import sys\nsys.exit(3)\n"}, "the conformance checker failed"),
     ({"bot.toml": MANIFEST, "bot.py": "def broken(:\n"},  # (the reason, which craits submit prints, says why)

@@ -99,6 +99,8 @@ def test_the_api_wants_a_token_and_refuses_what_is_too_big(classroom: Classroom)
     anonymous = Client(classroom.running.url)
     status, page, _ = anonymous.request("api/submit", data=good_bot())
     assert status == 401 and "Bearer" in page
+    status, page, _ = anonymous.request("api/submit", data=good_bot(), headers={"Authorization": "Bearer craits-typo"})
+    assert status == 401 and "that token is not valid here: check it" in page  # (not "give your token")
     status, _, _ = anonymous.request("api/me/versions/1")
     assert status == 404
     bearer = Client(classroom.running.url, {"Authorization": f"Bearer {classroom.tokens['bob']}"})

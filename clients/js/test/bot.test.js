@@ -80,6 +80,27 @@ test('a throwing strategy is answered with the first legal action, its log namin
   assert.equal(dispatcher.decisionWords('g', '5'), 'decision id 5', 'a decision not the last asked: its id only');
 });
 
+test('a kept bot prints the stack again in each game (its output is shown game by game)', async () => {
+  const dispatcher = new Dispatcher({ choose() { throw new Error('on purpose'); } });
+  const written = [];
+  const write = process.stderr.write;
+  process.stderr.write = (text) => written.push(String(text));
+  try {
+    for (const [game, id] of [['g1', '1'], ['g1', '2'], ['g2', '3']]) {
+      await dispatcher.handle({
+        message: 'decision',
+        decision: { game_id: game, decision_id: id, legal_actions: [draw], observation: { hand_number: 1, history: [], hand: [] } },
+      });
+    }
+  } finally {
+    process.stderr.write = write;
+  }
+  const text = written.join('');
+  assert.equal(text.split('YOUR BOT FAILED').length - 1, 2, text);
+  assert.match(text, /YOUR BOT FAILED \(game g2/);
+  assert.match(text, /failure 2 at this place; its stack was printed the first time in this game/);
+});
+
 test('heuristic: announces "one card" whenever offered', () => {
   const legal = [play(100, H5), play(101, H5, { announce: true })];
   assert.equal(heuristic.choose(request([H5, CK], legal)).id, 101);

@@ -225,6 +225,8 @@ class _Game:
     """The hand's events received so far (the messages' own, not copies)."""
     asked: tuple[int, int] = (0, 0)
     """The last request's (decision_id, decision_number): a referee Error names the id only."""
+    failures: dict[str, int] = field(default_factory=dict)
+    """How often choose() failed at each place in this game (each traceback printed once a game)."""
 
 
 class Dispatcher:
@@ -243,8 +245,6 @@ class Dispatcher:
         self.decisions = 0
         self.fallbacks = 0
         """Answers the kit chose because choose() failed."""
-        self._failures: dict[str, int] = {}
-        """How often choose() failed at each place (to print each traceback once)."""
         self.welcome: pb.Welcome | None = None
 
     def handle(self, msg: pb.RefereeMessage) -> pb.BotMessage | None:
@@ -334,13 +334,15 @@ class Dispatcher:
     def _fallback(self, request: Request, why: str, err: BaseException | None = None) -> int:
         """The first legal action, in place of a failed choice; the failure said loudly.
 
-        The first failure at each place in the bot's code prints its whole traceback between
-        two rulers (a student's terminal scrolls fast); later ones at the same place one line
-        each, counted. The referee is told too (Answer.bot_error), so the organizer sees it."""
+        The first failure at each place in the bot's code in a game prints its whole traceback
+        between two rulers (a student's terminal scrolls fast; a kept bot's output is shown game
+        by game on the participants' pages, so each game's has it); later ones at the same place
+        one line each, counted. The referee is told too (Answer.bot_error)."""
         self.fallbacks += 1
         first = request.legal_actions[0]
         key = why if err is None else f"{type(err).__name__} at {_where(err)}"
-        seen = self._failures[key] = self._failures.get(key, 0) + 1
+        failures = self.games.setdefault(request.game_id, _Game()).failures
+        seen = failures[key] = failures.get(key, 0) + 1
         if seen == 1:
             trace = "".join(traceback.format_exception(err)) if err is not None else why + "\n"
             log.error(
@@ -351,7 +353,7 @@ class Dispatcher:
             )
         else:
             log.error("game %s, %s: %s; answered the first legal action %r instead (failure %d at this place; "
-                      "its traceback was printed the first time)", request.game_id,
+                      "its traceback was printed the first time in this game)", request.game_id,
                       decision_words(request.decision_number, request.decision_id), why, first.text, seen)
         return first.id
 

@@ -4,6 +4,7 @@ any decision status but the fine ones is a fault, so a newer referee's kinds cou
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 from typing import Any
@@ -88,3 +89,39 @@ def replay_faults(replay: Replay) -> list[Fault]:
     faults += [Fault(seat, bots[seat], int(rec["n"]), "played by the default policy: the bot was not there", 1)
                for seat, rec in absent.items() if seat not in firsts]
     return sorted(faults, key=lambda fault: fault.seat)
+
+
+BOT_ERROR_TEXT = re.compile(r"(bot error(?: on decision \d+)?): .*", re.DOTALL)
+"""A bot error's words as the referee writes them (a decision's note, a seat's event), with
+the bot's own text after the colon."""
+
+
+def hide_bot_errors(value: Any) -> Any:
+    """``value`` (records, a board's rows, any JSON) without the text of the bot errors in it:
+    a bot error's first line and file:line come from the bot's own code (its exception, its
+    data), which on a participants' ladder only its owner and the organizer may read. The
+    count and the decision stay: a fault is public, its words are not."""
+    if isinstance(value, str):
+        return BOT_ERROR_TEXT.sub(r"\1", value)
+    if isinstance(value, list):
+        return [hide_bot_errors(v) for v in value]
+    if isinstance(value, dict):
+        return {k: ("" if k == "bot_error" else hide_bot_errors(v))
+                for k, v in value.items() if k != "first_bot_error"}
+    return value
+
+
+def hide_others_bot_errors(records: list[JsonDict], seats: set[int]) -> list[JsonDict]:
+    """A replay's records with only ``seats``' bot error texts left (a participant's own, in a
+    game against others: :func:`hide_bot_errors`)."""
+    out = []
+    for rec in records:
+        if rec.get("type") == "decision" and rec.get("seat") in seats:
+            out.append(rec)
+        elif rec.get("type") == "result" and rec.get("seat_reports"):
+            reports = [r if i in seats else hide_bot_errors(r) for i, r in enumerate(rec["seat_reports"])]
+            out.append({**hide_bot_errors({k: v for k, v in rec.items() if k != "seat_reports"}),
+                        "seat_reports": reports})
+        else:
+            out.append(hide_bot_errors(rec))
+    return out
