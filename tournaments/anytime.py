@@ -188,6 +188,15 @@ class Interval:
     high: float
     units: int
 
+    @property
+    def drifted(self) -> bool:
+        """The plain average has left the interval. A sequence holds for a mean that stays the
+        same; a ladder's field that changes (new versions in, old ones out, other tablemates)
+        moves a bot's figure, and its interval, excluding for good, keeps what the old field
+        said. Such an interval tells nothing settled (:meth:`Rankings.verdict`): a guard that
+        catches a drift once it shows, not a guarantee under one (docs/rankings.md)."""
+        return self.mean is not None and self.units > 0 and not self.low <= self.mean <= self.high
+
 
 @dataclass(frozen=True, slots=True)
 class Neighbour:
@@ -311,6 +320,8 @@ class Rankings:
 
     def verdict(self, a: str, b: str) -> str:
         i = self.pair_interval(a, b)  # (its ends are excluded: see BettingSequence)
+        if i.drifted:
+            return OPEN
         if i.low >= 0.5 and i.units:
             return AHEAD
         if i.high <= 0.5 and i.units:
@@ -354,9 +365,16 @@ class Rankings:
             "neighbours": [
                 {"upper": n.upper, "lower": n.lower, "verdict": n.verdict, "settled": n.settled,
                  "low": round(n.interval.low, 6), "high": round(n.interval.high, 6), "units": n.interval.units}
+                | ({"drifted": True} if n.interval.drifted else {})
                 for n in self.neighbours()
             ],
+            "drifted": self.drifted(),
         }
+
+    def drifted(self) -> dict[str, list[Any]]:
+        """The bots and the pairs whose results have left their interval (:attr:`Interval.drifted`)."""
+        return {"bots": [b for b in self.bots if self.bot_interval(b).drifted],
+                "pairs": [[a, b] for (a, b) in self._pair if self.pair_interval(a, b).drifted]}
 
 
 # ------------------------------------------------------------------ stopping rules

@@ -159,6 +159,8 @@ class BotStanding:
     beaten_low: float | None = None
     """``beaten``'s interval, valid at any time (``tournaments.anytime``)."""
     beaten_high: float | None = None
+    beaten_drifted: bool = False
+    """``beaten`` has left its interval: the field changed under the bot (``anytime.Interval.drifted``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,7 +255,8 @@ class Standings:
                 f"{r.rating_ordinal:.2f}",
                 f"{r.rating_mu:.2f} ± {r.rating_sigma:.2f}",
                 ", ".join(f"{k} {v}" for k, v in issues.items()) or "-",
-                "-" if r.beaten is None else f"{r.beaten:.2f} [{r.beaten_low:.2f}, {r.beaten_high:.2f}]",
+                "-" if r.beaten is None else f"{r.beaten:.2f} [{r.beaten_low:.2f}, {r.beaten_high:.2f}]"
+                + (" drifted" if r.beaten_drifted else ""),
             ])
         state = "complete" if self.complete else "INCOMPLETE"
         points = f"points: {'lower' if self.lower_wins else 'higher'} is better"
@@ -318,6 +321,12 @@ def format_anytime(anytime: dict[str, Any]) -> list[str]:
              f"  > settled, = tied within {anytime['tie_within']:g}, ? not settled yet; beaten: fraction of "
              f"tablemates beaten per deal,",
              f"  its interval {LABEL}"]
+    drifted = anytime.get("drifted") or {}
+    if drifted.get("bots") or drifted.get("pairs"):
+        names = [*drifted.get("bots", []), *(f"{a} v {b}" for a, b in drifted.get("pairs", []))]
+        lines += textwrap.wrap(f"drifted: {', '.join(names)}: results that left their interval (the field changed "
+                               "under them, as on a ladder); a drifted pair is never settled (docs/rankings.md)",
+                               width=110, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)
     if anytime.get("stop"):
         state = "met" if anytime["stop_met"] else "not met yet"
         lines.append(f"stop = {anytime['stop']!r}: {state}; {anytime['stop_state']}")
@@ -482,7 +491,7 @@ class Tally:
                     rating_mu=r.mu, rating_sigma=r.sigma, rating_ordinal=r.ordinal(),
                     placing_counts=counts, issues=dict(self.issues[b]), aborted=self.aborted[b],
                     beaten=beaten.mean, beaten_low=beaten.low if beaten.units else None,
-                    beaten_high=beaten.high if beaten.units else None,
+                    beaten_high=beaten.high if beaten.units else None, beaten_drifted=beaten.drifted,
                 )
             )
         if by_rating:

@@ -109,6 +109,22 @@ def test_far_apart_bots_are_settled_in_order_and_equal_ones_tied() -> None:
     assert StopRule("settled").met(rankings)
 
 
+def test_a_pair_whose_results_drift_out_of_its_interval_is_no_longer_settled() -> None:
+    """A ladder's field changes under its bots: here b is far the better for 300 deals, then a
+    is. The interval, excluding for good, still says b; its average has left it: drifted, open.
+    Bots whose strengths stay the same never drift (the first 300 deals)."""
+    rng = random.Random(6)
+    rankings = Rankings(["a", "b"], tie_within=0.0)
+    plackett_luce_units(rankings, {"a": 1.0, "b": 6.0}, 300, rng, table=2)
+    assert rankings.verdict("b", "a") == AHEAD and not rankings.drifted()["pairs"]
+    plackett_luce_units(rankings, {"a": 6.0, "b": 1.0}, 900, rng, table=2)
+    interval = rankings.pair_interval("b", "a")
+    assert interval.drifted and interval.mean is not None and interval.mean < interval.low
+    assert rankings.verdict("b", "a") == OPEN and rankings.verdict("a", "b") == OPEN
+    assert rankings.drifted() == {"bots": ["a", "b"], "pairs": [["a", "b"]]}
+    assert not StopRule("settled").met(rankings)
+
+
 def test_without_a_tie_margin_equal_bots_stay_open() -> None:
     rng = random.Random(4)
     rankings = Rankings(["a", "b", "c"], tie_within=0.0)

@@ -128,8 +128,10 @@
       tr.appendChild(el("td", null, i + 1));
       tr.appendChild(el("td", null, bot));
       tr.appendChild(el("td", null, r.beaten == null ? "\u2013"
-        : fixed(r.beaten, 2) + " [" + fixed(r.beaten_low, 2) + ", " + fixed(r.beaten_high, 2) + "]"));
-      tr.appendChild(el("td", "verdict", next ? said[next.verdict] + " than " + next.lower : ""));
+        : fixed(r.beaten, 2) + " [" + fixed(r.beaten_low, 2) + ", " + fixed(r.beaten_high, 2) + "]"
+          + (r.beaten_drifted ? " drifted" : "")));
+      tr.appendChild(el("td", "verdict", next ? said[next.verdict] + " than " + next.lower
+        + (next.drifted ? " (drifted: the field changed)" : "") : ""));
       body.appendChild(tr);
     });
     const stop = $("order-stop");
