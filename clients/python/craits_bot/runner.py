@@ -198,6 +198,8 @@ class Runner:
         self._lock = threading.Lock()
         self._call: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._writing: asyncio.Lock | None = None
+        """Held by the stream's writes and by the leave's close (one at a time on a gRPC call)."""
         self._welcomed = False
         self._ever_welcomed = False
         """This token was welcomed before in this run: a later refusal means its games are over."""
@@ -254,21 +256,24 @@ class Runner:
             call.leave()
         elif call is not None and loop is not None:
             with contextlib.suppress(RuntimeError):  # the session's loop has just closed
-                loop.call_soon_threadsafe(self._leave, call, loop)
+                loop.call_soon_threadsafe(self._leave, call, loop, self._writing)
 
     @staticmethod
-    def _leave(call: Any, loop: asyncio.AbstractEventLoop) -> None:
+    def _leave(call: Any, loop: asyncio.AbstractEventLoop, writing: asyncio.Lock | None) -> None:
         """Close this side of the stream (the referee reads a clean exit: it hands the bot's
         seats in games in progress to its default policy at once, rather than waiting the
         reconnect grace for a bot that is not coming back), and cancel it if the referee has
-        not ended it within :data:`LEAVE_S`."""
+        not ended it within :data:`LEAVE_S`. After the answer being written, if any: gRPC
+        refuses a close beside a write, and the kit then cancelled, which the referee read as
+        a lost connection (a bot stopped mid-game, on a loaded machine)."""
 
         import asyncio  # (already imported by the stream's loop)
 
         async def leave() -> None:
             try:
-                await asyncio.wait_for(call.done_writing(), LEAVE_S)
-            except Exception:  # (mid-write, or already ended: cancelling says the same)
+                async with writing or contextlib.nullcontext():
+                    await asyncio.wait_for(call.done_writing(), LEAVE_S)
+            except Exception:  # (already ended: cancelling says the same)
                 call.cancel()
                 return
             loop.call_later(LEAVE_S, call.cancel)
@@ -359,11 +364,13 @@ class Runner:
                    else grpc.aio.insecure_channel(self.target))
         try:
             call = referee_pb2_grpc.RefereeStub(channel).Play()
+            writing = asyncio.Lock()
             with self._lock:
-                self._call, self._loop = call, asyncio.get_running_loop()
+                self._call, self._loop, self._writing = call, asyncio.get_running_loop(), writing
             if self._stop.is_set():
                 call.cancel()
-            await call.write(self._hello())
+            async with writing:
+                await call.write(self._hello())
             while True:
                 msg = await call.read()
                 if msg is grpc.aio.EOF:
@@ -373,9 +380,11 @@ class Runner:
                 elif msg.HasField("welcome"):
                     self._on_welcome(msg.welcome)
                 reply = self.dispatcher.handle(msg)
-                if reply is not None:
+                if reply is not None and not self._stop.is_set():  # (leaving: no more answers)
                     try:
-                        await call.write(reply)
+                        async with writing:
+                            if not self._stop.is_set():
+                                await call.write(reply)
                     except grpc.RpcError as err:
                         # gRPC reports an answer written after the referee ended the stream as
                         # INTERNAL, and drops what the referee sent before its end: say what it was.
@@ -395,7 +404,7 @@ class Runner:
             return await self._ended_async(err, call, fatal)
         finally:
             with self._lock:
-                self._call = self._loop = None
+                self._call = self._loop = self._writing = None
             await channel.close()
 
     async def _ended_async(self, err: BaseException, call: Any, fatal: pb.Error | None) -> ExitCode | None:
