@@ -64,6 +64,7 @@ from server.storage.postgres import PostgresStore, Refusal, Unreachable, redact
 from server.storage.replay import REPLAY_SUFFIX
 from server.storage.store import GameSlot, StoreError
 from server.transport.launcher import command_problem
+from server.transport.tls import TLSRequest
 from tournaments.config import RESOLVED_PREFIX, BotEntry, TournamentConfig, parse_config, schedule_for
 from tournaments.ladder import bot_rows
 from tournaments.runner import (
@@ -421,7 +422,8 @@ class GameWorker:
                 raise GameRefused(f"tournament {tournament!r} is not in {redact(self.url)}")
             base_dir = self.settings.files_dir or Path(row.source_path).parent
             try:
-                config = parse_config(row.source_text, source=row.source_path, base_dir=base_dir)
+                config = parse_config(row.source_text, source=row.source_path, base_dir=base_dir,
+                                      bot_port=self.hosts_remote)
             except UserError as err:  # (a bot's cwd missing here)
                 raise GameRefused(str(err)) from None
             if not self.hosts_remote:
@@ -503,9 +505,11 @@ class GameWorker:
 
 def without_remote(config: TournamentConfig) -> TournamentConfig:
     """A worker's view of a file: no bot that connects on its own (they connect to the
-    coordinator, which plays their games) and so no ``address`` of theirs to bind: its
-    launched bots are told a free port on 127.0.0.1, as on a file without remote bots."""
-    return dataclasses.replace(config, bots=tuple(b for b in config.bots if b.kind != "remote"), address=None)
+    coordinator, which plays their games) and so no ``address`` of theirs to bind, nor their
+    TLS: its launched bots are told a free port on 127.0.0.1, as on a file without remote bots
+    (a self-signed certificate made there would be announced as one to hand out)."""
+    return dataclasses.replace(config, bots=tuple(b for b in config.bots if b.kind != "remote"), address=None,
+                               tls=TLSRequest())
 
 
 def check_bots(config: TournamentConfig, slot: GameSlot) -> None:

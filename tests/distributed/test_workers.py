@@ -322,6 +322,28 @@ def test_when_every_worker_refuses_for_a_missing_bot_file_the_run_says_why_and_s
                  "slowcup")[0][0] == 2  # (still queued)
 
 
+def test_a_worker_plays_a_file_served_over_tls_without_its_certificate_and_announces_none(
+    tmp_path: Path, url: str, procs: Procs
+) -> None:
+    """The file's certificate and key stay on the organizer's machine: a worker's referee serves
+    only its own launched bots, through its Unix socket, and has no certificate to hand out."""
+    from server.transport.tls import self_signed
+
+    made = self_signed(tmp_path / "organizer", "127.0.0.1")
+    file = tmp_path / "secure.toml"
+    file.write_text(builtin_tournament("secure", 3, 1, {"r1": "random", "r2": "random"}, table_size=2)
+                    .replace("[flags]", 'tls_cert = "organizer/referee-cert.pem"\n'
+                             'tls_key = "organizer/referee-key.pem"\n\n[flags]'))
+    assert made.cert_path == tmp_path / "organizer" / "referee-cert.pem"
+    elsewhere = tmp_path / "elsewhere"  # (another machine: the bots' files, no organizer/)
+    elsewhere.mkdir()
+    coord = coordinator(procs, file, url, tmp_path / "out")
+    procs.worker("far", url, "--files", str(elsewhere), "--runner", "grpc")
+    assert finished(coord, procs, "coordinator") == 0, procs.output("coordinator")
+    assert {w for _, w in recorded(url, "secure")} == {"far"}
+    assert "TLS:" not in procs.output("far")
+
+
 def test_a_worker_that_cannot_sandbox_says_so_at_start_and_the_run_stops_with_its_reason(
     tmp_path: Path, url: str, procs: Procs
 ) -> None:
