@@ -290,6 +290,17 @@ def test_the_dashboard_lists_everyone_and_its_csv_is_safe_for_spreadsheets(cours
     assert (parsed[2]["latest"], parsed[2]["playing"], parsed[2]["final"]) == ("", "", "")  # (no "'-" for none)
 
 
+def test_the_dashboard_counts_the_games_of_a_participants_own_bot(course: Course) -> None:
+    """dave submitted nothing but plays with his own bot, connected with his token (named dave)."""
+    games = [{"bots": ["dave", "house-random", "alice.v2"], "faults": [None, None, None]},
+             {"bots": ["house-random", "dave", "bob.v1"], "faults": [None, ["timeout"], None]}]
+    standings = [{"bot": "dave", "rating_ordinal": 3.5, "rank": 2}, {"bot": "alice.v2", "rating_ordinal": 9.0, "rank": 1}]
+    table = {row.name: row for row in rows(course.roster, games, standings)}
+    dave, alice = table["dave"], table["alice"]
+    assert (dave.games, dave.faults_per_game, dave.rating, dave.rank) == (2, 0.5, 3.5, 2)
+    assert (alice.games, alice.rating, alice.rank) == (1, 9.0, 1)
+
+
 @pytest.mark.browser
 def test_the_organizer_sees_the_dashboard_and_downloads_its_csv(course: Course, page: Any) -> None:
     url = course.running.url
