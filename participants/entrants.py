@@ -24,8 +24,9 @@ import time
 
 from participants.compare import write_ladder_game
 from participants.fairness import Pauses
-from participants.roster import ORGANIZER, Roster, Version
+from participants.roster import ORGANIZER, Roster, Version, split_bot
 from participants.tokens import token_id
+from server.errors import UserError
 from tournaments.config import RESOLVED_PREFIX, BotEntry, TournamentConfig
 from tournaments.standings import Standings, read_priors, write_priors
 
@@ -43,6 +44,7 @@ class RosterEntrants:
             raise ValueError("the tournament file names no roster")
         self.base = base
         self.roster = Roster(base.roster)
+        self._check_names()
         write_ladder_game(self.roster.folder, base.game)  # (comparisons and scrimmages play this game too)
         self.connected: set[str] = set()
         """Participants whose own bot has connected with their token (they play as NAME)."""
@@ -50,6 +52,18 @@ class RosterEntrants:
         self._guesses: dict[str, list[float]] = {}
         self._opened: dict[str, str] = {}
         """The token id each participant's own bot last connected with (checked by :meth:`revoked`)."""
+
+    def _check_names(self) -> None:
+        """A bot of the file named as a participant (or one of their versions, ``NAME.vN``) would
+        take a seat that is theirs: refused before anything is played (their own bot, connected
+        with their token, plays as NAME: two bots of one name at the next table)."""
+        people = {person.name for person in self.roster.participants()}
+        for bot in self.base.bots:
+            owner = bot.name if bot.name in people else (split_bot(bot.name) or ("",))[0]
+            if owner in people:
+                raise UserError(f"{self.base.source}: bot {bot.name!r} is named as participant {owner!r} of the "
+                                f"roster {self.base.roster} (whose own bot plays as {owner!r}, their versions as "
+                                f"{owner}.v1, ...): give it another name")
 
     def versions(self) -> list[Version]:
         """The participants' active versions, less those paused for faulting (participants.fairness)."""
@@ -100,7 +114,8 @@ class RosterEntrants:
         """The file's config with the participants' active versions among its bots."""
         versions = self.versions() if versions is None else versions
         entries = tuple(BotEntry(name=v.bot, command=v.command, cwd=str(self.roster.version_dir(v))) for v in versions)
-        remote = tuple(BotEntry(name=name, token=f"{RESOLVED_PREFIX}{name}") for name in sorted(self.connected))
+        remote = tuple(BotEntry(name=name, token=f"{RESOLVED_PREFIX}{name}") for name in sorted(self.connected)
+                       if name not in self.base.bot_names)  # (one added to the roster since, named as a house bot)
         return dataclasses.replace(self.base, bots=(*self.base.bots, *entries, *remote))
 
     def __call__(self, standings: Standings) -> TournamentConfig:
