@@ -37,7 +37,8 @@ def test_import_prints_each_token_once_and_keeps_them_in_a_private_file(
 
 
 @pytest.mark.parametrize(("args", "said"), [
-    (["roster", "list", "{d}/none"], "no roster here"),
+    (["roster", "list", "{d}/none"], "no roster here (make one with `craits roster add {d}/none NAME` or `craits roster "
+                                     "import`, with --store URL for a ladder kept in PostgreSQL)"),
     (["roster", "import", "{d}/class", "{d}/missing.csv"], "missing.csv: cannot read it"),
     (["roster", "add", "{d}/class", "bad name"], "use 1 to 30 letters"),
     (["roster", "revoke", "{d}/class", "carol"], "carol is not on the roster"),
@@ -50,7 +51,7 @@ def test_mistakes_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str
     Roster.create(tmp_path / "class")
     assert main([a.format(d=tmp_path) for a in args]) == 2
     err = capsys.readouterr().err
-    assert said in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert said.format(d=tmp_path) in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
 @pytest.mark.parametrize("command", [["submit", "{d}"], ["compare", "1", "2"], ["scrimmage", "bob"]])
