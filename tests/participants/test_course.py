@@ -114,7 +114,9 @@ def test_a_version_submitted_after_the_deadline_is_practice_only_and_does_not_en
     assert "practice only" not in page.split('data-version="1"')[1].split("</tr>")[0]
 
 
-def test_the_final_results_are_hidden_from_participants_until_published(course: Course) -> None:
+def test_the_final_results_are_hidden_from_participants_until_published(
+    course: Course, capsys: pytest.CaptureFixture[str]
+) -> None:
     final = Final(course.roster)
     alice = Client(course.running.url)
     alice.log_in(course.tokens["alice"])
@@ -127,6 +129,9 @@ def test_the_final_results_are_hidden_from_participants_until_published(course: 
         results = page.split('id="final-results"')[1]
         assert "alice.v1" in results and "bob.v1" in results and "alice.v2" not in results
         assert not re.search(r"<td>\d+\.\d{3,}</td>", results)  # (2.39, not 2.388889)
+        capsys.readouterr()
+        craits(["final", "run", str(course.roster.folder)])  # (played already: refused, but says what is shown)
+        assert "published: the participants see them as they are recorded" in capsys.readouterr().err
     finally:
         assert craits(["final", "publish", "--hide", str(course.roster.folder)]) == 0
     assert "not published yet" in alice.request("p/alice/final")[1]
