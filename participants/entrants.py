@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import threading
 import time
 
 from participants.compare import write_ladder_game
@@ -52,6 +53,8 @@ class RosterEntrants:
         self._guesses: dict[str, list[float]] = {}
         self._opened: dict[str, str] = {}
         """The token id each participant's own bot last connected with (checked by :meth:`revoked`)."""
+        self._lock = threading.Lock()
+        """The referee resolves tokens and checks revocations in threads (they read the roster)."""
 
     def _check_names(self) -> None:
         """A bot of the file named as a participant (or one of their versions, ``NAME.vN``) would
@@ -73,7 +76,11 @@ class RosterEntrants:
     def resolve_token(self, token: str) -> tuple[str, str] | None:
         """The referee's resolver: a participant's token opens their remote bot's seat, named
         after them. A token that passed is remembered (as a hash) for the run; a revoked one
-        stops at the next connection."""
+        stops at the next connection. (Called in a thread: it hashes and reads the roster.)"""
+        with self._lock:
+            return self._resolve(token)
+
+    def _resolve(self, token: str) -> tuple[str, str] | None:
         digest = hashlib.sha256(token.encode()).digest()
         name = self._known.get(digest)
         if name is None:
@@ -100,6 +107,10 @@ class RosterEntrants:
         """The participants whose own bot connected with a token revoked or renewed since (each
         said once): the referee ends their streams now rather than at their next connection.
         (Called in a thread: it reads the roster and only drops entries.)"""
+        with self._lock:
+            return self._revoked()
+
+    def _revoked(self) -> list[str]:
         gone = []
         for name, ident in list(self._opened.items()):
             if self.roster.session_key(name) != ident and self._opened.get(name) == ident:  # (not back with a new one)
@@ -114,7 +125,8 @@ class RosterEntrants:
         """The file's config with the participants' active versions among its bots."""
         versions = self.versions() if versions is None else versions
         entries = tuple(BotEntry(name=v.bot, command=v.command, cwd=str(self.roster.version_dir(v))) for v in versions)
-        remote = tuple(BotEntry(name=name, token=f"{RESOLVED_PREFIX}{name}") for name in sorted(self.connected)
+        connected = sorted(self.connected.copy())  # (one step: a resolver thread may add to it meanwhile)
+        remote = tuple(BotEntry(name=name, token=f"{RESOLVED_PREFIX}{name}") for name in connected
                        if name not in self.base.bot_names)  # (one added to the roster since, named as a house bot)
         return dataclasses.replace(self.base, bots=(*self.base.bots, *entries, *remote))
 
