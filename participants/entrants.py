@@ -76,31 +76,34 @@ class RosterEntrants:
     def resolve_token(self, token: str) -> tuple[str, str] | None:
         """The referee's resolver: a participant's token opens their remote bot's seat, named
         after them. A token that passed is remembered (as a hash) for the run; a revoked one
-        stops at the next connection. (Called in a thread: it hashes and reads the roster.)"""
-        with self._lock:
-            return self._resolve(token)
-
-    def _resolve(self, token: str) -> tuple[str, str] | None:
+        stops at the next connection. (Called in a thread: it hashes and reads the roster, which
+        may wait for its database; the lock guards only this object's dicts, so that it never
+        waits behind another thread's roster read.)"""
         digest = hashlib.sha256(token.encode()).digest()
-        name = self._known.get(digest)
+        ident = token_id(token)
+        with self._lock:
+            name = self._known.get(digest)
         if name is None:
-            ident = token_id(token)
             if ident is None:
                 return None
             now = time.monotonic()
-            recent = [t for t in self._guesses.get(ident, []) if now - t < GUESS_WINDOW_S]
+            with self._lock:
+                recent = [t for t in self._guesses.get(ident, []) if now - t < GUESS_WINDOW_S]
             if len(recent) >= GUESSES:
                 return None
             name = self.roster.authenticate(token)
-            if name is None or name == ORGANIZER:
-                self._guesses[ident] = [*recent, now]
-                return None
-            self._known[digest] = name
-        elif self.roster.session_key(name) != token_id(token):  # revoked or renewed since
-            del self._known[digest]
+            with self._lock:
+                if name is None or name == ORGANIZER:
+                    self._guesses[ident] = [*recent, now]
+                    return None
+                self._known[digest] = name
+        elif self.roster.session_key(name) != ident:  # revoked or renewed since
+            with self._lock:
+                self._known.pop(digest, None)
             return None
-        self.connected.add(name)
-        self._opened[name] = token_id(token) or ""
+        with self._lock:
+            self.connected.add(name)
+            self._opened[name] = ident or ""
         return f"{RESOLVED_PREFIX}{name}", name
 
     def revoked(self) -> list[str]:
@@ -108,12 +111,13 @@ class RosterEntrants:
         said once): the referee ends their streams now rather than at their next connection.
         (Called in a thread: it reads the roster and only drops entries.)"""
         with self._lock:
-            return self._revoked()
-
-    def _revoked(self) -> list[str]:
+            opened = list(self._opened.items())
+        changed = [(name, ident) for name, ident in opened if self.roster.session_key(name) != ident]
         gone = []
-        for name, ident in list(self._opened.items()):
-            if self.roster.session_key(name) != ident and self._opened.get(name) == ident:  # (not back with a new one)
+        with self._lock:
+            for name, ident in changed:
+                if self._opened.get(name) != ident:  # (back with a new token meanwhile)
+                    continue
                 del self._opened[name]
                 gone.append(name)
                 for digest, known in list(self._known.items()):
