@@ -330,6 +330,8 @@ def _tellers(name: str, progress_shown: bool | None, settings: WorkerSettings, a
 
     def on_refused(refused: int, refusals: list[Refusal]) -> None:
         nonlocal told
+        if not refusals:  # (no worker noted a refusal: games back from a worker killed or a database lost)
+            return
         new = [r for r in refusals if (r.worker, r.reason) not in reasons_told]
         if refused <= 2 * told and not new:
             return

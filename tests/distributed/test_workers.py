@@ -420,6 +420,21 @@ def test_the_worker_host_script_takes_the_workers_paths_from_where_it_is_started
     assert (tmp_path / "logs" / "worker.jsonl").exists(), "its log is where it was started"
 
 
+def test_games_back_from_a_killed_worker_or_a_lost_database_are_not_said_to_be_refused(
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    """They wait in the queue as a refused game does, but no worker refused them (none noted why)."""
+    from server.cli.tournament_pg import _tellers
+    from server.storage.postgres import Refusal
+    from tournaments.distributed import WorkerSettings
+
+    on_refused, _ = _tellers("cup", False, WorkerSettings(), "craits tournament resume cup --store URL")
+    on_refused(2, [])
+    assert capsys.readouterr().err == ""
+    on_refused(3, [Refusal("far", "bot 'x': cannot run it", 1, "d0001-t00001-r1", 0.0)])
+    assert "cup: 3 game(s) refused by a worker" in capsys.readouterr().err
+
+
 def test_a_game_no_worker_can_play_is_said_once_not_a_log_line_each_time_and_waits_longer(
     tmp_path: Path, url: str, procs: Procs
 ) -> None:
