@@ -626,6 +626,15 @@ class WorkerService:
         recorded, its heartbeat stops and the queue forgets it) and logs where the shutdown
         was waiting. False when it had to leave that way."""
         main = asyncio.create_task(self.run())
+        if not await self.wait_stopped(main, grace_s):
+            return False
+        main.result()
+        return True
+
+    async def wait_stopped(self, main: asyncio.Task[None], grace_s: float = STOP_GRACE_S) -> bool:
+        """Wait for ``main`` (:meth:`run`) to end, and once stopped with no game in hand at most
+        ``grace_s`` more seconds: False (logged, with where it waits) when the queue's shutdown
+        is stuck (after a long database outage, say)."""
         idle_since: float | None = None
         while not main.done():
             await asyncio.wait({main}, timeout=0.25)
@@ -643,7 +652,6 @@ class WorkerService:
                 log.error("worker_stop_stuck", worker=self.settings.name, waited_s=grace_s, tasks=stacks,
                           effect="the worker leaves without waiting for the queue's shutdown")
                 return False
-        main.result()
         return True
 
     async def run(self) -> None:
@@ -930,15 +938,15 @@ async def play_queued(
                     await hosting
             if service is not None and serving is not None:
                 service.stop()
-                if lost_since is None:
-                    await serving
-                else:  # (the database gone: the games in hand cannot be recorded, and come back as stalled
-                    # jobs; the queue's graceful shutdown would wait for its pool's timeouts: cancelled again)
+                if lost_since is not None or not await service.wait_stopped(serving):
+                    # (the database gone: the games in hand cannot be recorded, and come back as stalled
+                    # jobs; the queue's graceful shutdown would wait for its pool's timeouts; or, after a
+                    # long outage, stuck on its jobs requeued meanwhile: cancelled again)
                     service.game_worker.stop_waiting()
                     while not serving.done():
                         serving.cancel()
                         await asyncio.wait({serving}, timeout=0.5)
-                    with contextlib.suppress(asyncio.CancelledError):
-                        serving.result()
+                with contextlib.suppress(asyncio.CancelledError):
+                    serving.result()
         recorded, scheduled = await asyncio.to_thread(store.counts)
         return Followed(recorded, scheduled, failed, stop.is_set() and recorded < scheduled, given_up)
