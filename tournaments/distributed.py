@@ -318,12 +318,17 @@ async def requeue_stalled(app: procrastinate.App, stalled_s: float) -> int:
 
 
 async def watch_stalled(app: procrastinate.App, stalled_s: float, every_s: float) -> None:
+    """Requeue stalled games every ``every_s`` until cancelled, also when the cancellation came
+    while the queue's connection pool waited (for a database lost a minute, say), which turns it
+    into one of its errors: swallowed here, it kept this loop, and the worker, waiting for good."""
     while True:
         await asyncio.sleep(every_s)
         try:
             await requeue_stalled(app, stalled_s)
         except (psycopg.Error, pq_exceptions.ConnectorException, OSError) as err:
             log.warning("stalled_check_failed", error=str(err))
+        if (task := asyncio.current_task()) is not None and task.cancelling():
+            raise asyncio.CancelledError
 
 
 # ------------------------------------------------------------------ the worker's side

@@ -5,6 +5,7 @@ worker without a bot's files leaves its games to the others."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -433,6 +434,49 @@ def test_games_back_from_a_killed_worker_or_a_lost_database_are_not_said_to_be_r
     assert capsys.readouterr().err == ""
     on_refused(3, [Refusal("far", "bot 'x': cannot run it", 1, "d0001-t00001-r1", 0.0)])
     assert "cup: 3 game(s) refused by a worker" in capsys.readouterr().err
+
+
+def test_the_stalled_games_watcher_ends_when_cancelled_even_inside_a_database_wait() -> None:
+    """procrastinate's pool, waiting for a database back from a long outage, turns the
+    cancellation into a ConnectorException; the watcher went on, and the worker that cancelled
+    it waited for it for ever (no heartbeat, no game: the whole queue stalled)."""
+    from procrastinate import exceptions as pq_exceptions
+
+    from tournaments.distributed import watch_stalled
+
+    class Waiting:
+        """The job manager of a queue whose pool is waiting for its database."""
+
+        def __init__(self) -> None:
+            self.asked = asyncio.Event()
+            self.swallowed = False
+
+        async def get_stalled_jobs(self, **_: Any) -> list[Job]:
+            self.asked.set()
+            try:
+                await asyncio.sleep(60)
+            except asyncio.CancelledError:
+                if self.swallowed:
+                    raise
+                self.swallowed = True  # (once is enough: the worker cancels its watcher once)
+                raise pq_exceptions.ConnectorException("Database error.") from None
+            return []
+
+    class App:
+        job_manager = Waiting()
+
+    async def main() -> bool:
+        watcher = asyncio.create_task(watch_stalled(App(), 30.0, 0.0))  # type: ignore[arg-type]
+        await App.job_manager.asked.wait()
+        watcher.cancel()
+        await asyncio.wait({watcher}, timeout=30)
+        ended = watcher.cancelled()
+        if not watcher.done():  # (the bug: it went on, and waited to be asked again)
+            watcher.cancel()
+            await asyncio.wait({watcher}, timeout=30)
+        return ended
+
+    assert asyncio.run(main())
 
 
 def test_a_game_no_worker_can_play_is_said_once_not_a_log_line_each_time_and_waits_longer(
