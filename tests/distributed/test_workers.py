@@ -436,6 +436,16 @@ def test_games_back_from_a_killed_worker_or_a_lost_database_are_not_said_to_be_r
     assert "cup: 3 game(s) refused by a worker" in capsys.readouterr().err
 
 
+def test_a_ladder_stopped_by_a_database_lost_between_rounds_says_how_to_continue() -> None:
+    from server.cli.tournament_pg import _errors
+    from server.errors import UserError
+    from server.storage.store import StoreError
+
+    said = r"the database is unreachable: refused; once it is back, continue with: craits ladder run c.toml --store URL$"
+    with pytest.raises(UserError, match=said), _errors("craits ladder run c.toml --store URL"):
+        raise StoreError("db (tournament class): reading the results: the database is unreachable: refused")
+
+
 def test_the_stalled_games_watcher_ends_when_cancelled_even_inside_a_database_wait() -> None:
     """procrastinate's pool, waiting for a database back from a long outage, turns the
     cancellation into a ConnectorException; the watcher went on, and the worker that cancelled
