@@ -163,23 +163,26 @@ def rows(roster: Roster, games: Sequence[Mapping[str, Any]], standings: Sequence
     in_final = {e.participant: e for e in entries}
     playing = {v.participant: v for v in roster.active()}
     by_bot = {row["bot"]: row for row in standings}
+    people = roster.participants()
+    names = {person.name for person in people}
     played: dict[str, int] = {}
     faulty: dict[str, int] = {}
     for game in games:
         for seat, bot in enumerate(game["bots"]):
-            owner = split_bot(bot)
-            if owner is None:
+            owner = split_bot(bot)  # (a version, NAME.vN; or their own bot, connected with their token: NAME)
+            name = owner[0] if owner is not None else bot if bot in names else None
+            if name is None:
                 continue
-            played[owner[0]] = played.get(owner[0], 0) + 1
+            played[name] = played.get(name, 0) + 1
             if (game.get("faults") or [None] * len(game["bots"]))[seat]:
-                faulty[owner[0]] = faulty.get(owner[0], 0) + 1
+                faulty[name] = faulty.get(name, 0) + 1
     made = []
-    for person in roster.participants():
+    for person in people:
         versions = roster.versions(person.name)
         active = playing.get(person.name)
         entry = in_final.get(person.name)
         graded = entry.bot if entry is not None and final.past_deadline() else active.bot if active else None
-        standing = by_bot.get(active.bot) if active else None
+        standing = by_bot.get(active.bot if active else person.name)
         count = played.get(person.name, 0)
         made.append(Row(
             name=person.name, team=person.team, email=person.email, revoked=person.revoked, versions=len(versions),

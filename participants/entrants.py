@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import threading
 import time
 
 from participants.compare import write_ladder_game
 from participants.fairness import Pauses
-from participants.roster import ORGANIZER, Roster, Version
+from participants.roster import ORGANIZER, Roster, Version, split_bot
 from participants.tokens import token_id
+from server.errors import UserError
 from tournaments.config import RESOLVED_PREFIX, BotEntry, TournamentConfig
 from tournaments.standings import Standings, read_priors, write_priors
 
@@ -43,6 +45,7 @@ class RosterEntrants:
             raise ValueError("the tournament file names no roster")
         self.base = base
         self.roster = Roster(base.roster)
+        self._check_names()
         write_ladder_game(self.roster.folder, base.game)  # (comparisons and scrimmages play this game too)
         self.connected: set[str] = set()
         """Participants whose own bot has connected with their token (they play as NAME)."""
@@ -50,6 +53,20 @@ class RosterEntrants:
         self._guesses: dict[str, list[float]] = {}
         self._opened: dict[str, str] = {}
         """The token id each participant's own bot last connected with (checked by :meth:`revoked`)."""
+        self._lock = threading.Lock()
+        """The referee resolves tokens and checks revocations in threads (they read the roster)."""
+
+    def _check_names(self) -> None:
+        """A bot of the file named as a participant (or one of their versions, ``NAME.vN``) would
+        take a seat that is theirs: refused before anything is played (their own bot, connected
+        with their token, plays as NAME: two bots of one name at the next table)."""
+        people = {person.name for person in self.roster.participants()}
+        for bot in self.base.bots:
+            owner = bot.name if bot.name in people else (split_bot(bot.name) or ("",))[0]
+            if owner in people:
+                raise UserError(f"{self.base.source}: bot {bot.name!r} is named as participant {owner!r} of the "
+                                f"roster {self.base.roster} (whose own bot plays as {owner!r}, their versions as "
+                                f"{owner}.v1, ...): give it another name")
 
     def versions(self) -> list[Version]:
         """The participants' active versions, less those paused for faulting (participants.fairness)."""
@@ -59,36 +76,48 @@ class RosterEntrants:
     def resolve_token(self, token: str) -> tuple[str, str] | None:
         """The referee's resolver: a participant's token opens their remote bot's seat, named
         after them. A token that passed is remembered (as a hash) for the run; a revoked one
-        stops at the next connection."""
+        stops at the next connection. (Called in a thread: it hashes and reads the roster, which
+        may wait for its database; the lock guards only this object's dicts, so that it never
+        waits behind another thread's roster read.)"""
         digest = hashlib.sha256(token.encode()).digest()
-        name = self._known.get(digest)
+        ident = token_id(token)
+        with self._lock:
+            name = self._known.get(digest)
         if name is None:
-            ident = token_id(token)
             if ident is None:
                 return None
             now = time.monotonic()
-            recent = [t for t in self._guesses.get(ident, []) if now - t < GUESS_WINDOW_S]
+            with self._lock:
+                recent = [t for t in self._guesses.get(ident, []) if now - t < GUESS_WINDOW_S]
             if len(recent) >= GUESSES:
                 return None
             name = self.roster.authenticate(token)
-            if name is None or name == ORGANIZER:
-                self._guesses[ident] = [*recent, now]
-                return None
-            self._known[digest] = name
-        elif self.roster.session_key(name) != token_id(token):  # revoked or renewed since
-            del self._known[digest]
+            with self._lock:
+                if name is None or name == ORGANIZER:
+                    self._guesses[ident] = [*recent, now]
+                    return None
+                self._known[digest] = name
+        elif self.roster.session_key(name) != ident:  # revoked or renewed since
+            with self._lock:
+                self._known.pop(digest, None)
             return None
-        self.connected.add(name)
-        self._opened[name] = token_id(token) or ""
+        with self._lock:
+            self.connected.add(name)
+            self._opened[name] = ident or ""
         return f"{RESOLVED_PREFIX}{name}", name
 
     def revoked(self) -> list[str]:
         """The participants whose own bot connected with a token revoked or renewed since (each
         said once): the referee ends their streams now rather than at their next connection.
         (Called in a thread: it reads the roster and only drops entries.)"""
+        with self._lock:
+            opened = list(self._opened.items())
+        changed = [(name, ident) for name, ident in opened if self.roster.session_key(name) != ident]
         gone = []
-        for name, ident in list(self._opened.items()):
-            if self.roster.session_key(name) != ident and self._opened.get(name) == ident:  # (not back with a new one)
+        with self._lock:
+            for name, ident in changed:
+                if self._opened.get(name) != ident:  # (back with a new token meanwhile)
+                    continue
                 del self._opened[name]
                 gone.append(name)
                 for digest, known in list(self._known.items()):
@@ -100,7 +129,9 @@ class RosterEntrants:
         """The file's config with the participants' active versions among its bots."""
         versions = self.versions() if versions is None else versions
         entries = tuple(BotEntry(name=v.bot, command=v.command, cwd=str(self.roster.version_dir(v))) for v in versions)
-        remote = tuple(BotEntry(name=name, token=f"{RESOLVED_PREFIX}{name}") for name in sorted(self.connected))
+        connected = sorted(self.connected.copy())  # (one step: a resolver thread may add to it meanwhile)
+        remote = tuple(BotEntry(name=name, token=f"{RESOLVED_PREFIX}{name}") for name in connected
+                       if name not in self.base.bot_names)  # (one added to the roster since, named as a house bot)
         return dataclasses.replace(self.base, bots=(*self.base.bots, *entries, *remote))
 
     def __call__(self, standings: Standings) -> TournamentConfig:

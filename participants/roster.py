@@ -153,7 +153,7 @@ class Roster:
         self.db_path = self.folder / FILENAME
         if not self.db_path.is_file():
             raise RosterError(f"{self.folder}: no roster here (make one with `craits roster add {self.folder} NAME` "
-                              "or `craits roster import`)")
+                              "or `craits roster import`, with --store URL for a ladder kept in PostgreSQL)")
 
     @classmethod
     def create(cls, folder: str | Path, store: str | None = None) -> Roster:

@@ -235,11 +235,15 @@ def load_config(path: str | Path, *, check_paths: bool = True) -> TournamentConf
 
 
 def parse_config(
-    text: str, source: str = "<tournament>", base_dir: Path | None = None, *, check_paths: bool = True
+    text: str, source: str = "<tournament>", base_dir: Path | None = None, *, check_paths: bool = True,
+    bot_port: bool = True,
 ) -> TournamentConfig:
     """Validate the TOML ``text``. Relative bot ``cwd`` resolves against ``base_dir``.
     ``check_paths`` False: the bots' folders and ``allow_read`` paths need not exist (the file
-    of a tournament that is only read, whose bots may have moved on since).
+    of a tournament that is only read, whose bots may have moved on since). ``bot_port`` False:
+    a worker's view, whose referee no bot reaches over the network (its launched bots use its
+    Unix socket): the file's ``tls`` keys are not read, so its certificate and key may stay on
+    the organizer's machine.
 
     A leading byte-order mark (Windows editors write one) is not part of the TOML."""
     text = text.removeprefix("\ufeff")
@@ -247,7 +251,7 @@ def parse_config(
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise TournamentFileError(_syntax_message(err, text, source)) from None
-    return _Validator(data, text, source, base_dir or Path.cwd(), check_paths).config()
+    return _Validator(data, text, source, base_dir or Path.cwd(), check_paths, bot_port).config()
 
 
 def _syntax_message(err: tomllib.TOMLDecodeError, text: str, source: str) -> str:
@@ -315,8 +319,10 @@ def _key_text(path: tuple[Any, ...]) -> str:
 
 
 class _Validator:
-    def __init__(self, data: dict[str, Any], text: str, source: str, base_dir: Path, check_paths: bool = True) -> None:
+    def __init__(self, data: dict[str, Any], text: str, source: str, base_dir: Path, check_paths: bool = True,
+                 bot_port: bool = True) -> None:
         self.check_paths = check_paths
+        self.bot_port = bot_port
         self.data = data
         self.source = source
         self.base_dir = base_dir
@@ -430,7 +436,7 @@ class _Validator:
             schedule=schedule, games_per_bot=games_per_bot, source=self.source, restart=self.restart(),
             sandbox=sandbox, limits=limits, unsandboxable=unsandboxable, unrunnable=unrunnable, store=store,
             stop=stop, confidence=confidence, max_games=max_games, tie_within=tie_within,
-            roster=roster, tls=self.tls(),
+            roster=roster, tls=self.tls() if self.bot_port else TLSRequest(),
         )
 
     def stopping(self, schedule: str, bots: tuple[BotEntry, ...], table_size: int) -> tuple[str, float, int, float]:

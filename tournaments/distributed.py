@@ -64,6 +64,7 @@ from server.storage.postgres import PostgresStore, Refusal, Unreachable, redact
 from server.storage.replay import REPLAY_SUFFIX
 from server.storage.store import GameSlot, StoreError
 from server.transport.launcher import command_problem
+from server.transport.tls import TLSRequest
 from tournaments.config import RESOLVED_PREFIX, BotEntry, TournamentConfig, parse_config, schedule_for
 from tournaments.ladder import bot_rows
 from tournaments.runner import (
@@ -319,12 +320,17 @@ async def requeue_stalled(app: procrastinate.App, stalled_s: float) -> int:
 
 
 async def watch_stalled(app: procrastinate.App, stalled_s: float, every_s: float) -> None:
+    """Requeue stalled games every ``every_s`` until cancelled, also when the cancellation came
+    while the queue's connection pool waited (for a database lost a minute, say), which turns it
+    into one of its errors: swallowed here, it kept this loop, and the worker, waiting for good."""
     while True:
         await asyncio.sleep(every_s)
         try:
             await requeue_stalled(app, stalled_s)
         except (psycopg.Error, pq_exceptions.ConnectorException, OSError) as err:
             log.warning("stalled_check_failed", error=str(err))
+        if (task := asyncio.current_task()) is not None and task.cancelling():
+            raise asyncio.CancelledError
 
 
 # ------------------------------------------------------------------ the worker's side
@@ -425,7 +431,8 @@ class GameWorker:
                 raise GameRefused(f"tournament {tournament!r} is not in {redact(self.url)}")
             base_dir = self.settings.files_dir or Path(row.source_path).parent
             try:
-                config = parse_config(row.source_text, source=row.source_path, base_dir=base_dir)
+                config = parse_config(row.source_text, source=row.source_path, base_dir=base_dir,
+                                      bot_port=self.hosts_remote)
             except UserError as err:  # (a bot's cwd missing here)
                 raise GameRefused(str(err)) from None
             if not self.hosts_remote:
@@ -518,9 +525,11 @@ class GameWorker:
 
 def without_remote(config: TournamentConfig) -> TournamentConfig:
     """A worker's view of a file: no bot that connects on its own (they connect to the
-    coordinator, which plays their games) and so no ``address`` of theirs to bind: its
-    launched bots are told a free port on 127.0.0.1, as on a file without remote bots."""
-    return dataclasses.replace(config, bots=tuple(b for b in config.bots if b.kind != "remote"), address=None)
+    coordinator, which plays their games) and so no ``address`` of theirs to bind, nor their
+    TLS: its launched bots are told a free port on 127.0.0.1, as on a file without remote bots
+    (a self-signed certificate made there would be announced as one to hand out)."""
+    return dataclasses.replace(config, bots=tuple(b for b in config.bots if b.kind != "remote"), address=None,
+                               tls=TLSRequest())
 
 
 def check_bots(config: TournamentConfig, slot: GameSlot) -> None:
@@ -637,6 +646,15 @@ class WorkerService:
         recorded, its heartbeat stops and the queue forgets it) and logs where the shutdown
         was waiting. False when it had to leave that way."""
         main = asyncio.create_task(self.run())
+        if not await self.wait_stopped(main, grace_s):
+            return False
+        main.result()
+        return True
+
+    async def wait_stopped(self, main: asyncio.Task[None], grace_s: float = STOP_GRACE_S) -> bool:
+        """Wait for ``main`` (:meth:`run`) to end, and once stopped with no game in hand at most
+        ``grace_s`` more seconds: False (logged, with where it waits) when the queue's shutdown
+        is stuck (after a long database outage, say)."""
         idle_since: float | None = None
         while not main.done():
             await asyncio.wait({main}, timeout=0.25)
@@ -654,7 +672,6 @@ class WorkerService:
                 log.error("worker_stop_stuck", worker=self.settings.name, waited_s=grace_s, tasks=stacks,
                           effect="the worker leaves without waiting for the queue's shutdown")
                 return False
-        main.result()
         return True
 
     async def run(self) -> None:
@@ -941,15 +958,15 @@ async def play_queued(
                     await hosting
             if service is not None and serving is not None:
                 service.stop()
-                if lost_since is None:
-                    await serving
-                else:  # (the database gone: the games in hand cannot be recorded, and come back as stalled
-                    # jobs; the queue's graceful shutdown would wait for its pool's timeouts: cancelled again)
+                if lost_since is not None or not await service.wait_stopped(serving):
+                    # (the database gone: the games in hand cannot be recorded, and come back as stalled
+                    # jobs; the queue's graceful shutdown would wait for its pool's timeouts; or, after a
+                    # long outage, stuck on its jobs requeued meanwhile: cancelled again)
                     service.game_worker.stop_waiting()
                     while not serving.done():
                         serving.cancel()
                         await asyncio.wait({serving}, timeout=0.5)
-                    with contextlib.suppress(asyncio.CancelledError):
-                        serving.result()
+                with contextlib.suppress(asyncio.CancelledError):
+                    serving.result()
         recorded, scheduled = await asyncio.to_thread(store.counts)
         return Followed(recorded, scheduled, failed, stop.is_set() and recorded < scheduled, given_up)

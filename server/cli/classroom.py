@@ -148,8 +148,10 @@ def _run(args: argparse.Namespace) -> int:
 
     final = Final(Roster(args.roster))
     path = final.tournament_file()
-    print(f"the final: {path} (results in {final.out_dir}, hidden from the participants until "
-          f"`craits final publish {args.roster}`)", file=sys.stderr)
+    shown = (f"published: the participants see them as they are recorded (`craits final publish --hide "
+             f"{args.roster}` takes them back)" if final.published else
+             f"hidden from the participants until `craits final publish {args.roster}`")
+    print(f"the final: {path} (results in {final.out_dir}, {shown})", file=sys.stderr)
     argv = ["tournament", "run", str(path), "--out", str(final.out_dir)] + (["--overwrite"] if args.overwrite else [])
     parser = argparse.ArgumentParser(prog="craits")
     tournament.register_cli(parser.add_subparsers())

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from participants.admission import LIMIT_KEYS, SIZE_KEYS, roster_limits
-from participants.roster import Roster
+from participants.roster import ORGANIZER, Roster
 from participants.unpack import Bounds, UploadError, check_manifest
 from server.errors import UserError
 from server.storage.postgres import is_store_url, redact
@@ -120,8 +120,9 @@ def _hand_out(args: argparse.Namespace, made: list[tuple[str, str]]) -> None:
         raise UserError(f"cannot write the tokens to {path}: {err.strerror}; they are printed above, once") from None
     for name, token in made:
         print(f"{name}\t{token}")
-    print(f"{len(made)} token(s) appended to {path} (hand each to its participant; the roster keeps only hashes)",
-          file=sys.stderr)
+    whose = ("keep it: it opens every participant's pages and the dashboard" if [n for n, _ in made] == [ORGANIZER]
+             else "hand each to its participant")
+    print(f"{len(made)} token(s) appended to {path} ({whose}; the roster keeps only hashes)", file=sys.stderr)
 
 
 def _add(args: argparse.Namespace) -> int:
@@ -200,7 +201,7 @@ def _set(args: argparse.Namespace) -> int:
 
 
 def _organizer(args: argparse.Namespace) -> int:
-    _hand_out(args, [("organizer", Roster(args.roster).organizer_token())])
+    _hand_out(args, [(ORGANIZER, Roster(args.roster).organizer_token())])
     return 0
 
 

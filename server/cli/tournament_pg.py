@@ -76,11 +76,13 @@ workers elsewhere keep their own ``worker.jsonl``)."""
 
 
 @contextlib.contextmanager
-def _errors() -> Iterator[None]:
+def _errors(again: str = "") -> Iterator[None]:
+    """Store and tournament errors as one line; ``again``: how to continue after a lost database."""
     try:
         yield
     except (TournamentError, StoreError) as err:
-        raise UserError(str(err)) from None
+        unreachable = again and "the database is unreachable" in str(err)
+        raise UserError(f"{err}; once it is back, continue with: {again}" if unreachable else str(err)) from None
 
 
 def runner_for(runner: str) -> Callable[[TournamentConfig], RunnerFactory]:
@@ -251,7 +253,7 @@ def cmd_ladder_run(args: argparse.Namespace, config: TournamentConfig, url: str)
     _check_runnable(args, config, out_dir, hosting)
     text = Path(args.file).read_text(encoding="utf-8")
     again = f"craits ladder run {args.file} --store URL"
-    with _locked(out_dir), _errors():
+    with _locked(out_dir), _errors(again):
         store = PostgresStore(url, config.name)
         try:
             if args.overwrite:
@@ -330,6 +332,8 @@ def _tellers(name: str, progress_shown: bool | None, settings: WorkerSettings, a
 
     def on_refused(refused: int, refusals: list[Refusal]) -> None:
         nonlocal told
+        if not refusals:  # (no worker noted a refusal: games back from a worker killed or a database lost)
+            return
         new = [r for r in refusals if (r.worker, r.reason) not in reasons_told]
         if refused <= 2 * told and not new:
             return

@@ -163,7 +163,7 @@ def _play_ladder(
     tables = f"tables of {config.table_size}" + (f", {at_once} at once" if at_once > 1 else "")
     print(f"{config.name}: ladder of {len(config.bots)} bots, {tables}, {done} games "
           f"recorded so far; playing {until}; output in {out_dir}", file=sys.stderr)
-    if factory is not local_runner:
+    if factory is not local_runner and play_pending is None:  # (on a store: organizer.jsonl, set up by the caller)
         _quiet_referee_logs(out_dir)
     goal = 0
     if args.rounds is not None:

@@ -683,7 +683,8 @@ class Arena:
             except StopAsyncIteration:
                 session.close()
                 return
-            if not self.hello(session, first):
+            resolved = await self._resolve(session, first)
+            if resolved is False or not self.hello(session, first, resolved or None):
                 return
             async for message in messages:
                 if not self.read_message(session, message, _perf()):
@@ -722,8 +723,27 @@ class Arena:
             self._note(session, "sent an empty message (refused)")
         return True
 
-    def hello(self, session: Session, message: pb.BotMessage) -> bool:
-        """The first message of a stream: False if it was refused (the stream is closed)."""
+    async def _resolve(self, session: Session, message: pb.BotMessage) -> tuple[str, str] | bool | None:
+        """What :attr:`resolve_token` makes of a Hello's token that only it can open (a roster
+        participant's), asked in a thread: it hashes the token and reads the roster, whose
+        database may be far away or restarting, and the games on this event loop must not wait
+        for it. False when it failed: the stream is closed UNAVAILABLE, which a kit tries again."""
+        token = message.hello.token if message.WhichOneof("message") == "hello" else ""
+        entry = self.tokens.get(token)
+        if not token or self.resolve_token is None or (entry is not None and entry.direct):
+            return None
+        try:
+            return await asyncio.to_thread(self.resolve_token, token)
+        except Exception as err:  # (the roster's database unreachable past its wait, say)
+            text = "the referee cannot check this token now (it cannot read its roster): try again in a moment"
+            log.warning("token_unchecked", peer=session.peer, bot=_shown(message.hello.name), error=str(err))
+            session.close(StreamEnd.UNAVAILABLE, text)
+            return False
+
+    def hello(self, session: Session, message: pb.BotMessage, resolved: tuple[str, str] | None = None) -> bool:
+        """The first message of a stream: False if it was refused (the stream is closed).
+        ``resolved``: what :meth:`_resolve` made of its token (the Unix socket's launched bots
+        have tokens of their own, and are not resolved)."""
         if message.WhichOneof("message") != "hello":
             text = "the first message of a stream must be Hello"
             session.send_error(pb.ERROR_CODE_MALFORMED, text, fatal=True)
@@ -754,13 +774,11 @@ class Arena:
         entry = self.tokens.get(hello.token)
         if entry is not None and not entry.direct:
             entry = None
-        if entry is None and hello.token and self.resolve_token is not None:
-            resolved = self.resolve_token(hello.token)
-            if resolved is not None:
-                alias, name = resolved
-                self.register_token(alias, name, direct=False)
-                self.presence.watch((name,))  # (a board shows a participant's own bot here or away)
-                entry = self.tokens[alias]
+        if entry is None and resolved is not None:
+            alias, name = resolved
+            self.register_token(alias, name, direct=False)
+            self.presence.watch((name,))  # (a board shows a participant's own bot here or away)
+            entry = self.tokens[alias]
         if entry is None:
             # An empty token is a bot started without one, not a wrong one: say which.
             text = "unknown token" if hello.token else "no token: the Hello's token is empty"

@@ -430,7 +430,8 @@ class ClassroomPages:
                 '<p class="meta">A rubric passes when the whole 95 % (or its stated) anytime-valid interval of the '
                 'placing gap is below 0 over at least its number of games, fails when it is above 0, and is '
                 'undecided otherwise. Games, faults and ratings are the ladder\'s, over all of a participant\'s '
-                'versions (rating and rank: the version playing).</p></main>')
+                'versions and their own bot connected with their token (rating and rank: the version playing, '
+                'else their own bot).</p></main>')
         return self._page("Dashboard", body)
 
     async def dashboard_csv(self, request: web.Request) -> web.Response:

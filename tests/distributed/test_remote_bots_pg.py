@@ -110,3 +110,6 @@ def test_a_participants_own_bot_plays_on_a_ladder_in_postgresql(
     assert len(games) == 2 * 2 and all(sorted(game) == [("alice", "ok"), ("house", "ok")] for game in games), games
     with PostgresStore(pg_url, "class", readonly=True) as store:
         assert store.bot_tokens()["alice"] == "resolved:alice"  # (her token itself is never stored)
+    events = [json.loads(line)["event"] for line in (tmp_path / "out" / "organizer.jsonl").read_text().splitlines()]
+    assert "games_queued" in events and "bot_connected" in events  # (the log operators.md names, the referee's too)
+    assert not (tmp_path / "out" / "referee.jsonl").exists()

@@ -5,6 +5,7 @@ worker without a bot's files leaves its games to the others."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -329,6 +330,28 @@ def test_when_every_worker_refuses_for_a_missing_bot_file_the_run_says_why_and_s
                  "slowcup")[0][0] == 2  # (still queued)
 
 
+def test_a_worker_plays_a_file_served_over_tls_without_its_certificate_and_announces_none(
+    tmp_path: Path, url: str, procs: Procs
+) -> None:
+    """The file's certificate and key stay on the organizer's machine: a worker's referee serves
+    only its own launched bots, through its Unix socket, and has no certificate to hand out."""
+    from server.transport.tls import self_signed
+
+    made = self_signed(tmp_path / "organizer", "127.0.0.1")
+    file = tmp_path / "secure.toml"
+    file.write_text(builtin_tournament("secure", 3, 1, {"r1": "random", "r2": "random"}, table_size=2)
+                    .replace("[flags]", 'tls_cert = "organizer/referee-cert.pem"\n'
+                             'tls_key = "organizer/referee-key.pem"\n\n[flags]'))
+    assert made.cert_path == tmp_path / "organizer" / "referee-cert.pem"
+    elsewhere = tmp_path / "elsewhere"  # (another machine: the bots' files, no organizer/)
+    elsewhere.mkdir()
+    coord = coordinator(procs, file, url, tmp_path / "out")
+    procs.worker("far", url, "--files", str(elsewhere), "--runner", "grpc")
+    assert finished(coord, procs, "coordinator") == 0, procs.output("coordinator")
+    assert {w for _, w in recorded(url, "secure")} == {"far"}
+    assert "TLS:" not in procs.output("far")
+
+
 def test_a_worker_that_cannot_sandbox_says_so_at_start_and_the_run_stops_with_its_reason(
     tmp_path: Path, url: str, procs: Procs
 ) -> None:
@@ -403,6 +426,74 @@ def test_the_worker_host_script_takes_the_workers_paths_from_where_it_is_started
     assert done.returncode == 2, done.stderr
     assert "no such folder" not in done.stderr and "cannot connect" in done.stderr, done.stderr
     assert (tmp_path / "logs" / "worker.jsonl").exists(), "its log is where it was started"
+
+
+def test_games_back_from_a_killed_worker_or_a_lost_database_are_not_said_to_be_refused(
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    """They wait in the queue as a refused game does, but no worker refused them (none noted why)."""
+    from server.cli.tournament_pg import _tellers
+    from server.storage.postgres import Refusal
+    from tournaments.distributed import WorkerSettings
+
+    on_refused, _ = _tellers("cup", False, WorkerSettings(), "craits tournament resume cup --store URL")
+    on_refused(2, [])
+    assert capsys.readouterr().err == ""
+    on_refused(3, [Refusal("far", "bot 'x': cannot run it", 1, "d0001-t00001-r1", 0.0)])
+    assert "cup: 3 game(s) refused by a worker" in capsys.readouterr().err
+
+
+def test_a_ladder_stopped_by_a_database_lost_between_rounds_says_how_to_continue() -> None:
+    from server.cli.tournament_pg import _errors
+    from server.errors import UserError
+    from server.storage.store import StoreError
+
+    said = r"the database is unreachable: refused; once it is back, continue with: craits ladder run c.toml --store URL$"
+    with pytest.raises(UserError, match=said), _errors("craits ladder run c.toml --store URL"):
+        raise StoreError("db (tournament class): reading the results: the database is unreachable: refused")
+
+
+def test_the_stalled_games_watcher_ends_when_cancelled_even_inside_a_database_wait() -> None:
+    """procrastinate's pool, waiting for a database back from a long outage, turns the
+    cancellation into a ConnectorException; the watcher went on, and the worker that cancelled
+    it waited for it for ever (no heartbeat, no game: the whole queue stalled)."""
+    from procrastinate import exceptions as pq_exceptions
+
+    from tournaments.distributed import watch_stalled
+
+    class Waiting:
+        """The job manager of a queue whose pool is waiting for its database."""
+
+        def __init__(self) -> None:
+            self.asked = asyncio.Event()
+            self.swallowed = False
+
+        async def get_stalled_jobs(self, **_: Any) -> list[Job]:
+            self.asked.set()
+            try:
+                await asyncio.sleep(60)
+            except asyncio.CancelledError:
+                if self.swallowed:
+                    raise
+                self.swallowed = True  # (once is enough: the worker cancels its watcher once)
+                raise pq_exceptions.ConnectorException("Database error.") from None
+            return []
+
+    class App:
+        job_manager = Waiting()
+
+    async def main() -> bool:
+        watcher = asyncio.create_task(watch_stalled(App(), 30.0, 0.0))  # type: ignore[arg-type]
+        await App.job_manager.asked.wait()
+        watcher.cancel()
+        await asyncio.wait({watcher}, timeout=30)
+        ended = watcher.cancelled()
+        if not watcher.done():  # (the bug: it went on, and waited to be asked again)
+            watcher.cancel()
+            await asyncio.wait({watcher}, timeout=30)
+        return ended
+
+    assert asyncio.run(main())
 
 
 def test_a_game_no_worker_can_play_is_said_once_not_a_log_line_each_time_and_waits_longer(

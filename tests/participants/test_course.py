@@ -114,7 +114,9 @@ def test_a_version_submitted_after_the_deadline_is_practice_only_and_does_not_en
     assert "practice only" not in page.split('data-version="1"')[1].split("</tr>")[0]
 
 
-def test_the_final_results_are_hidden_from_participants_until_published(course: Course) -> None:
+def test_the_final_results_are_hidden_from_participants_until_published(
+    course: Course, capsys: pytest.CaptureFixture[str]
+) -> None:
     final = Final(course.roster)
     alice = Client(course.running.url)
     alice.log_in(course.tokens["alice"])
@@ -127,6 +129,9 @@ def test_the_final_results_are_hidden_from_participants_until_published(course: 
         results = page.split('id="final-results"')[1]
         assert "alice.v1" in results and "bob.v1" in results and "alice.v2" not in results
         assert not re.search(r"<td>\d+\.\d{3,}</td>", results)  # (2.39, not 2.388889)
+        capsys.readouterr()
+        craits(["final", "run", str(course.roster.folder)])  # (played already: refused, but says what is shown)
+        assert "published: the participants see them as they are recorded" in capsys.readouterr().err
     finally:
         assert craits(["final", "publish", "--hide", str(course.roster.folder)]) == 0
     assert "not published yet" in alice.request("p/alice/final")[1]
@@ -288,6 +293,17 @@ def test_the_dashboard_lists_everyone_and_its_csv_is_safe_for_spreadsheets(cours
     assert [r["name"] for r in parsed] == ["alice", "bob", "dave"]
     assert parsed[2]["team"] == "'=cmd()" and parsed[0]["beats random"] == "undecided"
     assert (parsed[2]["latest"], parsed[2]["playing"], parsed[2]["final"]) == ("", "", "")  # (no "'-" for none)
+
+
+def test_the_dashboard_counts_the_games_of_a_participants_own_bot(course: Course) -> None:
+    """dave submitted nothing but plays with his own bot, connected with his token (named dave)."""
+    games = [{"bots": ["dave", "house-random", "alice.v2"], "faults": [None, None, None]},
+             {"bots": ["house-random", "dave", "bob.v1"], "faults": [None, ["timeout"], None]}]
+    standings = [{"bot": "dave", "rating_ordinal": 3.5, "rank": 2}, {"bot": "alice.v2", "rating_ordinal": 9.0, "rank": 1}]
+    table = {row.name: row for row in rows(course.roster, games, standings)}
+    dave, alice = table["dave"], table["alice"]
+    assert (dave.games, dave.faults_per_game, dave.rating, dave.rank) == (2, 0.5, 3.5, 2)
+    assert (alice.games, alice.rating, alice.rank) == (1, 9.0, 1)
 
 
 @pytest.mark.browser

@@ -14,9 +14,12 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
+
 from participants.admission import admit_pending
 from participants.entrants import RosterEntrants
 from participants.roster import Roster
+from server.errors import UserError
 from tests.participants.conftest import LADDER
 from tests.participants.uploads import good_bot
 from tournaments.config import parse_config
@@ -93,6 +96,17 @@ def test_a_participants_token_lets_their_own_bot_connect_and_play_as_them(tmp_pa
     assert seated == {"alice", "house"}
     assert tokens["alice"] == "resolved:alice" and token not in (tmp_path / "out" / "tournament.db").read_bytes().decode(
         "latin-1")
+
+
+def test_a_house_bot_named_as_a_participant_or_their_version_is_refused_before_anything_is_played(
+    tmp_path: Path,
+) -> None:
+    """Their own bot would sit at the same table under the same name (it was a traceback then)."""
+    Roster.create(tmp_path / "roster").add("house")
+    for name in ("house", "house.v2"):
+        text = LADDER.replace('name = "house"', f'name = "{name}"')
+        with pytest.raises(UserError, match=f"bot '{name}' is named as participant 'house' of the roster"):
+            RosterEntrants(parse_config(text, source="class.toml", base_dir=tmp_path))
 
 
 def test_a_revoked_token_ends_its_bots_stream_at_once_and_the_board_says_why(tmp_path: Path) -> None:

@@ -20,16 +20,20 @@ def test_import_prints_each_token_once_and_keeps_them_in_a_private_file(
 ) -> None:
     (tmp_path / "students.csv").write_text("name,email,team\nalice,a@example.org,red\nbob,,blue\n")
     assert main(["roster", "import", str(tmp_path / "class"), str(tmp_path / "students.csv")]) == 0
-    printed = dict(line.split("\t") for line in capsys.readouterr().out.splitlines())
+    said = capsys.readouterr()
+    printed = dict(line.split("\t") for line in said.out.splitlines())
+    assert "(hand each to its participant;" in said.err
     kept = tmp_path / "class-tokens.csv"
     assert stat.S_IMODE(kept.stat().st_mode) == 0o600
     rows = list(csv.DictReader(kept.open()))
     assert {r["name"]: r["token"] for r in rows} == printed
     roster = Roster(tmp_path / "class")
     assert roster.authenticate(printed["alice"]) == "alice"
+    assert main(["roster", "organizer", str(tmp_path / "class")]) == 0
+    assert "(keep it: it opens every participant's pages and the dashboard;" in capsys.readouterr().err
     assert main(["roster", "renew", str(tmp_path / "class"), "bob"]) == 0
     renewed = capsys.readouterr().out.split("\t")[1].strip()
-    assert len(list(csv.DictReader(kept.open()))) == 3 and roster.authenticate(renewed) == "bob"
+    assert len(list(csv.DictReader(kept.open()))) == 4 and roster.authenticate(renewed) == "bob"
     assert main(["roster", "revoke", str(tmp_path / "class"), "alice"]) == 0
     assert main(["roster", "list", str(tmp_path / "class")]) == 0
     listing = capsys.readouterr().out
@@ -37,7 +41,8 @@ def test_import_prints_each_token_once_and_keeps_them_in_a_private_file(
 
 
 @pytest.mark.parametrize(("args", "said"), [
-    (["roster", "list", "{d}/none"], "no roster here"),
+    (["roster", "list", "{d}/none"], "no roster here (make one with `craits roster add {d}/none NAME` or `craits roster "
+                                     "import`, with --store URL for a ladder kept in PostgreSQL)"),
     (["roster", "import", "{d}/class", "{d}/missing.csv"], "missing.csv: cannot read it"),
     (["roster", "add", "{d}/class", "bad name"], "use 1 to 30 letters"),
     (["roster", "revoke", "{d}/class", "carol"], "carol is not on the roster"),
@@ -50,7 +55,7 @@ def test_mistakes_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str
     Roster.create(tmp_path / "class")
     assert main([a.format(d=tmp_path) for a in args]) == 2
     err = capsys.readouterr().err
-    assert said in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert said.format(d=tmp_path) in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
 @pytest.mark.parametrize("command", [["submit", "{d}"], ["compare", "1", "2"], ["scrimmage", "bob"]])

@@ -24,7 +24,7 @@ from server.spec import SeatStatus
 from server.storage.replay import read_replay, verify_replay
 from server.transport import sandbox
 
-from .conftest import BOTS, Client, bot, builtin, pid_alive, remote, spec, with_arena
+from .conftest import BOTS, Client, bot, builtin, errors, pid_alive, remote, spec, with_arena
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -54,6 +54,40 @@ def test_a_wrong_token_is_refused_with_unauthenticated(tmp_path: Path) -> None:
     assert status == "UNAUTHENTICATED" and code != 0
     assert error.code == pb.ERROR_CODE_UNAUTHENTICATED and error.fatal
     assert final == grpc.StatusCode.UNAUTHENTICATED
+
+
+def test_a_roster_token_is_checked_off_the_event_loop_and_a_failed_check_is_worth_retrying() -> None:
+    """Checking a participant's token reads the roster, whose database may be restarting: the
+    referee goes on serving meanwhile, and a check that fails ends the stream UNAVAILABLE (the
+    kits connect again), not with an error that tells the bot to give up."""
+    import threading
+
+    release = threading.Event()
+
+    def resolve(token: str) -> tuple[str, str] | None:
+        if token == "roster-broken":
+            raise RuntimeError("roster class in postgresql://db/arena: connection refused")
+        if not release.wait(60):  # (the roster's database, slow to answer; on the event loop, never released)
+            return None
+        return ("resolved:alice", "alice") if token == "roster-alice" else None
+
+    async def body(arena):
+        arena.resolve_token = resolve
+        arena.register_token("the-real-token", "real")
+        alice = await Client(arena.target, "roster-alice", name="alice").open()
+        real = await Client(arena.target, "the-real-token", name="real").open()
+        welcomed_meanwhile = (await real.next("welcome")).welcome.bot_name
+        release.set()
+        alice_welcome = (await alice.next("welcome")).welcome.bot_name
+        broken = await Client(arena.target, "roster-broken").open()
+        final = await broken.status()
+        for client in (alice, real, broken):
+            await client.close()
+        return welcomed_meanwhile, alice_welcome, final, errors(broken.seen), await broken.call.details()
+
+    welcomed_meanwhile, alice_welcome, final, refused, details = with_arena(body)
+    assert (welcomed_meanwhile, alice_welcome) == ("real", "alice")
+    assert final == grpc.StatusCode.UNAVAILABLE and refused == [] and "try again in a moment" in details
 
 
 def test_a_token_is_accepted_only_while_its_games_are_scheduled(tmp_path: Path) -> None:
