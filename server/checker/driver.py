@@ -735,17 +735,41 @@ GAME_CLOCKS = Clocks()
 
 def judge_speed(check: Check, latencies: Sequence[float]) -> None:
     """Warn when answers take longer than a game gives a decision by default: the checker
-    waits for them, a game does not (its bank absorbs a few overruns, then each is a timeout)."""
+    waits for them, a game does not (its bank absorbs a few overruns, then each is a timeout).
+    Fail when, answering as slowly in a game with those clocks, the bot would be struck out."""
     slow = [s for s in latencies if s > GAME_CLOCKS.decision_s]
     if not slow:
         return
-    check.warn(
+    words = (
         f"{len(slow)} of {len(latencies)} answers took longer than {GAME_CLOCKS.decision_s * 1000:.0f} ms "
         f"(the slowest {max(slow) * 1000:.0f} ms), a game's time per decision unless its organizer sets "
         f"another: a game takes each overrun from a {GAME_CLOCKS.bank_s:g} s time bank, then times the "
         f"decision out and plays the default action, a strike; {GAME_CLOCKS.max_strikes} strikes and the "
         "default policy plays the bot's seat for the rest of the game. Make choose() faster"
     )
+    struck_at = struck_out_at(latencies, GAME_CLOCKS)
+    if struck_at is None:
+        check.warn(words)
+    else:
+        check.fail(f"{words}: at these times a game would strike the bot out at its answer {struck_at} "
+                   f"of {len(latencies)}")
+
+
+def struck_out_at(latencies: Sequence[float], clocks: Clocks) -> int | None:
+    """The answer at which a game with ``clocks`` would strike out a bot answering in ``latencies``
+    (the referee's clock: overruns come out of the bank, a timeout empties it), None if none."""
+    bank, strikes = clocks.bank_s, 0
+    for n, took in enumerate(latencies, 1):
+        over = took - clocks.decision_s
+        if over <= 0:
+            continue
+        if over <= bank:
+            bank -= over
+            continue
+        bank, strikes = 0.0, strikes + 1
+        if strikes >= clocks.max_strikes:
+            return n
+    return None
 
 
 def judge_one_card(check: Check, offers: Sequence[Offer]) -> None:
