@@ -502,7 +502,7 @@ class _Checker:
             answer = msg.answer
             if answer.decision_id != did or answer.game_id != t.game_id:
                 if await self._stale(answer, check, t.game_id, did):
-                    said.append(f"{_text(answer.action_id)} for decision {answer.decision_id} (refused as stale)")
+                    said.append(f"{_text(answer.action_id)} for decision id {answer.decision_id} (refused as stale)")
                 continue
             aid = answer.action_id
             said.append(_text(aid))
@@ -547,19 +547,19 @@ class _Checker:
             pass  # a late answer: the referee refuses it too, and the bot can do nothing about the race
         elif closed == "answered":
             check.warn(
-                f"answered decision {answer.decision_id} again after it was closed (the referee "
+                f"answered decision id {answer.decision_id} again after it was closed (the referee "
                 "refuses it as stale); answer each request once",
                 kind="answered-twice",
             )
         else:
             check.fail(
-                f"answered decision {answer.decision_id} of game {answer.game_id!r}, but the open "
-                f"decision is {did} of game {game_id!r}: echo the request's decision_id and game_id",
+                f"answered decision id {answer.decision_id} of game {answer.game_id!r}, but the open "
+                f"decision has id {did}, of game {game_id!r}: echo the request's decision_id and game_id",
                 kind="wrong-decision",
             )
         await self._error(
             pb.ERROR_CODE_STALE_DECISION,
-            f"decision {answer.decision_id} of game {answer.game_id!r} is not open"
+            f"decision id {answer.decision_id} of game {answer.game_id!r} is not open"
             + (f" ({closed})" if closed else ""),
             game_id=answer.game_id,
             decision_id=answer.decision_id,
@@ -580,19 +580,19 @@ class _Checker:
         first, request = await self._ask(t, check)
         did = request.decision_id
         if len(first.said) != 1:  # already refused for real (and reported): no need to pretend
-            check.sent.append(f"{' then '.join(first.said)} to decision {did}")
+            check.sent.append(f"{' then '.join(first.said)} to decision id {did}")
             return _Answered(first.action, [])
         await self._error(
             pb.ERROR_CODE_ILLEGAL_ACTION,
             f"conformance check: your answer {_text(first.action)} was legal; this refusal tests that the bot "
-            f"answers the repeated request that follows (decision {did} again, repeated_request=true)",
+            f"answers the repeated request that follows (decision id {did} again, repeated_request=true)",
             game_id=t.game_id,
             decision_id=did,
         )
         self._closed.pop(did, None)
         await self._send(decision=_repeated(request))
-        check.sent.append(f"{' then '.join(first.said)} to decision {did}")
-        again = await self._answer(t, check, request, f"the repeated request (decision {did}) after the refusal")
+        check.sent.append(f"{' then '.join(first.said)} to decision id {did}")
+        again = await self._answer(t, check, request, f"the repeated request (decision id {did}) after the refusal")
         return _Answered(again.action, [f"{' then '.join(again.said)} to the repeated request"])
 
     async def _late(self, t: _Table, check: Check) -> _Answered:
@@ -609,12 +609,12 @@ class _Checker:
             elif msg.WhichOneof("message") == "answer":
                 await self._stale(msg.answer, check, t.game_id, did)
             else:
-                check.fail(f"sent {_describe(msg)} while decision {did} was open; expected an Answer")
+                check.fail(f"sent {_describe(msg)} while decision id {did} was open; expected an Answer")
         default = _default_action(legal)
         self._closed[did] = "timed out"
         await self._error(
             pb.ERROR_CODE_TIMEOUT,
-            f"conformance check: decision {did} allowed 1 ms (deadline_ms=1, no time bank) and timed out "
+            f"conformance check: decision id {did} allowed 1 ms (deadline_ms=1, no time bank) and timed out "
             f"on purpose; the default action {_text(default)} was played. This tests the late-answer path: "
             "the next request is a new decision",
             game_id=t.game_id,
@@ -623,14 +623,14 @@ class _Checker:
         for _ in early:
             await self._error(
                 pb.ERROR_CODE_STALE_DECISION,
-                f"decision {did} had timed out when this answer arrived; it is closed",
+                f"decision id {did} had timed out when this answer arrived; it is closed",
                 game_id=t.game_id,
                 decision_id=did,
             )
         if early:
-            said = f"{_text(early[0].action_id)} to the 1 ms decision {did} (late: refused as stale)"
+            said = f"{_text(early[0].action_id)} to the 1 ms decision id {did} (late: refused as stale)"
         else:
-            said = f"no answer to the 1 ms decision {did} within {LATE_WAIT_S:g} s"
+            said = f"no answer to the 1 ms decision id {did} within {LATE_WAIT_S:g} s"
         return _Answered(default, [said])
 
     # ------------------------------------------------------------------ scenario games
@@ -735,17 +735,41 @@ GAME_CLOCKS = Clocks()
 
 def judge_speed(check: Check, latencies: Sequence[float]) -> None:
     """Warn when answers take longer than a game gives a decision by default: the checker
-    waits for them, a game does not (its bank absorbs a few overruns, then each is a timeout)."""
+    waits for them, a game does not (its bank absorbs a few overruns, then each is a timeout).
+    Fail when, answering as slowly in a game with those clocks, the bot would be struck out."""
     slow = [s for s in latencies if s > GAME_CLOCKS.decision_s]
     if not slow:
         return
-    check.warn(
+    words = (
         f"{len(slow)} of {len(latencies)} answers took longer than {GAME_CLOCKS.decision_s * 1000:.0f} ms "
         f"(the slowest {max(slow) * 1000:.0f} ms), a game's time per decision unless its organizer sets "
         f"another: a game takes each overrun from a {GAME_CLOCKS.bank_s:g} s time bank, then times the "
         f"decision out and plays the default action, a strike; {GAME_CLOCKS.max_strikes} strikes and the "
         "default policy plays the bot's seat for the rest of the game. Make choose() faster"
     )
+    struck_at = struck_out_at(latencies, GAME_CLOCKS)
+    if struck_at is None:
+        check.warn(words)
+    else:
+        check.fail(f"{words}: at these times a game would strike the bot out at its answer {struck_at} "
+                   f"of {len(latencies)}")
+
+
+def struck_out_at(latencies: Sequence[float], clocks: Clocks) -> int | None:
+    """The answer at which a game with ``clocks`` would strike out a bot answering in ``latencies``
+    (the referee's clock: overruns come out of the bank, a timeout empties it), None if none."""
+    bank, strikes = clocks.bank_s, 0
+    for n, took in enumerate(latencies, 1):
+        over = took - clocks.decision_s
+        if over <= 0:
+            continue
+        if over <= bank:
+            bank -= over
+            continue
+        bank, strikes = 0.0, strikes + 1
+        if strikes >= clocks.max_strikes:
+            return n
+    return None
 
 
 def judge_one_card(check: Check, offers: Sequence[Offer]) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import secrets
 import shlex
 import sys
@@ -226,16 +227,25 @@ def flag_words(config: GameConfig) -> list[str]:
     return words
 
 
+_NODE_TRAILER = re.compile(r"Node\.js v\d")
+_ERROR_LINE = re.compile(r"[\w.$]*(Error|Exception)\b")
+
+
 def _last_line(path: Path, limit: int = 200) -> str:
-    """The last non-empty line of a bot's output file (of its last 4 KiB), shortened to ``limit``."""
+    """The last non-empty line of a bot's output file (of its last 4 KiB), shortened to ``limit``;
+    for Node's uncaught error, which ends with a stack and ``Node.js v20.1.0``, the error's line."""
     try:
         with path.open("rb") as handle:
             handle.seek(max(0, path.stat().st_size - 4096))
             tail = handle.read().decode("utf-8", "replace")
     except OSError:
         return ""
-    last = next((line.strip() for line in reversed(tail.splitlines()) if line.strip()), "")
+    lines = [line.strip() for line in tail.splitlines() if line.strip()]
+    last = lines[-1] if lines else ""
+    if _NODE_TRAILER.match(last):  # Node ends an uncaught error with its version: the error is above the stack
+        last = next((line for line in reversed(lines) if _ERROR_LINE.match(line)), last)
     return last if len(last) <= limit else last[: limit - 3] + "..."
+
 
 
 def format_record(spec: GameSpec, record: GameRecord, bot_logs: Path | None = None) -> str:

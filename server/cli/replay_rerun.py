@@ -205,10 +205,13 @@ def _report(replay: Replay, seat: int, found: Any, path: Path, bot_log: Path) ->
     elif found.from_n <= decisions and not reproduced:
         lines.append(f"no fault from decision {found.from_n} to the end of the game")
     if found.left_at is not None:
-        lines.append(f"the game left the recorded path at decision {found.left_at}; the other seats played "
+        how = f" ({found.left_how})" if found.left_how else ""
+        lines.append(f"the game left the recorded path at decision {found.left_at}{how}; the other seats played "
                      "their recorded actions up to it, the chosen policy after")
     totals = " ".join(str(t) for t in found.record.result.totals)
-    lines.append(f"new game: totals {totals}" + (f", aborted: {found.record.aborted}" if found.record.aborted else ""))
+    was = " ".join(str(t) for t in replay.result.get("totals", ()))
+    lines.append(f"new game: totals {totals}" + (f" (recorded: {was})" if was else "")
+                 + (f", aborted: {found.record.aborted}" if found.record.aborted else ""))
     lines.append(f"replay: {path} (verified)")
     if bot_log.exists():
         lines.append(f"the bot's output: {bot_log}")

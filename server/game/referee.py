@@ -459,7 +459,7 @@ class GameReferee:
         self._wire = facts
         hub.open_decisions[decision_id] = seat
         seat.open_decision = decision_id
-        seat.asked.add(decision_id)
+        seat.asked[decision_id] = self._record_number()
         now = sent = last_sent = _perf()
         deadline = sent + decision_s + seat.bank_s
         self._send_request(seat, message)

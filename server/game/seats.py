@@ -388,8 +388,10 @@ class Seat:
         self.mailbox = Mailbox()
         self.open_decision: int = 0
         """The id of this seat's open DecisionRequest, 0 when none is open."""
-        self.asked: set[int] = set()
-        """Every decision id this seat was sent (to tell a stale answer from one out of turn)."""
+        self.asked: dict[int, int] = {}
+        """Every decision id this seat was sent, with the game's number for it (to tell a stale
+        answer from one out of turn, and to name both in the refusal: a bot logs the id, the
+        replay and ``rerun --from`` count numbers)."""
         self.history_hand = 0
         self.history_sent = 0
         """How many of hand ``history_hand``'s events this seat's bot has been sent."""

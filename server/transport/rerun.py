@@ -159,6 +159,9 @@ class RerunOutcome:
     left_at: int | None
     faults: list[tuple[int, str]] = field(default_factory=list)
     """The seat's faults in the new game from ``from_n`` on: (decision, what)."""
+    left_how: str = ""
+    """What was played at ``left_at`` and what the record has there ("seat 0 (kitless) played 7S,
+    the record has 9H:diamonds"): the decision the author changed, or the policy's first own move."""
 
     @property
     def fault_gone(self) -> bool:
@@ -201,6 +204,13 @@ class RerunGames:
 def outcome(game: RerunReferee, record: GameRecord, new: Replay, fault_n: int | None) -> RerunOutcome:
     faults = [(int(rec["n"]), fault_words(rec)) for rec in new.decisions
               if rec["seat"] == game.seat_index and rec["n"] >= game.from_n and is_fault(rec)]
-    return RerunOutcome(game.from_n, fault_n, record, game.difference, game.compared, game.path.left_at, faults)
+    left_at, left_how = game.path.left_at, ""
+    if left_at is not None and left_at <= len(new.decisions):
+        rec = new.decisions[left_at - 1]
+        recorded = game.path.actions
+        left_how = (f"seat {rec['seat']} ({new.bots[rec['seat']]}) played {rec['text']}, "
+                    + (f"the record has {ACTIONS[recorded[left_at - 1]]}" if left_at <= len(recorded)
+                       else "past the record's end"))
+    return RerunOutcome(game.from_n, fault_n, record, game.difference, game.compared, left_at, faults, left_how)
 
 

@@ -870,12 +870,14 @@ class Arena:
         own = next((s for s in mine if answer.decision_id in s.asked), mine[0])
         game = own.game
         to_act = next((s for s in game.seats if s.open_decision), None)
-        if answer.decision_id not in own.asked and to_act is not None and to_act.token != session.token:
+        number = own.asked.get(answer.decision_id)
+        named = f"decision {number} (id {answer.decision_id})" if number else f"decision id {answer.decision_id}"
+        if number is None and to_act is not None and to_act.token != session.token:
             code = pb.ERROR_CODE_NOT_YOUR_TURN
-            why = f"answer to decision {answer.decision_id} refused: it is not your turn (seat {to_act.index} is to act)"
+            why = f"answer to {named} refused: it is not your turn (seat {to_act.index} is to act)"
         else:
             code = pb.ERROR_CODE_STALE_DECISION
-            why = f"answer to decision {answer.decision_id} refused: that decision is not open (answered, timed out or unknown)"
+            why = f"answer to {named} refused: that decision is not open (answered, timed out or unknown)"
         game.stale_answer(own, session, answer, code, why)
 
     def _flood(self, session: Session) -> bool:

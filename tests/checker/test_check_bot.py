@@ -115,6 +115,8 @@ def test_a_bot_that_echoes_the_wrong_decision_id_fails_and_the_run_stops_when_it
     report = run_check(bot_command("wrong_id_bot.py"), timeout_s=1.0)
     problems = failed(report)
     assert "echo the request's decision_id and game_id" in problems["ordinary-play"][0]
+    # wire ids are called ids: "decision N" is the replay's number (rerun --from N)
+    assert re.match(r"answered decision id \d+ of game .*, but the open decision has id 101,", problems["ordinary-play"][0])
     assert "no answer to decision" in problems["ordinary-play"][1]
     assert statuses(report)["whole-game"] == Status.SKIP
     assert report.check("whole-game").skipped == "the bot stopped answering"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from server.checker import Check, Offer, Report, Status, judge_one_card
+from server.checker.driver import judge_speed
 
 
 def one_card_check() -> Check:
@@ -54,3 +55,17 @@ def test_a_report_with_a_failure_is_not_ok_and_says_so_in_its_summary() -> None:
     assert not report.ok
     assert report.summary() == "1 passed, 0 warnings, 1 failed, 1 not run"
     assert "SKIP  c: not run (not reached)" in report.render()
+
+
+def test_answers_so_slow_that_a_game_would_strike_the_bot_out_fail_the_whole_game_check() -> None:
+    # 0.5 s over the 1 s a decision has: the 10 s bank pays for 20 answers, then 3 timeouts strike it out
+    check = Check("whole-game", "a whole game", "a legal answer to every request until GameEnd")
+    judge_speed(check, [1.5] * 30)
+    assert check.status == Status.FAIL
+    assert check.problems[0].endswith("a game would strike the bot out at its answer 23 of 30")
+
+
+def test_slow_answers_that_the_time_bank_pays_for_only_warn() -> None:
+    check = Check("whole-game", "a whole game", "a legal answer to every request until GameEnd")
+    judge_speed(check, [1.3, 1.3, *[0.01] * 50, 4.0])  # 0.3 + 0.3 + 3 s of a 10 s bank
+    assert check.status == Status.WARN and check.warnings[0].startswith("3 of 53 answers took longer than 1000 ms")

@@ -151,6 +151,9 @@ def test_stale_and_out_of_turn_answers_are_refused_and_change_nothing(tmp_path: 
     assert guess.code == pb.ERROR_CODE_NOT_YOUR_TURN
     assert wrong_game.code == pb.ERROR_CODE_STALE_DECISION and "no-such-game" in wrong_game.message
     assert stale.code == pb.ERROR_CODE_STALE_DECISION and stale.decision_id == request.decision_id
+    # named as the bot logs it (the id) and as the replay and `rerun --from` count it (the number)
+    assert stale.message.startswith(f"answer to decision {request.decision_number} (id {request.decision_id}) refused")
+    assert guess.message.startswith(f"answer to decision id {request.decision_id + 1000} refused")
     assert all(e.strikes == 0 for e in (intruder, guess, stale))
     assert all(s.strikes == 0 and s.status is SeatStatus.OK for s in record.seats)
     first_asked = next(r for r in _replay_records(replay) if r["type"] == "decision" and r["status"] != "auto")

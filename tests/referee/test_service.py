@@ -286,6 +286,16 @@ def test_craits_play_says_what_went_wrong_at_a_seat_and_where_the_bots_output_is
     assert lines[struck + 4] == "    ... and 1 more (--json lists them all)"
 
 
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")
+def test_craits_play_names_a_node_bots_error_not_the_node_version_printed_after_it(tmp_path: Path) -> None:
+    # Node ends an uncaught error with its stack and "Node.js v20.x": a student must see the error.
+    crashing = "node -e \"require('@grpc/no-such-package')\""
+    result = _craits("play", "random", crashing, "--flag", "short_game=true", "--log-dir", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    ended = [line for line in result.stdout.splitlines() if line.startswith("    it ended with: ")]
+    assert ended == ["    it ended with: Error: Cannot find module '@grpc/no-such-package'"]
+
+
 def test_craits_play_shows_a_launched_bots_errors_and_where_it_logged(tmp_path: Path) -> None:
     """The kit answers for a choose() that raises, prints the traceback in the bot's output and
     tells the referee (issue 30): the seat is "ok" (no strike), its bot errors are listed with

@@ -5,6 +5,7 @@ built-in random player. Reruns launch the bot sandboxed, as a tournament does.""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -84,8 +85,13 @@ def test_off_the_recorded_path_the_others_play_a_policy_and_the_game_completes(
         crashed: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = _rerun(capsys, crashed, tmp_path, "--from", "1", "--others", "greedy", bot=("--seed", "2"))
     assert code == 0, out + err
-    assert "the game left the recorded path at decision" in out
+    line = next(line for line in out.splitlines() if line.startswith("the game left the recorded path at decision "))
     (new,) = tmp_path.glob("rerun-crashed-*.jsonl")
+    n = int(line.split()[8])
+    now, was = read_replay(new).decisions[n - 1], read_replay(crashed).decisions[n - 1]
+    assert f"(seat {now['seat']} (" in line and f") played {now['text']}, the record has {was['text']})" in line
+    recorded = " ".join(str(t) for t in read_replay(crashed).result["totals"])
+    assert re.search(rf"^new game: totals [\d ]+ \(recorded: {recorded}\)$", out, re.M)  # to compare
     summary = verify_replay(new)
     assert not summary.aborted and summary.decisions > 0
     assert read_replay(new).result["placings"]
