@@ -157,6 +157,13 @@ class TokenEntry:
         """What the bot missed while it was away: the ends of games that ended without it."""
 
 
+CLEAN_EXIT_CHECK_S = 0.25
+"""How long a stream whose requests ended is watched for a cancellation before it counts as a
+clean exit: a killed bot's closed socket ends its requests and cancels its call, a moment apart
+(a Node bot killed with SIGKILL read as one that left, and got no reconnect grace). A kit that
+leaves waits for the referee to end the stream (docs/protocol.md), so it is not cancelled."""
+
+
 class RefereeServicer(referee_pb2_grpc.RefereeServicer):  # type: ignore[misc]  # generated, untyped
     """Adapts the Play stream to the Arena: one reader task per stream, the handler writes."""
 
@@ -191,9 +198,11 @@ class RefereeServicer(referee_pb2_grpc.RefereeServicer):  # type: ignore[misc]  
                 item = await session.outbox.get()
                 if is_close(item):
                     why = session.details or "the referee closed the stream"
+                    if session.half_closed:  # (a killed bot's requests may end just before its call is cancelled)
+                        await asyncio.sleep(CLEAN_EXIT_CHECK_S)
                     break
                 yield item
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, GeneratorExit):  # (gRPC closes the generator of a call gone)
             why = "the connection was lost or cancelled"
             session.half_closed = False  # (its requests' end was the connection's)
             raise

@@ -120,3 +120,41 @@ def test_a_kit_bot_stopped_with_sigterm_mid_game_leaves_cleanly(kit: tuple[str, 
     assert seat.status is SeatStatus.LEFT and seat.disconnects == 0, (seat, err)
     assert freed_after < LONG_GRACE.reconnect_grace_s
     assert seen.state == presence.LEFT
+
+
+@pytest.mark.parametrize("kit", [PY_RANDOM, JS_RANDOM], ids=["python", "js"])
+def test_a_kit_bot_killed_mid_game_is_waited_for_not_taken_for_a_clean_exit(kit: tuple[str, ...]) -> None:
+    """A killed process closes its socket: gRPC may end its requests a moment before it cancels
+    the call, which read as a clean exit (a Node bot killed with SIGKILL got no reconnect grace)."""
+    needs(kit)
+    me = remote("student")
+    clocks = Clocks(decision_s=10.0, bank_s=10.0, max_strikes=3, reconnect_grace_s=0.5, connect_timeout_s=30.0)
+
+    async def body(arena):
+        arena.presence.watch(["student"])
+        task = asyncio.create_task(arena.run_game(spec(me, builtin("random"), clocks=clocks, seed=11)))
+        proc = subprocess.Popen(
+            kit, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            env={**os.environ, "CRAITS_SERVER": arena.target, "CRAITS_TOKEN": me.token, "CRAITS_BOT_NAME": "student"},
+        )
+        answered = asyncio.Event()
+        read_answer = arena._answer
+
+        def counted(session, answer, at):
+            read_answer(session, answer, at)
+            answered.set()
+
+        arena._answer = counted
+        try:
+            await answered.wait()
+            proc.kill()
+            record = await task
+        finally:
+            await asyncio.to_thread(proc.wait, 30)
+        return record, arena.presence.bots["student"]
+
+    record, seen = with_arena(body, timeout=90)
+    seat = record.seats[0]
+    assert seat.status is SeatStatus.DISCONNECTED and seat.disconnects == 1, seat
+    assert not any(e.startswith("left: ") for e in seat.events), seat.events
+    assert seen.state == presence.LOST
