@@ -525,7 +525,10 @@ class _Checker:
                 f"[{_texts(legal)}]: {judgement.message} (a strike)",
                 kind="malformed" if judgement.malformed else "illegal",
             )
-            message = f"{judgement.message} (strike {t.strikes} of {self.clocks.max_strikes})"
+            allowed = self.clocks.max_strikes
+            message = f"{judgement.message} (strike {t.strikes} of {allowed})" if t.strikes <= allowed else (
+                f"{judgement.message} (strike {t.strikes}: a game strikes a bot out at {allowed}; "
+                "the checker plays on to see the rest)")
             if len(said) >= 2:
                 default = _default_action(legal)
                 self._closed[did] = "answered"
