@@ -305,7 +305,7 @@ def _locked(folder: Path, how: int) -> int | None:
         fcntl.flock(fd, how)
         if os.fstat(fd).st_ino == os.stat(folder).st_ino:
             return fd
-    except FileNotFoundError:
+    except FileNotFoundError:  # (evicted while this waited for its lock: None, as when replaced)
         pass
     except BaseException:
         os.close(fd)
