@@ -6,6 +6,12 @@ paths, ``..``, links and devices are refused, and the bounds (:class:`Bounds`) a
 on the bytes actually unpacked, so a zip bomb stops at the unpacked limit whatever its
 headers claim. Archive litter (``__MACOSX/``, ``.DS_Store``, ``._*``) is skipped.
 
+A tar is read as a stream (:func:`_tar_entries`): decompressed within a byte budget (the
+unpacked limit and room for the headers of the entries allowed), every entry counted against
+the files limit, folders too, and none kept once passed, so that a small ``.tar.gz`` of a
+gigabyte, or of a hundred thousand folders, costs the web process and the admission nothing
+past the limits.
+
 ``bot.toml``::
 
     command = ["python", "bot.py"]    # how to start the bot, in its folder
@@ -16,7 +22,11 @@ A single ``.py`` or ``.js`` file needs no manifest (``python FILE`` / ``craits-j
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import io
+import itertools
+import lzma
 import os
 import shlex
 import stat
@@ -103,6 +113,73 @@ class _Writer:
         os.chmod(target, 0o755 if mode & 0o111 else 0o644)
 
 
+def _too_big(bounds: Bounds) -> UploadError:
+    return UploadError(f"more than {bounds.unpacked // MiB} MB unpacked: the limit is {bounds.unpacked // MiB} MB")
+
+
+def _too_many(bounds: Bounds) -> UploadError:
+    return UploadError(f"more than {bounds.files} files and folders: the limit is {bounds.files} files")
+
+
+HEADER_ROOM = 2048
+"""Bytes of a tar stream allowed per entry beside its content: its header, a long name's or a
+pax header's, and the padding."""
+_DAMAGED = (tarfile.TarError, OSError, EOFError, zlib.error, lzma.LZMAError)
+
+
+class _Budgeted(io.RawIOBase):
+    """A decompressed stream that raises UploadError (the unpacked limit) once more than
+    ``budget`` bytes have been read from it: whatever tarfile reads, a header's or a member's."""
+
+    def __init__(self, source: IO[bytes], budget: int, bounds: Bounds) -> None:
+        self.source = source
+        self.budget = budget
+        self.bounds = bounds
+        self.used = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        wanted = self.budget + 1 - self.used if size is None or size < 0 else min(size, self.budget + 1 - self.used)
+        data = self.source.read(max(wanted, 1))
+        self.used += len(data)
+        if self.used > self.budget:
+            raise _too_big(self.bounds)
+        return data
+
+
+def _decompressed(data: bytes) -> IO[bytes]:
+    """The tar inside ``data`` (gzip, bzip2, xz or none), decompressed as it is read."""
+    if data.startswith(b"\x1f\x8b"):
+        return gzip.GzipFile(fileobj=io.BytesIO(data))
+    if data.startswith(b"BZh"):
+        return bz2.BZ2File(io.BytesIO(data))
+    if data.startswith(b"\xfd7zXZ\x00"):
+        return lzma.LZMAFile(io.BytesIO(data))
+    return io.BytesIO(data)
+
+
+def _tar_entries(data: bytes, bounds: Bounds) -> Iterator[tuple[tarfile.TarFile, tarfile.TarInfo]]:
+    """Each entry of the tar ``data`` with its archive (read a member's content before asking for
+    the next), as a stream: UploadError past the files limit (every entry counts, folders too) or
+    the unpacked one (the content an entry declares, and every byte decompressed); tarfile's
+    errors for a damaged archive."""
+    budget = bounds.unpacked + HEADER_ROOM * (bounds.files + 1) + 64 * 1024
+    stream = _Budgeted(_decompressed(data), budget, bounds)
+    with tarfile.open(fileobj=stream, mode="r|") as archive:
+        entries = declared = 0
+        while (member := archive.next()) is not None:
+            archive.members.clear()  # (tarfile keeps every entry it read: none is needed again)
+            entries += 1
+            declared += member.size if member.isfile() else 0
+            if entries > bounds.files:
+                raise _too_many(bounds)
+            if declared > bounds.unpacked:  # (said from its header, before a byte of it is decompressed)
+                raise _too_big(bounds)
+            yield archive, member
+
+
 def unpack(data: bytes, filename: str, dest: Path, bounds: Bounds | None = None) -> None:
     """Unpack ``data`` (named ``filename``) into the empty folder ``dest``; UploadError if refused."""
     bounds = bounds or Bounds()
@@ -114,7 +191,7 @@ def unpack(data: bytes, filename: str, dest: Path, bounds: Bounds | None = None)
     lower = filename.lower()
     if zipfile.is_zipfile(io.BytesIO(data)):
         _unzip(data, writer)
-    elif lower.endswith((".tar", ".tar.gz", ".tgz")) or _is_tar(data):
+    elif lower.endswith((".tar", ".tar.gz", ".tgz")) or _is_tar(data, bounds):
         _untar(data, writer)
     elif Path(lower).suffix in SINGLE_FILE_COMMANDS:
         parts = _safe_parts(Path(filename).name)
@@ -130,24 +207,21 @@ def unpack(data: bytes, filename: str, dest: Path, bounds: Bounds | None = None)
 def check_manifest(data: bytes, filename: str, bounds: Bounds | None = None) -> None:
     """Refuse at once (UploadError) an archive with no ``bot.toml`` where the admission will
     look for one (at its top, or in its one folder) and not one source file that implies it,
-    rather than store a version that can only be refused. Only the names are read; an archive
-    that cannot be listed is left to the admission, which says why."""
+    or one past the files or unpacked limits, rather than store a version that can only be
+    refused. Only the names are read (a tar as a stream, within the limits: :func:`_tar_entries`);
+    an archive that cannot be listed is left to the admission, which says why."""
     bounds = bounds or Bounds()
     try:
         if zipfile.is_zipfile(io.BytesIO(data)):
             with zipfile.ZipFile(io.BytesIO(data)) as archive:
+                if len(archive.infolist()) > bounds.files:
+                    raise _too_many(bounds)
                 names = [i.filename for i in archive.infolist() if not i.is_dir()]
-        elif filename.lower().endswith((".tar", ".tar.gz", ".tgz")) or _is_tar(data):
-            names = []
-            with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as archive:
-                for member in _members(archive):
-                    if member.offset_data > bounds.unpacked:  # (a bomb: the admission stops it, naming the limit)
-                        return
-                    if not member.isdir():
-                        names.append(member.name)
+        elif filename.lower().endswith((".tar", ".tar.gz", ".tgz")) or _is_tar(data, bounds):
+            names = [m.name for _, m in _tar_entries(data, bounds) if not m.isdir()]  # (at most bounds.files)
         else:
             return  # (one file: it needs no manifest, or unpack says what an upload may be)
-    except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError, zlib.error):
+    except (zipfile.BadZipFile, *_DAMAGED):
         return
     try:
         files = [p for p in map(_safe_parts, names) if p and not _ignored(p)]
@@ -163,11 +237,12 @@ def check_manifest(data: bytes, filename: str, bounds: Bounds | None = None) -> 
         raise UploadError(NO_MANIFEST)
 
 
-def _is_tar(data: bytes) -> bool:
+def _is_tar(data: bytes, bounds: Bounds) -> bool:
+    """Whether ``data`` opens as a tar (its first entry is read, within the limits)."""
     try:
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r:*"):
-            return True
-    except (tarfile.TarError, OSError, EOFError):
+        next(_tar_entries(data, bounds), None)
+        return True
+    except (*_DAMAGED, UploadError):
         return False
 
 
@@ -196,33 +271,29 @@ def _unzip(data: bytes, writer: _Writer) -> None:
 
 
 def _untar(data: bytes, writer: _Writer) -> None:
+    entries = _tar_entries(data, writer.bounds)
     try:
-        archive = tarfile.open(fileobj=io.BytesIO(data), mode="r:*")  # noqa: SIM115 - closed by the with below
-    except (tarfile.TarError, OSError, EOFError) as err:
-        raise UploadError(f"not a readable tar archive: {err}") from None
-    with archive:
-        try:
-            for member in _members(archive):
-                parts = _safe_parts(member.name)
-                if not parts or _ignored(parts):
-                    continue
-                if member.issym() or member.islnk():
-                    raise UploadError(f"{member.name!r}: links are not allowed in an upload")
-                if member.isdir():
-                    continue
-                if not member.isfile():
-                    raise UploadError(f"{member.name!r}: only files and folders are allowed in an upload "
-                                      "(no devices, pipes or sockets)")
-                source = archive.extractfile(member)
-                assert source is not None
-                writer.write(parts, source, member.mode)
-        except (tarfile.TarError, OSError, EOFError, zlib.error) as err:
-            raise UploadError(f"the tar archive is damaged: {err}") from None
-
-
-def _members(archive: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
-    while (member := archive.next()) is not None:
-        yield member
+        first = next(entries, None)
+    except _DAMAGED as err:  # (not a tar at all, or one cut short in its first entry)
+        what = "not a readable tar archive" if isinstance(err, tarfile.ReadError) else "the tar archive is damaged"
+        raise UploadError(f"{what}: {err}") from None
+    try:
+        for archive, member in itertools.chain([first] if first else [], entries):
+            parts = _safe_parts(member.name)
+            if not parts or _ignored(parts):
+                continue
+            if member.issym() or member.islnk():
+                raise UploadError(f"{member.name!r}: links are not allowed in an upload")
+            if member.isdir():
+                continue
+            if not member.isfile():
+                raise UploadError(f"{member.name!r}: only files and folders are allowed in an upload "
+                                  "(no devices, pipes or sockets)")
+            source = archive.extractfile(member)
+            assert source is not None
+            writer.write(parts, source, member.mode)
+    except _DAMAGED as err:
+        raise UploadError(f"the tar archive is damaged: {err}") from None
 
 
 def _lift_single_folder(dest: Path) -> None:
