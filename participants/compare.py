@@ -283,14 +283,16 @@ class Comparisons(RosterTables):
             raise CompareError("compare two different versions")
         if not 1 <= games <= MAX_GAMES:
             raise CompareError(f"games: from 1 to {MAX_GAMES}, got {games}")
-        if waiting := [c.id for c in self.pending() if c.participant == name]:
-            raise CompareError(f"your comparison {waiting[0]} is still playing: one at a time (it plays beside the "
-                               "ladder, on the same machine)")
         panel = tuple(panel)
         if not 1 <= len(panel) <= 5 or (unknown := [p for p in panel if p not in HOUSE]):
             raise CompareError(f"opponents: 1 to 5 of the house bots {', '.join(HOUSE)}"
                                + (f" (not {', '.join(unknown)})" if len(panel) <= 5 and unknown else ""))
-        with self._db() as db:
+        with self._immediate() as db:  # (one at a time: the check and the insert with no other ask between)
+            waiting = db.execute("SELECT id FROM comparisons WHERE participant = ? AND status IN ('waiting', 'running')"
+                                 " ORDER BY id LIMIT 1", (name,)).fetchone()
+            if waiting:
+                raise CompareError(f"your comparison {waiting[0]} is still playing: one at a time (it plays beside "
+                                   "the ladder, on the same machine)")
             cursor = db.execute("INSERT INTO comparisons (participant, a, b, panel, games, until_told, seed, created) "
                                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                                 (name, a, b, json.dumps(panel), games, int(until_told),

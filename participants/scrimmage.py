@@ -88,12 +88,14 @@ _COLUMNS = "id, participant, seats, games, seed, status, created, results, messa
 class Scrimmages(RosterTables):
     SCHEMA = SCHEMA
 
-    def used(self, name: str, now: float | None = None) -> int:
+    def used(self, name: str, now: float | None = None, *, db: sqlite3.Connection | None = None) -> int:
         """Games ``name`` asked for in the last hour."""
+        if db is None:
+            with self._db() as db:
+                return self.used(name, now, db=db)
         since = (time.time() if now is None else now) - 3600
-        with self._db() as db:
-            return int(db.execute("SELECT COALESCE(SUM(games), 0) FROM scrimmages WHERE participant = ? AND created > ?",
-                                  (name, since)).fetchone()[0])
+        return int(db.execute("SELECT COALESCE(SUM(games), 0) FROM scrimmages WHERE participant = ? AND created > ?",
+                              (name, since)).fetchone()[0])
 
     def ask(self, name: str, opponents: Sequence[str], games: int, now: float | None = None) -> Scrimmage:
         """``games`` games of ``name``'s playing version against ``opponents`` (participants'
@@ -118,12 +120,13 @@ class Scrimmages(RosterTables):
             seats = [s if seats.index(s) == i else f"{s}-{i + 1}" for i, s in enumerate(seats)]
         if games < 1:
             raise ScrimmageError("ask for at least 1 game")
-        left = quota(self.roster) - self.used(name, now)
-        if games > left:
-            raise ScrimmageError(f"{games} games would pass your quota of {quota(self.roster)} scrimmage games an "
-                                 f"hour: {max(left, 0)} left now")
+        most = quota(self.roster)
         created = time.time() if now is None else now
-        with self._db() as db:
+        with self._immediate() as db:  # (the quota's check and the request it allows: parallel asks meet one count)
+            left = most - self.used(name, created, db=db)
+            if games > left:
+                raise ScrimmageError(f"{games} games would pass your quota of {most} scrimmage games an "
+                                     f"hour: {max(left, 0)} left now")
             cursor = db.execute("INSERT INTO scrimmages (participant, seats, games, seed, created) VALUES (?, ?, ?, ?, ?)",
                                 (name, json.dumps(seats), games, derive_seed(int(created * 1000), name), created))
             made = self.get(int(cursor.lastrowid or 0), db=db)

@@ -29,3 +29,19 @@ class RosterTables:
                 yield db
         finally:
             db.close()
+
+    @contextlib.contextmanager
+    def _immediate(self) -> Iterator[sqlite3.Connection]:
+        """A connection in one transaction holding the write lock from its start (``BEGIN
+        IMMEDIATE``): a quota's check and the write it allows, with no other writer between."""
+        db = sqlite3.connect(self.roster.db_path, timeout=30, isolation_level=None)
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+        finally:
+            db.close()
