@@ -244,8 +244,21 @@ def admit(roster: Roster, version: Version, *, limits: BuildLimits | None = None
 
 LIMIT_KEYS = {"build_time_s": "time_s", "build_memory": "memory", "build_processes": "processes",
               "build_output": "output", "packed": "packed", "unpacked": "unpacked", "files": "files",
-              "scrimmage_games_per_hour": "scrimmage_games_per_hour"}
-"""``craits roster set`` keys: the build's (:class:`BuildLimits`) and the upload's (:class:`Bounds`)."""
+              "scrimmage_games_per_hour": "scrimmage_games_per_hour",
+              "uploads_per_hour": "uploads_per_hour", "uploads_per_day": "uploads_per_day"}
+"""``craits roster set`` keys: the build's (:class:`BuildLimits`), the upload's (:class:`Bounds`),
+the scrimmages' quota and the uploads' (:func:`upload_quota`)."""
+UPLOADS_PER_HOUR = 20
+UPLOADS_PER_DAY = 100
+"""Each participant's uploads (versions stored, whatever their verdict) by default: a build
+costs the machine up to its time limit, and a student fixing a bug needs a few an hour."""
+
+
+def upload_quota(roster: Roster) -> tuple[tuple[int, float], tuple[int, float]]:
+    """(uploads, in seconds) a participant may make: per hour, then per day (``craits roster set``)."""
+    held = roster.limits()
+    return ((int(held.get("uploads_per_hour", UPLOADS_PER_HOUR)), 3600.0),
+            (int(held.get("uploads_per_day", UPLOADS_PER_DAY)), 86400.0))
 SIZE_KEYS = ("build_memory", "build_output", "packed", "unpacked")
 
 
@@ -274,11 +287,24 @@ def roster_limits(roster: Roster) -> tuple[BuildLimits, Bounds]:
     return BuildLimits(**build), Bounds(**bounds)
 
 
+def next_build(waiting: Sequence[Version], served: dict[str, int]) -> Version:
+    """The version to build next: the participants in turn (the one served longest ago, or never,
+    first; then the oldest upload), so that one participant's uploads never make others wait
+    more than one build of theirs."""
+    return min(waiting, key=lambda v: (served.get(v.participant, -1), v.id))
+
+
 def admit_pending(roster: Roster, **kwargs: Any) -> list[tuple[Version, Outcome]]:
-    """Build and check every version still ``building``, oldest first, within the roster's
-    limits (unless given); record each outcome."""
+    """Build and check every version still ``building`` (uploaded before or while it runs), the
+    participants in turn (:func:`next_build`), within the roster's limits (unless given);
+    record each outcome. A version a newer upload replaced meanwhile is left as it is."""
     done = []
-    for version in roster.pending():
+    served: dict[str, int] = {}
+    while waiting := roster.pending():
+        version = next_build(waiting, served)
+        if not roster.claim(version):
+            continue  # (replaced by a newer upload since it was read)
+        served[version.participant] = len(done)
         for stale in roster.temp_dir().glob(f"build-{version.id}-*"):  # (an interrupted attempt's folder)
             shutil.rmtree(stale, ignore_errors=True)
         marker = roster.temp_dir() / f"attempt-{version.id}"  # (there while it is built: a crash leaves it)
@@ -294,8 +320,10 @@ def admit_pending(roster: Roster, **kwargs: Any) -> list[tuple[Version, Outcome]
                 traceback.print_exc()
                 outcome = Outcome("refused", f"the server failed while checking it ({type(err).__name__}: {err}); "
                                   "tell the organizer, then submit again")
-        roster.decide(version, outcome.status, reason=outcome.reason, build_log=outcome.build_log,
-                      report=outcome.report, validation=outcome.validation, command=outcome.command)
+        recorded = roster.decide(version, outcome.status, reason=outcome.reason, build_log=outcome.build_log,
+                                 report=outcome.report, validation=outcome.validation, command=outcome.command)
+        if not recorded and outcome.status == "admitted":  # (replaced while it was built: no folder kept)
+            shutil.rmtree(roster.version_dir(version), ignore_errors=True)
         marker.unlink(missing_ok=True)
         done.append((version, outcome))
     return done

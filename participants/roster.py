@@ -71,10 +71,62 @@ CREATE TABLE IF NOT EXISTS versions (
 );
 CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
+WEB_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY, participant TEXT NOT NULL, created REAL NOT NULL, expires REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS login_failures (address TEXT PRIMARY KEY, count INTEGER NOT NULL, since REAL NOT NULL);
+"""
+"""The web pages' sessions (by the SHA-256 of their cookie) and wrong tokens per address: in the
+roster's store, so that every web process on it agrees and a logout or a revocation holds."""
+BUILDING_KEY = "building"
+"""The setting naming the version the admission is building now (:meth:`Roster.claim`)."""
 
 
 class RosterError(UserError):
     """A roster that cannot be used as asked (the message says why and what to do)."""
+
+
+class QuotaError(RosterError):
+    """An upload past the participant's quota; :attr:`wait_s`: when the next one is possible."""
+
+    def __init__(self, message: str, wait_s: float) -> None:
+        super().__init__(message)
+        self.wait_s = wait_s
+
+
+Quota = tuple[int, float]
+"""At most this many uploads (int) in any window of this many seconds (float)."""
+
+
+def _per(window_s: float) -> str:
+    return {3600.0: "an hour", 86400.0: "a day"}.get(float(window_s), f"per {window_s:g} s")
+
+
+def _over_quota(name: str, created: Sequence[float], quota: Sequence[Quota], now: float) -> None:
+    """QuotaError if ``name``'s uploads at the times ``created`` (oldest first) leave none in a window of ``quota``."""
+    for most, window_s in quota:
+        recent = [c for c in created if c > now - window_s]
+        if len(recent) >= most:
+            wait = recent[len(recent) - most] + window_s - now
+            raise QuotaError(f"{name} uploaded {len(recent)} versions in the last {_per(window_s).split()[-1]}: the "
+                             f"limit is {most} {_per(window_s)}; the next upload is possible in "
+                             f"{_duration(wait)}", wait)
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(1, round(seconds))
+    return f"{seconds} s" if seconds < 120 else f"{seconds // 60} min" if seconds < 7200 else f"{seconds // 3600} h"
+
+
+def replaced_reason(number: int) -> str:
+    """The reason of a waiting version a newer upload replaced (one build waits per participant)."""
+    return f"replaced by v{number}, a newer upload, before it was built (one upload of yours waits for a build: the newest)"
+
+
+def _session_id(secret: str) -> str:
+    """A session's key in the store: its cookie's SHA-256 (the store never holds a live cookie)."""
+    return hashlib.sha256(secret.encode()).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +220,7 @@ class Roster:
                 (folder / sub).mkdir(exist_ok=True)
             with contextlib.closing(sqlite3.connect(folder / FILENAME)) as db, db:
                 db.execute("PRAGMA journal_mode=WAL")
-                db.executescript(SCHEMA)
+                db.executescript(SCHEMA + WEB_SCHEMA)
         except (OSError, sqlite3.Error) as err:
             raise RosterError(f"{folder}: cannot make a roster there: {err}") from None
         return cls(folder)
@@ -183,6 +235,33 @@ class Roster:
                 yield db
         finally:
             db.close()
+
+    @contextlib.contextmanager
+    def _immediate(self) -> Iterator[sqlite3.Connection]:
+        """A connection in one transaction that holds the write lock from its start (``BEGIN
+        IMMEDIATE``): a check and the write it allows, with no other writer between them."""
+        db = sqlite3.connect(self.db_path, timeout=30, isolation_level=None)
+        try:
+            db.execute("PRAGMA foreign_keys=ON")
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+        finally:
+            db.close()
+
+    @contextlib.contextmanager
+    def _web(self, *, immediate: bool = False) -> Iterator[sqlite3.Connection]:
+        """:meth:`_db` (or :meth:`_immediate`) with the web tables there (a roster made before them)."""
+        if not getattr(self, "_web_ready", False):
+            with self._db() as db:
+                db.executescript(WEB_SCHEMA)
+            self._web_ready = True
+        with self._immediate() if immediate else self._db() as db:
+            yield db
 
     # ------------------------------------------------------------------ participants and tokens
 
@@ -256,12 +335,14 @@ class Roster:
         self._known(name)
         with self._db() as db:
             db.execute("UPDATE participants SET revoked = 1 WHERE name = ?", (name,))
+        self.end_sessions(name)
 
     def renew(self, name: str) -> str:
         """A new token for ``name`` (the old one stops working); returns it."""
         self._known(name)
         token = new_token()
         self._set_token(name, hash_token(token))
+        self.end_sessions(name)
         return token
 
     def _set_token(self, name: str, stored: TokenHash) -> None:
@@ -275,6 +356,7 @@ class Roster:
         stored = hash_token(token)
         value = json.dumps({"token_id": stored.token_id, "salt": stored.salt.hex(), "digest": stored.digest.hex()})
         self._set("organizer", value)
+        self.end_sessions(ORGANIZER)
         return token
 
     def authenticate(self, token: str) -> str | None:
@@ -312,6 +394,60 @@ class Roster:
         if name == ORGANIZER:
             return json.loads(self._get("organizer") or "{}").get("token_id", "")
         return "" if row is None or row[1] else row[0]
+
+    # ------------------------------------------------------------------ web sessions and wrong tokens
+
+    def open_session(self, name: str, lifetime_s: float) -> str:
+        """A new web session of ``name`` (or :data:`ORGANIZER`) for ``lifetime_s``; returns its
+        cookie's secret (the store keeps its hash). It lasts until it expires, its owner logs
+        out (:meth:`end_session`) or their token is renewed or revoked (:meth:`end_sessions`)."""
+        secret = secrets.token_urlsafe(32)
+        now = time.time()
+        with self._web() as db:
+            db.execute("DELETE FROM sessions WHERE expires < ?", (now,))
+            db.execute("INSERT INTO sessions (id, participant, created, expires) VALUES (?, ?, ?, ?)",
+                       (_session_id(secret), name, now, now + lifetime_s))
+        return secret
+
+    def session(self, secret: str) -> str | None:
+        """Whose live session the cookie ``secret`` opens (None: none, or ended)."""
+        with self._web() as db:
+            row = db.execute("SELECT participant FROM sessions WHERE id = ? AND expires > ?",
+                             (_session_id(secret), time.time())).fetchone()
+        return None if row is None else str(row[0])
+
+    def end_session(self, secret: str) -> None:
+        with self._web() as db:
+            db.execute("DELETE FROM sessions WHERE id = ?", (_session_id(secret),))
+
+    def end_sessions(self, name: str) -> None:
+        """End every web session of ``name`` (their token was renewed or revoked)."""
+        with self._web() as db:
+            db.execute("DELETE FROM sessions WHERE participant = ?", (name,))
+
+    def count_attempt(self, address: str, most: int, window_s: float) -> tuple[int, float]:
+        """A token about to be checked for ``address``, counted as a wrong one *before* it is
+        checked (a right one is given back: :meth:`refund_attempt`), so that parallel guesses
+        cannot all pass the count: (the wrong tokens counted, 0), or (``most``, seconds left)
+        and nothing counted when ``address`` has had ``most`` in ``window_s`` seconds."""
+        now = time.time()
+        with self._web(immediate=True) as db:
+            row = db.execute("SELECT count, since FROM login_failures WHERE address = ?", (address,)).fetchone()
+            count, since = (int(row[0]), float(row[1])) if row else (0, 0.0)
+            if now - since >= window_s:
+                count = 0
+            if count >= most:
+                return count, window_s - (now - since)
+            if row is None:  # (addresses that stopped guessing long ago are forgotten)
+                db.execute("DELETE FROM login_failures WHERE since < ?", (now - window_s,))
+            db.execute("INSERT INTO login_failures (address, count, since) VALUES (?, ?, ?) ON CONFLICT (address) "
+                       "DO UPDATE SET count = excluded.count, since = excluded.since", (address, count + 1, now))
+        return count + 1, 0.0
+
+    def refund_attempt(self, address: str) -> None:
+        """The token counted by :meth:`count_attempt` was right: it is not a wrong one."""
+        with self._web() as db:
+            db.execute("UPDATE login_failures SET count = MAX(count - 1, 0) WHERE address = ?", (address,))
 
     def secret(self) -> bytes:
         """The key web sessions and forms are signed with (made once)."""
@@ -353,9 +489,13 @@ class Roster:
         path.mkdir(exist_ok=True)
         return path
 
-    def submit(self, name: str, data: bytes, filename: str) -> Version:
+    def submit(self, name: str, data: bytes, filename: str, *, quota: Sequence[Quota] = ()) -> Version:
         """Store an upload whole (by its hash) and make it ``name``'s next version, to be built.
-        The upload is on disk, renamed into place, before the version's row exists."""
+        The upload is on disk, renamed into place, before the version's row exists.
+
+        Within ``quota`` (QuotaError past it), checked in the transaction that inserts the
+        version, so parallel uploads cannot all pass it; an earlier version of ``name`` still
+        waiting for its build (not the one being built) is refused as replaced by this one."""
         self._known(name)
         digest = hashlib.sha256(data).hexdigest()
         target = self.upload_path(digest)
@@ -372,12 +512,20 @@ class Roster:
                     os.unlink(temp)
                 raise
         safe_name = re.sub(r"[^A-Za-z0-9_.\-]", "_", Path(filename).name)[:80] or "upload"
-        with self._db() as db:  # (the number in the same statement: two uploads at once get two numbers)
+        with self._immediate() as db:  # (the quota, the number and the replaced version: no other upload between)
+            now = time.time()
+            _over_quota(name, [r[0] for r in db.execute(
+                "SELECT created FROM versions WHERE participant = ? ORDER BY created", (name,))], quota, now)
             cursor = db.execute(
                 "INSERT INTO versions (participant, number, sha256, size, filename, created) VALUES (?, "
                 "(SELECT COALESCE(MAX(number), 0) + 1 FROM versions WHERE participant = ?), ?, ?, ?, ?)",
-                (name, name, digest, len(data), safe_name, time.time()))
+                (name, name, digest, len(data), safe_name, now))
             row_id = cursor.lastrowid
+            number = db.execute("SELECT number FROM versions WHERE id = ?", (row_id,)).fetchone()[0]
+            building = db.execute("SELECT value FROM settings WHERE key = ?", (BUILDING_KEY,)).fetchone()
+            db.execute("UPDATE versions SET status = 'refused', reason = ? WHERE participant = ? AND "
+                       "status = 'building' AND id < ? AND id != ?",
+                       (replaced_reason(number), name, row_id, int(building[0]) if building else -1))
         found = self.version_by_id(int(row_id or 0))
         assert found is not None
         return found
@@ -406,16 +554,35 @@ class Roster:
             rows = db.execute(f"SELECT {_VERSION_COLUMNS} FROM versions WHERE status = 'building' ORDER BY id")
             return [_version(r) for r in rows]
 
+    def claim(self, version: Version) -> bool:
+        """Mark ``version`` as the one being built now (a newer upload then leaves it be); False
+        when it is no longer waiting (a newer upload replaced it meanwhile)."""
+        with self._immediate() as db:
+            row = db.execute("SELECT status FROM versions WHERE id = ?", (version.id,)).fetchone()
+            if row is None or row[0] != "building":
+                return False
+            db.execute("INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET "
+                       "value = excluded.value", (BUILDING_KEY, str(version.id)))
+        return True
+
+    def being_built(self) -> int | None:
+        """The id of the version the admission claimed last (:meth:`claim`): being built, if still ``building``."""
+        value = self._get(BUILDING_KEY)
+        return int(value) if value else None
+
     def decide(self, version: Version, status: str, *, reason: str = "", build_log: str = "", report: str = "",
-               validation: dict[str, Any] | None = None, command: Sequence[str] = ()) -> None:
-        """Record how a version's build and admission went."""
+               validation: dict[str, Any] | None = None, command: Sequence[str] = ()) -> bool:
+        """Record how a version's build and admission went; False (nothing recorded) when it was
+        decided meanwhile (replaced by a newer upload)."""
         if status not in STATUSES:
             raise ValueError(status)
         with self._db() as db:
-            db.execute("UPDATE versions SET status = ?, reason = ?, build_log = ?, report = ?, validation = ?, "
-                       "command = ? WHERE id = ?",
-                       (status, reason, build_log, report, json.dumps(validation or {}), json.dumps(list(command)),
-                        version.id))
+            cursor = db.execute(
+                "UPDATE versions SET status = ?, reason = ?, build_log = ?, report = ?, validation = ?, "
+                "command = ? WHERE id = ? AND status = 'building'",
+                (status, reason, build_log, report, json.dumps(validation or {}), json.dumps(list(command)),
+                 version.id))
+            return cursor.rowcount > 0
 
     def pin(self, name: str, number: int | None) -> None:
         """Play version ``number`` of ``name`` (an admitted one), or the newest admitted (None)."""
@@ -591,6 +758,7 @@ class PostgresRoster(Roster):
         with self._db() as conn:
             conn.execute("UPDATE craits_roster_participants SET revoked = TRUE WHERE roster = %s AND name = %s",
                          (self.name, name))
+        self.end_sessions(name)
 
     def _set_token(self, name: str, stored: TokenHash) -> None:
         with self._db() as conn:
@@ -611,6 +779,55 @@ class PostgresRoster(Roster):
             row = conn.execute("SELECT token_id, revoked FROM craits_roster_participants WHERE roster = %s AND "
                                "name = %s", (self.name, name)).fetchone()
         return "" if row is None or row[1] else row[0]
+
+    def open_session(self, name: str, lifetime_s: float) -> str:
+        secret = secrets.token_urlsafe(32)
+        now = time.time()
+        with self._db() as conn:
+            conn.execute("DELETE FROM craits_roster_sessions WHERE roster = %s AND expires < %s", (self.name, now))
+            conn.execute("INSERT INTO craits_roster_sessions (roster, id, participant, created, expires) "
+                         "VALUES (%s, %s, %s, %s, %s)", (self.name, _session_id(secret), name, now, now + lifetime_s))
+        return secret
+
+    def session(self, secret: str) -> str | None:
+        with self._db() as conn:
+            row = conn.execute("SELECT participant FROM craits_roster_sessions WHERE roster = %s AND id = %s AND "
+                               "expires > %s", (self.name, _session_id(secret), time.time())).fetchone()
+        return None if row is None else str(row[0])
+
+    def end_session(self, secret: str) -> None:
+        with self._db() as conn:
+            conn.execute("DELETE FROM craits_roster_sessions WHERE roster = %s AND id = %s",
+                         (self.name, _session_id(secret)))
+
+    def end_sessions(self, name: str) -> None:
+        with self._db() as conn:
+            conn.execute("DELETE FROM craits_roster_sessions WHERE roster = %s AND participant = %s", (self.name, name))
+
+    def count_attempt(self, address: str, most: int, window_s: float) -> tuple[int, float]:
+        now = time.time()
+        with self._db() as conn:  # (the address's row locked from the count to its write)
+            conn.execute("INSERT INTO craits_roster_logins (roster, address, count, since) VALUES (%s, %s, 0, 0) "
+                         "ON CONFLICT (roster, address) DO NOTHING", (self.name, address))
+            row = conn.execute("SELECT count, since FROM craits_roster_logins WHERE roster = %s AND address = %s "
+                               "FOR UPDATE", (self.name, address)).fetchone()
+            assert row is not None
+            count, since = int(row[0]), float(row[1])
+            if now - since >= window_s:
+                count = 0
+            if count >= most:
+                return count, window_s - (now - since)
+            if since == 0:  # (a new address: those that stopped guessing long ago are forgotten)
+                conn.execute("DELETE FROM craits_roster_logins WHERE roster = %s AND since < %s AND address != %s",
+                             (self.name, now - window_s, address))
+            conn.execute("UPDATE craits_roster_logins SET count = %s, since = %s WHERE roster = %s AND address = %s",
+                         (count + 1, now, self.name, address))
+        return count + 1, 0.0
+
+    def refund_attempt(self, address: str) -> None:
+        with self._db() as conn:
+            conn.execute("UPDATE craits_roster_logins SET count = GREATEST(count - 1, 0) WHERE roster = %s AND "
+                         "address = %s", (self.name, address))
 
     def secret(self) -> bytes:
         with self._db() as conn:
@@ -645,19 +862,29 @@ class PostgresRoster(Roster):
                 os.replace(temp, target)
         return target
 
-    def submit(self, name: str, data: bytes, filename: str) -> Version:
+    def submit(self, name: str, data: bytes, filename: str, *, quota: Sequence[Quota] = ()) -> Version:
         self._known(name)
         safe_name = re.sub(r"[^A-Za-z0-9_.\-]", "_", Path(filename).name)[:80] or "upload"
         with self._db() as conn:  # (the upload and its version in one transaction: both or neither)
-            digest = put_file(conn, data)
-            # (the participant's row locked: two uploads at once get two numbers)
+            # (the participant's row locked: two uploads at once get two numbers, and meet one quota)
             conn.execute("SELECT 1 FROM craits_roster_participants WHERE roster = %s AND name = %s FOR UPDATE",
                          (self.name, name))
+            now = time.time()
+            _over_quota(name, [r[0] for r in conn.execute(
+                "SELECT created FROM craits_roster_versions WHERE roster = %s AND participant = %s ORDER BY created",
+                (self.name, name))], quota, now)
+            digest = put_file(conn, data)
             row = conn.execute(
                 "INSERT INTO craits_roster_versions (roster, participant, number, sha256, size, filename, created)"
                 " VALUES (%s, %s, (SELECT COALESCE(MAX(number), 0) + 1 FROM craits_roster_versions"
-                " WHERE roster = %s AND participant = %s), %s, %s, %s, %s) RETURNING id",
-                (self.name, name, self.name, name, digest, len(data), safe_name, time.time())).fetchone()
+                " WHERE roster = %s AND participant = %s), %s, %s, %s, %s) RETURNING id, number",
+                (self.name, name, self.name, name, digest, len(data), safe_name, now)).fetchone()
+            assert row is not None
+            building = conn.execute("SELECT value FROM craits_roster_settings WHERE roster = %s AND key = %s",
+                                    (self.name, BUILDING_KEY)).fetchone()
+            conn.execute("UPDATE craits_roster_versions SET status = 'refused', reason = %s WHERE roster = %s AND "
+                         "participant = %s AND status = 'building' AND id < %s AND id != %s",
+                         (replaced_reason(row[1]), self.name, name, row[0], int(building[0]) if building else -1))
         assert row is not None
         found = self.version_by_id(int(row[0]))
         assert found is not None
@@ -683,7 +910,7 @@ class PostgresRoster(Roster):
         return self._select(" AND status = 'building'", (), " ORDER BY id")
 
     def decide(self, version: Version, status: str, *, reason: str = "", build_log: str = "", report: str = "",
-               validation: dict[str, Any] | None = None, command: Sequence[str] = ()) -> None:
+               validation: dict[str, Any] | None = None, command: Sequence[str] = ()) -> bool:
         """As :meth:`Roster.decide`; an admitted version's built folder is stored (packed, by its
         hash) in the same transaction, for the workers on other machines."""
         if status not in STATUSES:
@@ -691,10 +918,25 @@ class PostgresRoster(Roster):
         packed = pack_folder(self.version_dir(version)) if status == "admitted" else None
         with self._db() as conn:
             built = put_file(conn, packed) if packed is not None else None
-            conn.execute("UPDATE craits_roster_versions SET status = %s, reason = %s, build_log = %s, report = %s,"
-                         " validation = %s, command = %s, built = %s WHERE id = %s AND roster = %s",
-                         (status, reason, build_log, report, json.dumps(validation or {}), json.dumps(list(command)),
-                          built, version.id, self.name))
+            cursor = conn.execute(
+                "UPDATE craits_roster_versions SET status = %s, reason = %s, build_log = %s, report = %s,"
+                " validation = %s, command = %s, built = %s WHERE id = %s AND roster = %s AND status = 'building'",
+                (status, reason, build_log, report, json.dumps(validation or {}), json.dumps(list(command)),
+                 built, version.id, self.name))
+            return cursor.rowcount > 0
+
+    def claim(self, version: Version) -> bool:
+        with self._db() as conn:  # (the participant's row locked, as an upload locks it)
+            conn.execute("SELECT 1 FROM craits_roster_participants WHERE roster = %s AND name = %s FOR UPDATE",
+                         (self.name, version.participant))
+            row = conn.execute("SELECT status FROM craits_roster_versions WHERE id = %s AND roster = %s",
+                               (version.id, self.name)).fetchone()
+            if row is None or row[0] != "building":
+                return False
+            conn.execute("INSERT INTO craits_roster_settings (roster, key, value) VALUES (%s, %s, %s)"
+                         " ON CONFLICT (roster, key) DO UPDATE SET value = excluded.value",
+                         (self.name, BUILDING_KEY, str(version.id)))
+        return True
 
     def _set_pinned(self, name: str, number: int | None) -> None:
         with self._db() as conn:

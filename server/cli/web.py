@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from participants.roster import Roster
 from server.cli.tournament import _file_config, store_url
-from server.cli.web_options import web_address
+from server.cli.web_options import add_trusted_proxy, web_address
 from server.errors import UserError
 from server.logging import configure_logging
 from server.storage.postgres import STORE_ENV
@@ -57,6 +57,7 @@ def register_cli(subparsers: Any) -> None:
     parser.add_argument("--roster", metavar="FOLDER",
                         help="a roster folder: its participants log in, submit bots and see their own pages "
                         "(docs/teachers.md; a running `craits ladder run` picks their versions up)")
+    add_trusted_proxy(parser)
     parser.set_defaults(func=_cmd_web)
 
 
@@ -74,7 +75,8 @@ def _cmd_web(args: argparse.Namespace) -> int:
     if roster is not None:
         Roster(roster)  # one line now if there is no roster there
     private = roster is None and _names_a_roster(source)  # (its students' bot errors are still theirs)
-    asyncio.run(serve_board(source, WebOptions(host=host, port=port, roster=roster, private_errors=private),
+    asyncio.run(serve_board(source, WebOptions(host=host, port=port, roster=roster, private_errors=private,
+                                                       trusted_proxies=tuple(args.trusted_proxy)),
                             _until_stopped))
     return 0
 

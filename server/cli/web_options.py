@@ -1,4 +1,4 @@
-"""The ``--web HOST:PORT`` and ``--reveal-after S`` options of the commands that play (tournament,
+"""The ``--web HOST:PORT``, ``--reveal-after S`` and ``--trusted-proxy ADDRESS`` options of the commands that play (tournament,
 ladder, serve, worker), turned into the web room's plain :class:`~server.web.app.WebOptions`."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import socket
 
 from server.errors import UserError
 from server.web.app import WebOptions, parse_address
+from server.web.participants import proxy_network
 
 
 def add_web_options(parser: argparse.ArgumentParser) -> None:
@@ -23,6 +24,26 @@ def add_web_options(parser: argparse.ArgumentParser) -> None:
         help="with --web: spectators may also watch a game with every hand shown, S seconds behind it "
         "(default: hands stay hidden until the game is over)",
     )
+    add_trusted_proxy(parser)
+
+
+def add_trusted_proxy(parser: argparse.ArgumentParser) -> None:
+    """``--trusted-proxy ADDRESS`` (repeatable): the reverse proxies whose X-Forwarded-For counts."""
+    parser.add_argument(
+        "--trusted-proxy", action="append", type=proxy_address, metavar="ADDRESS", default=[],
+        help="with a roster's pages behind a reverse proxy: its address or network (e.g. 127.0.0.1 or "
+        "10.0.0.0/24; repeat for several). Only from it is X-Forwarded-For believed, to lock out an address "
+        "that guesses tokens; from any other peer the header is ignored (default: none is trusted)",
+    )
+
+
+def proxy_address(text: str) -> str:
+    """An IP address or network for argparse (a host name is refused: the peer is an address)."""
+    try:
+        return str(proxy_network(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give an IP address or network, e.g. 127.0.0.1 or "
+                                         "10.0.0.0/24") from None
 
 
 def web_address(text: str) -> tuple[str, int]:
@@ -70,9 +91,13 @@ def web_options(args: argparse.Namespace) -> WebOptions | None:
     """The options asked for on the command line (None: no --web)."""
     address = getattr(args, "web", None)
     reveal = getattr(args, "reveal_after", None)
+    proxies = tuple(getattr(args, "trusted_proxy", None) or ())
     if address is None:
         if reveal is not None:
             raise UserError("--reveal-after goes with --web HOST:PORT")
+        if proxies:
+            raise UserError("--trusted-proxy goes with --web HOST:PORT")
         return None
     host, port = address
-    return WebOptions(host=host, port=port, reveal_after=reveal, roster=getattr(args, "roster_dir", None))
+    return WebOptions(host=host, port=port, reveal_after=reveal, roster=getattr(args, "roster_dir", None),
+                      trusted_proxies=proxies)

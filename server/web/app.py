@@ -85,6 +85,9 @@ class WebOptions:
     poll_s: float = 0.5
     roster: str | None = None
     """A roster folder: its participants log in, submit and see their own pages (server.web.participants)."""
+    trusted_proxies: tuple[str, ...] = ()
+    """Addresses or networks of the reverse proxies in front (``--trusted-proxy``): only from
+    them is ``X-Forwarded-For`` believed, for the roster's lockout of wrong tokens per address."""
     private_errors: bool = False
     """Leave bot errors' words out as a roster's pages do, without the roster (``craits web`` of
     a participants' ladder's output folder): see :attr:`WebServer.private_errors`."""
@@ -152,7 +155,8 @@ class WebServer:
         self.most_spectators = 0
         """The most connections reading a stream at once so far."""
         self.dropped = 0
-        self.participants = ParticipantPages(self, options.roster) if options.roster else None
+        self.participants = (ParticipantPages(self, options.roster, trusted_proxies=options.trusted_proxies)
+                             if options.roster else None)
         self.final = final_of(board.source.out_dir if board is not None else None)
         """The roster's final this board shows (None: not a final): see :meth:`_final_gate`."""
         self._final_seen = (0.0, False)

@@ -5,11 +5,15 @@ Mounted on the web server when it is given a roster folder (``--web`` of a ladde
 names a ``roster``, or ``craits web --roster``). Strangers share this server, so:
 
 * a token is exchanged once for a session cookie (HttpOnly, SameSite=Strict, Secure when the
-  request came over HTTPS, directly or from a TLS proxy on this machine) signed with the
-  roster's key and bound to the token's public id: renewing or revoking the token ends it;
+  request came over HTTPS, directly or from a TLS proxy on this machine) naming a session kept
+  in the roster's store: logging out, renewing or revoking the token ends it there, so a copied
+  cookie opens nothing afterwards, in any web process on that store;
 * every form carries a CSRF token derived from the session (login: from a cookie of its own);
 * wrong tokens are slowed down per address (each costs more waiting; past
-  :data:`MAX_FAILURES` the address is refused for a while), and never logged;
+  :data:`MAX_FAILURES` the address is refused for a while), and never logged. Each check is
+  counted in the store before the token is hashed, so parallel guesses meet one count; the
+  address is the peer's, or the one ``X-Forwarded-For`` names when the peer is a proxy the
+  organizer trusts (``--trusted-proxy``);
 * a participant's pages live under ``/p/NAME/``; anyone else's (another participant's, or a
   name that does not exist) is the same 404, so names do not leak. The organizer's token
   opens every participant's pages.
@@ -18,13 +22,14 @@ names a ``roster``, or ``craits web --roster``). Strangers share this server, so
 ``Authorization: Bearer TOKEN`` instead of a cookie (no form, so no CSRF to forge).
 
 After an upload the version is built and checked by ``python -m participants.admission``,
-a process of its own, one at a time (:class:`Builder`).
+a process of its own, one at a time, taking the participants in turn (:class:`Builder`). One
+upload of each participant waits (a newer one replaces it) and uploads are held to a quota
+(``uploads_per_hour``, ``uploads_per_day``); the upload's answer says both, and the queue.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import functools
 import glob
@@ -37,17 +42,25 @@ import re
 import secrets
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 from aiohttp import web
 
-from participants.admission import refuse_pending, roster_limits
+from participants.admission import refuse_pending, roster_limits, upload_quota
 from participants.fairness import Pauses
 from participants.final import read_plan
-from participants.roster import ORGANIZER, Roster, RosterError, Version, split_bot
+from participants.roster import (
+    ORGANIZER,
+    QuotaError,
+    Roster,
+    RosterError,
+    Version,
+    replaced_reason,
+    split_bot,
+)
 from participants.unpack import Bounds, UploadError, check_manifest
 from server.logging import get_logger
 from server.storage.replay.faults import Fault, fault_words, is_fault
@@ -65,6 +78,8 @@ log = get_logger()
 SESSION_COOKIE = "craits_session"
 LOGIN_COOKIE = "craits_login"
 SESSION_S = 14 * 24 * 3600
+SESSION_SHAPE = re.compile(r"^[A-Za-z0-9_-]{43}$")
+"""A session cookie's shape (:meth:`Roster.open_session`'s secret): anything else is not looked up."""
 MAX_FAILURES = 10
 """Wrong tokens from one address before it is refused for :data:`LOCKOUT_S`."""
 LOCKOUT_S = 300.0
@@ -84,6 +99,11 @@ def is_public(host: str) -> bool:
         return not ipaddress.ip_address(host).is_loopback
     except ValueError:
         return True
+
+
+def proxy_network(text: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
+    """A trusted proxy's address or network (``127.0.0.1``, ``10.0.0.0/8``); ValueError otherwise."""
+    return ipaddress.ip_network(text.strip(), strict=False)
 
 
 def game_output(log_dir: Path, bot: str, game_id: str, seat: int) -> str | None:
@@ -180,15 +200,17 @@ class Builder:
 class ParticipantPages:
     """The pages and API above, for ``server`` (a :class:`~server.web.app.WebServer`)."""
 
-    def __init__(self, server: Any, roster_dir: str | Path, bounds: Bounds | None = None) -> None:
+    def __init__(self, server: Any, roster_dir: str | Path, bounds: Bounds | None = None,
+                 trusted_proxies: Sequence[str] = ()) -> None:
         """``server``: the :class:`~server.web.app.WebServer` mounting these pages (its page frame,
-        title and board; not imported here: the app imports this module)."""
+        title and board; not imported here: the app imports this module). ``trusted_proxies``:
+        the addresses (or networks) of the reverse proxies whose ``X-Forwarded-For`` is believed."""
         self.server = server
         self.roster = Roster(roster_dir)
         self._bounds = bounds
         self.key = self.roster.secret()
         self.builder = Builder(self.roster.folder, give_up=functools.partial(refuse_pending, self.roster))
-        self._failures: dict[str, tuple[int, float]] = {}
+        self.trusted = tuple(proxy_network(p) for p in trusted_proxies)
 
     @property
     def bounds(self) -> Bounds:
@@ -228,11 +250,25 @@ class ParticipantPages:
         return hmac.new(self.key, text.encode(), hashlib.sha256).hexdigest()[:40]
 
     def _address(self, request: web.Request) -> str:
-        """Who is guessing: the peer, or behind a proxy on this machine the address it was asked
-        from (else one guesser would lock every participant out through the proxy)."""
+        """Who is guessing: the peer, or, when the peer is a proxy the organizer trusts, the
+        address it was asked from (the last one in ``X-Forwarded-For`` that is not itself a
+        trusted proxy: else one guesser would lock every participant out through the proxy).
+        From any other peer the header is the guesser's own words, and ignored."""
         peer = request.remote or "?"
-        forwarded = request.headers.get("X-Forwarded-For", "").split(",")[-1].strip()
-        return forwarded if forwarded and not is_public(peer) else peer
+        if not self._trusted(peer):
+            return peer
+        for hop in reversed(request.headers.get("X-Forwarded-For", "").split(",")):
+            hop = hop.strip()
+            if hop and not self._trusted(hop):
+                return hop
+        return peer
+
+    def _trusted(self, address: str) -> bool:
+        try:
+            ip = ipaddress.ip_address(address)
+        except ValueError:
+            return False
+        return any(ip in network for network in self.trusted)
 
     def _secure(self, request: web.Request) -> bool:
         """Over HTTPS: directly, or through a TLS proxy on this machine (X-Forwarded-Proto)."""
@@ -246,32 +282,25 @@ class ParticipantPages:
         if header.startswith("Bearer "):
             return await self._check_token(request, header.removeprefix("Bearer ").strip())
         cookie = request.cookies.get(SESSION_COOKIE, "")
-        try:
-            name, key, expires, signature = base64.urlsafe_b64decode(cookie.encode()).decode().split("|")
-        except (ValueError, UnicodeDecodeError):
+        if not SESSION_SHAPE.match(cookie):
             return None
-        if not hmac.compare_digest(signature, self._sign(f"{name}|{key}|{expires}")) or float(expires) < time.time():
-            return None
-        current = await self._call(self.roster.session_key, name)
-        return name if current and hmac.compare_digest(current, key) else None
+        who: str | None = await self._call(self.roster.session, cookie)
+        return who
 
     async def _check_token(self, request: web.Request, token: str) -> str | None:
-        """The token's owner; a wrong one waits longer each time, and too many lock the address out."""
+        """The token's owner; a wrong one waits longer each time, and too many lock the address out.
+        The check is counted as a wrong one before the token is hashed (in the store, in one
+        transaction with the count it passed), and given back if the token was right."""
         address = self._address(request)
-        count, since = self._failures.get(address, (0, 0.0))
-        if count >= MAX_FAILURES and time.monotonic() - since < LOCKOUT_S:
-            raise web.HTTPTooManyRequests(text=f"too many wrong tokens from your address: wait "
-                                          f"{LOCKOUT_S - (time.monotonic() - since):.0f} s")
+        count, wait = await self._call(self.roster.count_attempt, address, MAX_FAILURES, LOCKOUT_S)
+        if wait > 0:
+            raise web.HTTPTooManyRequests(text=f"too many wrong tokens from your address: wait {wait:.0f} s")
         who = await self._call(self.roster.authenticate, token)
         if who is None:
-            if len(self._failures) > 10_000:  # (addresses that stopped guessing long ago are forgotten)
-                self._failures = {a: f for a, f in self._failures.items() if time.monotonic() - f[1] < LOCKOUT_S}
-            count = count + 1 if time.monotonic() - since < LOCKOUT_S else 1
-            self._failures[address] = (count, time.monotonic())
             log.info("participant_token_refused", address=address, failures=count)
             await asyncio.sleep(min(5.0, FAILURE_DELAY_S * count))
             return None
-        self._failures.pop(address, None)
+        await self._call(self.roster.refund_attempt, address)
         return who
 
     def _csrf(self, request: web.Request) -> str:
@@ -322,18 +351,19 @@ class ParticipantPages:
             return await self.page_login(request, said=err.text or "too many wrong tokens", status=429)
         if who is None:
             return await self.page_login(request, said="that token is not valid here", status=403)
-        key = await self._call(self.roster.session_key, who)
-        expires = f"{time.time() + SESSION_S:.0f}"
-        value = base64.urlsafe_b64encode(f"{who}|{key}|{expires}|{self._sign(f'{who}|{key}|{expires}')}".encode())
+        session = await self._call(self.roster.open_session, who, SESSION_S)
         response = web.HTTPSeeOther("/me")
-        response.set_cookie(SESSION_COOKIE, value.decode(), httponly=True, samesite="Strict",
+        response.set_cookie(SESSION_COOKIE, session, httponly=True, samesite="Strict",
                             secure=self._secure(request), max_age=SESSION_S)
         response.del_cookie(LOGIN_COOKIE)
         log.info("participant_logged_in", participant=who)
         raise response
 
     async def post_logout(self, request: web.Request) -> web.StreamResponse:
+        """The session ends in the store: the cookie, if copied, opens nothing any more."""
         await self._form(request)
+        if SESSION_SHAPE.match(cookie := request.cookies.get(SESSION_COOKIE, "")):
+            await self._call(self.roster.end_session, cookie)
         response = web.HTTPSeeOther("/login")
         response.del_cookie(SESSION_COOKIE)
         raise response
@@ -370,6 +400,7 @@ class ParticipantPages:
         active = {v.bot for v in await self._call(self.roster.active)}
         ratings = self._ratings()
         bounds = await self._call(lambda: self.bounds)
+        (per_hour, _), (per_day, _) = await self._call(upload_quota, self.roster)
         csrf = self._csrf(request)
         try:
             plan = await self._call(read_plan, self.roster.folder)
@@ -409,7 +440,8 @@ class ParticipantPages:
             '<button id="upload">upload</button></form>'
             f'<p class="meta">A .zip or .tar.gz with a bot.toml (command = ["python", "bot.py"], and optionally '
             f'build = "..."), or one .py bot or .js strategy; at most {bounds.packed // 2**20} MB packed, '
-            f'{bounds.unpacked // 2**20} MB unpacked, {bounds.files:,} files.</p>'
+            f'{bounds.unpacked // 2**20} MB unpacked, {bounds.files:,} files; {per_hour} uploads an hour, '
+            f'{per_day} a day (a newer upload replaces one still waiting for its build).</p>'
             '<h2>Versions</h2><table id="versions"><tr><th>version</th><th>status</th><th>why</th><th>submitted</th>'
             f'<th>size</th><th>games</th><th>rating</th></tr>{"".join(rows)}</table>'
             f'<form method="post" action="/p/{quote(name)}/pin"><input type="hidden" name="csrf" value="{csrf}">'
@@ -441,7 +473,8 @@ class ParticipantPages:
             f'<main class="board participant"><p><a id="participant" href="/p/{quote(name)}">{e(name)}</a></p>'
             f'<h1>v{version.number}: <span id="status">{e(version.status)}</span></h1>'
             + (f'<p id="reason" class="meta">{e(version.reason)}</p>' if version.reason else "")
-            + ('<p class="meta">Being built and checked: this page reloads by itself.</p>' if building else "")
+            + (f'<p class="meta" id="queue">Being built and checked: this page reloads by itself. '
+               f'{e((await self._call(self.queue, version))["said"])}.</p>' if building else "")
             + f'<p class="meta">{e(version.filename)}, {version.size:,} bytes, sha256 {e(version.sha256[:16])}...; '
             f'command {e(" ".join(version.command))}</p>'
             f'<h2>Build log</h2><pre id="build-log">{e(version.build_log or "(no build step)")}</pre>'
@@ -513,10 +546,34 @@ class ParticipantPages:
             await self._call(check_manifest, data, filename or "upload", bounds)
         except UploadError as err:
             raise web.HTTPBadRequest(text=str(err)) from None
-        version: Version = await self._call(self.roster.submit, name, data, filename or "upload")
+        try:
+            version: Version = await self._call(functools.partial(
+                self.roster.submit, name, data, filename or "upload", quota=upload_quota(self.roster)))
+        except QuotaError as err:
+            raise web.HTTPTooManyRequests(text=str(err), headers={"Retry-After": f"{err.wait_s:.0f}"}) from None
         log.info("participant_submitted", participant=name, version=version.number, size=len(data))
         self.builder.kick()
         return version
+
+    def queue(self, version: Version) -> dict[str, Any]:
+        """Where ``version`` stands (called in a thread): the builds before it (one per other
+        participant waiting, and theirs being built), the upload it replaced, the uploads left."""
+        waiting = self.roster.pending()
+        if self.roster.being_built() == version.id:
+            waiting = []  # (its turn came)
+        ahead = sorted({v.participant for v in waiting if v.participant != version.participant})
+        mine = [v.number for v in waiting if v.participant == version.participant and v.number < version.number]
+        replaced = [v.number for v in self.roster.versions(version.participant)
+                    if v.status == "refused" and v.reason == replaced_reason(version.number)]
+        left = {per: most - sum(1 for v in self.roster.versions(version.participant) if v.created > time.time() - window)
+                for per, (most, window) in zip(("hour", "day"), upload_quota(self.roster), strict=True)}
+        said = [f"{len(ahead) + len(mine)} build(s) before it (builds are taken in turn, one participant after another"
+                + (f"; your v{mine[0]} is being built" if mine else "") + ")"]
+        if replaced:
+            said.append(f"it replaces {', '.join(f'v{n}' for n in replaced)}, which was waiting (one upload of "
+                        "yours waits: the newest)")
+        said.append(f"{max(left['hour'], 0)} upload(s) left this hour, {max(left['day'], 0)} today")
+        return {"ahead": len(ahead) + len(mine), "replaced": replaced, "uploads_left": left, "said": "; ".join(said)}
 
     def _too_big(self, size: int, packed: int) -> web.HTTPRequestEntityTooLarge:
         return web.HTTPRequestEntityTooLarge(max_size=packed, actual_size=size,
@@ -545,7 +602,8 @@ class ParticipantPages:
             chunks.append(chunk)
         data = b"".join(chunks)
         version = await self._store(who, data, request.headers.get("X-Filename", "upload"))
-        return _json({"version": version.number, "status": version.status,
+        queue = await self._call(self.queue, version)
+        return _json({"version": version.number, "status": version.status, "queue": queue,
                       "page": f"/p/{quote(who)}/versions/{version.number}"})
 
     async def api_version(self, request: web.Request) -> web.Response:

@@ -39,7 +39,8 @@ def classroom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Classroom]:
     (folder / "class.toml").write_text(LADDER, encoding="utf-8")
     roster = Roster.create(folder / "roster")
     tokens = dict(roster.import_csv("name,email,team\nalice,alice@example.org,red\nbob,,blue\n"))
-    running = start_craits(["ladder", "run", "class.toml", "--out", str(folder / "out"), "--web", "127.0.0.1:0"],
+    running = start_craits(["ladder", "run", "class.toml", "--out", str(folder / "out"), "--web", "127.0.0.1:0",
+                            "--trusted-proxy", "127.0.0.1"],  # (the tests pose as a proxy for other addresses)
                            folder)
     try:
         yield Classroom(running, folder, roster, tokens)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from participants.roster import ORGANIZER, Roster, RosterError
+from participants.roster import ORGANIZER, Roster, RosterError, replaced_reason
 from participants.tokens import token_id
 from tests.participants.uploads import good_bot
 
@@ -82,7 +82,8 @@ def test_versions_are_numbered_and_every_upload_is_kept_whole_by_its_hash(roster
     assert first.sha256 == again.sha256 != second.sha256
     assert roster.upload_path(first.sha256).read_bytes() == good_bot()
     assert again.filename == "c.zip"
-    assert [v.status for v in roster.pending()] == ["building"] * 3
+    assert [v.number for v in roster.pending()] == [3]  # (one upload waits: the newest replaced the others)
+    assert [roster.version("alice", n).reason for n in (1, 2)] == [replaced_reason(2), replaced_reason(3)]
     assert list((roster.folder / "tmp").iterdir()) == []
     with pytest.raises(RosterError, match="carol is not on the roster"):
         roster.submit("carol", good_bot(), "a.zip")
@@ -90,9 +91,8 @@ def test_versions_are_numbered_and_every_upload_is_kept_whole_by_its_hash(roster
 
 def test_the_active_version_is_the_pinned_one_else_the_newest_admitted(roster: Roster) -> None:
     roster.add("alice")
-    versions = [roster.submit("alice", good_bot(), "a.zip") for _ in range(3)]
-    for version, status in zip(versions, ("admitted", "admitted", "refused"), strict=True):
-        roster.decide(version, status, command=("python", "bot.py"))
+    for status in ("admitted", "admitted", "refused"):  # (each built before the next upload)
+        roster.decide(roster.submit("alice", good_bot(), "a.zip"), status, command=("python", "bot.py"))
     assert [v.number for v in roster.active()] == [2]
     roster.pin("alice", 1)
     assert [v.number for v in roster.active()] == [1]
