@@ -31,7 +31,14 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from participants.admission import LIMIT_KEYS, SIZE_KEYS, roster_limits
+from participants.admission import (
+    LIMIT_KEYS,
+    SIZE_KEYS,
+    UPLOADS_PER_DAY,
+    UPLOADS_PER_HOUR,
+    roster_limits,
+    upload_quota,
+)
 from participants.roster import ORGANIZER, Roster
 from participants.unpack import Bounds, UploadError, check_manifest
 from server.errors import UserError
@@ -83,7 +90,10 @@ def register_cli(subparsers: Any) -> None:
     action("renew", "give a participant a new token (the old one stops working)", _renew, tokens=True)
     limits = action("set", "set the limits of uploads and builds (defaults: docs/teachers.md)", _set, who=False)
     limits.add_argument("values", nargs="+", metavar="KEY=VALUE",
-                        help=f"{', '.join(LIMIT_KEYS)}; sizes like 2GiB or 30MB, times in seconds")
+                        help=f"{', '.join(LIMIT_KEYS)}; sizes like 2GiB or 30MB, times in seconds; "
+                        "uploads_per_hour and uploads_per_day: the versions each participant may upload in any "
+                        f"hour and any day (default {UPLOADS_PER_HOUR} and {UPLOADS_PER_DAY}; a newer upload "
+                        "still replaces one waiting for its build)")
     action("organizer", "make a new organizer token (the previous one stops working)", _organizer, who=False,
            tokens=True)
 
@@ -192,11 +202,17 @@ def _set(args: argparse.Namespace) -> int:
         if number <= 0:
             raise UserError(f"{key}: must be more than 0")
         values[key] = number
+    (hourly, _), (daily, _) = upload_quota(roster)
+    hourly, daily = int(values.get("uploads_per_hour", hourly)), int(values.get("uploads_per_day", daily))
+    if daily < hourly:
+        raise UserError(f"uploads_per_day={daily} is less than uploads_per_hour={hourly}: a participant could never "
+                        "use the hour's; set both (nothing was changed)")
     roster.set_limits(values)
     build, bounds = roster_limits(roster)
     print(f"builds: {build.time_s:g} s, {size_text(build.memory)} of memory, {build.processes} processes, "
           f"{size_text(build.output)} of log; uploads: {size_text(bounds.packed)} packed, "
-          f"{size_text(bounds.unpacked)} unpacked, {bounds.files} files (from the next upload and build on, without a restart)")
+          f"{size_text(bounds.unpacked)} unpacked, {bounds.files} files and folders, {hourly} an hour and {daily} a "
+          "day per participant (from the next upload and build on, without a restart)")
     return 0
 
 
@@ -274,6 +290,8 @@ def _submit(args: argparse.Namespace) -> int:
     number = answer["version"]
     page = f"{base}{answer['page']}" if answer.get("page") else f"{base}/me"  # (the version's page, once logged in)
     print(f"uploaded {filename} ({len(data)} bytes) as v{number}; building and checking it ...", flush=True)
+    if queue := answer.get("queue"):  # (the builds before it, the upload it replaced, the uploads left)
+        print(f"v{number}: {queue['said']}", flush=True)
     if args.no_wait:
         return 0
     started = time.monotonic()
