@@ -16,7 +16,7 @@ import pytest
 
 from participants.admission import admit_pending
 from participants.entrants import RosterEntrants
-from participants.roster import PostgresRoster, Roster, RosterError
+from participants.roster import PostgresRoster, Roster, RosterError, replaced_reason
 from server.cli.tournament_pg import _no_runner, runner_for
 from server.storage.bot_files import FileCache, FilesUnavailable, pack_folder, put_file, sha256
 from server.storage.postgres import PostgresStore
@@ -52,7 +52,8 @@ def test_a_roster_in_postgresql_adds_checks_revokes_and_numbers_versions_never_o
     again = roster.submit("alice", upload, "mybot.zip")
     assert [(v.number, v.sha256) for v in roster.versions("alice")] == [
         (1, first.sha256), (2, second.sha256), (3, first.sha256)]
-    assert roster.version("alice", 1) == first and again.status == "building"
+    assert roster.version("alice", 3) == again and again.status == "building"
+    assert roster.version("alice", 1).reason == replaced_reason(2)  # type: ignore[union-attr]  # (one upload waits)
     roster.publish("a-ladder-in-sqlite", roster.versions())  # (not in this database: nothing to tell its workers)
     with psycopg.connect(pg_url) as conn:
         files = conn.execute("SELECT sha256, body FROM craits_files ORDER BY sha256").fetchall()
