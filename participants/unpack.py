@@ -131,7 +131,7 @@ class _Budgeted(io.RawIOBase):
     """A decompressed stream that raises UploadError (the unpacked limit) once more than
     ``budget`` bytes have been read from it: whatever tarfile reads, a header's or a member's."""
 
-    def __init__(self, source: IO[bytes], budget: int, bounds: Bounds) -> None:
+    def __init__(self, source: io.BufferedIOBase, budget: int, bounds: Bounds) -> None:
         self.source = source
         self.budget = budget
         self.bounds = bounds
@@ -149,7 +149,7 @@ class _Budgeted(io.RawIOBase):
         return data
 
 
-def _decompressed(data: bytes) -> IO[bytes]:
+def _decompressed(data: bytes) -> io.BufferedIOBase:
     """The tar inside ``data`` (gzip, bzip2, xz or none), decompressed as it is read."""
     if data.startswith(b"\x1f\x8b"):
         return gzip.GzipFile(fileobj=io.BytesIO(data))
@@ -170,7 +170,7 @@ def _tar_entries(data: bytes, bounds: Bounds) -> Iterator[tuple[tarfile.TarFile,
     with tarfile.open(fileobj=stream, mode="r|") as archive:
         entries = declared = 0
         while (member := archive.next()) is not None:
-            archive.members.clear()  # (tarfile keeps every entry it read: none is needed again)
+            archive.members.clear()  # type: ignore[attr-defined]  # (tarfile keeps every entry it read: none is needed again)
             entries += 1
             declared += member.size if member.isfile() else 0
             if entries > bounds.files:
