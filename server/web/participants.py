@@ -106,6 +106,14 @@ def proxy_network(text: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
     return ipaddress.ip_network(text.strip(), strict=False)
 
 
+def _is_address(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
 def game_output(log_dir: Path, bot: str, game_id: str, seat: int) -> str | None:
     """``bot``'s own output during ``game_id``: from its kept process's log (split at the
     game marks), or from the game's own log when it was launched for that game only."""
@@ -260,7 +268,7 @@ class ParticipantPages:
         for hop in reversed(request.headers.get("X-Forwarded-For", "").split(",")):
             hop = hop.strip()
             if hop and not self._trusted(hop):
-                return hop
+                return hop if _is_address(hop) else peer  # (not an address: the proxy passed words on)
         return peer
 
     def _trusted(self, address: str) -> bool:
@@ -563,9 +571,9 @@ class ParticipantPages:
             waiting = []  # (its turn came)
         ahead = sorted({v.participant for v in waiting if v.participant != version.participant})
         mine = [v.number for v in waiting if v.participant == version.participant and v.number < version.number]
-        replaced = [v.number for v in self.roster.versions(version.participant)
-                    if v.status == "refused" and v.reason == replaced_reason(version.number)]
-        left = {per: most - sum(1 for v in self.roster.versions(version.participant) if v.created > time.time() - window)
+        theirs = self.roster.versions(version.participant)
+        replaced = [v.number for v in theirs if v.status == "refused" and v.reason == replaced_reason(version.number)]
+        left = {per: most - sum(1 for v in theirs if v.created > time.time() - window)
                 for per, (most, window) in zip(("hour", "day"), upload_quota(self.roster), strict=True)}
         said = [f"{len(ahead) + len(mine)} build(s) before it (builds are taken in turn, one participant after another"
                 + (f"; your v{mine[0]} is being built" if mine else "") + ")"]
