@@ -75,12 +75,13 @@ def test_a_spreadsheets_semicolon_or_tab_separated_csv_is_read_too(roster: Roste
 
 def test_versions_are_numbered_and_every_upload_is_kept_whole_by_its_hash(roster: Roster) -> None:
     roster.add("alice")
-    first = roster.submit("alice", good_bot(), "a.zip")
+    upload = good_bot()  # (once: a zip holds the time it was made)
+    first = roster.submit("alice", upload, "a.zip")
     second = roster.submit("alice", good_bot(build="true"), "b.zip")
-    again = roster.submit("alice", good_bot(), "../../etc/c.zip")
+    again = roster.submit("alice", upload, "../../etc/c.zip")
     assert [v.number for v in roster.versions("alice")] == [1, 2, 3]
     assert first.sha256 == again.sha256 != second.sha256
-    assert roster.upload_path(first.sha256).read_bytes() == good_bot()
+    assert roster.upload_path(first.sha256).read_bytes() == upload
     assert again.filename == "c.zip"
     assert [v.number for v in roster.pending()] == [3]  # (one upload waits: the newest replaced the others)
     assert [roster.version("alice", n).reason for n in (1, 2)] == [replaced_reason(2), replaced_reason(3)]
