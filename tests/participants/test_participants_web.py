@@ -147,6 +147,7 @@ def test_craits_submit_uploads_a_folder_and_prints_the_verdict(classroom: Classr
                           capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stdout + done.stderr
     assert re.search(r"uploaded mybot.zip \(\d+ bytes\) as v1", done.stdout) and "v1: admitted" in done.stdout
+    assert re.search(r"v1: \d build\(s\) before it .*; 19 upload\(s\) left this hour, 99 today", done.stdout)
     bob = Client(classroom.running.url)
     bob.log_in(classroom.tokens["bob"])
 
