@@ -40,6 +40,7 @@ it lies within 1/2 +- ``tie_within`` (the two differ by less than that, for cert
 
 from __future__ import annotations
 
+import copy
 import itertools
 import math
 import re
@@ -121,10 +122,15 @@ class BettingSequence:
     ``low``/``high`` are the largest excluded candidate below and the smallest above (the true
     mean lies strictly between them, with probability ``1 - alpha`` at every moment at once);
     ``points``: candidates to track exactly besides the grid (a verdict's 1/2 +- tie_within);
-    ``centre``: the value a verdict compares the mean with (1/2): the bet is then at least
-    Kelly's against it, estimated from the earlier values (the bench settles in about 1.15
-    times fewer deals). Any bet that reads earlier values only, the same for every m but for
-    its cap, keeps the guarantee.
+    ``centre``: the value a verdict compares the mean with (1/2). Each bettor then splits its
+    capital in a **mixture of two bets** (a mixture of martingales is one): ``_FAST`` of it on a
+    bet at least Kelly's against the centre, estimated from the earlier values (the bench
+    settles in about 1.15 times fewer deals), the rest on the plain plug-in bet, which shrinks
+    as values come in. The first alone makes the verdict fast but its interval levels off (a
+    bet sized for the distance to 1/2 is too bold near the mean: Bernoulli 0.3 gave widths 0.21
+    / 0.16 / 0.15 at 500 / 5,000 / 20,000 values); the second keeps it narrowing like
+    ``1/sqrt(n)`` up to a log. Any bet that reads earlier values only, the same for every m but
+    for its cap, keeps the guarantee.
     A bet does not depend on m but for its cap, so the bettor on "above m" holds less the higher
     m is: the excluded candidates are a run from each end, and only those between are tracked."""
 
@@ -141,25 +147,35 @@ class BettingSequence:
         self._mu = 0.5
         self._sq = 0.25
         self._points = sorted({k / _GRID for k in range(1, _GRID)} | {p for p in points if 0 < p < 1})
-        self._up = [0.0] * len(self._points)  # log capital of the bettor on "above m"
-        self._down = [0.0] * len(self._points)  # and on "below m"
+        # log capital of the bettor on "above m" and on "below m": one list per bet of the mixture
+        bets = 1 if centre is None else 2
+        self._up = [[0.0] * len(self._points) for _ in range(bets)]
+        self._down = [[0.0] * len(self._points) for _ in range(bets)]
         self.low, self.high = 0.0, 1.0
+
+    def copy(self) -> BettingSequence:
+        """An independent copy (a reading that counts a deal still being played)."""
+        other = BettingSequence.__new__(BettingSequence)
+        for name in self.__slots__:
+            setattr(other, name, getattr(self, name))
+        other._points = list(self._points)
+        other._up = [list(u) for u in self._up]
+        other._down = [list(d) for d in self._down]
+        return other
 
     def add(self, x: float) -> None:
         if not 0.0 <= x <= 1.0:
             raise ValueError(f"a confidence sequence on [0, 1] got {x}")
         t = self.n + 1
-        bet = math.sqrt(2 * self._log / (self._sq * math.log(1 + t)))  # PrPl: sigma^2_{t-1} t = _sq
+        plain = math.sqrt(2 * self._log / (self._sq * math.log(1 + t)))  # PrPl: sigma^2_{t-1} t = _sq
+        bets = [plain]
         if self.centre is not None:  # at least Kelly's bet against the centre, from earlier values too
             gap = self._mu - self.centre
-            bet = max(bet, abs(gap) / (self._sq / t + gap * gap))
-        points, log1p, cap = self._points, math.log1p, _BET_CAP
-        if bet <= cap:  # (no candidate's cap binds: the usual case after the first deals)
-            up = [u + log1p(bet * (x - m)) for u, m in zip(self._up, points, strict=True)]
-            down = [d + log1p(bet * (m - x)) for d, m in zip(self._down, points, strict=True)]
-        else:
-            up = [u + log1p(min(bet, cap / m) * (x - m)) for u, m in zip(self._up, points, strict=True)]
-            down = [d + log1p(min(bet, cap / (1 - m)) * (m - x)) for d, m in zip(self._down, points, strict=True)]
+            bets.insert(0, max(plain, abs(gap) / (self._sq / t + gap * gap)))
+        points = self._points
+        ups = [_grow(u, points, bet, x, 1.0) for u, bet in zip(self._up, bets, strict=True)]
+        downs = [_grow(d, points, bet, x, -1.0) for d, bet in zip(self._down, bets, strict=True)]
+        up, down = (ups[0], downs[0]) if len(bets) == 1 else (_mix(ups), _mix(downs))
         first, last = 0, len(points)
         while first < last - 1 and up[first] >= self._log:
             first += 1
@@ -170,7 +186,9 @@ class BettingSequence:
             self.low = points[first - 1]
         if last < len(points):
             self.high = points[last]
-        self._points, self._up, self._down = points[first:last], up[first:last], down[first:last]
+        self._points = points[first:last]
+        self._up = [u[first:last] for u in ups]
+        self._down = [d[first:last] for d in downs]
         self.n = t
         self.total += x
         self._mu = (0.5 + self.total) / (t + 1)
@@ -179,6 +197,38 @@ class BettingSequence:
     @property
     def mean(self) -> float | None:
         return self.total / self.n if self.n else None
+
+
+_FAST = 0.9
+"""The share of a bettor's capital on the bet aimed at the centre (the rest on the plain bet):
+the verdict pays log(1/0.9), about 1.5% more deals at a pair's level; the interval, log(10)
+in its width's log term, and keeps narrowing."""
+
+
+def _grow(log_capital: list[float], points: list[float], bet: float, x: float, side: float) -> list[float]:
+    """One bettor's log capital at each candidate m after betting ``bet`` (capped so that at most
+    ``_BET_CAP`` of the capital is at risk) on x above m (``side`` 1) or below it (-1)."""
+    log1p, cap = math.log1p, _BET_CAP
+    if side > 0:
+        if bet <= cap:  # (no candidate's cap binds: the usual case after the first deals)
+            return [c + log1p(bet * (x - m)) for c, m in zip(log_capital, points, strict=True)]
+        return [c + log1p(min(bet, cap / m) * (x - m)) for c, m in zip(log_capital, points, strict=True)]
+    if bet <= cap:
+        return [c + log1p(bet * (m - x)) for c, m in zip(log_capital, points, strict=True)]
+    return [c + log1p(min(bet, cap / (1 - m)) * (m - x)) for c, m in zip(log_capital, points, strict=True)]
+
+
+_LOG_FAST, _LOG_SLOW = math.log(_FAST), math.log(1 - _FAST)
+
+
+def _mix(logs: list[list[float]]) -> list[float]:
+    """The log of the mixture's capital: ``_FAST`` of the first bettor's, the rest the second's."""
+    out = []
+    for a, b in zip(logs[0], logs[1], strict=True):
+        a += _LOG_FAST
+        b += _LOG_SLOW
+        out.append(a + math.log1p(math.exp(b - a)) if a >= b else b + math.log1p(math.exp(a - b)))
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,78 +295,195 @@ def unit_figures(rotations: Sequence[Mapping[str, int]], pair_statistic: str = "
     return figures, {(a, b): (1 + figures[a] - figures[b]) / 2 for a, b in above}
 
 
+BOT_SHARE = 0.2
+"""The share of the error budget (1 - confidence) the bots' own intervals take together; the
+pairs, which the verdicts and the stopping rules read, take the rest."""
+FOCUS_SHARE = 0.75
+"""With ``stop = "pair:A,B"``: the share of the pairs' budget that pair takes (the others share the rest)."""
+
+
+def _series(k: int) -> float:
+    """The k-th term (k = 1, 2, ...) of 6 / (pi^2 k^2), which sums to 1: the share of the budget
+    the k-th field of an open ladder spends (:class:`Rankings`)."""
+    return 6 / (math.pi**2 * k * k)
+
+
 class Rankings:
-    """Confidence sequences for every bot and every pair, fed unit by unit (see the module
-    docstring), and the order and verdicts read off them. ``focus``: a pair that gets the
-    whole confidence for itself (``stop = "pair:A,B"``)."""
+    """Confidence sequences for every bot and every pair, fed deal by deal (see the module
+    docstring), and the order and verdicts read off them.
+
+    ``confidence`` is the one declared level of *all* the intervals together: the bots share
+    ``BOT_SHARE`` of the error 1 - confidence equally, the pairs the rest (``focus``, the pair of
+    ``stop = "pair:A,B"``, takes ``FOCUS_SHARE`` of the pairs'). So every interval shown holds
+    at every moment together with probability at least ``confidence``.
+
+    ``open_field`` (a ladder: bots come in as the ladder runs) restarts every sequence when a
+    bot plays its first deal: the field changed, and with it every bot's figure against it
+    (a participant's new version in, usually its old one out). The ``e``-th field that shows
+    intervals spends ``6 / (pi^2 e^2)`` of the budget (a series summing to 1, however many
+    versions come), shared as above by the bots seen so far and their pairs. A field shows
+    nothing until it has lasted as many deals as it has bots (the ladder's first rounds, where
+    the bots come in one table at a time, spend nothing). Without ``open_field`` (a tournament)
+    the field is the bots given, and :meth:`add_bot` refuses."""
 
     def __init__(self, bots: Sequence[str], *, confidence: float = CONFIDENCE, tie_within: float = TIE_WITHIN,
                  focus: tuple[str, str] | None = None, pair_statistic: str = "beaten",
-                 interval: str = "betting") -> None:
+                 interval: str = "betting", open_field: bool = False) -> None:
         self.bots = tuple(bots)
         self.confidence = confidence
         self.tie_within = tie_within
-        self.focus = focus
+        self.focus = frozenset(focus) if focus is not None else None
         self.pair_statistic = pair_statistic
+        self.open_field = open_field
         if interval not in INTERVALS:
             raise ValueError(f"interval must be one of {', '.join(INTERVALS)}, got {interval!r}")
         self._sequence = INTERVALS[interval]
-        alpha = 1 - confidence
-        n = max(len(self.bots), 1)
-        self.bot_alpha = alpha / n
-        self.pair_alpha = alpha / max(n * (n - 1) // 2, 1)
         self._index = {b: i for i, b in enumerate(self.bots)}
-        self._bot = {b: self._sequence(self.bot_alpha) for b in self.bots}
         self._verdict_points = (0.5 - tie_within, 0.5, 0.5 + tie_within)
-        self._pair: dict[tuple[str, str], BettingSequence | ConfidenceSequence] = {}
         self.units = 0
+        """Deals counted (in the current field, for an open one)."""
+        self.fields_shown = 0
+        """Open field: the fields that have shown intervals (this one included once it shows)."""
+        self._seen: set[str] = set()
+        self._open_deal: tuple[str, object] | None = None
+        self._open_tables: dict[str, list[dict[str, int] | None]] = {}
+        self._view: Rankings | None = None
+        self._start_field(len(self.bots))
+
+    def _start_field(self, bots: int) -> None:
+        """Fresh sequences, and the budget they spend (see the class docstring)."""
+        alpha = 1 - self.confidence
+        if self.open_field:
+            alpha *= _series(self.fields_shown + 1)
+        n = max(bots, 1)
+        pairs = max(n * (n - 1) // 2, 1)
+        self.field_alpha = alpha
+        self.bot_alpha = alpha * BOT_SHARE / n
+        if self.focus is not None:
+            self.focus_alpha = alpha * (1 - BOT_SHARE) * FOCUS_SHARE
+            self.pair_alpha = alpha * (1 - BOT_SHARE) * (1 - FOCUS_SHARE) / max(pairs - 1, 1)
+        else:
+            self.focus_alpha = self.pair_alpha = alpha * (1 - BOT_SHARE) / pairs
+        self.units = 0
+        self.shown = not self.open_field
+        self._bot = {b: self._sequence(self.bot_alpha) for b in self.bots}
+        self._pair: dict[tuple[str, str], BettingSequence | ConfidenceSequence] = {}
 
     def add_bot(self, bot: str) -> None:
-        """A bot that joins a running ladder (a participant's new version). Its sequences take
-        the share of the confidence set at the start: the guarantee holds for the bots counted
-        then, and a ladder that grows a lot reads its intervals a little too narrow."""
+        """A bot that joins a running ladder (a participant's new version): it is ranked from
+        its first deal, which starts a new field (see the class docstring)."""
         if bot in self._index:
             return
+        if not self.open_field:
+            raise ValueError(f"cannot add {bot!r}: a tournament's field is fixed (its budget is split over "
+                             f"{len(self.bots)} bots)")
         self.bots = (*self.bots, bot)
         self._index[bot] = len(self.bots) - 1
         self._bot[bot] = self._sequence(self.bot_alpha)
+        self._view = None
 
     def _key(self, a: str, b: str) -> tuple[tuple[str, str], bool]:
         """The stored pair's key (file order) and whether (a, b) is it reversed."""
         return ((a, b), False) if self._index[a] < self._index[b] else ((b, a), True)
 
+    # ------------------------------------------------------------------ feeding
+
+    def add_game(self, game_id: str, bots: Sequence[str], placings: Sequence[int], *, aborted: bool = False,
+                 seed: int | None = None) -> None:
+        """One recorded game, in schedule order. Games that share ``seed`` are one deal (with
+        shared deals: every table and every seat rotation of it), and a deal is one sample:
+        its values enter the sequences once, when a game of another deal comes (the schedules
+        play a deal's games together). Without a seed, the games whose ids differ only by the
+        rotation's ``-rN`` are the deal. Within a deal, a table's games (ids but for ``-rN``)
+        are dropped if one of them was aborted (its seats would no longer be balanced)."""
+        table = _ROTATION.sub("", game_id)
+        deal: tuple[str, object] = ("seed", seed) if seed is not None else ("table", table)
+        if self._open_deal is not None and deal != self._open_deal:
+            self._close_deal()
+        self._open_deal = deal
+        self._open_tables.setdefault(table, []).append(None if aborted else dict(zip(bots, placings, strict=True)))
+        self._view = None
+
     def add_unit(self, rotations: Sequence[Mapping[str, int]]) -> None:
-        """One finished unit: each rotation's placings by bot (bots not ranked here are skipped)."""
-        rotations = [{b: p for b, p in r.items() if b in self._index} for r in rotations]
-        if not rotations or len(rotations[0]) < 2:
+        """One whole deal at one table: each rotation's placings by bot (bots not ranked here are skipped)."""
+        self._close_deal()
+        self._add_deal([rotations])
+
+    def _close_deal(self) -> None:
+        tables = [games for games in self._open_tables.values() if all(g is not None for g in games)]
+        self._open_deal, self._open_tables = None, {}
+        self._view = None
+        if tables:
+            self._add_deal(tables)  # type: ignore[arg-type]
+
+    def _add_deal(self, tables: Sequence[Sequence[Mapping[str, int]]]) -> None:
+        """One deal: each of its tables' rotations. A bot's value is its figure averaged over its
+        tables of the deal, a pair's over the tables the two shared."""
+        bots: dict[str, list[float]] = {}
+        pairs: dict[tuple[str, str], list[float]] = {}
+        for rotations in tables:
+            kept = [{b: p for b, p in r.items() if b in self._index} for r in rotations]
+            if not kept or len(kept[0]) < 2:
+                continue
+            beaten, above = unit_figures(kept, self.pair_statistic)
+            for bot, x in beaten.items():
+                bots.setdefault(bot, []).append(x)
+            for (a, b), x in above.items():
+                key, flipped = self._key(a, b)
+                pairs.setdefault(key, []).append(1.0 - x if flipped else x)
+        if not bots:
             return
-        beaten, above = unit_figures(rotations, self.pair_statistic)
+        if self.open_field and not bots.keys() <= self._seen:
+            self._seen |= bots.keys()
+            self._start_field(len(self._seen))
         self.units += 1
-        for bot, x in beaten.items():
-            self._bot[bot].add(x)
-        for (a, b), x in above.items():
-            key, flipped = self._key(a, b)
+        for bot, xs in bots.items():
+            self._bot[bot].add(sum(xs) / len(xs))
+        for key, xs in pairs.items():
             sequence = self._pair.get(key)
             if sequence is None:
-                alpha = 1 - self.confidence if self.focus is not None and set(key) == set(self.focus) else self.pair_alpha
+                alpha = self.focus_alpha if self.focus is not None and frozenset(key) == self.focus else self.pair_alpha
                 sequence = self._pair[key] = self._sequence(alpha, self._verdict_points, 0.5)
-            sequence.add(1.0 - x if flipped else x)
+            sequence.add(sum(xs) / len(xs))
+        if not self.shown and self.units >= len(self._seen):
+            self.shown = True
+            self.fields_shown += 1
+
+    def _read(self) -> Rankings:
+        """What the readings read: these rankings, with the deal still open counted as it stands
+        (on a copy: it enters for good, whole, once its last game is in)."""
+        if self._open_deal is None:
+            return self
+        if self._view is None:
+            view = copy.copy(self)
+            view._bot = {b: s.copy() for b, s in self._bot.items()}
+            view._pair = {k: s.copy() for k, s in self._pair.items()}
+            view._seen = set(self._seen)
+            view._open_tables = dict(self._open_tables)
+            view._close_deal()
+            self._view = view
+        return self._view
 
     # ------------------------------------------------------------------ reading
 
     def bot_interval(self, bot: str) -> Interval:
-        s = self._bot[bot]
+        r = self._read()
+        s = r._bot[bot]
+        if not r.shown:
+            return Interval(s.mean, 0.0, 1.0, s.n)
         return Interval(s.mean, s.low, s.high, s.n)
 
     def pair_interval(self, a: str, b: str) -> Interval:
-        """Of the chance that ``a`` places above ``b`` at a shared table."""
+        """Of the pair's figure (above 1/2: ``a`` does better than ``b`` at the tables they share)."""
+        r = self._read()
         key, flipped = self._key(a, b)
-        s = self._pair.get(key)
+        s = r._pair.get(key)
         if s is None:
             return Interval(None, 0.0, 1.0, 0)
+        low, high = (s.low, s.high) if r.shown else (0.0, 1.0)
         if flipped:
-            return Interval(None if s.mean is None else 1 - s.mean, 1 - s.high, 1 - s.low, s.n)
-        return Interval(s.mean, s.low, s.high, s.n)
+            return Interval(None if s.mean is None else 1 - s.mean, 1 - high, 1 - low, s.n)
+        return Interval(s.mean, low, high, s.n)
 
     def verdict(self, a: str, b: str) -> str:
         i = self.pair_interval(a, b)  # (its ends are excluded: see BettingSequence)
@@ -333,7 +500,8 @@ class Rankings:
     def order(self) -> list[str]:
         """Best first: by each bot's figure, then (a few passes) neighbours swapped where their
         pair's interval says the other way round (they met on other opponents' tables)."""
-        order = sorted(self.bots, key=lambda b: (self._bot[b].mean is None, -(self._bot[b].mean or 0.0), self._index[b]))
+        means = {b: self.bot_interval(b).mean for b in self.bots}
+        order = sorted(self.bots, key=lambda b: (means[b] is None, -(means[b] or 0.0), self._index[b]))
         for _ in range(len(order)):
             swapped = False
             for i in range(len(order) - 1):
@@ -348,20 +516,35 @@ class Rankings:
         order = self.order() if order is None else order
         return [Neighbour(a, b, self.verdict(a, b), self.pair_interval(a, b)) for a, b in itertools.pairwise(order)]
 
+    def level(self) -> str:
+        """What holds, in words (the standings, the board and the terminal say it)."""
+        if not self.open_field:
+            return (f"all the intervals together (bots and pairs) hold at every moment with {self.confidence:.0%} "
+                    "confidence")
+        return (f"all the intervals together hold with {self.confidence:.0%} confidence over the ladder's life; "
+                "they restart when a new bot comes in")
+
     def to_dict(self) -> dict[str, Any]:
-        """For the standings document (JSON): the label, the order's neighbours and verdicts."""
+        """For the standings document (JSON): the label, the level, the order's neighbours and verdicts."""
+        r = self._read()
+        focus = (f"; the pair {' and '.join(sorted(self.focus))} at {1 - r.focus_alpha:.6g}"
+                 if self.focus is not None else "")
         return {
             "label": LABEL,
             "confidence": self.confidence,
+            "level": self.level(),
             "tie_within": self.tie_within,
-            "units": self.units,
-            "statistic": "per bot: fraction of tablemates beaten per deal (every seat rotation of one deal at "
-                         "one table); per pair: " + ("fraction of shared rotations placed above the other"
-                                                     if self.pair_statistic == "above" else
-                                                     "(1 + the difference of their fractions beaten) / 2, "
-                                                     "per deal they shared"),
-            "correction": f"Bonferroni: each bot's interval at {1 - self.bot_alpha:.6g}, each pair's at "
-                          f"{1 - self.pair_alpha:.6g}",
+            "units": r.units,
+            "statistic": "per bot: fraction of tablemates beaten per deal (all its tables and seat rotations of "
+                         "one deal combined); per pair: " + ("fraction of shared rotations placed above the other"
+                                                             if self.pair_statistic == "above" else
+                                                             "(1 + the difference of their fractions beaten) / 2, "
+                                                             "per deal they shared"),
+            "correction": (f"one budget of {1 - self.confidence:.3g} split (Bonferroni): "
+                           + (f"this field's share {r.field_alpha:.3g} (the {r.fields_shown or 1}th term of "
+                              "6/(pi^2 e^2)); " if self.open_field else "")
+                           + f"each bot's interval at {1 - r.bot_alpha:.6g}, each pair's at "
+                           f"{1 - r.pair_alpha:.6g}{focus}"),
             "neighbours": [
                 {"upper": n.upper, "lower": n.lower, "verdict": n.verdict, "settled": n.settled,
                  "low": round(n.interval.low, 6), "high": round(n.interval.high, 6), "units": n.interval.units}
@@ -369,12 +552,13 @@ class Rankings:
                 for n in self.neighbours()
             ],
             "drifted": self.drifted(),
-        }
+        } | ({"field_shown": r.shown} if self.open_field else {})
 
     def drifted(self) -> dict[str, list[Any]]:
         """The bots and the pairs whose results have left their interval (:attr:`Interval.drifted`)."""
+        r = self._read()
         return {"bots": [b for b in self.bots if self.bot_interval(b).drifted],
-                "pairs": [[a, b] for (a, b) in self._pair if self.pair_interval(a, b).drifted]}
+                "pairs": [[a, b] for (a, b) in r._pair if self.pair_interval(a, b).drifted]}
 
 
 # ------------------------------------------------------------------ stopping rules
@@ -477,24 +661,12 @@ _ROTATION = re.compile(r"-r\d+$")
 
 
 class UnitBuilder:
-    """Gathers recorded games into units and feeds each complete one to ``rankings``: the games
-    of a unit share their id but for the rotation's ``-rN`` at its end (every schedule names
-    them so); a unit is complete with one game per seat (the cyclic rotations), and dropped if
-    one of its games was aborted. A game id without ``-rN`` is a unit of its own."""
+    """Feeds recorded games to ``rankings`` (:meth:`Rankings.add_game`: games that share a seed
+    are one deal; without a seed, the ids but for the rotation's ``-rN``)."""
 
     def __init__(self, rankings: Rankings) -> None:
         self.rankings = rankings
-        self._open: dict[str, list[dict[str, int] | None]] = {}
 
-    def add(self, game_id: str, bots: Sequence[str], placings: Sequence[int], aborted: bool = False) -> None:
-        key = _ROTATION.sub("", game_id)
-        if key == game_id:
-            if not aborted:
-                self.rankings.add_unit([dict(zip(bots, placings, strict=True))])
-            return
-        games = self._open.setdefault(key, [])
-        games.append(None if aborted else dict(zip(bots, placings, strict=True)))
-        if len(games) >= len(bots):
-            del self._open[key]
-            if all(g is not None for g in games):
-                self.rankings.add_unit([g for g in games if g is not None])
+    def add(self, game_id: str, bots: Sequence[str], placings: Sequence[int], aborted: bool = False,
+            seed: int | None = None) -> None:
+        self.rankings.add_game(game_id, bots, placings, aborted=aborted, seed=seed)

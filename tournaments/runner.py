@@ -225,7 +225,7 @@ def standings_tally(config: TournamentConfig, bots: Sequence[str]) -> Tally:
     the one place a tournament's, a ladder's and a board's standings start from."""
     return Tally(bots, partnerships=config.game.partnerships, lower_wins=not config.game.crazy_eights,
                  confidence=config.confidence, tie_within=config.tie_within, stop=config.stop,
-                 priors=read_priors(config.roster))
+                 priors=read_priors(config.roster), open_field=config.schedule == LADDER_SCHEDULE)
 
 
 def standings_of(config: TournamentConfig, store: TournamentStore, bots: Sequence[str], *,

@@ -102,6 +102,7 @@ class ResultLike(Protocol):
     def lower_wins(self) -> bool: ...
     @property
     def aborted(self) -> str: ...
+    # (and, if it has one, ``seed``: the deal's; games sharing it are one deal for the rankings)
 
 
 def t_quantile_975(df: int) -> float:
@@ -381,15 +382,17 @@ class Tally:
 
     def __init__(self, bots: Sequence[str], *, partnerships: bool = False, lower_wins: bool = True,
                  confidence: float = CONFIDENCE, tie_within: float = TIE_WITHIN, stop: str = "",
-                 priors: Mapping[str, float] | None = None) -> None:
-        """``confidence`` and ``tie_within``: the intervals valid at any time; ``stop``: the
+                 priors: Mapping[str, float] | None = None, open_field: bool = False) -> None:
+        """``confidence`` and ``tie_within``: the intervals valid at any time (``open_field``: a
+        ladder's, whose field grows: ``tournaments.anytime.Rankings``); ``stop``: the
         stopping rule whose state the standings report (an adaptive tournament's); ``priors``:
         the rating mean a bot starts from (a participant's new version starts from its
         predecessor's, with the uncertainty of a new bot); others start as new."""
         self.bots = tuple(bots)
         self.stop = StopRule.parse(stop, bots) if stop else None
         focus = self.stop.pair if self.stop is not None else None
-        self.anytime = Rankings(bots, confidence=confidence, tie_within=tie_within, focus=focus)
+        self.anytime = Rankings(bots, confidence=confidence, tie_within=tie_within, focus=focus,
+                               open_field=open_field)
         self._units = UnitBuilder(self.anytime)
         self.partnerships = partnerships
         self.model = PlackettLuce()
@@ -446,7 +449,8 @@ class Tally:
             self.games_aborted += 1
             for b in game.bots:
                 self.aborted[b] += 1
-            self._units.add(getattr(game, "game_id", ""), game.bots, (0,) * len(game.bots), aborted=True)
+            self._units.add(getattr(game, "game_id", ""), game.bots, (0,) * len(game.bots), aborted=True,
+                            seed=getattr(game, "seed", None))
             return
         if self._lower_wins is None:
             self._lower_wins = game.lower_wins
@@ -463,7 +467,7 @@ class Tally:
                     cell = self.h2h[a][b]
                     cell[0 if placings[i] < placings[j] else 1 if placings[i] > placings[j] else 2] += 1
         _rate(self.model, self.ratings, game, self.partnerships)
-        self._units.add(getattr(game, "game_id", ""), seats, placings)
+        self._units.add(getattr(game, "game_id", ""), seats, placings, seed=getattr(game, "seed", None))
 
     def anytime_document(self) -> dict[str, Any]:
         """The intervals' order and verdicts, and the stop's state if there is one."""
