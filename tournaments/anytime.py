@@ -340,20 +340,23 @@ class Rankings:
         self._sequence = INTERVALS[interval]
         self._index = {b: i for i, b in enumerate(self.bots)}
         self._verdict_points = (0.5 - tie_within, 0.5, 0.5 + tie_within)
-        self.units = 0
-        """Deals counted (in the current field, for an open one)."""
+        self._units = 0
         self.fields_shown = 0
         """Open field: the fields that have shown intervals (this one included once it shows)."""
         self._seen: set[str] = set()
         self._open_deal: tuple[str, object] | None = None
         self._open_tables: dict[str, list[dict[str, int] | None]] = {}
         self._view: Rankings | None = None
+        self._spent_before = 0.0
+        self.shown = False
         self._start_field(len(self.bots))
 
     def _start_field(self, bots: int) -> None:
         """Fresh sequences, and the budget they spend (see the class docstring)."""
         alpha = 1 - self.confidence
         if self.open_field:
+            if self.shown:
+                self._spent_before += self.field_alpha
             alpha *= _series(self.fields_shown + 1)
         n = max(bots, 1)
         pairs = max(n * (n - 1) // 2, 1)
@@ -364,10 +367,21 @@ class Rankings:
             self.pair_alpha = alpha * (1 - BOT_SHARE) * (1 - FOCUS_SHARE) / max(pairs - 1, 1)
         else:
             self.focus_alpha = self.pair_alpha = alpha * (1 - BOT_SHARE) / pairs
-        self.units = 0
+        self._units = 0
         self.shown = not self.open_field
         self._bot = {b: self._sequence(self.bot_alpha) for b in self.bots}
         self._pair: dict[tuple[str, str], BettingSequence | ConfidenceSequence] = {}
+
+    @property
+    def units(self) -> int:
+        """Deals counted (in the current field, for an open one), the one still open included."""
+        return self._read()._units
+
+    def spent(self) -> float:
+        """The error budget spent so far: the fields that have shown intervals, each its share
+        (never more than 1 - confidence, however many bots come in)."""
+        r = self._read()
+        return r._spent_before + (r.field_alpha if r.shown else 0.0)
 
     def add_bot(self, bot: str) -> None:
         """A bot that joins a running ladder (a participant's new version): it is ranked from
@@ -436,7 +450,7 @@ class Rankings:
         if self.open_field and not bots.keys() <= self._seen:
             self._seen |= bots.keys()
             self._start_field(len(self._seen))
-        self.units += 1
+        self._units += 1
         for bot, xs in bots.items():
             self._bot[bot].add(sum(xs) / len(xs))
         for key, xs in pairs.items():
@@ -445,7 +459,7 @@ class Rankings:
                 alpha = self.focus_alpha if self.focus is not None and frozenset(key) == self.focus else self.pair_alpha
                 sequence = self._pair[key] = self._sequence(alpha, self._verdict_points, 0.5)
             sequence.add(sum(xs) / len(xs))
-        if not self.shown and self.units >= len(self._seen):
+        if not self.shown and self._units >= len(self._seen):
             self.shown = True
             self.fields_shown += 1
 
@@ -534,7 +548,7 @@ class Rankings:
             "confidence": self.confidence,
             "level": self.level(),
             "tie_within": self.tie_within,
-            "units": r.units,
+            "units": r._units,
             "statistic": "per bot: fraction of tablemates beaten per deal (all its tables and seat rotations of "
                          "one deal combined); per pair: " + ("fraction of shared rotations placed above the other"
                                                              if self.pair_statistic == "above" else
