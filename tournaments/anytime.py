@@ -175,11 +175,10 @@ class BettingSequence:
         points = self._points
         ups = [_grow(u, points, bet, x, 1.0) for u, bet in zip(self._up, bets, strict=True)]
         downs = [_grow(d, points, bet, x, -1.0) for d, bet in zip(self._down, bets, strict=True)]
-        up, down = (ups[0], downs[0]) if len(bets) == 1 else (_mix(ups), _mix(downs))
-        first, last = 0, len(points)
-        while first < last - 1 and up[first] >= self._log:
+        first, last, log = 0, len(points), self._log
+        while first < last - 1 and _mixed(ups, first) >= log:
             first += 1
-        while last - 1 > first and down[last - 1] >= self._log:
+        while last - 1 > first and _mixed(downs, last - 1) >= log:
             last -= 1
         # (if one candidate is left and would go too, the sequence has failed: at most alpha of the time)
         if first:
@@ -221,14 +220,14 @@ def _grow(log_capital: list[float], points: list[float], bet: float, x: float, s
 _LOG_FAST, _LOG_SLOW = math.log(_FAST), math.log(1 - _FAST)
 
 
-def _mix(logs: list[list[float]]) -> list[float]:
-    """The log of the mixture's capital: ``_FAST`` of the first bettor's, the rest the second's."""
-    out = []
-    for a, b in zip(logs[0], logs[1], strict=True):
-        a += _LOG_FAST
-        b += _LOG_SLOW
-        out.append(a + math.log1p(math.exp(b - a)) if a >= b else b + math.log1p(math.exp(a - b)))
-    return out
+def _mixed(logs: list[list[float]], i: int) -> float:
+    """The log of the capital at candidate ``i``: the one bettor's, or the mixture's (``_FAST``
+    of the first bet's, the rest the second's). Only the candidates next to those excluded are
+    read, so only they are mixed."""
+    if len(logs) == 1:
+        return logs[0][i]
+    a, b = logs[0][i] + _LOG_FAST, logs[1][i] + _LOG_SLOW
+    return a + math.log1p(math.exp(b - a)) if a >= b else b + math.log1p(math.exp(a - b))
 
 
 @dataclass(frozen=True, slots=True)
@@ -532,11 +531,15 @@ class Rankings:
 
     def level(self) -> str:
         """What holds, in words (the standings, the board and the terminal say it)."""
+        share = f"bots and pairs share one {1 - self.confidence:.0%} budget"
         if not self.open_field:
-            return (f"all the intervals together (bots and pairs) hold at every moment with {self.confidence:.0%} "
-                    "confidence")
-        return (f"all the intervals together hold with {self.confidence:.0%} confidence over the ladder's life; "
-                "they restart when a new bot comes in")
+            return f"every interval here holds at every moment, all together, with {self.confidence:.0%} confidence ({share})"
+        r = self._read()
+        text = (f"every interval here holds at every moment, all together and over the ladder's whole life, with "
+                f"{self.confidence:.0%} confidence ({share}); they start again when a new bot comes in")
+        if not r.shown:
+            text += f" (this field: {r._units} of the {len(r._seen)} deals it plays before they show)"
+        return text
 
     def to_dict(self) -> dict[str, Any]:
         """For the standings document (JSON): the label, the level, the order's neighbours and verdicts."""

@@ -17,12 +17,14 @@ For each bot:
   struck out of, lost the connection in or never joined; aborted games are
   counted but do not score.
 
-* **beaten**: the fraction of tablemates the bot beat per deal (a deal played in every seat
-  rotation at one table), with an interval *valid at any time*: it may be looked at after
-  every game and stopped on (``tournaments.anytime``; the t interval above holds only at a
-  number of games fixed in advance, such as a fixed schedule's final table). The order's
-  neighbours are marked settled when their pair's interval says which is better, or that
-  they are tied within ``tie_within``.
+* **beaten**: the fraction of tablemates the bot beat per deal (all its tables and seat
+  rotations of one deal together: games that share a seed), with an interval *valid at any
+  time*: it may be looked at after every game and stopped on (``tournaments.anytime``; the t
+  interval above holds only at a number of games fixed in advance, such as a fixed schedule's
+  final table). All these intervals, the bots' and the pairs', hold together at the stated
+  confidence (``Rankings.level`` says it under the table). The order's neighbours are marked
+  settled when their pair's interval says which is better, or that they are tied within
+  ``tie_within``.
 
 The table is ordered by average placing (the one number every game format
 shares), then rating ordinal, then name; a ladder's by rating ordinal first.
@@ -322,6 +324,8 @@ def format_anytime(anytime: dict[str, Any]) -> list[str]:
              f"  > settled, = tied within {anytime['tie_within']:g}, ? not settled yet; beaten: fraction of "
              f"tablemates beaten per deal,",
              f"  its interval {LABEL}"]
+    if anytime.get("level"):
+        lines += textwrap.wrap(anytime["level"], width=110, initial_indent="  ", subsequent_indent="  ")
     drifted = anytime.get("drifted") or {}
     if drifted.get("bots") or drifted.get("pairs"):
         names = [*drifted.get("bots", []), *(f"{a} v {b}" for a, b in drifted.get("pairs", []))]
