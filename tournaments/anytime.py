@@ -8,30 +8,42 @@ often (about half the time over 2,000 looks). A **confidence sequence** is an in
 holds at every number of games at once, with the stated confidence: it may be watched
 continuously and stopped on. This module keeps one per bot and one per pair of bots.
 
-* **The unit** is one deal at one table, played in every seat rotation (the schedules'
-  duplicate deal). A unit counts only once all its rotations are recorded and none was
-  aborted, so it is a complete, independent sample.
+* **The unit** is one deal: every game played with its cards (games that share a seed: with
+  shared deals, every table of it and every seat rotation; with fresh deals, each game). Games
+  on the same cards are not independent (bots that play alike place alike on them: counted
+  as separate samples, a pair's interval among copies of one bot missed 14 times its stated
+  rate), so a deal gives each bot and each pair one value, its figure averaged over its tables
+  of that deal. A table's games are dropped if one of them was aborted (its seats would no
+  longer be balanced).
 * **A bot's figure** per unit: the fraction of its tablemates it beat, averaged over the
   rotations (a tie counts half); in [0, 1], higher is better. The average placing is a
   function of it (placing = 1 + (table size - 1) x (1 - figure) without ties).
-* **A pair's figure** per unit they share: (1 + the first's figure - the second's) / 2.
-  Above 1/2 for certain means the first is better; a pair's interval compares the two on
-  the very same cards and tables, so it is the one the stopping rules read. (The fraction of
+* **A pair's figure** per table they share: (1 + the first's figure - the second's) / 2,
+  averaged over the deal's tables they shared. Above 1/2 for certain means the first did
+  better on the very same cards and tables, so it is the one the stopping rules read. It
+  reads how each did against the other *and* against their tablemates there, so its size
+  (not its side, where one bot does at least as well as the other against everyone) depends
+  on who the schedule seated with them: docs/rankings.md. (The fraction of
   rotations in which one placed above the other, ``pair_statistic = "above"``, uses one of
   the table's comparisons where this uses all those of the two: ``bench/stopping.py`` needed
   more games with it.)
 * **The interval** is the hedged-capital betting confidence sequence of Waudby-Smith & Ramdas
   ("Estimating means of bounded random variables by betting", JRSS B 2023, Theorem 3): one
   bettor for and one against each candidate mean, a candidate excluded for good once a bettor
-  has multiplied its stake by 2/alpha. It narrows only, adapts to the figure's variance, and
-  settles ``bench/stopping.py``'s order in about 1.8 times fewer deals than the predictable
-  plug-in empirical-Bernstein sequence of the same paper (Theorem 2, :class:`ConfidenceSequence`).
-  The version comparison and the rubrics of ``participants`` read it too, betting against 0.
-* **Many at once**: the confidence is shared (Bonferroni) by all bots, and separately by
-  all pairs: at 95% with 8 bots every pair's interval is at 1 - 0.05/28. So *all* the
-  intervals hold together, at every moment, with probability at least 95%, and any order
-  read off them (any stopping rule) is wrong with probability at most 5%. A stop on one
-  named pair (``pair:A,B``) gives that pair the whole 5%.
+  has multiplied its stake by 2/alpha. A pair's bettors split their capital between a bet
+  aimed at 1/2 (fast verdicts) and the plain plug-in bet (an interval that keeps narrowing).
+  It narrows only, adapts to the figure's variance, and settles ``bench/stopping.py``'s order
+  in about 1.8 times fewer deals than the predictable plug-in empirical-Bernstein sequence of
+  the same paper (Theorem 2, :class:`ConfidenceSequence`). The version comparison and the
+  rubrics of ``participants`` read it too, betting against 0.
+* **Many at once**: one budget, 1 - confidence, shared (Bonferroni) by every interval: the
+  bots' together take ``BOT_SHARE`` of it, the pairs' the rest (at 95% with 8 bots, each bot's
+  interval at 1 - 0.01/8, each pair's at 1 - 0.04/28; a ``pair:A,B`` stop gives that pair
+  ``FOCUS_SHARE`` of the pairs' share). So *all* the intervals hold together, at every moment,
+  with probability at least 95%, and any order read off them (any stopping rule) is wrong
+  with probability at most 5%. A ladder's field grows: each new field (a bot's first deal
+  starts one) restarts the sequences and spends the next term of a series that sums to the
+  budget (:class:`Rankings`).
 
 A pair's **verdict**: ``ahead``/``behind`` when its interval excludes 1/2; ``tied`` when
 it lies within 1/2 +- ``tie_within`` (the two differ by less than that, for certain);
@@ -257,7 +269,8 @@ class Neighbour:
     """ahead (settled: upper is better), tied (within tie_within), open; behind cannot be
     (the order puts a decided pair the right way round)."""
     interval: Interval
-    """Of the chance that upper places above lower when they share a table."""
+    """Of their pair figure: above 1/2, upper did better on the tables the two shared (it also
+    reads how each did against the tablemates there: docs/rankings.md)."""
 
     @property
     def settled(self) -> bool:
@@ -531,12 +544,12 @@ class Rankings:
 
     def level(self) -> str:
         """What holds, in words (the standings, the board and the terminal say it)."""
-        share = f"bots and pairs share one {1 - self.confidence:.0%} budget"
+        budget = f"(one {1 - self.confidence:.0%} budget for bots and pairs)"
         if not self.open_field:
-            return f"every interval here holds at every moment, all together, with {self.confidence:.0%} confidence ({share})"
+            return f"all intervals here hold together, at every moment, with {self.confidence:.0%} confidence {budget}"
         r = self._read()
-        text = (f"every interval here holds at every moment, all together and over the ladder's whole life, with "
-                f"{self.confidence:.0%} confidence ({share}); they start again when a new bot comes in")
+        text = (f"all intervals here hold together, at every moment of the ladder, with {self.confidence:.0%} "
+                f"confidence {budget}; they start again when a new bot comes in")
         if not r.shown:
             text += f" (this field: {r._units} of the {len(r._seen)} deals it plays before they show)"
         return text
