@@ -25,8 +25,8 @@ at most ``1 - confidence`` of the runs miss.
   version comes in and from then on b is (about 0.35): besides the misses, the deals after
   the change in which "a ahead" still showed.
 
-    python bench/coverage.py --quick      # about a minute
-    python bench/coverage.py              # more runs
+    python bench/coverage.py --quick      # 60 runs of each, a few minutes
+    python bench/coverage.py              # 300 runs of each
 
 It refuses to print a figure when what it measures did not happen (no deal shared, no new
 field shown, no verdict before the drift). The last line is machine-readable:
@@ -200,14 +200,14 @@ def refuse(why: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer runs (about a minute)")
+    parser.add_argument("--quick", action="store_true", help="60 runs of each scenario (300 without)")
     parser.add_argument("--runs", type=int, help="runs of each scenario")
     parser.add_argument("--confidence", type=float, default=0.9,
                         help="the intervals' joint confidence (default 0.9: a nominal miss rate of 10%% that a few "
                         "hundred runs can tell from a broken one)")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
-    runs = args.runs or (100 if args.quick else 400)
+    runs = args.runs or (60 if args.quick else 300)
     nominal = 1 - args.confidence
     started = time.monotonic()
     print(f"intervals {args.confidence:.0%} together (nominal miss rate {nominal:.2f}), watched after every deal")

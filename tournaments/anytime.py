@@ -571,8 +571,8 @@ class Rankings:
                                                              "(1 + the difference of their fractions beaten) / 2, "
                                                              "per deal they shared"),
             "correction": (f"one budget of {1 - self.confidence:.3g} split (Bonferroni): "
-                           + (f"this field's share {r.field_alpha:.3g} (the {r.fields_shown or 1}th term of "
-                              "6/(pi^2 e^2)); " if self.open_field else "")
+                           + (f"this field's share {r.field_alpha:.3g} (6/(pi^2 e^2) of it, e = "
+                              f"{r.fields_shown if r.shown else r.fields_shown + 1}); " if self.open_field else "")
                            + f"each bot's interval at {1 - r.bot_alpha:.6g}, each pair's at "
                            f"{1 - r.pair_alpha:.6g}{focus}"),
             "neighbours": [
