@@ -356,6 +356,9 @@ class Rankings:
         self.fields_shown = 0
         """Open field: the fields that have shown intervals (this one included once it shows)."""
         self._seen: set[str] = set()
+        self._closed: set[tuple[str, object]] = set()
+        self.skipped = 0
+        """Games of a deal that came back after another deal had started (not counted)."""
         self._open_deal: tuple[str, object] | None = None
         self._open_tables: dict[str, list[dict[str, int] | None]] = {}
         self._view: Rankings | None = None
@@ -424,6 +427,9 @@ class Rankings:
         are dropped if one of them was aborted (its seats would no longer be balanced)."""
         table = _ROTATION.sub("", game_id)
         deal: tuple[str, object] = ("seed", seed) if seed is not None else ("table", table)
+        if deal in self._closed:  # (a deal met again after another: counting it twice would be the
+            self.skipped += 1     # error this grouping is for; no schedule plays deals so)
+            return
         if self._open_deal is not None and deal != self._open_deal:
             self._close_deal()
         self._open_deal = deal
@@ -437,6 +443,8 @@ class Rankings:
 
     def _close_deal(self) -> None:
         tables = [games for games in self._open_tables.values() if all(g is not None for g in games)]
+        if self._open_deal is not None:
+            self._closed.add(self._open_deal)
         self._open_deal, self._open_tables = None, {}
         self._view = None
         if tables:
@@ -485,6 +493,7 @@ class Rankings:
             view._bot = {b: s.copy() for b, s in self._bot.items()}
             view._pair = {k: s.copy() for k, s in self._pair.items()}
             view._seen = set(self._seen)
+            view._closed = set(self._closed)
             view._open_tables = dict(self._open_tables)
             view._close_deal()
             self._view = view

@@ -192,6 +192,8 @@ def test_a_deal_counts_once_with_its_rotations_and_a_table_with_an_aborted_game_
     units.add("d0002-t00001-r2", ("b", "a"), (1, 2), seed=12)
     units.add("d0003-t00001-r1", ("a", "b"), (2, 1), seed=13)
     assert rankings.units == 2 and rankings.bot_interval("a").mean == 0.5
+    units.add("d0001-t00002-r1", ("a", "b"), (1, 2), seed=11)  # (deal 1 again, after others: never twice)
+    assert rankings.units == 2 and rankings.skipped == 1
 
 
 BOTS = {"alice": "greedy", "bob": "random", "carol": "first"}
