@@ -150,7 +150,7 @@ def test_top_k_is_met_once_the_first_k_are_separated_from_the_rest() -> None:
     assert "6/6 pairs across the top 2 settled" in top2.describe(rankings)
 
 
-def test_a_pair_stop_gets_the_whole_confidence_and_says_who_is_better() -> None:
+def test_a_pair_stop_gets_most_of_the_budget_and_says_who_is_better() -> None:
     rng = random.Random(6)
     bots = {"alice": 3.0, "bob": 1.0, "carol": 1.0, "dave": 1.0}
     rule = StopRule.parse("pair:bob,alice", list(bots))
