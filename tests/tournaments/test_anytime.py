@@ -338,7 +338,7 @@ def test_a_pair_interval_keeps_narrowing_as_deals_come_in() -> None:
     """A pair far from 1/2 (Bernoulli 0.3): the bet aimed at 1/2 alone leveled its width off
     (0.25 at 500 deals, 0.19 at 5,000); the mixture with the plain bet keeps it shrinking."""
     rng = random.Random(3)
-    sequence = BettingSequence(0.05 * 0.8 / 28, (0.475, 0.5, 0.525), centre=0.5)
+    sequence = BettingSequence(0.05 * 0.9 / 28, (0.475, 0.5, 0.525), centre=0.5)
     widths = {}
     for n in range(1, 5001):
         sequence.add(1.0 if rng.random() < 0.3 else 0.0)
