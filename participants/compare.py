@@ -12,7 +12,9 @@ watching biasing it.
 
 The verdict is on the placing (lower is better): **better** when the whole interval of B - A
 is below 0 (0 ruled out), **worse** when it is above, **not yet told apart** otherwise.
-Points (lower is better too) are shown beside, with a plain normal interval, as a hint only.
+Points (lower is better too) are shown beside as a plain average, with no interval: a fixed-count
+interval there (it was a normal one) holds only at a number of deals fixed in advance, and beside
+a verdict watched deal after deal it excluded 0 while the verdict said "not yet told apart".
 
 Comparisons are kept in the roster's database (table ``comparisons``) and played by
 ``python -m participants.compare ROSTER``, a process the web pages start (as they start the
@@ -91,7 +93,8 @@ class Summary:
     placing: Difference
     """B's average placing minus A's (below 0: B places better), with the anytime-valid interval."""
     points: Difference
-    """B's average points minus A's (below 0: B scores fewer, which is better), normal interval."""
+    """B's average points minus A's (below 0: B scores fewer, which is better): the plain average,
+    no interval (``low``/``high`` infinite; None in the JSON): only anytime-valid intervals are shown."""
     verdict: str
     a_faults: int
     b_faults: int
@@ -130,8 +133,7 @@ def summarize(deals: Sequence[Deal], table_size: int, alpha: float = ALPHA) -> S
         sequence.add(deal)
     gaps = [d.b_points - d.a_points for d in deals]
     mean = statistics.fmean(gaps) if gaps else 0.0
-    half = 1.96 * statistics.stdev(gaps) / math.sqrt(len(gaps)) if len(gaps) > 1 else math.inf
-    return Summary(len(deals), len(deals) * 2 * table_size, sequence.placing, Difference(mean, mean - half, mean + half),
+    return Summary(len(deals), len(deals) * 2 * table_size, sequence.placing, Difference(mean, -math.inf, math.inf),
                    sequence.verdict, sum(d.a_faults for d in deals), sum(d.b_faults for d in deals))
 
 
@@ -387,7 +389,8 @@ def describe(job: Comparison) -> str:
             f"{', '.join(job.panel)})\n"
             f"  placing v{job.b} - v{job.a}: {s.placing.mean:+.3f}  (95% anytime interval {s.placing.low:+.3f} .. "
             f"{s.placing.high:+.3f}, its ends ruled out; below 0 is better)\n"
-            f"  points  v{job.b} - v{job.a}: {s.points.mean:+.1f}  (about {s.points.low:+.1f} .. {s.points.high:+.1f})"
+            f"  points  v{job.b} - v{job.a}: {s.points.mean:+.1f}  (a plain average, no interval: the verdict reads "
+            "placing)"
             + (f"\n  faults: v{job.a} {s.a_faults}, v{job.b} {s.b_faults}" if s.a_faults or s.b_faults else ""))
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import time
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -38,6 +39,8 @@ from participants.confidence import ConfidenceSequence
 from participants.final import Final, FinalError
 from participants.roster import Roster, RosterError
 
+_ROTATION = re.compile(r"-r\d+$")
+"""A game id's seat rotation (the schedules name a deal's games so)."""
 RUBRIC_FILE = "rubric.toml"
 
 
@@ -95,22 +98,27 @@ def read_rubrics(folder: str | Path) -> list[Rubric]:
 
 def judge(rubric: Rubric, bot: str | None, games: Sequence[Mapping[str, Any]]) -> Verdict:
     """``bot`` against the rubric's opponent, over the recorded ``games`` (the board's rows,
-    oldest first: ``bots`` and ``placings``) where both sat."""
-    gaps: list[int] = []
+    oldest first: ``bots`` and ``placings``) where both sat. The games of one deal (the same
+    ``seed``, or without one the same id but for the rotation's ``-rN``) are one sample, their
+    gaps averaged: a deal played in every seat rotation is not three independent games."""
+    deals: dict[object, list[int]] = {}
     spread = 1
-    for game in games:
+    for n, game in enumerate(games):
         bots = list(game["bots"])
         if bot is None or bot not in bots or rubric.opponent not in bots or game.get("aborted"):
             continue
         spread = max(spread, len(bots) - 1)
-        gaps.append(game["placings"][bots.index(bot)] - game["placings"][bots.index(rubric.opponent)])
+        seed, game_id = game.get("seed"), game.get("game_id")
+        deal = ("seed", seed) if seed is not None else ("game", _ROTATION.sub("", game_id)) if game_id else n
+        deals.setdefault(deal, []).append(game["placings"][bots.index(bot)] - game["placings"][bots.index(rubric.opponent)])
+    gaps = [gap for gaps in deals.values() for gap in gaps]
     if not gaps:
         return Verdict("undecided", 0, None, None, None)
     # (a gap lies in [-spread, spread]: mapped onto [0, 1] and back; the threshold 0 is 1/2,
     # the point the sequence bets against and tracks exactly)
     sequence = ConfidenceSequence(1 - rubric.confidence, centre=0.5)
-    for gap in gaps:
-        sequence.add((gap + spread) / (2 * spread))
+    for same_deal in deals.values():
+        sequence.add((sum(same_deal) / len(same_deal) + spread) / (2 * spread))
     found = sequence.interval()
     mean, low, high = ((v * 2 - 1) * spread for v in (found.mean, found.low, found.high))
     verdict = "undecided"

@@ -8,30 +8,42 @@ often (about half the time over 2,000 looks). A **confidence sequence** is an in
 holds at every number of games at once, with the stated confidence: it may be watched
 continuously and stopped on. This module keeps one per bot and one per pair of bots.
 
-* **The unit** is one deal at one table, played in every seat rotation (the schedules'
-  duplicate deal). A unit counts only once all its rotations are recorded and none was
-  aborted, so it is a complete, independent sample.
+* **The unit** is one deal: every game played with its cards (games that share a seed: with
+  shared deals, every table of it and every seat rotation; with fresh deals, each game). Games
+  on the same cards are not independent (bots that play alike place alike on them: counted
+  as separate samples, a pair's interval among copies of one bot missed 14 times its stated
+  rate), so a deal gives each bot and each pair one value, its figure averaged over its tables
+  of that deal. A table's games are dropped if one of them was aborted (its seats would no
+  longer be balanced).
 * **A bot's figure** per unit: the fraction of its tablemates it beat, averaged over the
   rotations (a tie counts half); in [0, 1], higher is better. The average placing is a
   function of it (placing = 1 + (table size - 1) x (1 - figure) without ties).
-* **A pair's figure** per unit they share: (1 + the first's figure - the second's) / 2.
-  Above 1/2 for certain means the first is better; a pair's interval compares the two on
-  the very same cards and tables, so it is the one the stopping rules read. (The fraction of
+* **A pair's figure** per table they share: (1 + the first's figure - the second's) / 2,
+  averaged over the deal's tables they shared. Above 1/2 for certain means the first did
+  better on the very same cards and tables, so it is the one the stopping rules read. It
+  reads how each did against the other *and* against their tablemates there, so its size
+  (not its side, where one bot does at least as well as the other against everyone) depends
+  on who the schedule seated with them: docs/rankings.md. (The fraction of
   rotations in which one placed above the other, ``pair_statistic = "above"``, uses one of
   the table's comparisons where this uses all those of the two: ``bench/stopping.py`` needed
   more games with it.)
 * **The interval** is the hedged-capital betting confidence sequence of Waudby-Smith & Ramdas
   ("Estimating means of bounded random variables by betting", JRSS B 2023, Theorem 3): one
   bettor for and one against each candidate mean, a candidate excluded for good once a bettor
-  has multiplied its stake by 2/alpha. It narrows only, adapts to the figure's variance, and
-  settles ``bench/stopping.py``'s order in about 1.8 times fewer deals than the predictable
-  plug-in empirical-Bernstein sequence of the same paper (Theorem 2, :class:`ConfidenceSequence`).
-  The version comparison and the rubrics of ``participants`` read it too, betting against 0.
-* **Many at once**: the confidence is shared (Bonferroni) by all bots, and separately by
-  all pairs: at 95% with 8 bots every pair's interval is at 1 - 0.05/28. So *all* the
-  intervals hold together, at every moment, with probability at least 95%, and any order
-  read off them (any stopping rule) is wrong with probability at most 5%. A stop on one
-  named pair (``pair:A,B``) gives that pair the whole 5%.
+  has multiplied its stake by 2/alpha. A pair's bettors split their capital between a bet
+  aimed at 1/2 (fast verdicts) and the plain plug-in bet (an interval that keeps narrowing).
+  It narrows only, adapts to the figure's variance, and settles ``bench/stopping.py``'s order
+  in about 1.8 times fewer deals than the predictable plug-in empirical-Bernstein sequence of
+  the same paper (Theorem 2, :class:`ConfidenceSequence`). The version comparison and the
+  rubrics of ``participants`` read it too, betting against 0.
+* **Many at once**: one budget, 1 - confidence, shared (Bonferroni) by every interval: the
+  bots' together take ``BOT_SHARE`` of it, the pairs' the rest (at 95% with 8 bots, each bot's
+  interval at 1 - 0.005/8, each pair's at 1 - 0.045/28; a ``pair:A,B`` stop gives that pair
+  ``FOCUS_SHARE`` of the pairs' share). So *all* the intervals hold together, at every moment,
+  with probability at least 95%, and any order read off them (any stopping rule) is wrong
+  with probability at most 5%. A ladder's field grows: each new field (a bot's first deal
+  starts one) restarts the sequences and spends the next term of a series that sums to the
+  budget (:class:`Rankings`).
 
 A pair's **verdict**: ``ahead``/``behind`` when its interval excludes 1/2; ``tied`` when
 it lies within 1/2 +- ``tie_within`` (the two differ by less than that, for certain);
@@ -40,6 +52,7 @@ it lies within 1/2 +- ``tie_within`` (the two differ by less than that, for cert
 
 from __future__ import annotations
 
+import copy
 import itertools
 import math
 import re
@@ -121,10 +134,15 @@ class BettingSequence:
     ``low``/``high`` are the largest excluded candidate below and the smallest above (the true
     mean lies strictly between them, with probability ``1 - alpha`` at every moment at once);
     ``points``: candidates to track exactly besides the grid (a verdict's 1/2 +- tie_within);
-    ``centre``: the value a verdict compares the mean with (1/2): the bet is then at least
-    Kelly's against it, estimated from the earlier values (the bench settles in about 1.15
-    times fewer deals). Any bet that reads earlier values only, the same for every m but for
-    its cap, keeps the guarantee.
+    ``centre``: the value a verdict compares the mean with (1/2). Each bettor then splits its
+    capital in a **mixture of two bets** (a mixture of martingales is one): ``_FAST`` of it on a
+    bet at least Kelly's against the centre, estimated from the earlier values (the bench
+    settles in about 1.15 times fewer deals), the rest on the plain plug-in bet, which shrinks
+    as values come in. The first alone makes the verdict fast but its interval levels off (a
+    bet sized for the distance to 1/2 is too bold near the mean: Bernoulli 0.3 gave widths 0.21
+    / 0.16 / 0.15 at 500 / 5,000 / 20,000 values); the second keeps it narrowing like
+    ``1/sqrt(n)`` up to a log. Any bet that reads earlier values only, the same for every m but
+    for its cap, keeps the guarantee.
     A bet does not depend on m but for its cap, so the bettor on "above m" holds less the higher
     m is: the excluded candidates are a run from each end, and only those between are tracked."""
 
@@ -141,36 +159,47 @@ class BettingSequence:
         self._mu = 0.5
         self._sq = 0.25
         self._points = sorted({k / _GRID for k in range(1, _GRID)} | {p for p in points if 0 < p < 1})
-        self._up = [0.0] * len(self._points)  # log capital of the bettor on "above m"
-        self._down = [0.0] * len(self._points)  # and on "below m"
+        # log capital of the bettor on "above m" and on "below m": one list per bet of the mixture
+        bets = 1 if centre is None else 2
+        self._up = [[0.0] * len(self._points) for _ in range(bets)]
+        self._down = [[0.0] * len(self._points) for _ in range(bets)]
         self.low, self.high = 0.0, 1.0
+
+    def copy(self) -> BettingSequence:
+        """An independent copy (a reading that counts a deal still being played)."""
+        other = BettingSequence.__new__(BettingSequence)
+        for name in self.__slots__:
+            setattr(other, name, getattr(self, name))
+        other._points = list(self._points)
+        other._up = [list(u) for u in self._up]
+        other._down = [list(d) for d in self._down]
+        return other
 
     def add(self, x: float) -> None:
         if not 0.0 <= x <= 1.0:
             raise ValueError(f"a confidence sequence on [0, 1] got {x}")
         t = self.n + 1
-        bet = math.sqrt(2 * self._log / (self._sq * math.log(1 + t)))  # PrPl: sigma^2_{t-1} t = _sq
+        plain = math.sqrt(2 * self._log / (self._sq * math.log(1 + t)))  # PrPl: sigma^2_{t-1} t = _sq
+        bets = [plain]
         if self.centre is not None:  # at least Kelly's bet against the centre, from earlier values too
             gap = self._mu - self.centre
-            bet = max(bet, abs(gap) / (self._sq / t + gap * gap))
-        points, log1p, cap = self._points, math.log1p, _BET_CAP
-        if bet <= cap:  # (no candidate's cap binds: the usual case after the first deals)
-            up = [u + log1p(bet * (x - m)) for u, m in zip(self._up, points, strict=True)]
-            down = [d + log1p(bet * (m - x)) for d, m in zip(self._down, points, strict=True)]
-        else:
-            up = [u + log1p(min(bet, cap / m) * (x - m)) for u, m in zip(self._up, points, strict=True)]
-            down = [d + log1p(min(bet, cap / (1 - m)) * (m - x)) for d, m in zip(self._down, points, strict=True)]
-        first, last = 0, len(points)
-        while first < last - 1 and up[first] >= self._log:
+            bets.insert(0, max(plain, abs(gap) / (self._sq / t + gap * gap)))
+        points = self._points
+        ups = [_grow(u, points, bet, x, 1.0) for u, bet in zip(self._up, bets, strict=True)]
+        downs = [_grow(d, points, bet, x, -1.0) for d, bet in zip(self._down, bets, strict=True)]
+        first, last, log = 0, len(points), self._log
+        while first < last - 1 and _mixed(ups, first) >= log:
             first += 1
-        while last - 1 > first and down[last - 1] >= self._log:
+        while last - 1 > first and _mixed(downs, last - 1) >= log:
             last -= 1
         # (if one candidate is left and would go too, the sequence has failed: at most alpha of the time)
         if first:
             self.low = points[first - 1]
         if last < len(points):
             self.high = points[last]
-        self._points, self._up, self._down = points[first:last], up[first:last], down[first:last]
+        self._points = points[first:last]
+        self._up = [u[first:last] for u in ups]
+        self._down = [d[first:last] for d in downs]
         self.n = t
         self.total += x
         self._mu = (0.5 + self.total) / (t + 1)
@@ -179,6 +208,38 @@ class BettingSequence:
     @property
     def mean(self) -> float | None:
         return self.total / self.n if self.n else None
+
+
+_FAST = 0.95
+"""The share of a bettor's capital on the bet aimed at the centre (the rest on the plain bet):
+the verdict pays log(1/0.95), under 1% more deals at a pair's level; the interval, log(20)
+in its width's log term, and keeps narrowing."""
+
+
+def _grow(log_capital: list[float], points: list[float], bet: float, x: float, side: float) -> list[float]:
+    """One bettor's log capital at each candidate m after betting ``bet`` (capped so that at most
+    ``_BET_CAP`` of the capital is at risk) on x above m (``side`` 1) or below it (-1)."""
+    log1p, cap = math.log1p, _BET_CAP
+    if side > 0:
+        if bet <= cap:  # (no candidate's cap binds: the usual case after the first deals)
+            return [c + log1p(bet * (x - m)) for c, m in zip(log_capital, points, strict=True)]
+        return [c + log1p(min(bet, cap / m) * (x - m)) for c, m in zip(log_capital, points, strict=True)]
+    if bet <= cap:
+        return [c + log1p(bet * (m - x)) for c, m in zip(log_capital, points, strict=True)]
+    return [c + log1p(min(bet, cap / (1 - m)) * (m - x)) for c, m in zip(log_capital, points, strict=True)]
+
+
+_LOG_FAST, _LOG_SLOW = math.log(_FAST), math.log(1 - _FAST)
+
+
+def _mixed(logs: list[list[float]], i: int) -> float:
+    """The log of the capital at candidate ``i``: the one bettor's, or the mixture's (``_FAST``
+    of the first bet's, the rest the second's). Only the candidates next to those excluded are
+    read, so only they are mixed."""
+    if len(logs) == 1:
+        return logs[0][i]
+    a, b = logs[0][i] + _LOG_FAST, logs[1][i] + _LOG_SLOW
+    return a + math.log1p(math.exp(b - a)) if a >= b else b + math.log1p(math.exp(a - b))
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +269,8 @@ class Neighbour:
     """ahead (settled: upper is better), tied (within tie_within), open; behind cannot be
     (the order puts a decided pair the right way round)."""
     interval: Interval
-    """Of the chance that upper places above lower when they share a table."""
+    """Of their pair figure: above 1/2, upper did better on the tables the two shared (it also
+    reads how each did against the tablemates there: docs/rankings.md)."""
 
     @property
     def settled(self) -> bool:
@@ -245,78 +307,219 @@ def unit_figures(rotations: Sequence[Mapping[str, int]], pair_statistic: str = "
     return figures, {(a, b): (1 + figures[a] - figures[b]) / 2 for a, b in above}
 
 
+BOT_SHARE = 0.1
+"""The share of the error budget (1 - confidence) the bots' own intervals take together; the
+pairs, which the verdicts and the stopping rules read, take the rest (0.2 took 2.5% more games
+in ``bench/stopping.py``)."""
+FOCUS_SHARE = 0.75
+"""With ``stop = "pair:A,B"``: the share of the pairs' budget that pair takes (the others share the rest)."""
+
+
+def _series(k: int) -> float:
+    """The k-th term (k = 1, 2, ...) of 6 / (pi^2 k^2), which sums to 1: the share of the budget
+    the k-th field of an open ladder spends (:class:`Rankings`)."""
+    return 6 / (math.pi**2 * k * k)
+
+
 class Rankings:
-    """Confidence sequences for every bot and every pair, fed unit by unit (see the module
-    docstring), and the order and verdicts read off them. ``focus``: a pair that gets the
-    whole confidence for itself (``stop = "pair:A,B"``)."""
+    """Confidence sequences for every bot and every pair, fed deal by deal (see the module
+    docstring), and the order and verdicts read off them.
+
+    ``confidence`` is the one declared level of *all* the intervals together: the bots share
+    ``BOT_SHARE`` of the error 1 - confidence equally, the pairs the rest (``focus``, the pair of
+    ``stop = "pair:A,B"``, takes ``FOCUS_SHARE`` of the pairs'). So every interval shown holds
+    at every moment together with probability at least ``confidence``.
+
+    ``open_field`` (a ladder: bots come in as the ladder runs) restarts every sequence when a
+    bot plays its first deal: the field changed, and with it every bot's figure against it
+    (a participant's new version in, usually its old one out). The ``e``-th field that shows
+    intervals spends ``6 / (pi^2 e^2)`` of the budget (a series summing to 1, however many
+    versions come), shared as above by the bots seen so far and their pairs. A field shows
+    nothing until it has lasted as many deals as it has bots (the ladder's first rounds, where
+    the bots come in one table at a time, spend nothing). Without ``open_field`` (a tournament)
+    the field is the bots given, and :meth:`add_bot` refuses."""
 
     def __init__(self, bots: Sequence[str], *, confidence: float = CONFIDENCE, tie_within: float = TIE_WITHIN,
                  focus: tuple[str, str] | None = None, pair_statistic: str = "beaten",
-                 interval: str = "betting") -> None:
+                 interval: str = "betting", open_field: bool = False) -> None:
         self.bots = tuple(bots)
         self.confidence = confidence
         self.tie_within = tie_within
-        self.focus = focus
+        self.focus = frozenset(focus) if focus is not None else None
         self.pair_statistic = pair_statistic
+        self.open_field = open_field
         if interval not in INTERVALS:
             raise ValueError(f"interval must be one of {', '.join(INTERVALS)}, got {interval!r}")
         self._sequence = INTERVALS[interval]
-        alpha = 1 - confidence
-        n = max(len(self.bots), 1)
-        self.bot_alpha = alpha / n
-        self.pair_alpha = alpha / max(n * (n - 1) // 2, 1)
         self._index = {b: i for i, b in enumerate(self.bots)}
-        self._bot = {b: self._sequence(self.bot_alpha) for b in self.bots}
         self._verdict_points = (0.5 - tie_within, 0.5, 0.5 + tie_within)
+        self._units = 0
+        self.fields_shown = 0
+        """Open field: the fields that have shown intervals (this one included once it shows)."""
+        self._seen: set[str] = set()
+        self._closed: set[tuple[str, object]] = set()
+        self.skipped = 0
+        """Games of a deal that came back after another deal had started (not counted)."""
+        self._open_deal: tuple[str, object] | None = None
+        self._open_tables: dict[str, list[dict[str, int] | None]] = {}
+        self._view: Rankings | None = None
+        self._spent_before = 0.0
+        self.shown = False
+        self._start_field(len(self.bots))
+
+    def _start_field(self, bots: int) -> None:
+        """Fresh sequences, and the budget they spend (see the class docstring)."""
+        alpha = 1 - self.confidence
+        if self.open_field:
+            if self.shown:
+                self._spent_before += self.field_alpha
+            alpha *= _series(self.fields_shown + 1)
+        n = max(bots, 1)
+        pairs = max(n * (n - 1) // 2, 1)
+        self.field_alpha = alpha
+        self.bot_alpha = alpha * BOT_SHARE / n
+        if self.focus is not None:
+            self.focus_alpha = alpha * (1 - BOT_SHARE) * FOCUS_SHARE
+            self.pair_alpha = alpha * (1 - BOT_SHARE) * (1 - FOCUS_SHARE) / max(pairs - 1, 1)
+        else:
+            self.focus_alpha = self.pair_alpha = alpha * (1 - BOT_SHARE) / pairs
+        self._units = 0
+        self.shown = not self.open_field
+        self._bot = {b: self._sequence(self.bot_alpha) for b in self.bots}
         self._pair: dict[tuple[str, str], BettingSequence | ConfidenceSequence] = {}
-        self.units = 0
+
+    @property
+    def units(self) -> int:
+        """Deals counted (in the current field, for an open one), the one still open included."""
+        return self._read()._units
+
+    def spent(self) -> float:
+        """The error budget spent so far: the fields that have shown intervals, each its share
+        (never more than 1 - confidence, however many bots come in)."""
+        r = self._read()
+        return r._spent_before + (r.field_alpha if r.shown else 0.0)
 
     def add_bot(self, bot: str) -> None:
-        """A bot that joins a running ladder (a participant's new version). Its sequences take
-        the share of the confidence set at the start: the guarantee holds for the bots counted
-        then, and a ladder that grows a lot reads its intervals a little too narrow."""
+        """A bot that joins a running ladder (a participant's new version): it is ranked from
+        its first deal, which starts a new field (see the class docstring)."""
         if bot in self._index:
             return
+        if not self.open_field:
+            raise ValueError(f"cannot add {bot!r}: a tournament's field is fixed (its budget is split over "
+                             f"{len(self.bots)} bots)")
         self.bots = (*self.bots, bot)
         self._index[bot] = len(self.bots) - 1
         self._bot[bot] = self._sequence(self.bot_alpha)
+        self._view = None
 
     def _key(self, a: str, b: str) -> tuple[tuple[str, str], bool]:
         """The stored pair's key (file order) and whether (a, b) is it reversed."""
         return ((a, b), False) if self._index[a] < self._index[b] else ((b, a), True)
 
-    def add_unit(self, rotations: Sequence[Mapping[str, int]]) -> None:
-        """One finished unit: each rotation's placings by bot (bots not ranked here are skipped)."""
-        rotations = [{b: p for b, p in r.items() if b in self._index} for r in rotations]
-        if not rotations or len(rotations[0]) < 2:
+    # ------------------------------------------------------------------ feeding
+
+    def add_game(self, game_id: str, bots: Sequence[str], placings: Sequence[int], *, aborted: bool = False,
+                 seed: int | None = None) -> None:
+        """One recorded game, in schedule order. Games that share ``seed`` are one deal (with
+        shared deals: every table and every seat rotation of it), and a deal is one sample:
+        its values enter the sequences once, when a game of another deal comes (the schedules
+        play a deal's games together). Without a seed, the games whose ids differ only by the
+        rotation's ``-rN`` are the deal. Within a deal, a table's games (ids but for ``-rN``)
+        are dropped if one of them was aborted (its seats would no longer be balanced)."""
+        table = _ROTATION.sub("", game_id)
+        deal: tuple[str, object] = ("seed", seed) if seed is not None else ("table", table)
+        if deal in self._closed:  # (a deal met again after another: counting it twice would be the
+            self.skipped += 1     # error this grouping is for; no schedule plays deals so)
             return
-        beaten, above = unit_figures(rotations, self.pair_statistic)
-        self.units += 1
-        for bot, x in beaten.items():
-            self._bot[bot].add(x)
-        for (a, b), x in above.items():
-            key, flipped = self._key(a, b)
+        if self._open_deal is not None and deal != self._open_deal:
+            self._close_deal()
+        self._open_deal = deal
+        self._open_tables.setdefault(table, []).append(None if aborted else dict(zip(bots, placings, strict=True)))
+        self._view = None
+
+    def add_unit(self, rotations: Sequence[Mapping[str, int]]) -> None:
+        """One whole deal at one table: each rotation's placings by bot (bots not ranked here are skipped)."""
+        self._close_deal()
+        self._add_deal([rotations])
+
+    def _close_deal(self) -> None:
+        tables = [games for games in self._open_tables.values() if all(g is not None for g in games)]
+        if self._open_deal is not None:
+            self._closed.add(self._open_deal)
+        self._open_deal, self._open_tables = None, {}
+        self._view = None
+        if tables:
+            self._add_deal(tables)  # type: ignore[arg-type]
+
+    def _add_deal(self, tables: Sequence[Sequence[Mapping[str, int]]]) -> None:
+        """One deal: each of its tables' rotations. A bot's value is its figure averaged over its
+        tables of the deal, a pair's over the tables the two shared."""
+        bots: dict[str, list[float]] = {}
+        pairs: dict[tuple[str, str], list[float]] = {}
+        for rotations in tables:
+            kept = [{b: p for b, p in r.items() if b in self._index} for r in rotations]
+            if not kept or len(kept[0]) < 2:
+                continue
+            beaten, above = unit_figures(kept, self.pair_statistic)
+            for bot, x in beaten.items():
+                bots.setdefault(bot, []).append(x)
+            for (a, b), x in above.items():
+                key, flipped = self._key(a, b)
+                pairs.setdefault(key, []).append(1.0 - x if flipped else x)
+        if not bots:
+            return
+        if self.open_field and not bots.keys() <= self._seen:
+            self._seen |= bots.keys()
+            self._start_field(len(self._seen))
+        self._units += 1
+        for bot, xs in bots.items():
+            self._bot[bot].add(sum(xs) / len(xs))
+        for key, xs in pairs.items():
             sequence = self._pair.get(key)
             if sequence is None:
-                alpha = 1 - self.confidence if self.focus is not None and set(key) == set(self.focus) else self.pair_alpha
+                alpha = self.focus_alpha if self.focus is not None and frozenset(key) == self.focus else self.pair_alpha
                 sequence = self._pair[key] = self._sequence(alpha, self._verdict_points, 0.5)
-            sequence.add(1.0 - x if flipped else x)
+            sequence.add(sum(xs) / len(xs))
+        if not self.shown and self._units >= len(self._seen):
+            self.shown = True
+            self.fields_shown += 1
+
+    def _read(self) -> Rankings:
+        """What the readings read: these rankings, with the deal still open counted as it stands
+        (on a copy: it enters for good, whole, once its last game is in)."""
+        if self._open_deal is None:
+            return self
+        if self._view is None:
+            view = copy.copy(self)
+            view._bot = {b: s.copy() for b, s in self._bot.items()}
+            view._pair = {k: s.copy() for k, s in self._pair.items()}
+            view._seen = set(self._seen)
+            view._closed = set(self._closed)
+            view._open_tables = dict(self._open_tables)
+            view._close_deal()
+            self._view = view
+        return self._view
 
     # ------------------------------------------------------------------ reading
 
     def bot_interval(self, bot: str) -> Interval:
-        s = self._bot[bot]
+        r = self._read()
+        s = r._bot[bot]
+        if not r.shown:
+            return Interval(s.mean, 0.0, 1.0, s.n)
         return Interval(s.mean, s.low, s.high, s.n)
 
     def pair_interval(self, a: str, b: str) -> Interval:
-        """Of the chance that ``a`` places above ``b`` at a shared table."""
+        """Of the pair's figure (above 1/2: ``a`` does better than ``b`` at the tables they share)."""
+        r = self._read()
         key, flipped = self._key(a, b)
-        s = self._pair.get(key)
+        s = r._pair.get(key)
         if s is None:
             return Interval(None, 0.0, 1.0, 0)
+        low, high = (s.low, s.high) if r.shown else (0.0, 1.0)
         if flipped:
-            return Interval(None if s.mean is None else 1 - s.mean, 1 - s.high, 1 - s.low, s.n)
-        return Interval(s.mean, s.low, s.high, s.n)
+            return Interval(None if s.mean is None else 1 - s.mean, 1 - high, 1 - low, s.n)
+        return Interval(s.mean, low, high, s.n)
 
     def verdict(self, a: str, b: str) -> str:
         i = self.pair_interval(a, b)  # (its ends are excluded: see BettingSequence)
@@ -333,7 +536,8 @@ class Rankings:
     def order(self) -> list[str]:
         """Best first: by each bot's figure, then (a few passes) neighbours swapped where their
         pair's interval says the other way round (they met on other opponents' tables)."""
-        order = sorted(self.bots, key=lambda b: (self._bot[b].mean is None, -(self._bot[b].mean or 0.0), self._index[b]))
+        means = {b: self.bot_interval(b).mean for b in self.bots}
+        order = sorted(self.bots, key=lambda b: (means[b] is None, -(means[b] or 0.0), self._index[b]))
         for _ in range(len(order)):
             swapped = False
             for i in range(len(order) - 1):
@@ -348,20 +552,39 @@ class Rankings:
         order = self.order() if order is None else order
         return [Neighbour(a, b, self.verdict(a, b), self.pair_interval(a, b)) for a, b in itertools.pairwise(order)]
 
+    def level(self) -> str:
+        """What holds, in words (the standings, the board and the terminal say it)."""
+        budget = f"(one {1 - self.confidence:.0%} budget for bots and pairs)"
+        if not self.open_field:
+            return f"all intervals here hold together, at every moment, with {self.confidence:.0%} confidence {budget}"
+        r = self._read()
+        text = (f"all intervals here hold together, at every moment of the ladder, with {self.confidence:.0%} "
+                f"confidence {budget}; they start again when a new bot comes in")
+        if not r.shown:
+            text += f" (this field: {r._units} of the {len(r._seen)} deals it plays before they show)"
+        return text
+
     def to_dict(self) -> dict[str, Any]:
-        """For the standings document (JSON): the label, the order's neighbours and verdicts."""
+        """For the standings document (JSON): the label, the level, the order's neighbours and verdicts."""
+        r = self._read()
+        focus = (f"; the pair {' and '.join(sorted(self.focus))} at {1 - r.focus_alpha:.6g}"
+                 if self.focus is not None else "")
         return {
             "label": LABEL,
             "confidence": self.confidence,
+            "level": self.level(),
             "tie_within": self.tie_within,
-            "units": self.units,
-            "statistic": "per bot: fraction of tablemates beaten per deal (every seat rotation of one deal at "
-                         "one table); per pair: " + ("fraction of shared rotations placed above the other"
-                                                     if self.pair_statistic == "above" else
-                                                     "(1 + the difference of their fractions beaten) / 2, "
-                                                     "per deal they shared"),
-            "correction": f"Bonferroni: each bot's interval at {1 - self.bot_alpha:.6g}, each pair's at "
-                          f"{1 - self.pair_alpha:.6g}",
+            "units": r._units,
+            "statistic": "per bot: fraction of tablemates beaten per deal (all its tables and seat rotations of "
+                         "one deal combined); per pair: " + ("fraction of shared rotations placed above the other"
+                                                             if self.pair_statistic == "above" else
+                                                             "(1 + the difference of their fractions beaten) / 2, "
+                                                             "per deal they shared"),
+            "correction": (f"one budget of {1 - self.confidence:.3g} split (Bonferroni): "
+                           + (f"this field's share {r.field_alpha:.3g} (6/(pi^2 e^2) of it, e = "
+                              f"{r.fields_shown if r.shown else r.fields_shown + 1}); " if self.open_field else "")
+                           + f"each bot's interval at {1 - r.bot_alpha:.6g}, each pair's at "
+                           f"{1 - r.pair_alpha:.6g}{focus}"),
             "neighbours": [
                 {"upper": n.upper, "lower": n.lower, "verdict": n.verdict, "settled": n.settled,
                  "low": round(n.interval.low, 6), "high": round(n.interval.high, 6), "units": n.interval.units}
@@ -369,12 +592,13 @@ class Rankings:
                 for n in self.neighbours()
             ],
             "drifted": self.drifted(),
-        }
+        } | ({"field_shown": r.shown} if self.open_field else {})
 
     def drifted(self) -> dict[str, list[Any]]:
         """The bots and the pairs whose results have left their interval (:attr:`Interval.drifted`)."""
+        r = self._read()
         return {"bots": [b for b in self.bots if self.bot_interval(b).drifted],
-                "pairs": [[a, b] for (a, b) in self._pair if self.pair_interval(a, b).drifted]}
+                "pairs": [[a, b] for (a, b) in r._pair if self.pair_interval(a, b).drifted]}
 
 
 # ------------------------------------------------------------------ stopping rules
@@ -477,24 +701,12 @@ _ROTATION = re.compile(r"-r\d+$")
 
 
 class UnitBuilder:
-    """Gathers recorded games into units and feeds each complete one to ``rankings``: the games
-    of a unit share their id but for the rotation's ``-rN`` at its end (every schedule names
-    them so); a unit is complete with one game per seat (the cyclic rotations), and dropped if
-    one of its games was aborted. A game id without ``-rN`` is a unit of its own."""
+    """Feeds recorded games to ``rankings`` (:meth:`Rankings.add_game`: games that share a seed
+    are one deal; without a seed, the ids but for the rotation's ``-rN``)."""
 
     def __init__(self, rankings: Rankings) -> None:
         self.rankings = rankings
-        self._open: dict[str, list[dict[str, int] | None]] = {}
 
-    def add(self, game_id: str, bots: Sequence[str], placings: Sequence[int], aborted: bool = False) -> None:
-        key = _ROTATION.sub("", game_id)
-        if key == game_id:
-            if not aborted:
-                self.rankings.add_unit([dict(zip(bots, placings, strict=True))])
-            return
-        games = self._open.setdefault(key, [])
-        games.append(None if aborted else dict(zip(bots, placings, strict=True)))
-        if len(games) >= len(bots):
-            del self._open[key]
-            if all(g is not None for g in games):
-                self.rankings.add_unit([g for g in games if g is not None])
+    def add(self, game_id: str, bots: Sequence[str], placings: Sequence[int], aborted: bool = False,
+            seed: int | None = None) -> None:
+        self.rankings.add_game(game_id, bots, placings, aborted=aborted, seed=seed)

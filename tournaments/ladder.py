@@ -312,7 +312,7 @@ def ladder_standings(
     """Every bot the ladder has known, ordered by rating (from every recorded game); for a
     terminal (``out_dir`` given, or ``with_status``), titled with how the ladder stands
     (:func:`ladder_status`: a ladder is never "complete", nor "INCOMPLETE" after a stop)."""
-    standings = standings_of(config, store, store.bot_names(), by_rating=True)
+    standings = standings_of(config, store, store.bot_names(), by_rating=True, ladder=True)
     if out_dir is None and not with_status:
         return standings
     return dataclasses.replace(standings, status=ladder_status(out_dir, store))
@@ -351,7 +351,7 @@ class LadderBook:
             self.tally.add_bot(name, priors.get(name))
 
     def _start_tally(self) -> None:
-        self.tally = standings_tally(self.config, self.store.bot_names())
+        self.tally = standings_tally(self.config, self.store.bot_names(), ladder=True)
 
     def standings(self) -> Standings:
         """The standings of every game recorded now: :func:`ladder_standings`, from the tally."""

@@ -220,19 +220,20 @@ def open_tournament(out_dir: Path, *, readonly: bool = False) -> tuple[Tournamen
     return config, store
 
 
-def standings_tally(config: TournamentConfig, bots: Sequence[str]) -> Tally:
+def standings_tally(config: TournamentConfig, bots: Sequence[str], *, ladder: bool = False) -> Tally:
     """An empty tally of ``bots`` for this file's game (its partnerships, its sense of the totals):
-    the one place a tournament's, a ladder's and a board's standings start from."""
+    the one place a tournament's, a ladder's (``ladder``: a field that grows) and a board's
+    standings start from."""
     return Tally(bots, partnerships=config.game.partnerships, lower_wins=not config.game.crazy_eights,
                  confidence=config.confidence, tie_within=config.tie_within, stop=config.stop,
-                 priors=read_priors(config.roster))
+                 priors=read_priors(config.roster), open_field=ladder)
 
 
 def standings_of(config: TournamentConfig, store: TournamentStore, bots: Sequence[str], *,
-                 by_rating: bool = False) -> Standings:
+                 by_rating: bool = False, ladder: bool = False) -> Standings:
     """The standings of every game recorded in ``store`` (read in schedule order)."""
     _, scheduled = store.counts()
-    tally = standings_tally(config, bots)
+    tally = standings_tally(config, bots, ladder=ladder)
     for result in store.results():
         tally.add(result)
     return tally.standings(name=config.name, games_scheduled=scheduled, by_rating=by_rating)

@@ -17,12 +17,14 @@ For each bot:
   struck out of, lost the connection in or never joined; aborted games are
   counted but do not score.
 
-* **beaten**: the fraction of tablemates the bot beat per deal (a deal played in every seat
-  rotation at one table), with an interval *valid at any time*: it may be looked at after
-  every game and stopped on (``tournaments.anytime``; the t interval above holds only at a
-  number of games fixed in advance, such as a fixed schedule's final table). The order's
-  neighbours are marked settled when their pair's interval says which is better, or that
-  they are tied within ``tie_within``.
+* **beaten**: the fraction of tablemates the bot beat per deal (all its tables and seat
+  rotations of one deal together: games that share a seed), with an interval *valid at any
+  time*: it may be looked at after every game and stopped on (``tournaments.anytime``; the t
+  interval above holds only at a number of games fixed in advance, such as a fixed schedule's
+  final table). All these intervals, the bots' and the pairs', hold together at the stated
+  confidence (``Rankings.level`` says it under the table). The order's neighbours are marked
+  settled when their pair's interval says which is better, or that they are tied within
+  ``tie_within``.
 
 The table is ordered by average placing (the one number every game format
 shares), then rating ordinal, then name; a ladder's by rating ordinal first.
@@ -102,6 +104,7 @@ class ResultLike(Protocol):
     def lower_wins(self) -> bool: ...
     @property
     def aborted(self) -> str: ...
+    # (and, if it has one, ``seed``: the deal's; games sharing it are one deal for the rankings)
 
 
 def t_quantile_975(df: int) -> float:
@@ -321,6 +324,8 @@ def format_anytime(anytime: dict[str, Any]) -> list[str]:
              f"  > settled, = tied within {anytime['tie_within']:g}, ? not settled yet; beaten: fraction of "
              f"tablemates beaten per deal,",
              f"  its interval {LABEL}"]
+    if anytime.get("level"):
+        lines += textwrap.wrap(anytime["level"], width=110, initial_indent="  ", subsequent_indent="  ")
     drifted = anytime.get("drifted") or {}
     if drifted.get("bots") or drifted.get("pairs"):
         names = [*drifted.get("bots", []), *(f"{a} v {b}" for a, b in drifted.get("pairs", []))]
@@ -381,15 +386,17 @@ class Tally:
 
     def __init__(self, bots: Sequence[str], *, partnerships: bool = False, lower_wins: bool = True,
                  confidence: float = CONFIDENCE, tie_within: float = TIE_WITHIN, stop: str = "",
-                 priors: Mapping[str, float] | None = None) -> None:
-        """``confidence`` and ``tie_within``: the intervals valid at any time; ``stop``: the
+                 priors: Mapping[str, float] | None = None, open_field: bool = False) -> None:
+        """``confidence`` and ``tie_within``: the intervals valid at any time (``open_field``: a
+        ladder's, whose field grows: ``tournaments.anytime.Rankings``); ``stop``: the
         stopping rule whose state the standings report (an adaptive tournament's); ``priors``:
         the rating mean a bot starts from (a participant's new version starts from its
         predecessor's, with the uncertainty of a new bot); others start as new."""
         self.bots = tuple(bots)
         self.stop = StopRule.parse(stop, bots) if stop else None
         focus = self.stop.pair if self.stop is not None else None
-        self.anytime = Rankings(bots, confidence=confidence, tie_within=tie_within, focus=focus)
+        self.anytime = Rankings(bots, confidence=confidence, tie_within=tie_within, focus=focus,
+                               open_field=open_field)
         self._units = UnitBuilder(self.anytime)
         self.partnerships = partnerships
         self.model = PlackettLuce()
@@ -446,7 +453,8 @@ class Tally:
             self.games_aborted += 1
             for b in game.bots:
                 self.aborted[b] += 1
-            self._units.add(getattr(game, "game_id", ""), game.bots, (0,) * len(game.bots), aborted=True)
+            self._units.add(getattr(game, "game_id", ""), game.bots, (0,) * len(game.bots), aborted=True,
+                            seed=getattr(game, "seed", None))
             return
         if self._lower_wins is None:
             self._lower_wins = game.lower_wins
@@ -463,7 +471,7 @@ class Tally:
                     cell = self.h2h[a][b]
                     cell[0 if placings[i] < placings[j] else 1 if placings[i] > placings[j] else 2] += 1
         _rate(self.model, self.ratings, game, self.partnerships)
-        self._units.add(getattr(game, "game_id", ""), seats, placings)
+        self._units.add(getattr(game, "game_id", ""), seats, placings, seed=getattr(game, "seed", None))
 
     def anytime_document(self) -> dict[str, Any]:
         """The intervals' order and verdicts, and the stop's state if there is one."""

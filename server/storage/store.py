@@ -184,6 +184,8 @@ class StoredResult:
     aborted: str
     digest: str
     replay_path: str | None
+    seed: int | None = None
+    """The deal's seed: games that share it played one deal (the rankings count it once)."""
 
     @property
     def bots(self) -> tuple[str, ...]:
@@ -511,7 +513,7 @@ class Store:
                 SeatRow(r[1], r[2], total, r[4], r[5], counters, r[-2], r[-1], r[6 + len(COUNTERS)]))
         out = []
         for r in self._db.execute(
-            "SELECT r.game_id, g.ordinal, r.lower_wins, r.team_placings, r.aborted, r.digest, r.replay_path"
+            "SELECT r.game_id, g.ordinal, r.lower_wins, r.team_placings, r.aborted, r.digest, r.replay_path, g.seed"
             " FROM results r JOIN games g USING (game_id) WHERE g.ordinal > ? ORDER BY g.ordinal", (after,)
         ):
             if r[0] not in seats:
@@ -526,6 +528,7 @@ class Store:
                     aborted=r[4],
                     digest=r[5],
                     replay_path=r[6],
+                    seed=r[7],
                 )
             )
         return out

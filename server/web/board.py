@@ -471,7 +471,7 @@ def _stored_source(row: Any, reopen: Callable[[bool], tuple[Any, Any]], **extra:
         return names
 
     def new_tally(store: Any) -> Tally:
-        return standings_tally(opened["config"], bots(store))
+        return standings_tally(opened["config"], bots(store), ladder=ladder)
 
     def standings(tally: Tally, scheduled: int) -> Standings:
         return tally.standings(name=opened["config"].name, games_scheduled=scheduled, by_rating=ladder)

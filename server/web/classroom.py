@@ -178,9 +178,8 @@ class ClassroomPages:
                 f'<td>{_signed(s.placing.low)} .. {_signed(s.placing.high)}</td>'
                 '<td>95 %, valid at every look, its ends ruled out; below 0: the new version places better</td></tr>'
                 f'<tr id="points"><td>average points</td><td>{s.points.mean:+.1f}</td>'
-                f'<td>{f"{s.points.low:+.1f} .. {s.points.high:+.1f}" if s.deals > 1 else "-"}</td><td>about 95 % '
-                '(a hint: the verdict is on '
-                'placing); below 0: fewer points, better</td></tr></table>'
+                '<td>-</td><td>a plain average, no interval (the verdict is on placing); below 0: fewer points, '
+                'better</td></tr></table>'
                 + (f'<p class="meta">Faults: v{job.a} in {s.a_faults} games, v{job.b} in {s.b_faults}.</p>'
                    if s.a_faults or s.b_faults else "")
                 + ('<p class="meta">Playing: this page reloads by itself.</p>' if going else "") + "</main>")

@@ -71,7 +71,7 @@ def test_a_recorded_game_reads_back_whole_with_its_replay(pg_url: str, tmp_path:
         (result,) = store.results()
         assert result.bots == ("a", "b", "c") and result.totals == (huge, 1, 2)
         assert result.placings == record.result.placings and result.digest == record.digest
-        assert result.replay_path == "replays/g1.jsonl"
+        assert result.replay_path == "replays/g1.jsonl" and result.seed == SLOTS[0].seed  # (one deal: the rankings)
         assert [h.scores for h in store.hands("g1")] == [h.scores for h in record.result.hands]
         assert store.replay("g1") == (tmp_path / "g1.jsonl").read_bytes()
         assert [g.game_id for g in store.pending_games()] == ["g2", "g3"] and store.counts() == (1, 3)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 from pathlib import Path
 
@@ -84,6 +85,15 @@ def test_a_version_always_first_where_the_old_was_last_is_told_better_at_the_sev
     assert better.verdict == "better" and better.placing.low == better.placing.mean == -2.0 < better.placing.high <= 0
     worse = summarize([_deal(1.0, 3.0)] * 7, 3)
     assert worse.verdict == "worse" and worse.placing.low >= 0 and worse.placing.high == worse.placing.mean == 2.0
+
+
+def test_points_are_shown_as_a_plain_average_without_an_interval_that_would_not_hold_when_watched() -> None:
+    """Beside a verdict watched deal after deal, a fixed-count normal interval on points excluded 0
+    while the verdict said "not yet told apart": only anytime-valid intervals are shown."""
+    deals = [Deal(2.0, 2.0, 10.0, 10.0 - 3 - i % 2, 0, 0) for i in range(6)]
+    summary = summarize(deals, 3)
+    assert summary.verdict == "not yet told apart" and summary.points.mean == -3.5
+    assert summary.points.low == -math.inf and summary.points.high == math.inf
 
 
 def test_the_same_bot_twice_plays_the_same_games_and_is_never_told_apart() -> None:

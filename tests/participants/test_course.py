@@ -283,6 +283,19 @@ def test_the_rubric_verdicts_match_a_precomputed_case() -> None:
     assert seven.verdict == "pass" and seven.low == seven.mean == -2.0 < seven.high <= 0
 
 
+def test_a_rubric_counts_a_deal_once_however_many_rotations_play_it() -> None:
+    """A ladder plays each deal in every seat rotation: nine games of three deals are three samples,
+    not nine (seven independent games always ahead pass; three deals are too few)."""
+    rounds = [dict(game, seed=1000 + n // 3, game_id=f"round{n // 3 + 1:06d}-r{n % 3 + 1}")
+              for n, game in enumerate(_games([(1, 3)] * 9, "dan.v1"))]
+    rubric = Rubric("x", "house-heuristic", games=1)
+    verdict = judge(rubric, "dan.v1", rounds)
+    assert verdict.games == 9 and verdict.verdict == "undecided" and verdict.mean == -2.0
+    unseeded = [{k: v for k, v in game.items() if k != "seed"} for game in rounds]
+    assert judge(rubric, "dan.v1", unseeded).verdict == "undecided"
+    assert judge(rubric, "dan.v1", _games([(1, 3)] * 9, "dan.v1")).verdict == "pass"  # (games of their own deals)
+
+
 def test_the_dashboard_lists_everyone_and_its_csv_is_safe_for_spreadsheets(course: Course) -> None:
     rubrics = read_rubrics(course.roster.folder)
     table = {row.name: row for row in rows(course.roster, [], [], rubrics)}

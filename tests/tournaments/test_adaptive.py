@@ -46,6 +46,7 @@ def test_a_pair_stop_ends_the_tournament_as_soon_as_the_pair_is_decided(tmp_path
         assert standings.anytime["stop_state"] == "greedy is better than random"
         assert "stop = 'pair:greedy,random': met; greedy is better than random" in standings.format_table()
         assert "order valid at any time (95%" in standings.format_table()
+        assert "all intervals here hold together, at every moment, with 95% confidence (one 5% budget for bots and pairs)" in standings.format_table()
         assert adaptive_finished(config, store) is not None
         # every table seated the pair it waited for
         assert all({"greedy", "random"} <= set(g.seats) for g in store.games())

@@ -67,6 +67,7 @@ def test_a_recorded_game_reads_back_whole(tmp_path: Path) -> None:
     assert result.bots == ("a", "b", "c") and result.totals == record.result.totals
     assert result.placings == record.result.placings and result.lower_wins
     assert result.digest == record.digest and result.aborted == ""
+    assert result.seed == SLOTS[0].seed  # (games that share it are one deal for the rankings)
     hands = store.hands("g1")
     assert [h.scores for h in hands] == [h.scores for h in record.result.hands]
     assert [h.pressures for h in hands] == [h.pressures for h in record.result.hands]

@@ -343,4 +343,5 @@ def test_the_board_shows_which_neighbours_are_settled(adaptive_board: Running, p
     assert "[" in page.inner_text("#order tbody tr:first-child td:nth-child(3)")
     assert page.inner_text("#order-stop").startswith("stop = settled: met")
     assert "valid at any time" in page.inner_text("#order-legend")
+    assert "all intervals here hold together, at every moment, with 95% confidence (one 5% budget for bots and pairs)" in page.inner_text("#order-legend")
     _shot(page, "board-order")

@@ -138,8 +138,9 @@
     stop.textContent = any.stop ? "stop = " + any.stop + ": " + (any.stop_met ? "met" : "not met yet") + "; " + any.stop_state : "";
     stop.dataset.met = any.stop ? String(any.stop_met) : "";
     $("order-legend").textContent = "Intervals " + any.label + " (" + Math.round(100 * any.confidence) + "%, " +
-      any.units + " deals): they may be watched after every game. Beaten: the fraction of tablemates a bot beat " +
-      "per deal, over every seat rotation. Two neighbours are settled when their pair's interval says which is " +
+      any.units + " deals): " + (any.level ? any.level + "; " : "") + "they may be watched after every game. " +
+      "Beaten: the fraction of tablemates a bot beat per deal (all its tables and seat rotations of one deal " +
+      "together). Two neighbours are settled when their pair's interval says which is " +
       "better, or that they are within " + any.tie_within + " of even.";
   }
 
