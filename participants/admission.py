@@ -138,9 +138,11 @@ def build(folder: Path, command: tuple[str, ...], limits: BuildLimits) -> tuple[
         return False, text + f"\n[craits: build killed: time limit {limits.time_s:g} s]\n"
     if verdict:
         return False, text + f"\n[craits: build {verdict}]\n"
-    if size > limits.disk or code in (128 + signal.SIGXFSZ, -signal.SIGXFSZ):
-        held = f"{size / MiB:.1f} MiB" if size > limits.disk else "a file larger than that"
-        return False, text + (f"\n[craits: the build left {held} in its folder: the limit is "
+    if code in (128 + signal.SIGXFSZ, -signal.SIGXFSZ):
+        return False, text + (f"\n[craits: the build wrote a file past the limit of {size_text(limits.disk)} "
+                              "(build_disk, set by the organizer)]\n")
+    if size > limits.disk:
+        return False, text + (f"\n[craits: the build left {size / MiB:.1f} MiB in its folder: the limit is "
                               f"{size_text(limits.disk)} (build_disk, set by the organizer)]\n")
     if entries > limits.files:
         return False, text + (f"\n[craits: the build left {entries} files and folders in its folder: the limit is "
@@ -162,12 +164,14 @@ def settle(folder: Path, owner: int | None = None) -> tuple[int, int]:
         _settle_one(top, 0o755, owner)
     finally:
         os.close(top)
-    for _root, dirs, names, fd in os.fwalk(folder):  # (no link is descended: follow_symlinks=False)
+    for _root, dirs, names, fd in os.fwalk(folder, onerror=_raise):  # (no link is descended into)
         for name in (*dirs, *names):
             entries += 1
             held = os.stat(name, dir_fd=fd, follow_symlinks=False)
-            if stat.S_ISLNK(held.st_mode):
-                continue  # (kept as it is, never followed)
+            if stat.S_ISLNK(held.st_mode):  # (kept as it is, never followed)
+                if owner is not None:
+                    os.chown(name, owner, owner, dir_fd=fd, follow_symlinks=False)
+                continue
             mode = 0o755 if stat.S_ISDIR(held.st_mode) or held.st_mode & 0o111 else 0o644
             size += 0 if stat.S_ISDIR(held.st_mode) else max(held.st_size, held.st_blocks * 512)
             try:
@@ -182,6 +186,10 @@ def settle(folder: Path, owner: int | None = None) -> tuple[int, int]:
             finally:
                 os.close(entry)
     return size, entries
+
+
+def _raise(err: OSError) -> None:
+    raise err  # (a folder that cannot be walked is not measured: never a silent pass)
 
 
 def _settle_one(fd: int, mode: int, owner: int | None) -> None:

@@ -174,7 +174,7 @@ class Roster:
             _private_folder(folder)
             for sub in ("uploads", "versions", "tmp"):
                 (folder / sub).mkdir(mode=0o700, exist_ok=True)
-            _private_file(folder / FILENAME)  # (SQLite gives its -wal and -shm files the database's mode)
+            private_file(folder / FILENAME)  # (SQLite gives its -wal and -shm files the database's mode)
             with contextlib.closing(sqlite3.connect(folder / FILENAME)) as db, db:
                 db.execute("PRAGMA journal_mode=WAL")
                 db.executescript(SCHEMA)
@@ -503,7 +503,7 @@ def _private_folder(folder: Path) -> None:
         os.chmod(folder, 0o700)
 
 
-def _private_file(path: Path) -> None:
+def private_file(path: Path) -> None:
     """``path`` made empty and 0600 if it is not there (before SQLite makes it with the umask's mode)."""
     with contextlib.suppress(FileExistsError):
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
@@ -589,7 +589,6 @@ class PostgresRoster(Roster):
             _private_folder(folder)
             for sub in ("versions", "tmp"):
                 (folder / sub).mkdir(mode=0o700, exist_ok=True)
-            _private_file(folder / FILENAME)  # (the side tables of participants.tables)
             write_store_file(folder, url, name)
         except StoreError as err:
             raise RosterError(str(err)) from None

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from participants.admission import BuildLimits, admit
+from participants.admission import BuildLimits, admit, admit_pending, roster_limits
 from participants.roster import KEY_FILE, Roster, RosterError
+from server.cli import main
 from server.engine import make_config
 from server.spec import BotSpec, Clocks, GameRecord, GameSpec, SeatStatus
 from server.transport import sandbox
@@ -103,15 +104,29 @@ def test_a_link_a_build_leaves_cannot_make_the_server_chmod_what_it_points_to(ro
 
 def test_what_a_build_leaves_is_bounded_and_the_limit_named(roster: Roster) -> None:
     roster.set_limits({"build_disk": 2 * 2**20, "build_files": 100})
-    fat = roster.submit("alice", good_bot(build="head -c 3000000 /dev/zero > blob"), "a.zip")
-    many = roster.submit("bob", good_bot(build="mkdir d; for i in $(seq 150); do : > d/$i; done"), "b.zip")
-    from participants.admission import admit_pending
-    done = dict((v.id, o) for v, o in admit_pending(roster))
-    assert done[fat.id].status == "refused", done[fat.id]
-    assert "the limit is 2 MiB (build_disk" in done[fat.id].reason
-    assert done[many.id].status == "refused", done[many.id]
-    assert "the limit is 100 (build_files" in done[many.id].reason
+    roster.add("carol")
+    one = roster.submit("alice", good_bot(build="head -c 3000000 /dev/zero > blob"), "a.zip")
+    three = roster.submit("bob", good_bot(build="for i in 1 2 3; do head -c 1000000 /dev/zero > blob$i; done"), "b.zip")
+    many = roster.submit("carol", good_bot(build="mkdir d; for i in $(seq 150); do : > d/$i; done"), "c.zip")
+    done = {v.id: o for v, o in admit_pending(roster)}
+    assert done[one.id].status == "refused" and "a file past the limit of 2 MiB (build_disk" in done[one.id].reason
+    assert done[three.id].status == "refused"
+    assert "the build left 2.9 MiB in its folder: the limit is 2 MiB (build_disk" in done[three.id].reason
+    assert done[many.id].status == "refused" and "the limit is 100 (build_files" in done[many.id].reason
     assert not any(roster.temp_dir().glob("build-*"))
+    assert not (roster.folder / "versions").exists() or not any((roster.folder / "versions").rglob("blob*"))
+
+
+def test_the_organizer_sets_the_build_disk_and_output_budget_and_a_slip_of_the_unit_is_refused(
+        roster: Roster, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = str(roster.folder)
+    assert main(["roster", "set", folder, "build_disk=100MiB", "build_files=2000", "output_budget=32MiB"]) == 0
+    assert "100 MiB and 2000 files left in the folder" in capsys.readouterr().out
+    assert roster_limits(roster)[0] == BuildLimits(disk=100 * 2**20, files=2000)
+    assert main(["roster", "set", folder, "output_budget=64KiB"]) == 2
+    assert "output_budget: 64 KiB is too small: at least 1 MiB" in capsys.readouterr().err
+    assert main(["roster", "set", folder, "build_files=0"]) == 2
+    assert roster.limits()["output_budget"] == 32 * 2**20
 
 
 # ---------------------------------------------------------------------------- 9: refusals say nothing of the server
