@@ -60,6 +60,9 @@ ATTEMPTS = 3
 """Builds of one version started in all: a version whose build was cut off this often is refused."""
 INTERRUPTED = "the build was interrupted (server restarted); submit again"
 LOCK = "admission.lock"
+DISK_WATCH_S = 0.5
+"""How often a running build's folder is measured: a build past ``build_disk`` or ``build_files``
+is killed within about this long (plus the time one measure takes), not at the end of its time."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,8 +75,8 @@ class BuildLimits:
     output: int = 1 * MiB
     tmp: int = 256 * MiB
     disk: int = 256 * MiB
-    """Bytes the version's folder may hold once built (sources, what the build made, and no file
-    larger while it runs: RLIMIT_FSIZE)."""
+    """Bytes the version's folder may hold once built (sources and what the build made): measured
+    while it runs (:data:`DISK_WATCH_S`), and no one file larger (RLIMIT_FSIZE)."""
     files: int = 10_000
     """Entries (files, folders, links) the version's folder may hold once built."""
 
@@ -114,8 +117,20 @@ def build(folder: Path, command: tuple[str, ...], limits: BuildLimits) -> tuple[
             if len(kept) < limits.output:
                 kept.extend(chunk[: limits.output - len(kept)])
 
+    done = threading.Event()
+
+    def watch() -> None:  # (a thread: what the build writes is measured while it runs, not only at its end)
+        while not done.wait(DISK_WATCH_S):
+            size, entries = measure(folder, limits)
+            if size > limits.disk or entries > limits.files:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                return
+
     reader = threading.Thread(target=drain, daemon=True)
     reader.start()
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
     timed_out = False
     try:
         code = process.wait(timeout=limits.time_s)
@@ -125,6 +140,8 @@ def build(folder: Path, command: tuple[str, ...], limits: BuildLimits) -> tuple[
             os.killpg(process.pid, signal.SIGKILL)  # bwrap, the PID namespace's parent: all of the build dies
         code = process.wait()
     finally:
+        done.set()
+        watcher.join(5)
         reader.join(5)
         stdout.close()
         verdict = jail.verdict(code) if not timed_out else ""
@@ -150,6 +167,22 @@ def build(folder: Path, command: tuple[str, ...], limits: BuildLimits) -> tuple[
     if code != 0:
         return False, text + f"\n[craits: the build failed: exit status {code} after {took:.1f} s]\n"
     return True, text + f"\n[craits: built in {took:.1f} s]\n"
+
+
+def measure(folder: Path, limits: BuildLimits) -> tuple[int, int]:
+    """(bytes, entries) in ``folder`` while a build writes it, links not followed, counted only
+    until one passes its limit (so a build making a million files costs one walk of a few
+    thousand); what cannot be read meanwhile is skipped (:func:`settle` counts it at the end)."""
+    size = entries = 0
+    for _root, dirs, names, fd in os.fwalk(folder):
+        for name in (*dirs, *names):
+            entries += 1
+            with contextlib.suppress(OSError):
+                held = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                size += 0 if stat.S_ISDIR(held.st_mode) else max(held.st_size, held.st_blocks * 512)
+            if size > limits.disk or entries > limits.files:
+                return size, entries
+    return size, entries
 
 
 def settle(folder: Path, owner: int | None = None) -> tuple[int, int]:

@@ -103,8 +103,11 @@ def test_a_link_a_build_leaves_cannot_make_the_server_chmod_what_it_points_to(ro
 
 
 def test_what_a_build_leaves_is_bounded_and_the_limit_named(roster: Roster) -> None:
-    roster.set_limits({"build_disk": 2 * 2**20, "build_files": 100})
+    roster.set_limits({"build_disk": 2 * 2**20, "build_files": 100, "build_time_s": 60})
     roster.add("carol")
+    roster.add("dave")
+    endless = roster.submit("dave", good_bot(build="i=0; while :; do head -c 500000 /dev/zero > f$i; i=$((i+1)); done"),
+                            "d.zip")
     one = roster.submit("alice", good_bot(build="head -c 3000000 /dev/zero > blob"), "a.zip")
     three = roster.submit("bob", good_bot(build="for i in 1 2 3; do head -c 1000000 /dev/zero > blob$i; done"), "b.zip")
     many = roster.submit("carol", good_bot(build="mkdir d; for i in $(seq 150); do : > d/$i; done"), "c.zip")
@@ -113,6 +116,7 @@ def test_what_a_build_leaves_is_bounded_and_the_limit_named(roster: Roster) -> N
     assert done[three.id].status == "refused"
     assert "the build left 2.9 MiB in its folder: the limit is 2 MiB (build_disk" in done[three.id].reason
     assert done[many.id].status == "refused" and "the limit is 100 (build_files" in done[many.id].reason
+    assert done[endless.id].status == "refused" and "the limit is 2 MiB (build_disk" in done[endless.id].reason
     assert not any(roster.temp_dir().glob("build-*"))
     assert not (roster.folder / "versions").exists() or not any((roster.folder / "versions").rglob("blob*"))
 
