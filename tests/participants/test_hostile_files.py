@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from participants.admission import BuildLimits, admit, admit_pending, roster_limits
@@ -83,6 +84,21 @@ def test_a_roster_others_can_read_is_refused_with_the_chmod_that_fixes_it(roster
     assert roster.secret() != bytes.fromhex("ab" * 32)  # (the key others could read is dropped)
     with sqlite3.connect(roster.db_path) as db:
         assert db.execute("SELECT value FROM settings WHERE key = 'secret'").fetchone() is None
+
+
+def test_a_roster_kept_in_postgresql_is_private_too_and_its_database_holds_no_signing_key(
+        tmp_path: Path, pg_url: str) -> None:
+    roster = Roster.create(tmp_path / "class", pg_url)
+    roster.add("alice")
+    key = roster.secret()
+    assert _mode(roster.folder) == 0o700 and _mode(roster.folder / KEY_FILE) == 0o600
+    assert _mode(roster.folder / "store.toml") == 0o600
+    with psycopg.connect(pg_url) as conn:
+        held = [row[0] for row in conn.execute("SELECT value FROM craits_roster_settings")]
+    assert key.hex() not in held
+    os.chmod(roster.folder, 0o711)
+    with pytest.raises(RosterError, match=f"chmod go-rwx {roster.folder}$"):
+        roster.secret()
 
 
 # ---------------------------------------------------------------------------- 2: links are never followed
