@@ -28,6 +28,7 @@ import os
 import secrets
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -47,6 +48,7 @@ from server.errors import UserError
 from server.spec import BotSpec, Clocks, GameSpec, SeatStatus
 from server.transport import sandbox as sandboxes
 from server.transport.launcher import command_problem
+from server.transport.sandbox import size_text
 from server.transport.service import Arena, ArenaError, ArenaOptions
 
 MiB = 2**20
@@ -58,6 +60,9 @@ ATTEMPTS = 3
 """Builds of one version started in all: a version whose build was cut off this often is refused."""
 INTERRUPTED = "the build was interrupted (server restarted); submit again"
 LOCK = "admission.lock"
+DISK_WATCH_S = 0.5
+"""How often a running build's folder is measured: a build past ``build_disk`` or ``build_files``
+is killed within about this long (plus the time one measure takes), not at the end of its time."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +74,11 @@ class BuildLimits:
     processes: int = 128
     output: int = 1 * MiB
     tmp: int = 256 * MiB
+    disk: int = 256 * MiB
+    """Bytes the version's folder may hold once built (sources and what the build made): measured
+    while it runs (:data:`DISK_WATCH_S`), and no one file larger (RLIMIT_FSIZE)."""
+    files: int = 10_000
+    """Entries (files, folders, links) the version's folder may hold once built."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,9 +100,10 @@ def build(folder: Path, command: tuple[str, ...], limits: BuildLimits) -> tuple[
     env = box.env("", "build")
     # `python` in a build is the one that will run the bot (`command = ["python", ...]` is this Python too).
     env["PATH"] = f"{Path(sys.executable).parent}:{env['PATH']}"
+    argv = ["prlimit", f"--fsize={limits.disk}", "--", *jail.argv]  # (no one file past the disk limit meanwhile)
     started = time.monotonic()
     try:
-        process = subprocess.Popen(jail.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, env=env, start_new_session=True)
     except OSError as err:
         jail.release()
@@ -106,8 +117,20 @@ def build(folder: Path, command: tuple[str, ...], limits: BuildLimits) -> tuple[
             if len(kept) < limits.output:
                 kept.extend(chunk[: limits.output - len(kept)])
 
+    done = threading.Event()
+
+    def watch() -> None:  # (a thread: what the build writes is measured while it runs, not only at its end)
+        while not done.wait(DISK_WATCH_S):
+            size, entries = measure(folder, limits)
+            if size > limits.disk or entries > limits.files:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                return
+
     reader = threading.Thread(target=drain, daemon=True)
     reader.start()
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
     timed_out = False
     try:
         code = process.wait(timeout=limits.time_s)
@@ -117,12 +140,13 @@ def build(folder: Path, command: tuple[str, ...], limits: BuildLimits) -> tuple[
             os.killpg(process.pid, signal.SIGKILL)  # bwrap, the PID namespace's parent: all of the build dies
         code = process.wait()
     finally:
+        done.set()
+        watcher.join(5)
         reader.join(5)
         stdout.close()
         verdict = jail.verdict(code) if not timed_out else ""
         jail.release()
-        if os.geteuid() == 0:
-            _take_back(folder)
+        size, entries = settle(folder, owner=0 if os.geteuid() == 0 else None)
     text = kept.decode("utf-8", "replace")
     if len(kept) >= limits.output:
         text += f"\n[craits: the build's output passed {limits.output // 1024} KiB; the rest is not kept]"
@@ -131,31 +155,81 @@ def build(folder: Path, command: tuple[str, ...], limits: BuildLimits) -> tuple[
         return False, text + f"\n[craits: build killed: time limit {limits.time_s:g} s]\n"
     if verdict:
         return False, text + f"\n[craits: build {verdict}]\n"
+    if code in (128 + signal.SIGXFSZ, -signal.SIGXFSZ):
+        return False, text + (f"\n[craits: the build wrote a file past the limit of {size_text(limits.disk)} "
+                              "(build_disk, set by the organizer)]\n")
+    if size > limits.disk:
+        return False, text + (f"\n[craits: the build left {size / MiB:.1f} MiB in its folder: the limit is "
+                              f"{size_text(limits.disk)} (build_disk, set by the organizer)]\n")
+    if entries > limits.files:
+        return False, text + (f"\n[craits: the build left {entries} files and folders in its folder: the limit is "
+                              f"{limits.files} (build_files, set by the organizer)]\n")
     if code != 0:
         return False, text + f"\n[craits: the build failed: exit status {code} after {took:.1f} s]\n"
     return True, text + f"\n[craits: built in {took:.1f} s]\n"
 
 
-def _take_back(folder: Path) -> None:
-    """After a root referee's build: the folder is ours again, readable by every user (the
-    bot runs as a uid of its own), writable by none."""
-    for root, dirs, names in os.walk(folder):
+def measure(folder: Path, limits: BuildLimits) -> tuple[int, int]:
+    """(bytes, entries) in ``folder`` while a build writes it, links not followed, counted only
+    until one passes its limit (so a build making a million files costs one walk of a few
+    thousand); what cannot be read meanwhile is skipped (:func:`settle` counts it at the end)."""
+    size = entries = 0
+    for _root, dirs, names, fd in os.fwalk(folder):
         for name in (*dirs, *names):
-            path = os.path.join(root, name)
-            os.lchown(path, 0, 0)
-    os.chown(folder, 0, 0)
-    _readable_by_all(folder)
+            entries += 1
+            with contextlib.suppress(OSError):
+                held = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                size += 0 if stat.S_ISDIR(held.st_mode) else max(held.st_size, held.st_blocks * 512)
+            if size > limits.disk or entries > limits.files:
+                return size, entries
+    return size, entries
 
 
-def _readable_by_all(folder: Path) -> None:
-    for root, dirs, names in os.walk(folder):
-        for name in dirs:
-            os.chmod(os.path.join(root, name), 0o755)
-        for name in names:
-            path = os.path.join(root, name)
-            if not os.path.islink(path):
-                os.chmod(path, 0o755 if os.stat(path).st_mode & 0o111 else 0o644)
-    os.chmod(folder, 0o755)
+def settle(folder: Path, owner: int | None = None) -> tuple[int, int]:
+    """Make ``folder`` readable by every user (a sandboxed bot runs as a uid of its own) and
+    writable by none but its owner (``owner``: a root referee takes a build's folder back);
+    return (bytes, entries) in it. What a build left is a stranger's: links are never followed
+    (each entry is opened with O_NOFOLLOW, through its folder's descriptor), so a link to
+    another folder cannot make the server change that folder."""
+    size = entries = 0
+    top = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        _settle_one(top, 0o755, owner)
+    finally:
+        os.close(top)
+    for _root, dirs, names, fd in os.fwalk(folder, onerror=_raise):  # (no link is descended into)
+        for name in (*dirs, *names):
+            entries += 1
+            held = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            if stat.S_ISLNK(held.st_mode):  # (kept as it is, never followed)
+                if owner is not None:
+                    os.chown(name, owner, owner, dir_fd=fd, follow_symlinks=False)
+                continue
+            mode = 0o755 if stat.S_ISDIR(held.st_mode) or held.st_mode & 0o111 else 0o644
+            size += 0 if stat.S_ISDIR(held.st_mode) else max(held.st_size, held.st_blocks * 512)
+            try:
+                entry = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC,
+                                dir_fd=fd)
+            except OSError:  # (not ours to open, as a user not root: a mode 000 the build set; a socket)
+                with contextlib.suppress(OSError):
+                    os.chmod(name, mode, dir_fd=fd)  # (not a link: seen above, and the build is over)
+                continue
+            try:
+                _settle_one(entry, mode, owner)
+            finally:
+                os.close(entry)
+    return size, entries
+
+
+def _raise(err: OSError) -> None:
+    raise err  # (a folder that cannot be walked is not measured: never a silent pass)
+
+
+def _settle_one(fd: int, mode: int, owner: int | None) -> None:
+    """Own (if ``owner``) and chmod the open entry ``fd``."""
+    if owner is not None:
+        os.fchown(fd, owner, owner)
+    os.fchmod(fd, mode)
 
 
 def validation_game(version: Version, folder: Path, command: tuple[str, ...], out_dir: Path) -> dict[str, Any]:
@@ -202,7 +276,7 @@ def admit(roster: Roster, version: Version, *, limits: BuildLimits | None = None
             manifest = read_manifest(work)
         except UploadError as err:
             return Outcome("refused", str(err))
-        _readable_by_all(work)
+        settle(work)
         log = ""
         if manifest.build is not None:
             ok, log = build(work, manifest.build, limits)
@@ -211,7 +285,7 @@ def admit(roster: Roster, version: Version, *, limits: BuildLimits | None = None
                 last = _last_line(log.splitlines())
                 return Outcome("refused", said + (f" (its last line of output: {last})" if last else ""),
                                build_log=log, command=manifest.command)
-        if problem := command_problem(manifest.command, str(work)):
+        if problem := _command_problem(manifest.command, work):
             return Outcome("refused", f"bot.toml: command: {problem}", build_log=log, command=manifest.command)
         final.parent.mkdir(parents=True, exist_ok=True)
         if final.exists():  # an earlier, interrupted attempt at this very version
@@ -242,12 +316,34 @@ def admit(roster: Roster, version: Version, *, limits: BuildLimits | None = None
             shutil.rmtree(work, ignore_errors=True)
 
 
+def _command_problem(command: Sequence[str], folder: Path) -> str | None:
+    """Why the version's ``command`` cannot run from its ``folder``, said in the folder's own
+    terms. A path the command names must lie in the folder (or be one of the system's programs):
+    one that leads out of it is refused as such, never looked up, so a command cannot ask the
+    server whether a file of its own (another participant's version) exists."""
+    visible = (*sandboxes.SYSTEM_DIRS, *sandboxes.runtime_paths())
+    inside = os.path.realpath(folder)
+    for i, arg in enumerate(command):
+        if i and arg in ("-c", "-m", "-e"):
+            break  # (code or a module follows, not a file)
+        if "/" not in arg or (i and arg.startswith("-")):
+            continue  # (a program found on the PATH, python or node; an option)
+        full = os.path.realpath(os.path.join(folder, arg))
+        if not (full == inside or full.startswith(inside + os.sep)) and not (
+                os.path.isabs(arg) and any(full.startswith(v.rstrip("/") + "/") for v in visible)):
+            return f"{arg} is outside the bot's folder: name the files of your upload relative to its top"
+    problem = command_problem(command, str(folder))
+    return None if problem is None else problem.replace(f" (in {folder})", "").replace(str(folder), ".")
+
+
 LIMIT_KEYS = {"build_time_s": "time_s", "build_memory": "memory", "build_processes": "processes",
-              "build_output": "output", "packed": "packed", "unpacked": "unpacked", "files": "files",
-              "scrimmage_games_per_hour": "scrimmage_games_per_hour",
-              "uploads_per_hour": "uploads_per_hour", "uploads_per_day": "uploads_per_day"}
+              "build_output": "output", "build_disk": "disk", "build_files": "files", "packed": "packed",
+              "unpacked": "unpacked", "files": "files", "scrimmage_games_per_hour": "scrimmage_games_per_hour",
+              "uploads_per_hour": "uploads_per_hour", "uploads_per_day": "uploads_per_day",
+              "output_budget": "output_budget"}
 """``craits roster set`` keys: the build's (:class:`BuildLimits`), the upload's (:class:`Bounds`),
-the scrimmages' quota and the uploads' (:func:`upload_quota`)."""
+the scrimmages' quota, the uploads' (:func:`upload_quota`) and the ladder's bots' output budget
+(``Limits.output_budget`` in server/transport/sandbox.py)."""
 UPLOADS_PER_HOUR = 20
 UPLOADS_PER_DAY = 100
 """Each participant's uploads (versions stored, whatever their verdict) by default: a build
@@ -259,7 +355,9 @@ def upload_quota(roster: Roster) -> tuple[tuple[int, float], tuple[int, float]]:
     held = roster.limits()
     return ((int(held.get("uploads_per_hour", UPLOADS_PER_HOUR)), 3600.0),
             (int(held.get("uploads_per_day", UPLOADS_PER_DAY)), 86400.0))
-SIZE_KEYS = ("build_memory", "build_output", "packed", "unpacked")
+
+
+SIZE_KEYS = ("build_memory", "build_output", "build_disk", "packed", "unpacked", "output_budget")
 
 
 def _checker_failed(report: Report) -> str:

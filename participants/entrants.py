@@ -45,6 +45,10 @@ class RosterEntrants:
             raise ValueError("the tournament file names no roster")
         self.base = base
         self.roster = Roster(base.roster)
+        self.roster.check_private()  # (a ladder serves its participants: nobody else may read their roster)
+        if budget := self.roster.limits().get("output_budget"):  # (`craits roster set output_budget=...`)
+            self.base = base = dataclasses.replace(base, limits=dataclasses.replace(base.limits,
+                                                                                    output_budget=int(budget)))
         self._check_names()
         write_ladder_game(self.roster.folder, base.game)  # (comparisons and scrimmages play this game too)
         self.connected: set[str] = set()

@@ -3,11 +3,13 @@
 Kept in SQLite (:class:`Roster`) or, for a ladder on PostgreSQL, in its database
 (:class:`PostgresRoster`, the same interface; ``Roster(folder)`` opens either).
 
-The folder holds ``roster.db`` (SQLite), ``uploads/`` (each upload whole, named by its SHA-256,
+The folder holds ``roster.db`` (SQLite), ``session.key`` (the web sessions' signing key), ``uploads/`` (each upload whole, named by its SHA-256,
 never overwritten) and ``versions/NAME/vN/`` (a version unpacked and built: its bot's folder).
 Several processes use it at once (the web pages store uploads, the admission process records
 builds, a ladder reads the admitted versions), each with connections of its own; SQLite's WAL
-lets them.
+lets them. The folder is the server's user's alone (0700, its files 0600): it holds token
+hashes, the signing key and everyone's uploads; a server refuses to serve one that other users
+can read (:meth:`Roster.check_private`).
 
 Nothing half-made is ever visible: an upload is written to a temporary file and renamed to
 its hash before its version's row is inserted; a version is built in a temporary folder that
@@ -25,6 +27,7 @@ import json
 import os
 import re
 import secrets
+import shlex
 import sqlite3
 import time
 import tomllib
@@ -49,6 +52,11 @@ from server.storage.postgres import (
 from server.storage.store import StoreError
 
 FILENAME = "roster.db"
+KEY_FILE = "session.key"
+"""The key web sessions and forms are signed with: a file of its own (0600), apart from the
+database that the ladder, the builder and the queues read."""
+PRIVATE_FILES = (FILENAME, f"{FILENAME}-wal", f"{FILENAME}-shm", KEY_FILE, "store.toml")
+"""What :meth:`Roster.check_private` wants readable by the server's user alone (with the folder)."""
 STORE_FILE = "store.toml"
 """In a roster folder kept in PostgreSQL instead (:class:`PostgresRoster`): where it is."""
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,29}$")
@@ -215,9 +223,10 @@ class Roster:
         if store is not None or (folder / STORE_FILE).is_file():
             return PostgresRoster.create_in(folder, store or read_store_file(folder)[0])
         try:
-            folder.mkdir(parents=True, exist_ok=True)
+            _private_folder(folder)
             for sub in ("uploads", "versions", "tmp"):
-                (folder / sub).mkdir(exist_ok=True)
+                (folder / sub).mkdir(mode=0o700, exist_ok=True)
+            private_file(folder / FILENAME)  # (SQLite gives its -wal and -shm files the database's mode)
             with contextlib.closing(sqlite3.connect(folder / FILENAME)) as db, db:
                 db.execute("PRAGMA journal_mode=WAL")
                 db.executescript(SCHEMA + WEB_SCHEMA)
@@ -450,14 +459,49 @@ class Roster:
             db.execute("UPDATE login_failures SET count = MAX(count - 1, 0) WHERE address = ?", (address,))
 
     def secret(self) -> bytes:
-        """The key web sessions and forms are signed with (made once)."""
-        value = self._get("secret")
-        if value is None:
-            value = secrets.token_hex(32)
-            with self._db() as db:
-                db.execute("INSERT OR IGNORE INTO settings (key, value) VALUES ('secret', ?)", (value,))
-            value = self._get("secret") or value
-        return bytes.fromhex(value)
+        """The key web sessions and forms are signed with, from :data:`KEY_FILE` (made once,
+        0600). Only a server that serves pages asks for it, so the roster must be private first
+        (:meth:`check_private`). A key an older roster kept in its database (readable by any
+        tool that reads the roster) is dropped: its sessions end once."""
+        self.check_private()
+        path = self.folder / KEY_FILE
+        try:
+            return bytes.fromhex(path.read_text(encoding="ascii").strip())
+        except FileNotFoundError:
+            pass
+        except (OSError, ValueError) as err:
+            raise RosterError(f"{path}: cannot read the session key: {err} (remove it: a new one is made, and "
+                              "everyone logs in again)") from None
+        fd, temp = tempfile_in(self.folder)
+        with os.fdopen(fd, "w", encoding="ascii") as out:
+            out.write(secrets.token_hex(32) + "\n")
+        try:
+            os.link(temp, path)  # (never replaces: two servers starting at once share the first key)
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(temp)
+        self._unset("secret")
+        return bytes.fromhex(path.read_text(encoding="ascii").strip())
+
+    def check_private(self) -> None:
+        """Refuse (RosterError, with the ``chmod`` that fixes it) a roster that other users of this
+        machine can read: its folder, database, signing key and store file must be this user's
+        alone, or any local account could read the key and forge an organizer's session."""
+        exposed = []
+        for path in (self.folder, *(self.folder / name for name in PRIVATE_FILES)):
+            try:
+                mode = path.stat().st_mode
+            except FileNotFoundError:
+                continue
+            except OSError as err:
+                raise RosterError(f"{path}: cannot check who may read it: {err.strerror or err}") from None
+            if mode & 0o077:
+                exposed.append(path)
+        if exposed:
+            raise RosterError(f"{self.folder}: the roster is readable by other users of this machine (it holds the "
+                              "token hashes, the session key and every upload); make it yours alone, then start "
+                              f"again:\n    chmod go-rwx {' '.join(shlex.quote(str(p)) for p in exposed)}")
 
     def limits(self) -> dict[str, int | float]:
         """The organizer's limits for uploads and builds (``craits roster set``); defaults for the rest."""
@@ -475,6 +519,10 @@ class Roster:
         with self._db() as db:
             db.execute("INSERT INTO settings (key, value) VALUES (?, ?) "
                        "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (key, value))
+
+    def _unset(self, key: str) -> None:
+        with self._db() as db:
+            db.execute("DELETE FROM settings WHERE key = ?", (key,))
 
     # ------------------------------------------------------------------ uploads and versions
 
@@ -615,6 +663,19 @@ class Roster:
         return chosen
 
 
+def _private_folder(folder: Path) -> None:
+    """``folder`` made (0700) if it is not there; a new or empty one made this user's alone."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if not any(folder.iterdir()):
+        os.chmod(folder, 0o700)
+
+
+def private_file(path: Path) -> None:
+    """``path`` made empty and 0600 if it is not there (before SQLite makes it with the umask's mode)."""
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+
+
 def tempfile_in(folder: Path) -> tuple[int, str]:
     """A new file in ``folder`` that only this user may read: (fd, path)."""
     path = folder / f".part-{secrets.token_hex(8)}"
@@ -692,8 +753,9 @@ class PostgresRoster(Roster):
                               "kept in PostgreSQL")
         try:
             migrate(url, only_if_empty=True)
+            _private_folder(folder)
             for sub in ("versions", "tmp"):
-                (folder / sub).mkdir(parents=True, exist_ok=True)
+                (folder / sub).mkdir(mode=0o700, exist_ok=True)
             write_store_file(folder, url, name)
         except StoreError as err:
             raise RosterError(str(err)) from None
@@ -829,12 +891,6 @@ class PostgresRoster(Roster):
             conn.execute("UPDATE craits_roster_logins SET count = GREATEST(count - 1, 0) WHERE roster = %s AND "
                          "address = %s", (self.name, address))
 
-    def secret(self) -> bytes:
-        with self._db() as conn:
-            conn.execute("INSERT INTO craits_roster_settings (roster, key, value) VALUES (%s, 'secret', %s)"
-                         " ON CONFLICT (roster, key) DO NOTHING", (self.name, secrets.token_hex(32)))
-        return bytes.fromhex(self._get("secret") or "")
-
     def _get(self, key: str) -> str | None:
         with self._db() as conn:
             row = conn.execute("SELECT value FROM craits_roster_settings WHERE roster = %s AND key = %s",
@@ -845,6 +901,10 @@ class PostgresRoster(Roster):
         with self._db() as conn:
             conn.execute("INSERT INTO craits_roster_settings (roster, key, value) VALUES (%s, %s, %s)"
                          " ON CONFLICT (roster, key) DO UPDATE SET value = excluded.value", (self.name, key, value))
+
+    def _unset(self, key: str) -> None:
+        with self._db() as conn:
+            conn.execute("DELETE FROM craits_roster_settings WHERE roster = %s AND key = %s", (self.name, key))
 
     # ------------------------------------------------------------------ uploads and versions
 

@@ -8,7 +8,7 @@ import contextlib
 import sqlite3
 from collections.abc import Iterator
 
-from participants.roster import Roster
+from participants.roster import Roster, private_file
 
 
 class RosterTables:
@@ -17,6 +17,7 @@ class RosterTables:
 
     def __init__(self, roster: Roster) -> None:
         self.roster = roster
+        private_file(roster.db_path)  # (a roster kept in PostgreSQL has this file only for these tables)
         with self._db() as db:
             db.executescript(self.SCHEMA)
 

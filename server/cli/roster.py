@@ -45,6 +45,8 @@ from server.errors import UserError
 from server.storage.postgres import is_store_url, redact
 from server.transport.sandbox import parse_size, size_text
 
+MIN_SIZES = {"build_disk": 2**20, "output_budget": 2**20}
+"""Below these a build or a bot's log could hardly hold anything: refused as a slip of the unit."""
 SKIPPED = ("__pycache__", ".git", "node_modules", ".venv", ".mypy_cache", ".pytest_cache")
 """Folders ``craits submit`` leaves out of a folder it packs."""
 WAIT_S = 600.0
@@ -93,7 +95,9 @@ def register_cli(subparsers: Any) -> None:
                         help=f"{', '.join(LIMIT_KEYS)}; sizes like 2GiB or 30MB, times in seconds; "
                         "uploads_per_hour and uploads_per_day: the versions each participant may upload in any "
                         f"hour and any day (default {UPLOADS_PER_HOUR} and {UPLOADS_PER_DAY}; a newer upload "
-                        "still replaces one waiting for its build)")
+                        "still replaces one waiting for its build); build_disk and build_files: what a version's "
+                        "folder may hold once built; output_budget: a bot's output kept over all its games (its "
+                        "oldest logs go first; a ladder reads it when it starts)")
     action("organizer", "make a new organizer token (the previous one stops working)", _organizer, who=False,
            tokens=True)
 
@@ -201,6 +205,8 @@ def _set(args: argparse.Namespace) -> int:
             raise UserError(f"{key}: {err}" if key in SIZE_KEYS else f"{key}: {value!r} is not a number") from None
         if number <= 0:
             raise UserError(f"{key}: must be more than 0")
+        if key in MIN_SIZES and number < MIN_SIZES[key]:
+            raise UserError(f"{key}: {size_text(int(number))} is too small: at least {size_text(MIN_SIZES[key])}")
         values[key] = number
     (hourly, _), (daily, _) = upload_quota(roster)
     hourly, daily = int(values.get("uploads_per_hour", hourly)), int(values.get("uploads_per_day", daily))
@@ -209,10 +215,15 @@ def _set(args: argparse.Namespace) -> int:
                         "use the hour's; set both (nothing was changed)")
     roster.set_limits(values)
     build, bounds = roster_limits(roster)
+    budget = roster.limits().get("output_budget")
     print(f"builds: {build.time_s:g} s, {size_text(build.memory)} of memory, {build.processes} processes, "
-          f"{size_text(build.output)} of log; uploads: {size_text(bounds.packed)} packed, "
-          f"{size_text(bounds.unpacked)} unpacked, {bounds.files} files and folders, {hourly} an hour and {daily} a "
-          "day per participant (from the next upload and build on, without a restart)")
+          f"{size_text(build.output)} of log, {size_text(build.disk)} and {build.files} files left in the folder; "
+          f"uploads: {size_text(bounds.packed)} packed, {size_text(bounds.unpacked)} unpacked, {bounds.files} files "
+          f"and folders, {hourly} an hour and {daily} a day per participant (from the next upload and build on, "
+          "without a restart)")
+    if "output_budget" in values:
+        print(f"each bot's output on the ladder: {size_text(int(budget or 0))} over all its games "
+              "(from the ladder's next start)")
     return 0
 
 

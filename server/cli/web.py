@@ -73,7 +73,7 @@ def _cmd_web(args: argparse.Namespace) -> int:
     if roster is None and (config := _file_config(args.target)) is not None:
         roster = config.roster  # (a ladder file that names a roster: its participants' pages too)
     if roster is not None:
-        Roster(roster)  # one line now if there is no roster there
+        Roster(roster).check_private()  # one line now if there is no roster there, or others can read it
     private = roster is None and _names_a_roster(source)  # (its students' bot errors are still theirs)
     asyncio.run(serve_board(source, WebOptions(host=host, port=port, roster=roster, private_errors=private,
                                                        trusted_proxies=tuple(args.trusted_proxy)),

@@ -174,6 +174,31 @@ async def _copy_output(stream: asyncio.StreamReader, out: IO[bytes], limit: int,
             out.close()
 
 
+def make_room(logs: Sequence[Path], budget: int, reserve: int) -> str:
+    """Before a bot's new launch writes up to ``reserve`` bytes: remove its oldest ``logs``
+    (oldest first) until they and the new one fit in ``budget`` bytes, so a bot that prints
+    much and is launched often (one that exits after every game) cannot fill the disk launch
+    by launch. Returns the line its new log gets saying what went ("" when nothing did)."""
+    held = []
+    for path in logs:
+        with contextlib.suppress(OSError):
+            held.append((path, path.stat().st_size))
+    total = sum(size for _, size in held)
+    dropped = freed = 0
+    for path, size in held:
+        if total + reserve <= budget:
+            break
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        total -= size
+        dropped += 1
+        freed += size
+    if not dropped:
+        return ""
+    return (f"[craits: {dropped} older log(s) of this bot removed ({freed / 2**20:.1f} MiB): its output is kept "
+            f"up to {budget / 2**20:.0f} MiB over all its launches, the newest first]")
+
+
 CPU_POLL_S = 0.25
 """How often a sandboxed bot's CPU seconds are looked at (where they are counted per game)."""
 
@@ -275,6 +300,7 @@ class LaunchedBot:
         self.jail = jail
         self._cpu_watch: asyncio.Task[None] | None = None
         self._exit: asyncio.Task[int] | None = None
+        self._notes: list[str] = []
         if jail is not None and jail.cpu_group is not None:
             jail.new_game()
             self._cpu_watch = asyncio.get_running_loop().create_task(self._watch_cpu(jail))
@@ -385,7 +411,14 @@ class LaunchedBot:
         if game_id and self._output is not None and not self._output.closed:
             with contextlib.suppress(OSError, ValueError):
                 self._output.write(f"\n[craits: game {game_id}]\n".encode())
+                self._output.write("".join(f"{note}\n" for note in self._notes).encode())
                 self._output.flush()
+        self._notes.clear()
+
+    def note(self, line: str) -> None:
+        """Write ``line`` into the bot's log after the next game's mark (where its owner sees it
+        with that game's output)."""
+        self._notes.append(line)
 
     async def _watch_cpu(self, jail: Jail) -> None:
         """Stop the bot when its game's CPU seconds pass its sandbox's limit."""

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 
 from server.logging import get_logger
 from server.spec import BotSpec
-from server.transport.launcher import LaunchedBot
+from server.transport.launcher import LaunchedBot, make_room
 
 if TYPE_CHECKING:
     from server.game.seats import Session
@@ -162,6 +162,8 @@ class BotPool:
         log_dir: Path | None = None,
         stop_grace_s: float = 2.0,
         max_idle: int = 64,
+        output_budget: int = 0,
+        output_limit: int = 0,
     ) -> None:
         self.policy = policy or RestartPolicy()
         self._start = start
@@ -180,6 +182,13 @@ class BotPool:
         self.launches = 0
         """Processes started so far (every bot)."""
         self.closed = False
+        self.output_budget = output_budget
+        """Bytes of one bot's logs kept across its launches (0: no budget); each launch reserves
+        ``output_limit`` of it (launcher.make_room)."""
+        self.output_limit = output_limit
+        self._logs: dict[PooledBot, Path] = {}
+        self._exits: dict[str, int] = {}
+        """Processes of each bot that ended on their own (exited or closed their stream; not stopped by the pool)."""
 
     @staticmethod
     def key_of(bot: BotSpec) -> tuple[object, ...]:
@@ -291,24 +300,49 @@ class BotPool:
         out = None
         if self.log_dir is not None:
             out = self.log_dir / f"{file_part(bot.name)}-{number}-{game_id}.log"
+        notes = [self._make_room(bot.name)] if out is not None and self.output_budget else []
+        if exits := self._exits.get(bot.name):  # (said in its log, which its owner sees with the game)
+            notes.append(f"[craits: this bot's process ended after its game (it exited or closed its stream) {exits} "
+                         f"time(s) in {number - 1} launch(es): each time the next game starts it afresh (slower, and "
+                         "its output counts against its budget again); a bot may play game after game in one process]")
+            log.warning("bot_exits_after_its_games", bot=bot.name, exits=exits, launches=number,
+                        effect="a fresh process every game")
         self._register(token, bot.name)
         try:
             process = await self._start(bot, token, out)
         except BaseException:
             self._unregister(token)
             raise
+        for note in filter(None, notes):
+            process.note(note)
         self.launches += 1
         pooled = PooledBot(key, bot.name, token, process, number)
         pooled.busy = True
         pooled.games = 1
         self._all.add(pooled)
+        if out is not None:
+            self._logs[pooled] = out
         return pooled
+
+    def _make_room(self, name: str) -> str:
+        """Room in ``name``'s output budget for a new launch: its oldest logs (of earlier runs
+        too), not those of its processes still running, go first."""
+        assert self.log_dir is not None
+        mine = re.compile(rf"{re.escape(file_part(name))}-\d+-.*\.log")
+        live = set(self._logs.values())
+        with contextlib.suppress(OSError):
+            logs = [p for p in self.log_dir.iterdir() if mine.fullmatch(p.name) and p not in live]
+            return make_room(sorted(logs, key=_mtime), self.output_budget, self.output_limit)
+        return ""
 
     def _retire(self, pooled: PooledBot) -> None:
         """Take a process out of the pool and stop it in the background."""
         if pooled not in self._all:
             return
         self._all.discard(pooled)
+        self._logs.pop(pooled, None)
+        if (pooled.process.returncode is not None or pooled.lost.is_set()) and not self.closed:  # (it left on its own)
+            self._exits[pooled.name] = self._exits.get(pooled.name, 0) + 1
         idle = self._idle.get(pooled.key)
         if idle is not None and pooled in idle:
             idle.remove(pooled)
@@ -321,3 +355,9 @@ class BotPool:
         with contextlib.suppress(Exception):
             await pooled.process.stop(self.stop_grace_s)
 
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0

@@ -103,9 +103,12 @@ class Limits:
     """Bytes of the bot's private /tmp (and as many of its /dev/shm)."""
     output: int = 8 * MiB
     """Bytes of the bot's stdout and stderr kept per game (the rest is discarded)."""
+    output_budget: int = 64 * MiB
+    """Bytes of the bot's output kept on disk across all its launches: a launch that would pass
+    it removes the bot's oldest logs first, and its log says what went (the newest are kept)."""
 
 
-SIZE_LIMITS = ("memory", "tmp", "output")
+SIZE_LIMITS = ("memory", "tmp", "output", "output_budget")
 """The limits that are sizes ("512 MiB"); the others are whole numbers."""
 
 
@@ -589,8 +592,10 @@ class Sandbox:
         view = _system_view(tmp_bytes=limits.tmp)
         uid = UID_BASE + secrets.randbelow(UID_SPAN)
         read_only = [*runtime_paths(), *files, *map(os.path.abspath, allow_read)]
-        if folder and writable:
-            view += [*_read_only(read_only), "--bind", folder, folder]
+        if folder and writable:  # (its parents world-enterable, as _read_only makes them: `cd $PWD` works)
+            parents = [str(Path(*Path(folder).parts[:depth])) for depth in range(2, len(Path(folder).parts))]
+            view += [*_read_only(read_only), *(a for p in parents for a in ("--perms", "0755", "--dir", p)),
+                     "--bind", folder, folder]
             if os.geteuid() == 0:
                 _hand_over(folder, uid)
         else:

@@ -56,7 +56,7 @@ from server.logging import bound, get_logger
 from server.spec import BotSpec, GameRecord, GameSpec, SeatStatus
 from server.transport import frames
 from server.transport import sandbox as sandboxes
-from server.transport.launcher import DEFAULT_OUTPUT_LIMIT, LaunchedBot, LaunchError
+from server.transport.launcher import DEFAULT_OUTPUT_LIMIT, LaunchedBot, LaunchError, make_room
 from server.transport.pool import BotPool, PooledBot, RestartPolicy
 from server.transport.presence import Presence
 from server.transport.tls import ServerTLS, is_loopback, plain_text_warning
@@ -228,6 +228,8 @@ class Arena:
         self.sessions: set[Session] = set()
         self.closing = False
         self.pool: BotPool | None = None
+        self._launch_logs: dict[str, list[Path]] = {}
+        """Each bot's logs of its launches for one game (oldest first), for its output budget."""
         """Launched bots kept between games (see :meth:`keep_bots`); None: a fresh process per game."""
         self._decision_ids = itertools.count(1)
         self._game_done: dict[str, asyncio.Event] = {}
@@ -549,6 +551,12 @@ class Arena:
         out = None
         if self.options.bot_log_dir is not None:
             out = self.options.bot_log_dir / f"{spec.game_id}-seat{seat.index}.log"
+            logs = self._launch_logs.setdefault(bot.name, [])
+            if note := make_room(logs, self.options.limits.output_budget, self.options.bot_output_limit_bytes):
+                with contextlib.suppress(OSError):
+                    out.parent.mkdir(parents=True, exist_ok=True)
+                    out.write_text(note + "\n", encoding="utf-8")
+            logs[:] = [*(p for p in logs if p.exists()), out]
         try:
             launched = await self._start_bot(bot, seat.token, out)
         except LaunchError as err:
@@ -570,6 +578,7 @@ class Arena:
         self.pool = BotPool(
             start=self._start_bot, register=self.register_token, unregister=self.unregister_token,
             session_of=self._session_of, policy=restart, log_dir=o.bot_log_dir, stop_grace_s=o.bot_stop_grace_s,
+            output_budget=o.limits.output_budget, output_limit=o.bot_output_limit_bytes,
         )
 
     def _session_of(self, token: str) -> Session | None:

@@ -119,13 +119,16 @@ def game_output(log_dir: Path, bot: str, game_id: str, seat: int) -> str | None:
     game marks), or from the game's own log when it was launched for that game only."""
     if not log_dir.is_dir():
         return None
+    parts = []  # (a kept process that ended as the game began was replaced in it: both have a part)
     for path in sorted(log_dir.glob(f"{glob.escape(file_part(bot))}-*.log")):
         data = path.read_bytes()
         marks = list(GAME_MARK.finditer(data))
         for i, mark in enumerate(marks):
             if mark.group(1).decode(errors="replace") == game_id:
                 end = marks[i + 1].start() if i + 1 < len(marks) else len(data)
-                return data[mark.end():end].decode("utf-8", "replace").strip("\n")
+                parts.append(data[mark.end():end].decode("utf-8", "replace").strip("\n"))
+    if parts:
+        return "\n".join(p for p in parts if p)
     alone = log_dir / f"{game_id}-seat{seat}.log"
     return alone.read_text(encoding="utf-8", errors="replace") if alone.is_file() else None
 

@@ -111,7 +111,7 @@ def test_a_bad_limit_is_a_one_line_user_error() -> None:
     for given, said in (
         ("memory=lots", '--limit memory: must be a size like "512 MiB" or a number of bytes, got \'lots\''),
         ("cpu_s=0", "--limit cpu_s: must be a whole number of at least 1, got 0"),
-        ("speed=9", "--limit: unknown limit 'speed'; the limits are memory, processes, cpu_s, open_files, tmp, output"),
+        ("speed=9", "--limit: unknown limit 'speed'; the limits are memory, processes, cpu_s, open_files, tmp, output, output_budget"),
         ("memory", "--limit takes KEY=VALUE, e.g. --limit memory=256MiB; got 'memory'"),
     ):
         result = craits("check-bot", "--limit", given, "--", *bot)
