@@ -102,8 +102,11 @@ class RosterEntrants:
                 self._known.pop(digest, None)
             return None
         with self._lock:
+            first = name not in self.connected
             self.connected.add(name)
             self._opened[name] = ident or ""
+        if first:
+            self.roster.note_live(name)
         return f"{RESOLVED_PREFIX}{name}", name
 
     def revoked(self) -> list[str]:

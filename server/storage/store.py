@@ -184,6 +184,8 @@ class StoredResult:
     aborted: str
     digest: str
     replay_path: str | None
+    recorded_at: float = 0.0
+    """When the game was recorded (seconds since the epoch): what a grade up to a deadline counts."""
 
     @property
     def bots(self) -> tuple[str, ...]:
@@ -511,8 +513,8 @@ class Store:
                 SeatRow(r[1], r[2], total, r[4], r[5], counters, r[-2], r[-1], r[6 + len(COUNTERS)]))
         out = []
         for r in self._db.execute(
-            "SELECT r.game_id, g.ordinal, r.lower_wins, r.team_placings, r.aborted, r.digest, r.replay_path"
-            " FROM results r JOIN games g USING (game_id) WHERE g.ordinal > ? ORDER BY g.ordinal", (after,)
+            "SELECT r.game_id, g.ordinal, r.lower_wins, r.team_placings, r.aborted, r.digest, r.replay_path,"
+            " r.recorded_at FROM results r JOIN games g USING (game_id) WHERE g.ordinal > ? ORDER BY g.ordinal", (after,)
         ):
             if r[0] not in seats:
                 raise StoreError(f"{self.path}: game {r[0]} is recorded without its seats: the database is damaged")
@@ -526,6 +528,7 @@ class Store:
                     aborted=r[4],
                     digest=r[5],
                     replay_path=r[6],
+                    recorded_at=float(r[7] or 0.0),
                 )
             )
         return out

@@ -249,8 +249,9 @@ class Board:
             "totals": [str(t) if abs(t) > 2**53 else t for t in r.totals],
             "placings": list(r.placings),
             "statuses": [s.status for s in r.seats],
-            "faults": [_faults(s) for s in r.seats],
+            "faults": [seat_faults(s) for s in r.seats],
             "aborted": r.aborted,
+            "recorded": round(r.recorded_at, 3),
             "seed": None if slot is None else slot.seed,
             "replay": ("store" if r.game_id in in_store else None) if self.source.replays_in_store
             else self._replay(r.replay_path),
@@ -380,7 +381,7 @@ def _rated(tally: Tally, result: Any, ratings: dict[str, list[JsonDict]]) -> Non
             {"game_id": result.game_id, "mu": round(rating.mu, 4), "sigma": round(rating.sigma, 4)})
 
 
-def _faults(seat: Any) -> JsonDict:
+def seat_faults(seat: Any) -> JsonDict:
     """A seat's faults in one game: its counters that are not zero, and a bad status."""
     out: JsonDict = {k: seat.counters.get(k, 0) for k in ISSUE_COUNTERS if seat.counters.get(k, 0)}
     if seat.status in BAD_STATUSES:
