@@ -241,7 +241,8 @@ def rows(roster: Roster, games: Sequence[Mapping[str, Any]], standings: Sequence
             judged = tuple(judge(r, graded, window) for r in rubrics)
         made.append(Row(
             name=person.name, team=person.team, email=person.email, revoked=person.revoked, versions=len(versions),
-            latest=f"v{versions[-1].number} {versions[-1].status}" if versions else "-",
+            latest=(f"v{versions[-1].number} {versions[-1].status}"
+                    + (" with a warning" if versions[-1].reason.startswith("warning: ") else "")) if versions else "-",
             playing=f"v{active.number}" if active else "-",
             final=f"v{entry.number}" if entry else "-", final_sha256=entry.sha256 if entry else "",
             games=own_games, games_with_faults=faulty_games.get(person.name, 0), rating=rating, rank=rank,

@@ -323,11 +323,11 @@ class Roster:
             value = self._get("secret") or value
         return bytes.fromhex(value)
 
-    def limits(self) -> dict[str, int | float]:
+    def limits(self) -> dict[str, Any]:
         """The organizer's limits for uploads and builds (``craits roster set``); defaults for the rest."""
         return dict(json.loads(self._get("limits") or "{}"))
 
-    def set_limits(self, values: dict[str, int | float]) -> None:
+    def set_limits(self, values: dict[str, Any]) -> None:
         self._set("limits", json.dumps({**self.limits(), **values}, sort_keys=True))
 
     def note_live(self, name: str) -> None:

@@ -31,7 +31,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from participants.admission import LIMIT_KEYS, SIZE_KEYS, roster_limits
+from participants.admission import FAULTY_CHOICES, FAULTY_KEY, LIMIT_KEYS, SIZE_KEYS, roster_limits
 from participants.roster import ORGANIZER, Roster
 from participants.unpack import Bounds, UploadError, check_manifest
 from server.errors import UserError
@@ -81,9 +81,12 @@ def register_cli(subparsers: Any) -> None:
     action("list", "list the participants, their versions and their status", _list, who=False)
     action("revoke", "stop a participant's token working (pages, submissions, remote bot)", _revoke)
     action("renew", "give a participant a new token (the old one stops working)", _renew, tokens=True)
-    limits = action("set", "set the limits of uploads and builds (defaults: docs/teachers.md)", _set, who=False)
+    limits = action("set", "set the limits of uploads and builds, and what a faulty validation game costs "
+                    "(defaults: docs/teachers.md)", _set, who=False)
     limits.add_argument("values", nargs="+", metavar="KEY=VALUE",
-                        help=f"{', '.join(LIMIT_KEYS)}; sizes like 2GiB or 30MB, times in seconds")
+                        help=f"{', '.join(LIMIT_KEYS)}; sizes like 2GiB or 30MB, times in seconds; "
+                        f"{FAULTY_KEY}=warn|refuse: a version whose validation game had bot errors, timeouts or "
+                        "default moves is admitted with a warning (the default) or refused")
     action("organizer", "make a new organizer token (the previous one stops working)", _organizer, who=False,
            tokens=True)
 
@@ -180,11 +183,16 @@ def _renew(args: argparse.Namespace) -> int:
 
 def _set(args: argparse.Namespace) -> int:
     roster = Roster(args.roster)
-    values: dict[str, int | float] = {}
+    values: dict[str, int | float | str] = {}
     for item in args.values:
         key, equals, value = (part.strip() for part in item.partition("="))
+        if equals and key == FAULTY_KEY:
+            if value not in FAULTY_CHOICES:
+                raise UserError(f"{FAULTY_KEY}: warn (admit with a warning) or refuse, got {value!r}")
+            values[key] = value
+            continue
         if not equals or key not in LIMIT_KEYS:
-            raise UserError(f"{item!r}: expected KEY=VALUE with KEY one of {', '.join(LIMIT_KEYS)}")
+            raise UserError(f"{item!r}: expected KEY=VALUE with KEY one of {', '.join([*LIMIT_KEYS, FAULTY_KEY])}")
         try:
             number = parse_size(value) if key in SIZE_KEYS else float(value) if key == "build_time_s" else int(value)
         except ValueError as err:
@@ -196,7 +204,9 @@ def _set(args: argparse.Namespace) -> int:
     build, bounds = roster_limits(roster)
     print(f"builds: {build.time_s:g} s, {size_text(build.memory)} of memory, {build.processes} processes, "
           f"{size_text(build.output)} of log; uploads: {size_text(bounds.packed)} packed, "
-          f"{size_text(bounds.unpacked)} unpacked, {bounds.files} files (from the next upload and build on, without a restart)")
+          f"{size_text(bounds.unpacked)} unpacked, {bounds.files} files; a validation game with faults: "
+          f"{'refused' if roster.limits().get(FAULTY_KEY) == 'refuse' else 'admitted with a warning'} "
+          "(from the next upload and build on, without a restart)")
     return 0
 
 

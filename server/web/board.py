@@ -231,8 +231,12 @@ class Board:
         games = books.games + beyond_rows
         recorded = {r.game_id for r in beyond}
         table = self.source.standings(tally, scheduled)
+        document = table.to_dict(head_to_head=False)
+        faulty = faulty_games(games)
+        for row in document["standings"]:  # (the faults column: games with a fault, as the dashboard counts them)
+            row["faulty_games"] = faulty.get(row["bot"], 0)
         self.snapshot = Snapshot(
-            standings=table.to_dict(head_to_head=False),
+            standings=document,
             table=table,
             progress=self.snapshot.progress,
             games=games,
@@ -389,6 +393,17 @@ def seat_faults(seat: Any) -> JsonDict:
     if getattr(seat, "bot_error", ""):  # the first failure of the bot's own code, in its words
         out["first_bot_error"] = seat.bot_error
     return out
+
+
+def faulty_games(games: Sequence[JsonDict]) -> dict[str, int]:
+    """Per bot, the games in which it had a fault (:func:`seat_faults` not empty): the one count
+    of faults the board and the teacher's dashboard show."""
+    counts: dict[str, int] = {}
+    for game in games:
+        for bot, faults in zip(game["bots"], game["faults"], strict=True):
+            if faults:
+                counts[bot] = counts.get(bot, 0) + 1
+    return counts
 
 
 def fault_text(faults: JsonDict) -> str:

@@ -557,3 +557,15 @@ def test_a_deadline_moved_after_publication_says_what_becomes_of_the_results(
     assert final.deadline_log()[-1].note == "reopened the final"
     assert craits(["final", "show", folder]) == 0
     assert "(to come)" in capsys.readouterr().out
+
+
+def test_the_board_and_the_dashboard_count_faults_the_same_way_once_a_game(course: Course) -> None:
+    """A bot with 3 bot errors in one game and none in the next has one game with faults of two
+    on the board's faults column and on the dashboard (the board summed the errors: 3)."""
+    from server.web.board import faulty_games
+
+    games, _ = _ladder(0.0, 10, 1.0)
+    games[1]["faults"][0] = {"bot_errors": 3, "timeouts": 2}
+    dashboard = {row.name: row for row in rows(course.roster, games, [], now=0.0)}["alice"]
+    assert faulty_games(games)["alice.v1"] == dashboard.games_with_faults == 5
+    assert dashboard.faults_per_game == 0.5

@@ -77,7 +77,8 @@
     body.textContent = "";
     const now = {};
     for (const r of doc.standings || []) {
-      const faults = Object.values(r.issues || {}).reduce((a, b) => a + b, 0);
+      // Faults: the games with one (as the teacher's dashboard counts them); the kinds in the tooltip.
+      const faults = r.faulty_games == null ? "\u2013" : r.faulty_games + " of " + r.games;
       const key = [r.rank, r.games, fixed(r.rating_mu, 2)].join("/");
       now[r.bot] = key;
       const tr = el("tr", previous[r.bot] !== undefined && previous[r.bot] !== key ? "changed" : null);
@@ -94,7 +95,7 @@
       tr.appendChild(el("td", null, r.wins));
       tr.appendChild(el("td", null, fixed(r.avg_points, 1)));
       const f = el("td", "faults", faults);
-      f.title = Object.entries(r.issues || {}).filter(([, v]) => v).map(([k, v]) => v + " " + k).join(", ");
+      f.title = Object.entries(r.issues || {}).filter(([, v]) => v).map(([k, v]) => v + " " + k.replace(/_/g, " ")).join(", ");
       tr.appendChild(f);
       const c = el("td");
       connectionCell(c, r.bot);
