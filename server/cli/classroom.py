@@ -20,7 +20,7 @@ import sys
 import time
 from typing import Any
 
-from participants.compare import DEFAULT_GAMES, DEFAULT_PANEL
+from participants.compare import DEFAULT_GAMES, DEFAULT_PANEL, verdict_words
 from participants.final import Final, parse_when, when_text
 from participants.roster import Roster
 from server.cli.roster import _request, ask_token, server_base
@@ -101,7 +101,8 @@ def _compare(args: argparse.Namespace) -> int:
             print(f"  {job['games']:>5} games: placing {p['mean']:+.3f} ({p['low']:+.3f} .. {p['high']:+.3f}): "
                   f"{job['verdict']}", flush=True)
     p, q = job["placing"], job["points"]
-    print(f"v{job['b']} against v{job['a']}: {job['verdict']} after {job['games']} games"
+    said = verdict_words(job["verdict"], job["a"], job["b"], q.get("low"), q.get("high"))
+    print(f"{said} after {job['games']} games"
           + (f" ({job['status']}: {job['message']})" if job["message"] else "") + "\n"
           f"  placing v{job['b']} - v{job['a']}: {p['mean']:+.3f} (95% anytime interval {p['low']:+.3f} .. "
           f"{p['high']:+.3f}; below 0 is better)\n"

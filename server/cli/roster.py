@@ -79,7 +79,7 @@ def register_cli(subparsers: Any) -> None:
     imported.add_argument("csv", type=Path, help="the CSV file")
     imported.add_argument("--store", metavar="URL", help=STORE_HELP)
     action("list", "list the participants, their versions and their status", _list, who=False)
-    action("revoke", "stop a participant's token working (pages, submissions, remote bot)", _revoke)
+    action("revoke", "stop a participant's token working (pages, submissions, remote bot)", _revoke, tokens=True)
     action("renew", "give a participant a new token (the old one stops working)", _renew, tokens=True)
     limits = action("set", "set the limits of uploads and builds, and what a faulty validation game costs "
                     "(defaults: docs/teachers.md)", _set, who=False)
@@ -105,10 +105,33 @@ def _tokens_file(args: argparse.Namespace) -> Path:
     return args.tokens or Path(str(Path(args.roster).resolve()) + "-tokens.csv")
 
 
+def _retire(path: Path, names: set[str], why: str) -> None:
+    """The tokens file's rows of ``names`` no longer hold a working token: their token cell says
+    ``why`` instead (a renewed or revoked row must not look alive, nor keep a secret that was)."""
+    try:
+        with path.open(newline="", encoding="utf-8") as text:
+            rows = list(csv.reader(text))
+    except FileNotFoundError:
+        return
+    except OSError as err:
+        raise UserError(f"cannot read the tokens in {path}: {err.strerror}") from None
+    if not any(row[:1] and row[0] in names for row in rows[1:]):
+        return
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    kept = [rows[0], *([row[0], f"({why} {stamp})", *row[2:]] if row[:1] and row[0] in names and
+                       not row[1].startswith("(") else row for row in rows[1:])]
+    temp = path.with_name(path.name + ".part")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", newline="", encoding="utf-8") as out:
+        csv.writer(out).writerows(kept)
+    os.replace(temp, path)
+
+
 def _hand_out(args: argparse.Namespace, made: list[tuple[str, str]]) -> None:
     """Print the new tokens and append them to the tokens file (created readable by its owner only)."""
     path = _tokens_file(args)
     try:
+        _retire(path, {name for name, _ in made}, "replaced")
         new = not path.exists()
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         with os.fdopen(fd, "a", newline="", encoding="utf-8") as out:
@@ -172,6 +195,7 @@ def _list(args: argparse.Namespace) -> int:
 
 def _revoke(args: argparse.Namespace) -> int:
     Roster(args.roster).revoke(args.name)
+    _retire(_tokens_file(args), {args.name}, "revoked")
     print(f"{args.name}: token revoked (a new one: craits roster renew {args.roster} {args.name})")
     return 0
 

@@ -29,6 +29,7 @@ from participants.compare import (
     CompareError,
     Comparison,
     Comparisons,
+    verdict_words,
 )
 from participants.dashboard import Row, Rubric, read_rubrics, rows, to_csv
 from participants.final import Final, FinalError, when_text
@@ -134,7 +135,8 @@ class ClassroomPages:
     def _row(self, name: str, job: Comparison) -> str:
         s = job.summary()
         return (f'<tr><td><a href="/p/{quote(name)}/compare/{job.id}">{job.id}</a></td><td>v{job.b} against v{job.a}'
-                f'</td><td>{e(job.status)}</td><td>{s.games}</td><td>{e(s.verdict)}</td></tr>')
+                f'</td><td>{e(job.status)}</td><td>{s.games}</td>'
+                f'<td>{e(verdict_words(s.verdict, job.a, job.b, s.points.low, s.points.high))}</td></tr>')
 
     async def post_compare(self, request: web.Request) -> web.StreamResponse:
         name = await self.pages._may_see(request)
@@ -168,7 +170,8 @@ class ClassroomPages:
         going = job.status in ("waiting", "running")
         body = (f'<main class="board participant">{self._back(name)}'
                 f'<p><a href="/p/{quote(name)}/compare">all comparisons</a></p>'
-                f'<h1>v{job.b} against v{job.a}: <span id="verdict" class="verdict">{e(s.verdict)}</span></h1>'
+                f'<h1>v{job.b} against v{job.a}</h1><p><b id="verdict" class="verdict" data-verdict="{e(s.verdict)}">'
+                f'{e(verdict_words(s.verdict, job.a, job.b, s.points.low, s.points.high))}</b></p>'
                 f'<p class="meta"><span id="cmp-status">{e(job.status)}</span>{": " + e(job.message) if job.message else ""}'
                 f'; <span id="cmp-games">{s.games}</span> games ({s.deals} deals, every seat) of at most {job.games}, '
                 f'against {e(", ".join(job.panel))}{"; stops once told apart" if job.until_told else ""}.</p>'
