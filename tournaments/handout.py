@@ -314,6 +314,8 @@ class MyBot(Bot):
         # request.legal_actions: what you may do (each has .text, e.g. "5S", "8H:clubs", "draw")
         # request.hand: your cards; request.observation: the table as you may see it
         plays = [a for a in request.legal_actions if a.text != "draw"]
+        if any(a.announce for a in plays):  # leaving one card: say so ("3H+one-card"), or draw two
+            plays = [a for a in plays if a.announce]
         return plays[0] if plays else request.legal_actions[0]
 
 
@@ -432,7 +434,9 @@ module.exports = {{
   choose(request) {{
     // request.legal_actions: what you may do (each has .text, e.g. "5S", "8H:clubs", "draw")
     // request.hand: your cards; request.observation: the table as you may see it
-    const plays = request.legal_actions.filter((a) => a.text !== 'draw');
+    let plays = request.legal_actions.filter((a) => a.text !== 'draw');
+    // leaving one card: say so ("3H+one-card"), or draw two
+    if (plays.some((a) => a.announce)) plays = plays.filter((a) => a.announce);
     return plays.length ? plays[0] : request.legal_actions[0];
   }},
 }};
