@@ -330,6 +330,8 @@ class ClassroomPages:
         if past:
             try:
                 entries = await self.pages._call(self.final.snapshot)
+                if entries is None:  # (another participant's extension is still to come: as things stand)
+                    entries = await self.pages._call(self.final.entrants_now)
             except FinalError as err:
                 entries, said = [], said or str(err)
             mine = next((x for x in entries or [] if x.participant == name), None)

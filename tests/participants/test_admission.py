@@ -206,6 +206,10 @@ def test_a_version_whose_validation_game_had_bot_errors_is_admitted_with_a_warni
     assert re.match(r"warning: its validation game had \d+ bot errors \(first: ZeroDivisionError: division by zero"
                     r".* at bot\.py:\d+\)", outcome.reason), outcome.reason
     assert outcome.validation is not None and outcome.validation["faults"]["bot_errors"] > 0
+    assert str(roster.folder) not in outcome.report  # (the student's paths, not the server's)
+    from participants.dashboard import rows
+
+    assert [row.latest for row in rows(roster, [], [])] == ["v1 admitted with a warning"]  # (the dashboard says so)
     assert craits(["roster", "set", str(roster.folder), "validation_faults=refuse"]) == 0
     assert "a validation game with faults: refused" in capsys.readouterr().out
     roster.submit("alice", zip_of({"bot.toml": MANIFEST, "bot.py": RAISING_BOT}), "b.zip")
