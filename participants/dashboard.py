@@ -218,6 +218,7 @@ def rows(roster: Roster, games: Sequence[Mapping[str, Any]], standings: Sequence
             if faulty(game, seat):
                 faulty_games[name] = faulty_games.get(name, 0) + 1
     made = []
+    windows: dict[float | None, list[Mapping[str, Any]]] = {}
     for person in roster.participants():
         cutoff = cutoffs.get(person.name)
         versions = [v for v in roster.versions(person.name) if cutoff is None or v.created <= cutoff]
@@ -237,8 +238,10 @@ def rows(roster: Roster, games: Sequence[Mapping[str, Any]], standings: Sequence
         if graded_games is not None:
             judged = tuple(judge(r, entry.bot if entry else None, graded_games) for r in rubrics)
         else:
-            window = [g for g in games if cutoff is None or recorded.get(g.get("game_id", ""), 0.0) <= cutoff]
-            judged = tuple(judge(r, graded, window) for r in rubrics)
+            if cutoff not in windows:  # (one window per deadline, not one per participant)
+                windows[cutoff] = [g for g in games if cutoff is None
+                                   or recorded.get(g.get("game_id", ""), 0.0) <= cutoff]
+            judged = tuple(judge(r, graded, windows[cutoff]) for r in rubrics)
         made.append(Row(
             name=person.name, team=person.team, email=person.email, revoked=person.revoked, versions=len(versions),
             latest=(f"v{versions[-1].number} {versions[-1].status}"
