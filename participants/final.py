@@ -273,8 +273,8 @@ class Final(RosterTables):
                         f"(the old ones are kept in {taken})")
             if self.published:
                 self.publish(False)
-                said.append("its published results are hidden from the participants until you run and publish "
-                            "it again")
+                said.append(f"its published results are hidden from the participants until you play it again "
+                            f"(craits final run --overwrite {self.roster.folder}) and publish it")
         elif snapshot.is_file():
             said.append("the final's entrants stay as they were fixed at the deadline" + (
                 ", and its published results stand" if self.published else ""))
