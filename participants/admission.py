@@ -209,6 +209,7 @@ def admit(roster: Roster, version: Version, *, limits: BuildLimits | None = None
         log = ""
         if manifest.build is not None:
             ok, log = build(work, manifest.build, limits)
+            log = log.replace(f"{work}/", "").replace(str(work), ".")  # (the student's paths, not the server's)
             if not ok:
                 said = log.strip().splitlines()[-1].removeprefix("[craits: ").rstrip("]")
                 last = _last_line(log.splitlines(), work)

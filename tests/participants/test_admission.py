@@ -220,3 +220,11 @@ def test_a_version_whose_validation_game_had_bot_errors_is_admitted_with_a_warni
     roster.submit("alice", good_bot(), "c.zip")  # (a clean one: no warning)
     [(_, outcome)] = admit_pending(roster)
     assert (outcome.status, outcome.reason) == ("admitted", "")
+
+
+def test_a_refused_build_shows_the_students_paths_not_the_servers(roster: Roster) -> None:
+    roster.submit("alice", zip_of({"bot.toml": MANIFEST + 'build = "pwd; echo $PWD/bot.c:2: error: no; exit 1"\n',
+                                   "bot.py": RANDOM_BOT}), "a.zip")
+    [(_, outcome)] = admit_pending(roster)
+    assert outcome.status == "refused" and "(its last line of output: bot.c:2: error: no)" in outcome.reason
+    assert str(roster.folder) not in outcome.build_log and str(roster.folder) not in outcome.reason
