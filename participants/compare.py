@@ -387,10 +387,10 @@ def verdict_words(verdict: str, a: int, b: int, points_low: float | None = None,
     if verdict == "worse":
         return f"v{b} places worse than v{a} (sure, at 95 %)"
     said = f"v{b} and v{a}: not yet separated on placing (play more games, or they are about even)"
-    finite = points_low is not None and points_high is not None and math.isfinite(points_low) and math.isfinite(
-        points_high)
-    if finite and (points_high < 0 or points_low > 0):  # type: ignore[operator]
-        leaning = b if points_high < 0 else a  # type: ignore[operator]
+    if points_low is None or points_high is None or not (math.isfinite(points_low) and math.isfinite(points_high)):
+        return said
+    if points_high < 0 or points_low > 0:
+        leaning = b if points_high < 0 else a
         said += f"; on points v{leaning} leads so far, a hint only: a bot can score fewer points and still place worse"
     return said
 
