@@ -339,7 +339,7 @@ class ClassroomPages:
                 (p.why for p in await self.pages._call(self.final.field) if p.participant == name), "")
             entered = (f'Your version in the final: <b id="final-version">v{mine.number}</b>' if mine else
                        '<span id="final-version">You have no version in the final'
-                       + (f" ({e(why.removeprefix('left out: '))})" if why else "") + ".</span>")
+                       + (f": {e(_to_them(why.removeprefix('left out: ')))}" if why else "") + ".</span>")
             choose = ""
         else:
             entries = await self.pages._call(self.final.entrants_now)
@@ -484,6 +484,11 @@ def _own_errors(replay: Replay, name: str) -> Replay:
 def _scrimmage_json(job: Scrimmage) -> dict[str, Any]:
     return {"id": job.id, "seats": list(job.seats), "games": job.games, "status": job.status, "message": job.message,
             "results": list(job.results)}
+
+
+def _to_them(why: str) -> str:
+    """A reason written for the organizer ("their own bot played ..."), said to the participant."""
+    return why.replace("their ", "your ")
 
 
 def _json(data: Any, status: int = 200) -> web.Response:

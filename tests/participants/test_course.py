@@ -496,6 +496,11 @@ def test_a_participant_who_only_played_live_is_listed_as_left_out_with_why(
     assert dave.in_final.startswith("left out: no admitted version by the deadline (their own bot played")
     assert dave.verdicts[0].games == 1  # (graded on his own bot's ladder games)
     course.roster.note_live("dave")
+    client = Client(course.running.url)
+    client.log_in(course.tokens["dave"])
+    _, page, _ = client.request("p/dave/final")
+    assert ("You have no version in the final: no admitted version by the deadline (your own bot played on the "
+            "ladder connected live, but the final plays submitted versions only") in page
     capsys.readouterr()
     assert craits(["final", "show", str(course.roster.folder)]) == 0
     shown = capsys.readouterr().out
