@@ -232,9 +232,7 @@ class Board:
         recorded = {r.game_id for r in beyond}
         table = self.source.standings(tally, scheduled)
         document = table.to_dict(head_to_head=False)
-        faulty = faulty_games(games)
-        for row in document["standings"]:  # (the faults column: games with a fault, as the dashboard counts them)
-            row["faulty_games"] = faulty.get(row["bot"], 0)
+        document["faulty_games"] = faulty_games(games)  # (the faults column: games with one, as the dashboard counts)
         self.snapshot = Snapshot(
             standings=document,
             table=table,

@@ -104,6 +104,7 @@ def test_the_quick_start_as_written_from_a_csv_to_a_grade_sheet_that_keeps_its_b
         _until(page, lambda p: p.query_selector("#standings tr[data-bot='alice.v1']"), timeout_s=60)
         running.wait_for("bob's version on the ladder", lambda: any("bob.v1" in line for line in running.lines), 60)
         assert page.inner_text("#standings thead").count("how sure") == 1
+        assert re.fullmatch(r"\d+ of \d+", page.inner_text("#standings tr[data-bot='alice.v1'] td.faults"))
         _shot(page, "quick-start-board")
 
         # 6. the deadline and the final

@@ -78,7 +78,8 @@
     const now = {};
     for (const r of doc.standings || []) {
       // Faults: the games with one (as the teacher's dashboard counts them); the kinds in the tooltip.
-      const faults = r.faulty_games == null ? "\u2013" : r.faulty_games + " of " + r.games;
+      const faulty = doc.faulty_games ? doc.faulty_games[r.bot] || 0 : null;
+      const faults = faulty == null ? "\u2013" : faulty + " of " + r.games;
       const key = [r.rank, r.games, fixed(r.rating_mu, 2)].join("/");
       now[r.bot] = key;
       const tr = el("tr", previous[r.bot] !== undefined && previous[r.bot] !== key ? "changed" : null);
@@ -95,7 +96,7 @@
       tr.appendChild(el("td", null, r.wins));
       tr.appendChild(el("td", null, fixed(r.avg_points, 1)));
       const f = el("td", "faults", faults);
-      f.dataset.games = String(r.faulty_games == null ? "" : r.faulty_games);
+      f.dataset.games = faulty == null ? "" : String(faulty);
       f.title = Object.entries(r.issues || {}).filter(([, v]) => v).map(([k, v]) => v + " " + k.replace(/_/g, " ")).join(", ");
       tr.appendChild(f);
       tr.appendChild(el("td", "sure-cell", "\u2013")); // (how sure: filled by renderOrder)
