@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import fcntl
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -254,6 +255,8 @@ def validation_game(version: Version, folder: Path, command: tuple[str, ...], ou
             "game_id": game_id, "replay": str(replay.relative_to(out_dir)), "status": str(seat.status),
             "placing": record.result.placings[0], "seats": [s.bot for s in record.seats],
             "events": list(seat.events), "aborted": record.aborted,
+            "faults": {k: getattr(seat, k) for k in VALIDATION_FAULTS if getattr(seat, k)},
+            "bot_error": seat.bot_error,
             "output": output[-OUTPUT_TAIL:].decode("utf-8", "replace"),
         }
 
@@ -261,7 +264,7 @@ def validation_game(version: Version, folder: Path, command: tuple[str, ...], ou
 
 
 def admit(roster: Roster, version: Version, *, limits: BuildLimits | None = None, bounds: Bounds | None = None,
-          ) -> Outcome:
+          refuse_faulty: bool = False) -> Outcome:
     """Unpack, build, check and validate ``version``; the folder is in place only if it is admitted."""
     limits = limits or BuildLimits()
     if why := sandboxes.problem():
@@ -280,9 +283,10 @@ def admit(roster: Roster, version: Version, *, limits: BuildLimits | None = None
         log = ""
         if manifest.build is not None:
             ok, log = build(work, manifest.build, limits)
+            log = log.replace(f"{work}/", "").replace(str(work), ".")  # (the student's paths, not the server's)
             if not ok:
                 said = log.strip().splitlines()[-1].removeprefix("[craits: ").rstrip("]")
-                last = _last_line(log.splitlines())
+                last = _last_line(log.splitlines(), work)
                 return Outcome("refused", said + (f" (its last line of output: {last})" if last else ""),
                                build_log=log, command=manifest.command)
         if problem := _command_problem(manifest.command, work):
@@ -297,9 +301,10 @@ def admit(roster: Roster, version: Version, *, limits: BuildLimits | None = None
         except UserError as err:
             return Outcome("refused", f"the conformance checker could not run it: {err}", build_log=log,
                            command=manifest.command)
-        text = report.render()
+        text = report.render().replace(f"{final}/", "")  # (the student's paths, not the server's)
         if not report.ok:
-            return Outcome("refused", _checker_failed(report), build_log=log, report=text, command=manifest.command)
+            return Outcome("refused", _checker_failed(report, final), build_log=log, report=text,
+                           command=manifest.command)
         try:
             game = validation_game(version, final, manifest.command, roster.folder / "validation")
         except ArenaError as err:
@@ -309,6 +314,13 @@ def admit(roster: Roster, version: Version, *, limits: BuildLimits | None = None
             why = game["aborted"] or game["status"].replace("_", " ")
             return Outcome("refused", f"the validation game went wrong for it: {why}", build_log=log, report=text,
                            validation=game, command=manifest.command)
+        if faults := validation_faults(game):
+            if refuse_faulty:
+                return Outcome("refused", f"its validation game had {faults}: fix them and submit again", build_log=log,
+                               report=text, validation=game, command=manifest.command)
+            keep = True
+            return Outcome("admitted", f"{WARNING}its validation game had {faults}: it plays, but read them on its page",
+                           build_log=log, report=text, validation=game, command=manifest.command)
         keep = True
         return Outcome("admitted", build_log=log, report=text, validation=game, command=manifest.command)
     finally:
@@ -334,6 +346,27 @@ def _command_problem(command: Sequence[str], folder: Path) -> str | None:
             return f"{arg} is outside the bot's folder: name the files of your upload relative to its top"
     problem = command_problem(command, str(folder))
     return None if problem is None else problem.replace(f" (in {folder})", "").replace(str(folder), ".")
+VALIDATION_FAULTS = ("bot_errors", "timeouts", "default_actions", "illegal", "malformed", "strikes", "disconnects")
+"""What a validation game may show of a bot that plays badly though it finished: admitted with
+a warning, or refused, as the organizer sets (``craits roster set ROSTER validation_faults=refuse``)."""
+WARNING = "warning: "
+"""How an admitted version's reason begins when its validation game had faults."""
+FAULTY_KEY = "validation_faults"
+FAULTY_CHOICES = ("warn", "refuse")
+
+
+def validation_faults(game: dict[str, Any]) -> str:
+    """The validation game's faults in words ("24 bot errors (first: ZeroDivisionError ... at bot.py:9),
+    2 timeouts"), "" for none."""
+    faults = game.get("faults") or {}
+    said = []
+    for key in VALIDATION_FAULTS:
+        if count := faults.get(key, 0):
+            words = key.replace("_", " ").removesuffix("s") + ("s" if count != 1 else "")
+            words = words.replace("default action", "default move")
+            first = f" (first: {game['bot_error']})" if key == "bot_errors" and game.get("bot_error") else ""
+            said.append(f"{count} {words}{first}")
+    return ", ".join(said)
 
 
 LIMIT_KEYS = {"build_time_s": "time_s", "build_memory": "memory", "build_processes": "processes",
@@ -360,21 +393,34 @@ def upload_quota(roster: Roster) -> tuple[tuple[int, float], tuple[int, float]]:
 SIZE_KEYS = ("build_memory", "build_output", "build_disk", "packed", "unpacked", "output_budget")
 
 
-def _checker_failed(report: Report) -> str:
+def _checker_failed(report: Report, folder: Path | None = None) -> str:
     """The reason for a refusal by check-bot: the checks failed, the first one's first problem and
     the bot's last line of output (a SyntaxError, an ImportError): what `craits submit` prints."""
     failed = [c for c in report.checks if str(c.status) == "FAIL"]
     said = f"the conformance checker failed: {', '.join(c.title for c in failed) or 'see its report'}"
     details = [failed[0].problems[0]] if failed and failed[0].problems else []
-    if last := _last_line(report.output_tail):
+    if last := _last_line(report.output_tail, folder):
         details.append(f"its last line of output: {last}")
     return said + (f" ({'; '.join(details)})" if details else "")
 
 
-def _last_line(lines: Sequence[str]) -> str:
+TRACEBACK_PLACE = re.compile(r'File "([^"]+)", line (\d+)')
+
+
+def _last_line(lines: Sequence[str], folder: Path | None = None) -> str:
     """The last line a bot or its build printed (not one of craits' own notes), for a refusal's
-    reason: the compiler's error, the SyntaxError; what a student needs first."""
-    return next((line.strip()[:200] for line in reversed(lines) if line.strip() and not line.startswith("[craits:")), "")
+    reason: the compiler's error, the SyntaxError; what a student needs first. A Python error
+    says where, as ``at bot.py:3`` (the place in the bot's folder, never the server's path)."""
+    mine = [line for line in lines if line.strip() and not line.startswith("[craits:")]
+    if not mine:
+        return ""
+    last = mine[-1].strip()[:200]
+    places = [m for line in mine for m in TRACEBACK_PLACE.finditer(line)]
+    if places and not TRACEBACK_PLACE.search(last):
+        path, line = places[-1].group(1), places[-1].group(2)
+        inside = Path(path).relative_to(folder) if folder is not None and Path(path).is_relative_to(folder) else None
+        last += f" at {inside or Path(path).name}:{line}"
+    return last.replace(f"{folder}/", "") if folder is not None else last
 
 
 def roster_limits(roster: Roster) -> tuple[BuildLimits, Bounds]:
@@ -412,8 +458,10 @@ def admit_pending(roster: Roster, **kwargs: Any) -> list[tuple[Version, Outcome]
         else:
             marker.write_text(str(tried + 1))
             limits, bounds = roster_limits(roster)  # (as they are at this build: `craits roster set` needs no restart)
+            refuse = roster.limits().get(FAULTY_KEY) == "refuse"
             try:
-                outcome = admit(roster, version, **{"limits": limits, "bounds": bounds, **kwargs})
+                outcome = admit(roster, version, **{"limits": limits, "bounds": bounds, "refuse_faulty": refuse,
+                                                    **kwargs})
             except Exception as err:  # (a fault of the server's, not the bot's: said, and the next version is built)
                 traceback.print_exc()
                 outcome = Outcome("refused", f"the server failed while checking it ({type(err).__name__}: {err}); "

@@ -382,10 +382,28 @@ async def play_pending(roster: Roster, run_game: GameRunner | None = None) -> li
     return [c for c in (store.get(i) for i in finished) if c is not None]
 
 
+def verdict_words(verdict: str, a: int, b: int, points_low: float | None = None,
+                  points_high: float | None = None) -> str:
+    """The verdict as a student reads it, about placing (what it is on), with the points only as a
+    hint: "not yet told apart" beside a points interval that excludes 0 read as a contradiction."""
+    if verdict == "better":
+        return f"v{b} places better than v{a} (sure, at 95 %)"
+    if verdict == "worse":
+        return f"v{b} places worse than v{a} (sure, at 95 %)"
+    said = f"v{b} and v{a}: not yet separated on placing (play more games, or they are about even)"
+    if points_low is None or points_high is None or not (math.isfinite(points_low) and math.isfinite(points_high)):
+        return said
+    if points_high < 0 or points_low > 0:
+        leaning = b if points_high < 0 else a
+        said += f"; on points v{leaning} leads so far, a hint only: a bot can score fewer points and still place worse"
+    return said
+
+
 def describe(job: Comparison) -> str:
     """The comparison in a few lines, as ``craits compare`` prints it."""
     s = job.summary()
-    return (f"v{job.b} against v{job.a}: {s.verdict} after {s.games} games ({s.deals} deals, every seat, against "
+    return (f"{verdict_words(s.verdict, job.a, job.b, s.points.low, s.points.high)} after {s.games} games "
+            f"({s.deals} deals, every seat, against "
             f"{', '.join(job.panel)})\n"
             f"  placing v{job.b} - v{job.a}: {s.placing.mean:+.3f}  (95% anytime interval {s.placing.low:+.3f} .. "
             f"{s.placing.high:+.3f}, its ends ruled out; below 0 is better)\n"

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from participants.confidence import ConfidenceSequence
-from participants.final import Final, FinalError
+from participants.final import Final, FinalError, Place
 from participants.roster import Roster, RosterError
 
 _ROTATION = re.compile(r"-r\d+$")
@@ -141,87 +141,171 @@ class Row:
     """The version in the final (the snapshot once the deadline has passed; ``-`` for none)."""
     final_sha256: str
     games: int
-    faults_per_game: float | None
+    games_with_faults: int
+    """Games in which their bot had at least one fault (as the board counts them)."""
     rating: float | None
     rank: int | None
     last_submission: float | None
     verdicts: tuple[Verdict, ...]
+    deadline: float | None = None
+    """Their deadline (an extension, else the class's); None without a final."""
+    counted_to: float | None = None
+    """The grades count what was played up to this time (their deadline, once passed); None: up to now."""
+    in_final: str = ""
+    """In the final or left out, and why (:meth:`participants.final.Final.field`)."""
+    final_result: Mapping[str, Any] | None = None
+    """Their row of the final's standings (rank, avg_placing, the interval), once it has results."""
 
     @property
     def submitted(self) -> bool:
         return self.versions > 0
 
+    @property
+    def faults_per_game(self) -> float | None:
+        """The share of their games with a fault (0 to 1)."""
+        return self.games_with_faults / self.games if self.games else None
+
+
+def faulty(game: Mapping[str, Any], seat: int) -> bool:
+    """A seat had a fault in this game: a timeout, a refused answer, a bot error, a default move,
+    a disconnect, a bad status (the board's faults of a game). Counted once a game, everywhere."""
+    return bool((game.get("faults") or [None] * len(game["bots"]))[seat])
+
 
 def rows(roster: Roster, games: Sequence[Mapping[str, Any]], standings: Sequence[Mapping[str, Any]],
-         rubrics: Sequence[Rubric] = ()) -> list[Row]:
-    """Every participant's row, by name."""
+         rubrics: Sequence[Rubric] = (), ratings: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+         now: float | None = None) -> list[Row]:
+    """Every participant's row, by name. Once a participant's deadline has passed, their row counts
+    only what was played and submitted up to it (``games`` carry the time they were ``recorded``;
+    ``ratings``, each bot's rating after each of its games, give the rating then): the same row
+    however long the ladder plays on. With ``grade_on = "final"`` the rubrics count the final's games."""
     from participants.roster import split_bot
 
+    now = time.time() if now is None else now
     final = Final(roster)
     try:
-        entries = final.snapshot() if final.past_deadline() else None
+        plan = final.plan()
     except FinalError:
-        entries = None
-    if entries is None:
+        plan = None
+    owners = {person.name for person in roster.participants()}
+
+    def owner(bot: str) -> str | None:  # (a version, NAME.vN; or their own bot, connected with their token: NAME)
+        found = split_bot(bot)
+        return found[0] if found is not None else bot if bot in owners else None
+
+    live = frozenset(bot for game in games for bot in game["bots"] if bot in owners)
+    places: dict[str, Place] = {}
+    if plan is not None:
         try:
-            plan = final.plan()
+            places = {p.participant: p for p in final.field(live=live)}
+            if final.fixed(now):  # (the snapshot taken at the deadline is what enters)
+                fixed = {e.participant: e for e in final.snapshot(now) or []}
+                places = {name: p if p.entry == fixed.get(name) else Place(name, fixed.get(name), (
+                    f"in: v{fixed[name].number} (the snapshot at the deadline)" if name in fixed else p.why))
+                    for name, p in places.items()}
         except FinalError:
-            plan = None
-        entries = final.entrants_now(plan.deadline) if plan is not None else []
-    in_final = {e.participant: e for e in entries}
+            places = {}
+    cutoffs = {name: plan.deadline_for(name) for name in owners} if plan is not None else {}
+    cutoffs = {name: when for name, when in cutoffs.items() if now >= when}
+    recorded = {g["game_id"]: float(g.get("recorded") or 0.0) for g in games if "game_id" in g}
+    final_standings = final.standings() if plan is not None else None
+    final_rows = {r["bot"]: r for r in (final_standings or {}).get("standings", [])}
+    graded_games: Sequence[Mapping[str, Any]] | None = None
+    if plan is not None and plan.grade_on == "final":
+        graded_games = final.games()
     playing = {v.participant: v for v in roster.active()}
     by_bot = {row["bot"]: row for row in standings}
-    people = roster.participants()
-    names = {person.name for person in people}
     played: dict[str, int] = {}
-    faulty: dict[str, int] = {}
+    faulty_games: dict[str, int] = {}
     for game in games:
         for seat, bot in enumerate(game["bots"]):
-            owner = split_bot(bot)  # (a version, NAME.vN; or their own bot, connected with their token: NAME)
-            name = owner[0] if owner is not None else bot if bot in names else None
-            if name is None:
+            name = owner(bot)
+            if name is None or (name in cutoffs and recorded.get(game.get("game_id", ""), 0.0) > cutoffs[name]):
                 continue
             played[name] = played.get(name, 0) + 1
-            if (game.get("faults") or [None] * len(game["bots"]))[seat]:
-                faulty[name] = faulty.get(name, 0) + 1
+            if faulty(game, seat):
+                faulty_games[name] = faulty_games.get(name, 0) + 1
     made = []
-    for person in people:
-        versions = roster.versions(person.name)
+    windows: dict[float | None, list[Mapping[str, Any]]] = {}
+    for person in roster.participants():
+        cutoff = cutoffs.get(person.name)
+        versions = [v for v in roster.versions(person.name) if cutoff is None or v.created <= cutoff]
         active = playing.get(person.name)
-        entry = in_final.get(person.name)
-        graded = entry.bot if entry is not None and final.past_deadline() else active.bot if active else None
-        standing = by_bot.get(active.bot if active else person.name)
-        count = played.get(person.name, 0)
+        place = places.get(person.name)
+        entry = place.entry if place is not None else None
+        own_games = played.get(person.name, 0)
+        live_bot = person.name if person.name in live else None
+        if cutoff is not None:  # (the deadline passed: the version in the final, else their own bot)
+            graded = entry.bot if entry is not None else live_bot
+            rating, rank = _rating_at(graded, ratings or {}, recorded, cutoff)
+        else:
+            graded = active.bot if active else live_bot
+            standing = by_bot.get(graded or "")
+            rating = None if standing is None else standing.get("rating_ordinal")
+            rank = None if standing is None else standing.get("rank")
+        if graded_games is not None:
+            judged = tuple(judge(r, entry.bot if entry else None, graded_games) for r in rubrics)
+        else:
+            if cutoff not in windows:  # (one window per deadline, not one per participant)
+                windows[cutoff] = [g for g in games if cutoff is None
+                                   or recorded.get(g.get("game_id", ""), 0.0) <= cutoff]
+            judged = tuple(judge(r, graded, windows[cutoff]) for r in rubrics)
         made.append(Row(
             name=person.name, team=person.team, email=person.email, revoked=person.revoked, versions=len(versions),
-            latest=f"v{versions[-1].number} {versions[-1].status}" if versions else "-",
+            latest=(f"v{versions[-1].number} {versions[-1].status}"
+                    + (" with a warning" if versions[-1].reason.startswith("warning: ") else "")) if versions else "-",
             playing=f"v{active.number}" if active else "-",
             final=f"v{entry.number}" if entry else "-", final_sha256=entry.sha256 if entry else "",
-            games=count, faults_per_game=faulty.get(person.name, 0) / count if count else None,
-            rating=None if standing is None else standing.get("rating_ordinal"),
-            rank=None if standing is None else standing.get("rank"),
-            last_submission=versions[-1].created if versions else None,
-            verdicts=tuple(judge(r, graded, games) for r in rubrics)))
+            games=own_games, games_with_faults=faulty_games.get(person.name, 0), rating=rating, rank=rank,
+            last_submission=versions[-1].created if versions else None, verdicts=judged,
+            deadline=plan.deadline_for(person.name) if plan is not None else None, counted_to=cutoff,
+            in_final=place.why if place is not None else "",
+            final_result=final_rows.get(entry.bot) if entry is not None else None))
     return made
 
 
+def _rating_at(bot: str | None, ratings: Mapping[str, Sequence[Mapping[str, Any]]], recorded: Mapping[str, float],
+               cutoff: float) -> tuple[float | None, int | None]:
+    """``bot``'s rating (mu - 3 sigma) after its last game recorded by ``cutoff``, and its rank then
+    among the bots rated by then."""
+    then: dict[str, float] = {}
+    for name, history in ratings.items():
+        before = [r for r in history if recorded.get(r["game_id"], float("inf")) <= cutoff]
+        if before:
+            then[name] = round(before[-1]["mu"] - 3 * before[-1]["sigma"], 4)
+    if bot is None or bot not in then:
+        return None, None
+    return then[bot], 1 + sum(1 for other, value in then.items() if value > then[bot] and other != bot)
+
+
+COLUMNS = ("name", "team", "email", "submitted", "versions", "latest", "final", "final_sha256", "deadline_utc",
+           "counted_to_utc", "games", "games_with_faults", "rating", "rank", "last_submission_utc", "in_final",
+           "final_rank", "final_avg_placing", "final_beaten", "final_beaten_low", "final_beaten_high")
+"""The grade sheet's columns before the rubrics' (all as of each participant's deadline, once passed)."""
+
+
 def to_csv(table: Sequence[Row], rubrics: Sequence[Rubric]) -> str:
-    """The dashboard as CSV, one participant a line (for a gradebook)."""
+    """The dashboard as CSV, one participant a line (for a gradebook). Once the deadlines have
+    passed (and the final is played), the same bytes whenever it is made."""
     out = io.StringIO()
     writer = csv.writer(out)
-    writer.writerow(["name", "team", "email", "submitted", "versions", "latest", "playing", "final", "final_sha256",
-                     "games", "faults_per_game", "rating", "rank", "last_submission_utc",
-                     *(f"{r.name}" for r in rubrics), *(f"{r.name} games" for r in rubrics)])
+    writer.writerow([*COLUMNS, *(f"{r.name}" for r in rubrics), *(f"{r.name} games" for r in rubrics)])
     for row in table:
+        result = row.final_result or {}
         writer.writerow([_cell(v) for v in [
             row.name, row.team, row.email, "yes" if row.submitted else "no", row.versions,
-            *(_none(v) for v in (row.latest, row.playing, row.final)), row.final_sha256, row.games,
-            "" if row.faults_per_game is None else f"{row.faults_per_game:.3f}",
+            *(_none(v) for v in (row.latest, row.final)), row.final_sha256, _when(row.deadline),
+            _when(row.counted_to), row.games, row.games_with_faults,
             "" if row.rating is None else f"{row.rating:.2f}", "" if row.rank is None else row.rank,
-            "" if row.last_submission is None else time.strftime("%Y-%m-%d %H:%M:%S",
-                                                                   time.gmtime(row.last_submission)),
+            _when(row.last_submission), row.in_final,
+            *("" if result.get(k) is None else result[k] for k in ("rank", "avg_placing", "beaten", "beaten_low",
+                                                                   "beaten_high")),
             *(v.verdict for v in row.verdicts), *(v.games for v in row.verdicts)]])
     return out.getvalue()
+
+
+def _when(value: float | None) -> str:
+    return "" if value is None else time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(value))
 
 
 def _none(value: str) -> str:

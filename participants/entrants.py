@@ -18,6 +18,7 @@ standings`` rate the same way.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import threading
@@ -106,8 +107,12 @@ class RosterEntrants:
                 self._known.pop(digest, None)
             return None
         with self._lock:
+            first = name not in self.connected
             self.connected.add(name)
             self._opened[name] = ident or ""
+        if first:  # (kept for `final show`; a roster that cannot be written now costs the bot nothing)
+            with contextlib.suppress(UserError):
+                self.roster.note_live(name)
         return f"{RESOLVED_PREFIX}{name}", name
 
     def revoked(self) -> list[str]:

@@ -8,6 +8,12 @@ The organizer writes ``final.toml`` in the roster folder::
     house = ["random"]                 # house bots that play the final too (optional)
     seed = 7                           # optional
     short_game = true                  # optional, as the ladder's [flags]
+    grade_on = "deadline"              # the grades: the ladder's games up to the deadline, or "final"
+
+``craits final deadline ROSTER WHEN [--for NAME]`` moves the deadline (for everyone, or one
+participant's extension) without editing the file: each change is kept in a log the dashboard
+shows. A deadline moved once the entrants are fixed reopens the final (``--reopen``): the
+snapshot is set aside and published results are hidden until it is run and published again.
 
 Until the deadline a participant may choose which of their admitted versions enters the
 final (else it is the one they play on the ladder: the pinned one, else the newest admitted).
@@ -29,7 +35,7 @@ import json
 import os
 import time
 import tomllib
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,11 +45,15 @@ from server.game.policies import POLICY_NAMES
 from tournaments.schedule import balanced_arithmetic_problem, buildable_games_per_bot, workable_games_per_bot
 
 PLAN_FILE = "final.toml"
-PLAN_KEYS = ("deadline", "games_per_bot", "table_size", "house", "seed", "short_game", "concurrency")
+PLAN_KEYS = ("deadline", "games_per_bot", "table_size", "house", "seed", "short_game", "concurrency", "grade_on")
+GRADE_ON = ("deadline", "final")
+"""What the grades count: the ladder's games up to each participant's deadline, or the final's games."""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS final_choices (participant TEXT PRIMARY KEY, number INTEGER NOT NULL, chosen REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS final_state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS final_deadlines (id INTEGER PRIMARY KEY, participant TEXT NOT NULL, deadline REAL NOT NULL,
+                                            changed REAL NOT NULL, note TEXT NOT NULL DEFAULT '');
 """
 
 
@@ -61,10 +71,61 @@ class Plan:
     seed: int = 1
     short_game: bool = True
     concurrency: int = 2
+    grade_on: str = "deadline"
+    extensions: tuple[tuple[str, float], ...] = ()
+    """(participant, their own deadline): extensions given with ``craits final deadline --for``."""
 
     @property
     def deadline_text(self) -> str:
-        return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(self.deadline))
+        return when_text(self.deadline)
+
+    def deadline_for(self, name: str) -> float:
+        """``name``'s deadline: their extension, else the class's."""
+        return dict(self.extensions).get(name, self.deadline)
+
+    @property
+    def last_deadline(self) -> float:
+        """When every participant's deadline has passed: the entrants are fixed then."""
+        return max([self.deadline, *(d for _, d in self.extensions)])
+
+
+@dataclass(frozen=True, slots=True)
+class DeadlineChange:
+    """One line of the deadlines' log."""
+
+    participant: str
+    """"" for the whole class."""
+    deadline: float
+    changed: float
+    note: str
+
+    def text(self) -> str:
+        who = f"for {self.participant}" if self.participant else "for the class"
+        return (f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime(self.changed))}: deadline {who} set to "
+                f"{when_text(self.deadline)}" + (f" ({self.note})" if self.note else ""))
+
+
+def when_text(when: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(when))
+
+
+def parse_when(text: str, now: float | None = None) -> float:
+    """A deadline as written on the command line: ``now``, ``+30m`` / ``+2h`` / ``+3d`` from now, or a
+    date and time with its zone (``2026-12-11T18:00:00Z``, ``2026-12-11 18:00+01:00``)."""
+    now = time.time() if now is None else now
+    said = text.strip()
+    if said == "now":
+        return now
+    if said.startswith("+") and said[-1:] in ("m", "h", "d") and said[1:-1].isdigit():
+        return now + int(said[1:-1]) * {"m": 60, "h": 3600, "d": 86400}[said[-1]]
+    try:
+        when = dt.datetime.fromisoformat(said.replace("Z", "+00:00"))
+    except ValueError:
+        raise FinalError(f"{text!r}: give a date and time with its zone (2026-12-11T18:00:00Z), now, "
+                         "or a delay like +30m, +2h, +3d") from None
+    if when.tzinfo is None:
+        raise FinalError(f"{text!r}: add the time zone (Z for UTC, or like +01:00)")
+    return when.timestamp()
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +142,15 @@ class Entry:
     @property
     def bot(self) -> str:
         return f"{self.participant}.v{self.number}"
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """A participant's place in the final: their entry, or None and why they are left out."""
+
+    participant: str
+    entry: Entry | None
+    why: str
 
 
 def read_plan(folder: str | Path) -> Plan | None:
@@ -105,6 +175,11 @@ def read_plan(folder: str | Path) -> Plan | None:
     if deadline.tzinfo is None:
         raise FinalError(f"{path}: deadline: add the time zone (Z for UTC, or like +01:00): {deadline.isoformat()}")
     values: dict[str, Any] = {"deadline": deadline.timestamp()}
+    if "grade_on" in data:
+        if data["grade_on"] not in GRADE_ON:
+            raise FinalError(f"{path}: grade_on: \"deadline\" (the ladder's games up to the deadline) or \"final\" "
+                             f"(the final's games), got {data['grade_on']!r}")
+        values["grade_on"] = data["grade_on"]
     for key, low, high in (("games_per_bot", 1, 10_000), ("table_size", 2, 5), ("seed", 0, 2**62), ("concurrency", 1, 64)):
         if key in data:
             if not isinstance(data[key], int) or isinstance(data[key], bool) or not low <= data[key] <= high:
@@ -114,6 +189,8 @@ def read_plan(folder: str | Path) -> Plan | None:
         house = data["house"]
         if not isinstance(house, list) or any(h not in POLICY_NAMES for h in house):
             raise FinalError(f"{path}: house: a list of the house bots {', '.join(POLICY_NAMES)}, got {house!r}")
+        if len(set(house)) < len(house):
+            raise FinalError(f"{path}: house: each house bot once (they are named house-NAME, as on the ladder)")
         values["house"] = tuple(house)
     if "short_game" in data:
         if not isinstance(data["short_game"], bool):
@@ -147,7 +224,64 @@ class Final(RosterTables):
         self.folder = roster.folder / "final"
 
     def plan(self) -> Plan | None:
-        return read_plan(self.roster.folder)
+        """``final.toml``, with the deadlines set since by ``craits final deadline``."""
+        plan = read_plan(self.roster.folder)
+        if plan is None:
+            return None
+        latest = {change.participant: change.deadline for change in self.deadline_log()}
+        return replace(plan, deadline=latest.pop("", plan.deadline), extensions=tuple(sorted(latest.items())))
+
+    # ------------------------------------------------------------------ deadlines (kept here: one pair to move)
+
+    def deadline_log(self) -> list[DeadlineChange]:
+        """Every change of a deadline, oldest first (the latest per participant holds)."""
+        with self._db() as db:
+            rows = db.execute("SELECT participant, deadline, changed, note FROM final_deadlines ORDER BY id").fetchall()
+        return [DeadlineChange(r[0], float(r[1]), float(r[2]), r[3]) for r in rows]
+
+    def _log_deadline(self, change: DeadlineChange) -> None:
+        with self._db() as db:
+            db.execute("INSERT INTO final_deadlines (participant, deadline, changed, note) VALUES (?, ?, ?, ?)",
+                       (change.participant, change.deadline, change.changed, change.note))
+
+    def set_deadline(self, when: float, name: str = "", *, reopen: bool = False, note: str = "",
+                     now: float | None = None) -> str:
+        """Move the class's deadline (``name`` ""), or give ``name`` their own; logged. Once the
+        entrants are fixed (the snapshot), only with ``reopen``: the snapshot is set aside and
+        published results are hidden until the final is run and published again. Returns what
+        happened, in words."""
+        plan = self._plan()
+        now = time.time() if now is None else now
+        if name and self.roster.participant(name) is None:
+            raise FinalError(f"{name} is not on the roster in {self.roster.folder}")
+        snapshot = self.folder / "snapshot.json"
+        moved = replace(plan, deadline=when if not name else plan.deadline,
+                        extensions=tuple(sorted({**dict(plan.extensions), **({name: when} if name else {})}.items())))
+        said = []
+        reopened = snapshot.is_file() and moved.last_deadline > now
+        if reopened:
+            if not reopen:
+                raise FinalError(
+                    "the final's entrants were fixed when the deadline passed" + (
+                        " and its results are published" if self.published else "")
+                    + f": a deadline after now reopens the final (the entrants are taken again at "
+                    f"{when_text(moved.last_deadline)}; published results are hidden until you run and publish "
+                    "it again). Add --reopen to do that")
+            taken = self.folder / f"snapshot-{int(now)}.json"
+            os.replace(snapshot, taken)
+            said.append(f"the final is reopened: its entrants will be taken again at {when_text(moved.last_deadline)} "
+                        f"(the old ones are kept in {taken})")
+            if self.published:
+                self.publish(False)
+                said.append(f"its published results are hidden from the participants until you play it again "
+                            f"(craits final run --overwrite {self.roster.folder}) and publish it")
+        elif snapshot.is_file():
+            said.append("the final's entrants stay as they were fixed at the deadline" + (
+                ", and its published results stand" if self.published else ""))
+        note = "; ".join(filter(None, [note, "reopened the final" if reopened else ""]))
+        self._log_deadline(DeadlineChange(name, when, now, note))
+        who = f"{name}'s deadline" if name else "the deadline"
+        return "; ".join([f"{who}: {when_text(when)}" + (" (passed)" if when <= now else " (to come)"), *said])
 
     def _plan(self) -> Plan:
         plan = self.plan()
@@ -155,22 +289,29 @@ class Final(RosterTables):
             raise FinalError(f"no final is planned: write {self.roster.folder / PLAN_FILE} (docs/teachers.md)")
         return plan
 
-    def past_deadline(self, now: float | None = None) -> bool:
+    def past_deadline(self, now: float | None = None, name: str = "") -> bool:
+        """The class's deadline has passed (``name``: their own deadline)."""
         plan = self.plan()
-        return plan is not None and (time.time() if now is None else now) >= plan.deadline
+        return plan is not None and (time.time() if now is None else now) >= plan.deadline_for(name)
+
+    def fixed(self, now: float | None = None) -> bool:
+        """Every deadline has passed: the entrants are fixed (the snapshot)."""
+        plan = self.plan()
+        return plan is not None and (time.time() if now is None else now) >= plan.last_deadline
 
     def practice_only(self, version: Version) -> bool:
-        """Submitted after the deadline: it plays on the ladder, never in the final."""
+        """Submitted after the participant's deadline: it plays on the ladder, never in the final."""
         plan = self.plan()
-        return plan is not None and version.created > plan.deadline
+        return plan is not None and version.created > plan.deadline_for(version.participant)
 
     # ------------------------------------------------------------------ choosing
 
     def choose(self, name: str, number: int | None, now: float | None = None) -> None:
         """``name`` enters version ``number`` in the final (None: the one they play); before the deadline only."""
         plan = self._plan()
-        if (time.time() if now is None else now) >= plan.deadline:
-            raise FinalError(f"the deadline ({plan.deadline_text}) has passed: the final's versions are fixed")
+        if (time.time() if now is None else now) >= plan.deadline_for(name):
+            raise FinalError(f"the deadline ({when_text(plan.deadline_for(name))}) has passed: the final's versions "
+                             "are fixed")
         with self._db() as db:
             if number is None:
                 db.execute("DELETE FROM final_choices WHERE participant = ?", (name,))
@@ -190,20 +331,45 @@ class Final(RosterTables):
 
     # ------------------------------------------------------------------ the entrants
 
-    def entrants_now(self, deadline: float) -> list[Entry]:
+    def entrants_now(self, deadline: float | None = None) -> list[Entry]:
         """Each participant's final version as things stand: their choice, else the pinned
-        version, else their newest admitted, among the versions submitted by ``deadline``."""
-        chosen = []
+        version, else their newest admitted, among the versions submitted by their deadline
+        (``deadline``: by then, for everyone)."""
+        return [place.entry for place in self.field(deadline) if place.entry is not None]
+
+    def field(self, deadline: float | None = None, live: frozenset[str] = frozenset()) -> list[Place]:
+        """Every participant, in the final or left out, and why (``live``: those whose own bot,
+        connected with their token, played on the ladder, besides those the roster saw connect)."""
+        plan = self._plan()
+        live = live | self.roster.live_seen()
+        places = []
+        everyone = self.roster.versions()
         for person in self.roster.participants():
+            by = plan.deadline_for(person.name) if deadline is None else deadline
             if person.revoked:
+                places.append(Place(person.name, None, "left out: their token is revoked"))
                 continue
-            before = [v for v in self.roster.versions(person.name) if v.status == "admitted" and v.created <= deadline]
+            own = [v for v in everyone if v.participant == person.name]
+            before = [v for v in own if v.status == "admitted" and v.created <= by]
             pick = self.choice(person.name)
             picked = [v for v in before if v.number == pick] or [v for v in before if v.number == person.pinned]
             if picked or before:
                 v = (picked or before)[-1]
-                chosen.append(Entry(person.name, v.number, v.sha256, v.created, bool(pick == v.number)))
-        return chosen
+                entry = Entry(person.name, v.number, v.sha256, v.created, bool(pick == v.number))
+                how = "their choice" if entry.chosen else "the one they played by the deadline"
+                places.append(Place(person.name, entry, f"in: v{v.number} ({how})"))
+            elif person.name in live:
+                places.append(Place(person.name, None, "left out: no admitted version by the deadline (their own "
+                                    "bot played on the ladder connected live, but the final plays submitted versions "
+                                    "only; it is graded on its ladder games)"))
+            elif any(v.created <= by for v in own):
+                places.append(Place(person.name, None, "left out: none of their versions submitted by the deadline "
+                                    "was admitted"))
+            elif own:
+                places.append(Place(person.name, None, "left out: every version came after the deadline"))
+            else:
+                places.append(Place(person.name, None, "left out: nothing submitted"))
+        return places
 
     def snapshot(self, now: float | None = None) -> list[Entry] | None:
         """The versions in the final, fixed at the first look after the deadline (written to
@@ -212,11 +378,11 @@ class Final(RosterTables):
         path = self.folder / "snapshot.json"
         if path.is_file():
             return [Entry(**e) for e in json.loads(path.read_text(encoding="utf-8"))["entries"]]
-        if (time.time() if now is None else now) < plan.deadline:
+        if (time.time() if now is None else now) < plan.last_deadline:
             return None
-        if any(v.created <= plan.deadline for v in self.roster.pending()):
+        if any(v.created <= plan.deadline_for(v.participant) for v in self.roster.pending()):
             raise FinalError("versions submitted before the deadline are still being built: try again in a minute")
-        entries = self.entrants_now(plan.deadline)
+        entries = self.entrants_now()
         self.folder.mkdir(exist_ok=True)
         temp = path.with_suffix(".part")
         temp.write_text(json.dumps({"deadline": plan.deadline, "taken": time.time(),
@@ -248,14 +414,14 @@ class Final(RosterTables):
         plan = self._plan()
         entries = self.snapshot(now)
         if entries is None:
-            raise FinalError(f"the deadline ({plan.deadline_text}) has not passed yet")
+            raise FinalError(f"the deadline ({when_text(plan.last_deadline)}) has not passed yet")
         bots = []
         for entry in entries:
             version = self.roster.version(entry.participant, entry.number)
             assert version is not None
             bots.append(f"[[bots]]\nname = {json.dumps(entry.bot)}\ncommand = {json.dumps(list(version.command))}\n"
                         f"cwd = {json.dumps(str(self.roster.version_dir(version).resolve()))}\n")  # (the file is elsewhere)
-        bots += [f'[[bots]]\nname = "house-{h}-{i + 1}"\nbuiltin = "{h}"\n' for i, h in enumerate(plan.house)]
+        bots += [f'[[bots]]\nname = "house-{h}"\nbuiltin = "{h}"\n' for h in plan.house]  # (named as on the ladder)
         if len(bots) < plan.table_size:
             raise FinalError(f"{len(bots)} entrant(s) cannot fill a table of {plan.table_size}")
         if problem := self.schedule_problem(len(entries)):
@@ -280,6 +446,26 @@ class Final(RosterTables):
             return dict(json.loads(path.read_text(encoding="utf-8")))
         except (OSError, ValueError):
             return None
+
+    def games(self) -> list[dict[str, Any]]:
+        """The final's recorded games as the board's rows hold them (bots, placings, faults,
+        aborted, recorded): what the grades count with ``grade_on = "final"``."""
+        from server.storage.store import Store, StoreError
+        from server.web.board import seat_faults
+
+        path = self.out_dir / Store.FILENAME
+        if not path.is_file():
+            return []
+        try:
+            store = Store(path, readonly=True)
+        except StoreError:
+            return []
+        try:
+            return [{"game_id": r.game_id, "bots": list(r.bots), "placings": list(r.placings),
+                     "faults": [seat_faults(s) for s in r.seats], "aborted": r.aborted, "recorded": r.recorded_at}
+                    for r in store.results()]
+        finally:
+            store.close()
 
     def publish(self, published: bool = True) -> None:
         with self._db() as db:

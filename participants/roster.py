@@ -503,12 +503,23 @@ class Roster:
                               "token hashes, the session key and every upload); make it yours alone, then start "
                               f"again:\n    chmod go-rwx {' '.join(shlex.quote(str(p)) for p in exposed)}")
 
-    def limits(self) -> dict[str, int | float]:
+    def limits(self) -> dict[str, Any]:
         """The organizer's limits for uploads and builds (``craits roster set``); defaults for the rest."""
         return dict(json.loads(self._get("limits") or "{}"))
 
-    def set_limits(self, values: dict[str, int | float]) -> None:
+    def set_limits(self, values: dict[str, Any]) -> None:
         self._set("limits", json.dumps({**self.limits(), **values}, sort_keys=True))
+
+    def note_live(self, name: str) -> None:
+        """``name``'s own bot connected with their token (kept: ``craits final show`` says why a
+        participant who only played live is not in the final)."""
+        seen = self.live_seen()
+        if name not in seen:
+            self._set("live", json.dumps(sorted(seen | {name})))
+
+    def live_seen(self) -> frozenset[str]:
+        """The participants whose own bot has ever connected with their token."""
+        return frozenset(json.loads(self._get("live") or "[]"))
 
     def _get(self, key: str) -> str | None:
         with self._db() as db:

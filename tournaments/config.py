@@ -87,6 +87,7 @@ TOP_KEYS = (
     "restart", "restart_after_games", "restart_above_mb",  # launched bots kept between games
     "tls", "tls_cert", "tls_key",  # the referee's bot port over TLS (server.transport.tls)
     "stop", "confidence", "max_games", "tie_within",  # an adaptive schedule's stopping rule
+    "pause_s",  # a ladder's pace: seconds between rounds
 )
 RESTART_MODES = ("keep", "game")
 BOT_KEYS = ("name", "command", "builtin", "token", "cwd", "allow_read")
@@ -143,6 +144,9 @@ class TournamentConfig:
     seed: int
     clocks: Clocks = field(default_factory=Clocks)
     concurrency: int = 1
+    pause_s: int = 0
+    """A ladder's pause between rounds, in seconds (0: flat out): a class's practice ladder need
+    not fill a disk with games nobody looks at."""
     duplicate: str = "tournament"
     output: str | None = None
     address: str | None = None
@@ -379,6 +383,7 @@ class _Validator:
         bots = self.bots(table_size, roster=roster is not None)
         seed = self.integer(data, "seed", 0, 2**63 - 1, 0)
         concurrency = self.integer(data, "concurrency", 1, 256, 1)
+        pause_s = self.integer(data, "pause_s", 0, 86_400, 0)
         duplicate = self.text(data, "duplicate", (), "tournament")
         if duplicate not in DUPLICATE_MODES:
             raise self.fail(("duplicate",), f"must be one of {', '.join(DUPLICATE_MODES)}, got {duplicate!r}")
@@ -432,8 +437,8 @@ class _Validator:
             deals = self.deals(len(bots), table_size, game)
         return TournamentConfig(
             name=name, bots=bots, table_size=table_size, game=game, deals=deals, seed=seed,
-            clocks=clocks, concurrency=concurrency, duplicate=duplicate, output=output, address=address,
-            schedule=schedule, games_per_bot=games_per_bot, source=self.source, restart=self.restart(),
+            clocks=clocks, concurrency=concurrency, pause_s=pause_s, duplicate=duplicate, output=output,
+            address=address, schedule=schedule, games_per_bot=games_per_bot, source=self.source, restart=self.restart(),
             sandbox=sandbox, limits=limits, unsandboxable=unsandboxable, unrunnable=unrunnable, store=store,
             stop=stop, confidence=confidence, max_games=max_games, tie_within=tie_within,
             roster=roster, tls=self.tls() if self.bot_port else TLSRequest(),

@@ -75,8 +75,9 @@ async def tournament_runner(
     log.info("tournament_referee", address=arena.target, tournament=getattr(config, "name", ""), tls=tls is not None)
     for note in security_notes(arena):
         print(note, file=sys.stderr, flush=True)
-    if remote:
-        print(listening_text(arena, [bot.name for bot in remote]), file=sys.stderr, flush=True)
+    if remote or resolve_token is not None:  # (a roster's participants connect with their tokens too: say where)
+        print(listening_text(arena, [bot.name for bot in remote] or ["the roster's participants"]), file=sys.stderr,
+              flush=True)
     arena.keep_bots(restart)
     logs = log_file()
     setup = WorkerSetup(options, restart, str(logs.parent) if logs else None, logs.stem if logs else "referee")

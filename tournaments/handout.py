@@ -1,25 +1,31 @@
 """What a teacher hands a student: a folder that installs the bot kit and plays.
 
-``craits handout FILE [BOT ...] --address HOST:PORT`` writes, for each student's bot of a
-tournament file (a bot with a ``token`` and no command), ``<out>/<bot>/`` with:
+``craits handout FILE [NAME ...] --address HOST:PORT [--kit python|javascript]`` writes
+``<out>/<NAME>/`` for each participant of the ladder file's roster (``roster = ...``: the way
+a class runs), or for each student's bot of a file without one (a bot with a ``token`` and no
+command: a quick ladder of a few trusted bots), with:
 
-* ``wheels/``: the protocol package (``proto/python``) and the kit (``clients/python``),
-  built from this checkout, so a student installs exactly the protocol this referee speaks
-  (``pip install wheels/*.whl`` brings grpcio and protobuf from the registry);
-* ``my_bot.py``: a bot to start from, already pointed at the referee and named;
-* ``README.md``: the address, the bot's name, how to install and run it, and where the token goes.
+* the kit, from this checkout (:data:`KITS`: the Python kit's wheels, or the JavaScript kit
+  with its packages), so a student's bot speaks exactly the protocol this referee speaks;
+* a bot to start from, already pointed at the referee and named;
+* the referee's certificate when it speaks TLS;
+* ``README.md``: the address, the bot's name, how to install and run it, where the token goes,
+  and with a roster the web address, how to log in and submit, and how to connect live.
 
 The token is in none of these, nor in the folder's name: it is printed once, for the teacher
 to give to the student (a handout forwarded or left on a shared drive gives nobody a seat).
+With a roster the tokens are those ``craits roster import|add|renew`` appended to the tokens
+file beside the roster folder, each checked against the roster (a renewed one is refused).
 """
 
 from __future__ import annotations
 
+import csv
 import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -119,33 +125,61 @@ def referee_cert(config: TournamentConfig, tls_ca: str | None) -> HandedCert | N
     return HandedCert(made.cert_pem, made.cert_path, made.fingerprint)
 
 
+@dataclass(frozen=True, slots=True)
+class Student:
+    """What a handout is written for: the bot's name, the referee and the class's pages."""
+
+    name: str
+    server: str
+    """The referee's address as the kit takes it (``grpcs://`` when it speaks TLS)."""
+    tournament: str
+    web: str | None = None
+    """The class's web pages (a roster's), else None."""
+
+
+@dataclass(frozen=True, slots=True)
+class Kit:
+    """One language's handout: what goes in the folder beside the README, and the README's parts."""
+
+    name: str
+    prepare: Callable[[Path], list[Path]]
+    """Make what every handout of this kit shares (in a temporary folder): its files, once."""
+    write: Callable[[Path, Student, list[Path]], None]
+    """Write the kit's files and the bot to start from into a student's folder."""
+    readme: Callable[[Student, list[Path]], str]
+    """The README's install, play and (with a roster) submit sections."""
+
+
 def write_handouts(config: TournamentConfig, names: Sequence[str], out_dir: Path, address: str | None,
-                   tls_ca: str | None = None) -> list[Handout]:
-    """One folder per student's bot under ``out_dir`` (see the module docstring)."""
-    bots = handout_bots(config, names)
+                   tls_ca: str | None = None, *, kit: str = "python", web: str | None = None,
+                   tokens_file: Path | None = None) -> list[Handout]:
+    """One folder per student under ``out_dir`` (see the module docstring)."""
+    if kit not in KITS:
+        raise UserError(f"--kit {kit}: the kits are {', '.join(KITS)}")
+    chosen = KITS[kit]
+    bots = roster_students(config, names, tokens_file) if config.roster else handout_bots(config, names)
     where = student_address(config, address)
+    web = (web or f"http://{where.rpartition(':')[0]}:8080").rstrip("/") if config.roster else None
     cert = referee_cert(config, tls_ca)
     tls = tls_ca is not None or config.tls.enabled
     server = f"grpcs://{where}" if tls else where
     taken = [out_dir / name for name, _ in bots if (out_dir / name).exists()]
     if taken:
         raise UserError(f"{', '.join(map(str, taken))}: already there; remove it or give another --out")
-    with tempfile.TemporaryDirectory(prefix="craits-wheels-") as tmp:
-        wheels = build_wheels(Path(tmp))
+    with tempfile.TemporaryDirectory(prefix="craits-kit-") as tmp:
+        shared = chosen.prepare(Path(tmp))
         made = []
         out_dir.mkdir(parents=True, exist_ok=True)
         for name, token in bots:
+            student = Student(name, server, config.name, web)
             # Written beside, then renamed: a handout is there whole or not at all.
             part = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=out_dir))
             try:
-                (part / "wheels").mkdir()
-                for wheel in wheels:
-                    shutil.copy2(wheel, part / "wheels" / wheel.name)
-                (part / "my_bot.py").write_text(
-                    _BOT.format(server=server, name=name, token_file=TOKEN_FILE, cert_file=CERT_FILE),
-                    encoding="utf-8")
-                readme = _README.format(name=name, server=server, tournament=config.name, token_file=TOKEN_FILE,
-                                        wheels="\n".join(f"    wheels/{w.name}" for w in wheels))
+                chosen.write(part, student, shared)
+                readme = _README.format(name=name, server=server, tournament=config.name, token_file=TOKEN_FILE)
+                readme += chosen.readme(student, shared)
+                if web is not None:
+                    readme += _README_ROSTER.format(name=name, web=web, token_file=TOKEN_FILE)
                 if cert is not None:
                     (part / CERT_FILE).write_bytes(cert.pem)
                     readme += _README_TLS.format(cert_file=CERT_FILE, fingerprint=(
@@ -158,6 +192,101 @@ def write_handouts(config: TournamentConfig, names: Sequence[str], out_dir: Path
                 raise
             made.append(Handout(name, out_dir / name, token))
     return made
+
+
+def roster_students(config: TournamentConfig, names: Sequence[str], tokens_file: Path | None) -> list[tuple[str, str]]:
+    """(name, token) of the roster's participants asked for (all those not revoked when ``names``
+    is empty), their tokens read from the tokens file and checked against the roster."""
+    from participants.roster import Roster
+
+    assert config.roster is not None
+    roster = Roster(config.roster)
+    people = {p.name: p for p in roster.participants()}
+    unknown = [name for name in names if name not in people]
+    if unknown:
+        raise UserError(f"{', '.join(map(repr, unknown))}: not on the roster {config.roster}")
+    wanted = list(names) or [name for name, p in people.items() if not p.revoked]
+    if not wanted:
+        raise UserError(f"the roster {config.roster} has nobody on it yet: craits roster import {config.roster} FILE.csv")
+    path = tokens_file or Path(str(Path(config.roster).resolve()) + "-tokens.csv")
+    held: dict[str, list[str]] = {}
+    try:
+        with path.open(newline="", encoding="utf-8") as text:
+            for row in csv.DictReader(text):
+                held.setdefault(row.get("name") or "", []).append(row.get("token") or "")
+    except OSError as err:
+        raise UserError(f"{path}: cannot read the tokens ({err.strerror or err}); `craits roster import` wrote them "
+                        "there (give --tokens FILE if you keep them elsewhere)") from None
+    found, missing = [], []
+    for name in wanted:
+        token = next((t for t in reversed(held.get(name, [])) if roster.authenticate(t) == name), None)
+        if token is None:
+            missing.append(name)
+        else:
+            found.append((name, token))
+    if missing:
+        raise UserError(f"no working token in {path} for {', '.join(missing)} (renewed or revoked since?): "
+                        f"`craits roster renew {config.roster} NAME` makes a new one, then run craits handout again")
+    return found
+
+
+# ---------------------------------------------------------------------------- the kits
+
+
+def _python_prepare(into: Path) -> list[Path]:
+    return build_wheels(into / "wheels")
+
+
+def _python_write(folder: Path, student: Student, wheels: list[Path]) -> None:
+    (folder / "wheels").mkdir()
+    for wheel in wheels:
+        shutil.copy2(wheel, folder / "wheels" / wheel.name)
+    (folder / "my_bot.py").write_text(
+        _BOT.format(server=student.server, name=student.name, token_file=TOKEN_FILE, cert_file=CERT_FILE),
+        encoding="utf-8")
+
+
+def _python_readme(student: Student, wheels: list[Path]) -> str:
+    return _README_PYTHON.format(name=student.name, server=student.server, token_file=TOKEN_FILE,
+                                 wheels="\n".join(f"    wheels/{w.name}" for w in wheels))
+
+
+JS_PARTS = ("bot.js", "offline.js", "package.json", "package-lock.json", "strategies", "node_modules")
+"""What of ``clients/js`` a JavaScript handout carries (the packages too: they are plain JavaScript)."""
+PROTO = Path("proto") / "craits" / "v1" / "referee.proto"
+
+
+def _js_prepare(into: Path) -> list[Path]:
+    kit = ROOT / "clients" / "js"
+    if not (kit / "node_modules").is_dir():
+        raise UserError(f"{kit}/node_modules: not there; craits handout --kit javascript hands out the kit with its "
+                        "packages (run `make setup`, or npm ci in clients/js)")
+    return [kit / part for part in JS_PARTS if (kit / part).exists()]
+
+
+def _js_write(folder: Path, student: Student, parts: list[Path]) -> None:
+    kit = folder / "clients" / "js"  # (bot.js finds the protocol at ../../proto/craits/v1/referee.proto)
+    kit.mkdir(parents=True)
+    for part in parts:
+        if part.is_dir():
+            shutil.copytree(part, kit / part.name, ignore=shutil.ignore_patterns("test", ".cache"))
+        else:
+            shutil.copy2(part, kit / part.name)
+    (folder / PROTO).parent.mkdir(parents=True)
+    shutil.copy2(ROOT / PROTO, folder / PROTO)
+    (folder / "my_strategy.js").write_text(_STRATEGY.format(name=student.name), encoding="utf-8")
+
+
+def _js_readme(student: Student, parts: list[Path]) -> str:
+    tls = f" --tls-ca {CERT_FILE}" if student.server.startswith("grpcs://") else ""
+    return _README_JS.format(name=student.name, server=student.server, token_file=TOKEN_FILE, tls=tls)
+
+
+KITS: dict[str, Kit] = {
+    "python": Kit("python", _python_prepare, _python_write, _python_readme),
+    "javascript": Kit("javascript", _js_prepare, _js_write, _js_readme),
+}
+"""The kits a handout can carry, by ``--kit`` name; a new language adds one entry."""
 
 
 _BOT = '''"""{name}'s bot for Craits Arena. Change choose() and play again: python my_bot.py
@@ -185,6 +314,8 @@ class MyBot(Bot):
         # request.legal_actions: what you may do (each has .text, e.g. "5S", "8H:clubs", "draw")
         # request.hand: your cards; request.observation: the table as you may see it
         plays = [a for a in request.legal_actions if a.text != "draw"]
+        if any(a.announce for a in plays):  # leaving one card: say so ("3H+one-card"), or draw two
+            plays = [a for a in plays if a.announce]
         return plays[0] if plays else request.legal_actions[0]
 
 
@@ -200,6 +331,15 @@ _README = """# {name}: your bot for Craits Arena ({tournament})
 Your bot is **{name}**. It plays against your classmates' bots through the referee at
 **{server}**.
 
+## Your token
+
+Your teacher gives you a **token**: a secret that lets your bot, and only your bot, take its
+seat. Put it in a file named `{token_file}` in this folder (one line, nothing else), or in the
+environment variable `CRAITS_TOKEN`. Do not share it, do not put it in your code, and never
+upload it.
+"""
+
+_README_PYTHON = """
 ## Install (once)
 
 You need Python 3.10 or later. In this folder:
@@ -213,12 +353,6 @@ This installs the bot kit and the protocol it speaks, built for this referee:
 {wheels}
 
 and, from the package registry, grpcio and protobuf.
-
-## Your token
-
-Your teacher gives you a **token**: a secret that lets your bot, and only your bot, take its
-seat. Put it in a file named `{token_file}` in this folder (one line, nothing else), or in the
-environment variable `CRAITS_TOKEN`. Do not share it, and do not put it in your code.
 
 ## Play
 
@@ -236,6 +370,47 @@ If the bot says the referee refused it, check the token in `{token_file}`; if it
 the referee, check that the teacher's referee is running and that you are on the class network.
 """
 
+_README_JS = """
+## Install
+
+You need Node.js 18.3 or later; nothing else (the kit and its packages are in `clients/js/`).
+
+## Play
+
+    CRAITS_TOKEN=$(cat {token_file}) node clients/js/bot.js --strategy ./my_strategy.js --server {server} --name {name}{tls}
+
+The bot connects to {server}, says it is {name}, and plays every game it is given; leave it
+running. Ctrl-C stops it. To improve it, edit `choose()` in `my_strategy.js` and start it again.
+If your code throws, the kit plays the first legal action instead, prints the error in this
+terminal, and the board counts it as a **bot error** of yours: read it and fix it.
+"""
+
+_README_ROSTER = """
+## Submit your bot (it then plays on the ladder without your computer)
+
+1. Open **{web}/login** and paste your token (it never goes in a link).
+2. Upload your bot file (`my_bot.py` or `my_strategy.js`, alone: never `{token_file}`), or a
+   `.zip` of a folder with a `bot.toml`. From a terminal instead:
+
+       curl -H "Authorization: Bearer $(cat {token_file})" -H "X-Filename: my_bot.py" \\
+            --data-binary @my_bot.py {web}/api/submit
+
+3. Your page ({web}/me) shows the version `building`, then `admitted` (it plays from the next
+   round) or `refused` with the reason, the checker's report and your bot's output. An
+   admitted version with a warning played its validation game badly (errors, timeouts):
+   read them there.
+
+Your page also lists your games with their replays and your bot's faults, lets you compare two
+of your versions and play scrimmages, and says which version enters the final. The board
+({web}/) ranks everyone.
+
+## Or connect live
+
+Running your bot as in *Play* above connects it to the ladder as **{name}** while it runs,
+beside your submitted versions: handy to watch it think. Only submitted versions enter the
+final.
+"""
+
 _README_TLS = """
 ## The referee's certificate
 
@@ -247,4 +422,22 @@ referee) when it connects. {fingerprint}Compare it with the one your teacher sho
 
 If the bot says the referee's certificate is not one it trusts, ask your teacher for the
 current `{cert_file}` and put it in this folder.
+"""
+
+_STRATEGY = """// {name}'s bot for Craits Arena. Change choose() and play again (README.md says how).
+//
+// The kit calls choose(request) for every decision with the legal actions, sorted; return one of
+// them. If your code throws, the kit answers the first legal action instead, prints the error,
+// and the referee counts it as a bot error on the board.
+module.exports = {{
+  name: '{name}',
+  choose(request) {{
+    // request.legal_actions: what you may do (each has .text, e.g. "5S", "8H:clubs", "draw")
+    // request.hand: your cards; request.observation: the table as you may see it
+    let plays = request.legal_actions.filter((a) => a.text !== 'draw');
+    // leaving one card: say so ("3H+one-card"), or draw two
+    if (plays.some((a) => a.announce)) plays = plays.filter((a) => a.announce);
+    return plays.length ? plays[0] : request.legal_actions[0];
+  }},
+}};
 """

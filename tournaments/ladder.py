@@ -540,6 +540,9 @@ async def run_ladder(
                     if on_round is not None:
                         for picked in new:
                             on_round(picked, standings)
+                    if new and config.pause_s and not (rounds is not None and played_rounds >= rounds):
+                        with contextlib.suppress(TimeoutError):  # (the file's pace; a stop ends the pause)
+                            await asyncio.wait_for(stop.wait(), config.pause_s)
                 if pages is not None:
                     await pages
     finally:

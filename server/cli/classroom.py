@@ -5,6 +5,8 @@
     craits final show ROSTER          the deadline, and the versions entered (the snapshot once past it)
     craits final run ROSTER           play the final: the snapshot's versions, a balanced schedule
     craits final publish ROSTER       show the final's results to the participants (--hide: not any more)
+    craits final deadline ROSTER WHEN [--for NAME] [--reopen]
+                                      move the deadline (or give NAME an extension); logged on the dashboard
 
 See docs/teachers.md. ``craits compare`` reads the token as ``craits submit`` does.
 """
@@ -18,8 +20,8 @@ import sys
 import time
 from typing import Any
 
-from participants.compare import DEFAULT_GAMES, DEFAULT_PANEL
-from participants.final import Final
+from participants.compare import DEFAULT_GAMES, DEFAULT_PANEL, verdict_words
+from participants.final import Final, parse_when, when_text
 from participants.roster import Roster
 from server.cli.roster import _request, ask_token, server_base
 from server.errors import UserError
@@ -61,9 +63,21 @@ def register_cli(subparsers: Any) -> None:
     run.add_argument("--overwrite", action="store_true", help="play it again from the start")
     publish = sub.add_parser("publish", help="show the final's results on the participants' pages")
     publish.add_argument("--hide", action="store_true", help="hide them again")
-    for parser, func in ((show, _show), (run, _run), (publish, _publish)):
+    deadline = sub.add_parser(
+        "deadline", help="move the deadline, or give one participant an extension (--for NAME)",
+        description="Set the deadline of final.toml anew without editing it, for the class or (--for NAME) one "
+        "participant. Each change is logged and listed on the dashboard. Once the entrants are fixed (the deadline "
+        "passed and someone looked), a deadline after now reopens the final: say so with --reopen.")
+    for parser, func in ((show, _show), (run, _run), (publish, _publish), (deadline, _deadline)):
         parser.add_argument("roster", help="the roster folder")
         parser.set_defaults(func=func)
+    deadline.add_argument("when", metavar="WHEN",
+                          help="a date and time with its zone (2026-12-11T18:00:00Z), now, or +30m / +2h / +3d")
+    deadline.add_argument("--for", dest="who", default="", metavar="NAME", help="an extension for this participant")
+    deadline.add_argument("--note", default="", help="why (kept in the log)")
+    deadline.add_argument("--reopen", action="store_true",
+                          help="move it even though the entrants are fixed: they are taken again at the new deadline "
+                          "and published results are hidden until the final is run and published again")
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -87,7 +101,8 @@ def _compare(args: argparse.Namespace) -> int:
             print(f"  {job['games']:>5} games: placing {p['mean']:+.3f} ({p['low']:+.3f} .. {p['high']:+.3f}): "
                   f"{job['verdict']}", flush=True)
     p, q = job["placing"], job["points"]
-    print(f"v{job['b']} against v{job['a']}: {job['verdict']} after {job['games']} games"
+    said = verdict_words(job["verdict"], job["a"], job["b"], q.get("low"), q.get("high"))
+    print(f"{said} after {job['games']} games"
           + (f" ({job['status']}: {job['message']})" if job["message"] else "") + "\n"
           f"  placing v{job['b']} - v{job['a']}: {p['mean']:+.3f} (95% anytime interval {p['low']:+.3f} .. "
           f"{p['high']:+.3f}; below 0 is better)\n"
@@ -128,18 +143,35 @@ def _show(args: argparse.Namespace) -> int:
     plan = final.plan()
     if plan is None:
         raise UserError(f"no final is planned: write {os.path.join(args.roster, 'final.toml')} (docs/teachers.md)")
-    past = final.past_deadline()
-    print(f"deadline: {plan.deadline_text} ({'passed' if past else 'to come'}); final: {plan.games_per_bot} games "
-          f"per bot at tables of {plan.table_size}" + (f", with house bots {', '.join(plan.house)}" if plan.house else ""))
-    entries = final.snapshot() if past else final.entrants_now(plan.deadline)
-    print("the snapshot taken at the deadline:" if past else "if the deadline were now:")
-    for entry in entries or []:
-        print(f"  {entry.bot:<24} sha256 {entry.sha256[:12]}  submitted "
-              f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime(entry.submitted))} UTC"
-              + ("  (chosen)" if entry.chosen else ""))
+    fixed = final.fixed()
+    print(f"deadline: {plan.deadline_text} ({'passed' if final.past_deadline() else 'to come'}); final: "
+          f"{plan.games_per_bot} games per bot at tables of {plan.table_size}"
+          + (f", with house bots {', '.join('house-' + h for h in plan.house)}" if plan.house else ""))
+    for name, when in plan.extensions:
+        print(f"  extension: {name} until {when_text(when)}")
+    entries = final.snapshot() if fixed else final.entrants_now()
+    fixed_by = {e.participant: e for e in entries or []}
+    print("who is in (the snapshot taken at the deadline):" if fixed else "who is in, if the deadline were now:")
+    for place in final.field():
+        entry = fixed_by.get(place.participant)
+        if entry is not None:
+            print(f"  in   {entry.bot:<24} sha256 {entry.sha256[:12]}  submitted "
+                  f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime(entry.submitted))} UTC"
+                  + ("  (chosen)" if entry.chosen else ""))
+        else:
+            why = place.why if place.entry is None else "left out: not in the snapshot taken at the deadline"
+            print(f"  out  {place.participant:<24} {why.removeprefix('left out: ')}")
     if problem := final.schedule_problem(len(entries or [])):
-        print(problem if past else f"with these entrants, {problem}")
+        print(problem if fixed else f"with these entrants, {problem}")
+    print(f"grades: {'the final' if plan.grade_on == 'final' else 'the ladder games up to each deadline'} "
+          f"(grade_on = \"{plan.grade_on}\" in final.toml)")
     print(f"results: {'published' if final.published else 'hidden from the participants'}")
+    return 0
+
+
+def _deadline(args: argparse.Namespace) -> int:
+    final = Final(Roster(args.roster))
+    print(final.set_deadline(parse_when(args.when), args.who, reopen=args.reopen, note=args.note))
     return 0
 
 

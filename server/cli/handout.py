@@ -1,5 +1,6 @@
-"""`craits handout FILE [BOT ...]`: a folder for each student to install the bot kit and play.
+"""`craits handout FILE [NAME ...]`: a folder for each student to install the bot kit and play.
 
+    craits handout class.toml --address 192.168.1.10:50051 --web https://arena.example.org [--kit javascript]
     craits handout class.toml alice bob --address 192.168.1.10:50051 [-o handouts]
 """
 
@@ -9,26 +10,34 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from server.transport.tls import CERT_FILE
 from tournaments.config import load_config
-from tournaments.handout import TOKEN_FILE, write_handouts
+from tournaments.handout import KITS, TOKEN_FILE, write_handouts
 
 
 def register_cli(sub: Any) -> None:
     parser = sub.add_parser(
         "handout",
-        help="write a handout for each student's bot: the kit's wheels, a bot to start from, a README",
-        description="For each bot of FILE that connects on its own (a token, no command), or each BOT "
-        "named, write OUT/BOT/: wheels of the protocol package and the bot kit built from this "
-        "checkout, my_bot.py (pointed at the referee, named) and a README (the address, the name, "
-        "how to install and run it, where the token goes). The token is in no file and no folder "
-        "name: it is printed here once, for you to give to the student.",
+        help="write a handout for each student: the kit, a bot to start from, a README (docs/teachers.md)",
+        description="For each participant of the roster FILE names (roster = ...), or each bot of FILE that "
+        "connects on its own (a token, no command) in a file without a roster, or each NAME given, write OUT/NAME/: "
+        "the bot kit from this checkout (--kit), a bot to start from (pointed at the referee, named), the referee's "
+        "certificate when it speaks TLS, and a README (the address, the name, how to install and run it, where the "
+        "token goes; with a roster also the web address, how to log in and submit, how to connect live). The token "
+        "is in no file and no folder name: it is printed here once, for you to give to the student (with a roster: "
+        "read from ROSTER-tokens.csv, which craits roster import wrote, and checked).",
     )
-    parser.add_argument("file", help="the tournament or ladder file the students' bots play in")
-    parser.add_argument("bots", nargs="*", metavar="BOT", help="the bots to write a handout for (default: every student's bot)")
+    parser.add_argument("file", help="the ladder (or tournament) file the students play in")
+    parser.add_argument("bots", nargs="*", metavar="NAME", help="the students to write a handout for (default: all)")
     parser.add_argument("--address", metavar="HOST:PORT",
                         help="where the students' bots reach the referee (default: the file's address, "
                         "unless it is every interface, 0.0.0.0: then this machine's address on the class network)")
+    parser.add_argument("--web", metavar="URL",
+                        help="with a roster: the class's web address, as the students type it (default: "
+                        "http://HOST:8080, HOST the referee's)")
+    parser.add_argument("--kit", default="python", choices=sorted(KITS),
+                        help="the language of the kit and the starting bot (default: python)")
+    parser.add_argument("--tokens", type=Path, metavar="FILE",
+                        help="with a roster: the tokens file (default: ROSTER-tokens.csv beside the roster folder)")
     parser.add_argument("--tls-ca", metavar="FILE",
                         help="the referee's certificate to hand out when it speaks TLS (default, with tls = "
                         "\"self-signed\": the one in the file's output folder, logs/NAME/tls/, made now if it is "
@@ -40,12 +49,15 @@ def register_cli(sub: Any) -> None:
 def cmd_handout(args: argparse.Namespace) -> int:
     config = load_config(args.file, check_paths=False)
     out = Path(args.out)
-    made = write_handouts(config, args.bots, out, args.address, args.tls_ca)
-    cert = made[0].folder / CERT_FILE if made else None
-    extra = f", {CERT_FILE}" if cert is not None and cert.is_file() else ""
-    print(f"{len(made)} handout(s) in {out}/ (each: wheels/, my_bot.py, README.md{extra}). Give each student their "
-          f"folder and, separately, their token (it is in no file of the handout; the student puts it in "
-          f"{TOKEN_FILE} or CRAITS_TOKEN). The tokens, shown this once:")
+    made = write_handouts(config, args.bots, out, args.address, args.tls_ca, kit=args.kit, web=args.web,
+                          tokens_file=args.tokens)
+    inside = sorted(p.name for p in made[0].folder.iterdir()) if made else []
+    print(f"{len(made)} handout(s) in {out}/ (each: {', '.join(inside)}). Give each student their folder and, "
+          f"separately, their token (it is in no file of the handout; the student puts it in {TOKEN_FILE} or "
+          "CRAITS_TOKEN). The tokens, shown this once:")
     for handout in made:
         print(f"  {handout.bot:<20} {handout.folder}/   token: {handout.token}")
+    if config.roster and made:
+        print(f"Students log in and submit at the web address in their README (check it: the ladder must serve it, "
+              f"e.g. craits ladder run {args.file} --web HOST:PORT).")
     return 0

@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from participants.admission import (
+    FAULTY_CHOICES,
+    FAULTY_KEY,
     LIMIT_KEYS,
     SIZE_KEYS,
     UPLOADS_PER_DAY,
@@ -88,16 +90,19 @@ def register_cli(subparsers: Any) -> None:
     imported.add_argument("csv", type=Path, help="the CSV file")
     imported.add_argument("--store", metavar="URL", help=STORE_HELP)
     action("list", "list the participants, their versions and their status", _list, who=False)
-    action("revoke", "stop a participant's token working (pages, submissions, remote bot)", _revoke)
+    action("revoke", "stop a participant's token working (pages, submissions, remote bot)", _revoke, tokens=True)
     action("renew", "give a participant a new token (the old one stops working)", _renew, tokens=True)
-    limits = action("set", "set the limits of uploads and builds (defaults: docs/teachers.md)", _set, who=False)
+    limits = action("set", "set the limits of uploads and builds, and what a faulty validation game costs "
+                    "(defaults: docs/teachers.md)", _set, who=False)
     limits.add_argument("values", nargs="+", metavar="KEY=VALUE",
                         help=f"{', '.join(LIMIT_KEYS)}; sizes like 2GiB or 30MB, times in seconds; "
                         "uploads_per_hour and uploads_per_day: the versions each participant may upload in any "
                         f"hour and any day (default {UPLOADS_PER_HOUR} and {UPLOADS_PER_DAY}; a newer upload "
                         "still replaces one waiting for its build); build_disk and build_files: what a version's "
                         "folder may hold once built; output_budget: a bot's output kept over all its games (its "
-                        "oldest logs go first; a ladder reads it when it starts)")
+                        "oldest logs go first; a ladder reads it when it starts); "
+                        f"{FAULTY_KEY}=warn|refuse: a version whose validation game had bot errors, timeouts or "
+                        "default moves is admitted with a warning (the default) or refused")
     action("organizer", "make a new organizer token (the previous one stops working)", _organizer, who=False,
            tokens=True)
 
@@ -116,10 +121,33 @@ def _tokens_file(args: argparse.Namespace) -> Path:
     return args.tokens or Path(str(Path(args.roster).resolve()) + "-tokens.csv")
 
 
+def _retire(path: Path, names: set[str], why: str) -> None:
+    """The tokens file's rows of ``names`` no longer hold a working token: their token cell says
+    ``why`` instead (a renewed or revoked row must not look alive, nor keep a secret that was)."""
+    try:
+        with path.open(newline="", encoding="utf-8") as text:
+            rows = list(csv.reader(text))
+    except FileNotFoundError:
+        return
+    except OSError as err:
+        raise UserError(f"cannot read the tokens in {path}: {err.strerror}") from None
+    if not any(row[:1] and row[0] in names for row in rows[1:]):
+        return
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    kept = [rows[0], *([row[0], f"({why} {stamp})", *row[2:]] if row[:1] and row[0] in names and
+                       not row[1].startswith("(") else row for row in rows[1:])]
+    temp = path.with_name(path.name + ".part")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", newline="", encoding="utf-8") as out:
+        csv.writer(out).writerows(kept)
+    os.replace(temp, path)
+
+
 def _hand_out(args: argparse.Namespace, made: list[tuple[str, str]]) -> None:
     """Print the new tokens and append them to the tokens file (created readable by its owner only)."""
     path = _tokens_file(args)
     try:
+        _retire(path, {name for name, _ in made}, "replaced")
         new = not path.exists()
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         with os.fdopen(fd, "a", newline="", encoding="utf-8") as out:
@@ -183,6 +211,7 @@ def _list(args: argparse.Namespace) -> int:
 
 def _revoke(args: argparse.Namespace) -> int:
     Roster(args.roster).revoke(args.name)
+    _retire(_tokens_file(args), {args.name}, "revoked")
     print(f"{args.name}: token revoked (a new one: craits roster renew {args.roster} {args.name})")
     return 0
 
@@ -194,11 +223,16 @@ def _renew(args: argparse.Namespace) -> int:
 
 def _set(args: argparse.Namespace) -> int:
     roster = Roster(args.roster)
-    values: dict[str, int | float] = {}
+    values: dict[str, int | float | str] = {}
     for item in args.values:
         key, equals, value = (part.strip() for part in item.partition("="))
+        if equals and key == FAULTY_KEY:
+            if value not in FAULTY_CHOICES:
+                raise UserError(f"{FAULTY_KEY}: warn (admit with a warning) or refuse, got {value!r}")
+            values[key] = value
+            continue
         if not equals or key not in LIMIT_KEYS:
-            raise UserError(f"{item!r}: expected KEY=VALUE with KEY one of {', '.join(LIMIT_KEYS)}")
+            raise UserError(f"{item!r}: expected KEY=VALUE with KEY one of {', '.join([*LIMIT_KEYS, FAULTY_KEY])}")
         try:
             number = parse_size(value) if key in SIZE_KEYS else float(value) if key == "build_time_s" else int(value)
         except ValueError as err:
@@ -219,8 +253,9 @@ def _set(args: argparse.Namespace) -> int:
     print(f"builds: {build.time_s:g} s, {size_text(build.memory)} of memory, {build.processes} processes, "
           f"{size_text(build.output)} of log, {size_text(build.disk)} and {build.files} files left in the folder; "
           f"uploads: {size_text(bounds.packed)} packed, {size_text(bounds.unpacked)} unpacked, {bounds.files} files "
-          f"and folders, {hourly} an hour and {daily} a day per participant (from the next upload and build on, "
-          "without a restart)")
+          f"and folders, {hourly} an hour and {daily} a day per participant; a validation game with faults: "
+          f"{'refused' if roster.limits().get(FAULTY_KEY) == 'refuse' else 'admitted with a warning'} "
+          "(from the next upload and build on, without a restart)")
     if "output_budget" in values:
         print(f"each bot's output on the ladder: {size_text(int(budget or 0))} over all its games "
               "(from the ladder's next start)")

@@ -631,7 +631,7 @@ class PostgresStore:
                     " WHERE s.tournament = %s AND g.ordinal > %s ORDER BY s.game_id, s.seat", (self.name, after)).fetchall()
                 result_rows = conn.execute(
                     "SELECT r.game_id, g.ordinal, r.lower_wins, r.team_placings, r.aborted, r.digest, r.replay_path,"
-                    " g.seed FROM craits_results r JOIN craits_games g USING (tournament, game_id)"
+                    " g.seed, r.recorded_at FROM craits_results r JOIN craits_games g USING (tournament, game_id)"
                     " WHERE r.tournament = %s AND g.ordinal > %s ORDER BY g.ordinal", (self.name, after)).fetchall()
                 return seat_rows, result_rows
 
@@ -649,6 +649,7 @@ class PostgresStore:
                 game_id=r[0], ordinal=r[1], seats=tuple(seats[r[0]]), lower_wins=bool(r[2]),
                 team_placings=None if r[3] is None else tuple(json.loads(r[3])),
                 aborted=r[4], digest=r[5], replay_path=r[6], seed=None if r[7] is None else int(r[7]),
+                recorded_at=float(r[8] or 0.0),
             ))
         return out
 

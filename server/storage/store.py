@@ -186,6 +186,8 @@ class StoredResult:
     replay_path: str | None
     seed: int | None = None
     """The deal's seed: games that share it played one deal (the rankings count it once)."""
+    recorded_at: float = 0.0
+    """When the game was recorded (seconds since the epoch): what a grade up to a deadline counts."""
 
     @property
     def bots(self) -> tuple[str, ...]:
@@ -513,8 +515,8 @@ class Store:
                 SeatRow(r[1], r[2], total, r[4], r[5], counters, r[-2], r[-1], r[6 + len(COUNTERS)]))
         out = []
         for r in self._db.execute(
-            "SELECT r.game_id, g.ordinal, r.lower_wins, r.team_placings, r.aborted, r.digest, r.replay_path, g.seed"
-            " FROM results r JOIN games g USING (game_id) WHERE g.ordinal > ? ORDER BY g.ordinal", (after,)
+            "SELECT r.game_id, g.ordinal, r.lower_wins, r.team_placings, r.aborted, r.digest, r.replay_path, g.seed,"
+            " r.recorded_at FROM results r JOIN games g USING (game_id) WHERE g.ordinal > ? ORDER BY g.ordinal", (after,)
         ):
             if r[0] not in seats:
                 raise StoreError(f"{self.path}: game {r[0]} is recorded without its seats: the database is damaged")
@@ -529,6 +531,7 @@ class Store:
                     digest=r[5],
                     replay_path=r[6],
                     seed=r[7],
+                    recorded_at=float(r[8] or 0.0),
                 )
             )
         return out

@@ -676,7 +676,8 @@ def _without_bot_errors(path: str) -> bytes:
 
 
 def _game_row(game: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in game.items() if k not in ("seed", "replay")} | {"replay": game.get("replay") is not None}
+    return {k: v for k, v in game.items() if k not in ("seed", "replay", "recorded")} | {  # (recorded: for grades)
+        "replay": game.get("replay") is not None}
 
 
 # --------------------------------------------------------------------------- the bot page

@@ -231,8 +231,10 @@ class Board:
         games = books.games + beyond_rows
         recorded = {r.game_id for r in beyond}
         table = self.source.standings(tally, scheduled)
+        document = table.to_dict(head_to_head=False)
+        document["faulty_games"] = faulty_games(games)  # (the faults column: games with one, as the dashboard counts)
         self.snapshot = Snapshot(
-            standings=table.to_dict(head_to_head=False),
+            standings=document,
             table=table,
             progress=self.snapshot.progress,
             games=games,
@@ -249,8 +251,9 @@ class Board:
             "totals": [str(t) if abs(t) > 2**53 else t for t in r.totals],
             "placings": list(r.placings),
             "statuses": [s.status for s in r.seats],
-            "faults": [_faults(s) for s in r.seats],
+            "faults": [seat_faults(s) for s in r.seats],
             "aborted": r.aborted,
+            "recorded": round(r.recorded_at, 3),
             "seed": None if slot is None else slot.seed,
             "replay": ("store" if r.game_id in in_store else None) if self.source.replays_in_store
             else self._replay(r.replay_path),
@@ -380,7 +383,7 @@ def _rated(tally: Tally, result: Any, ratings: dict[str, list[JsonDict]]) -> Non
             {"game_id": result.game_id, "mu": round(rating.mu, 4), "sigma": round(rating.sigma, 4)})
 
 
-def _faults(seat: Any) -> JsonDict:
+def seat_faults(seat: Any) -> JsonDict:
     """A seat's faults in one game: its counters that are not zero, and a bad status."""
     out: JsonDict = {k: seat.counters.get(k, 0) for k in ISSUE_COUNTERS if seat.counters.get(k, 0)}
     if seat.status in BAD_STATUSES:
@@ -388,6 +391,17 @@ def _faults(seat: Any) -> JsonDict:
     if getattr(seat, "bot_error", ""):  # the first failure of the bot's own code, in its words
         out["first_bot_error"] = seat.bot_error
     return out
+
+
+def faulty_games(games: Sequence[JsonDict]) -> dict[str, int]:
+    """Per bot, the games in which it had a fault (:func:`seat_faults` not empty): the one count
+    of faults the board and the teacher's dashboard show."""
+    counts: dict[str, int] = {}
+    for game in games:
+        for bot, faults in zip(game["bots"], game["faults"], strict=True):
+            if faults:
+                counts[bot] = counts.get(bot, 0) + 1
+    return counts
 
 
 def fault_text(faults: JsonDict) -> str:

@@ -29,9 +29,10 @@ from participants.compare import (
     CompareError,
     Comparison,
     Comparisons,
+    verdict_words,
 )
 from participants.dashboard import Row, Rubric, read_rubrics, rows, to_csv
-from participants.final import Final, FinalError
+from participants.final import Final, FinalError, when_text
 from participants.roster import ORGANIZER, RosterError, split_bot
 from participants.scrimmage import Scrimmage, Scrimmages, quota
 from server.storage.replay.faults import hide_others_bot_errors
@@ -134,7 +135,8 @@ class ClassroomPages:
     def _row(self, name: str, job: Comparison) -> str:
         s = job.summary()
         return (f'<tr><td><a href="/p/{quote(name)}/compare/{job.id}">{job.id}</a></td><td>v{job.b} against v{job.a}'
-                f'</td><td>{e(job.status)}</td><td>{s.games}</td><td>{e(s.verdict)}</td></tr>')
+                f'</td><td>{e(job.status)}</td><td>{s.games}</td>'
+                f'<td>{e(verdict_words(s.verdict, job.a, job.b, s.points.low, s.points.high))}</td></tr>')
 
     async def post_compare(self, request: web.Request) -> web.StreamResponse:
         name = await self.pages._may_see(request)
@@ -168,7 +170,8 @@ class ClassroomPages:
         going = job.status in ("waiting", "running")
         body = (f'<main class="board participant">{self._back(name)}'
                 f'<p><a href="/p/{quote(name)}/compare">all comparisons</a></p>'
-                f'<h1>v{job.b} against v{job.a}: <span id="verdict" class="verdict">{e(s.verdict)}</span></h1>'
+                f'<h1>v{job.b} against v{job.a}</h1><p><b id="verdict" class="verdict" data-verdict="{e(s.verdict)}">'
+                f'{e(verdict_words(s.verdict, job.a, job.b, s.points.low, s.points.high))}</b></p>'
                 f'<p class="meta"><span id="cmp-status">{e(job.status)}</span>{": " + e(job.message) if job.message else ""}'
                 f'; <span id="cmp-games">{s.games}</span> games ({s.deals} deals, every seat) of at most {job.games}, '
                 f'against {e(", ".join(job.panel))}{"; stops once told apart" if job.until_told else ""}.</p>'
@@ -317,23 +320,28 @@ class ClassroomPages:
                     f'<p id="final-none" class="meta">{e(said) or "No final is planned."}</p></main>')
             return self._page(f"{name}: the final", body, status=status)
         versions = await self.pages._call(self.roster.versions, name)
-        past = time.time() >= plan.deadline
+        past = time.time() >= plan.deadline_for(name)
         lines = []
         for v in reversed(versions):
-            late = v.created > plan.deadline
+            late = v.created > plan.deadline_for(name)
             lines.append(f'<li data-version="{v.number}">v{v.number} ({e(v.status)})'
                          f'{" <b class=practice>practice only: submitted after the deadline</b>" if late else ""}</li>')
         if past:
             try:
                 entries = await self.pages._call(self.final.snapshot)
+                if entries is None:  # (another participant's extension is still to come: as things stand)
+                    entries = await self.pages._call(self.final.entrants_now)
             except FinalError as err:
                 entries, said = [], said or str(err)
             mine = next((x for x in entries or [] if x.participant == name), None)
+            why = "" if mine or entries is None else next(
+                (p.why for p in await self.pages._call(self.final.field) if p.participant == name), "")
             entered = (f'Your version in the final: <b id="final-version">v{mine.number}</b>' if mine else
-                       '<span id="final-version">You have no version in the final.</span>')
+                       '<span id="final-version">You have no version in the final'
+                       + (f": {e(_to_them(why.removeprefix('left out: ')))}" if why else "") + ".</span>")
             choose = ""
         else:
-            entries = await self.pages._call(self.final.entrants_now, plan.deadline)
+            entries = await self.pages._call(self.final.entrants_now)
             mine = next((x for x in entries if x.participant == name), None)
             chosen = await self.pages._call(self.final.choice, name)
             admitted = [v for v in versions if v.status == "admitted"]
@@ -354,7 +362,7 @@ class ClassroomPages:
                      f'<td>{_two(r.get("rating_ordinal"))}</td></tr>' for r in results.get("standings", [])) + "</table>")
         body = (f'<main class="board participant">{self._back(name)}<h1>The final</h1>'
                 + (f'<p class="meta error" id="final-error">{e(said)}</p>' if said else "")
-                + f'<p>Deadline: <b id="deadline">{e(plan.deadline_text)}</b>'
+                + f'<p>Deadline: <b id="deadline">{e(when_text(plan.deadline_for(name)))}</b>'
                   f'{" (passed)" if past else ""}. A version submitted after it plays on the ladder as practice '
                   'only.</p>'
                 + f"<p>{entered}</p>{choose}<ul id=final-versions>{''.join(lines)}</ul>{shown}</main>")
@@ -382,12 +390,13 @@ class ClassroomPages:
         board = self.server.board
         games = list(board.snapshot.games) if board is not None else []
         standings = list(board.snapshot.standings.get("standings", [])) if board is not None else []
+        ratings = dict(await self.server._board_call(board.ratings)) if board is not None else {}
         said = ""
         try:
             rubrics = await self.pages._call(read_rubrics, self.roster.folder)
         except RosterError as err:
             rubrics, said = [], str(err)
-        table = await self.pages._call(rows, self.roster, games, standings, rubrics)
+        table = await self.pages._call(rows, self.roster, games, standings, rubrics, ratings)
         return table, rubrics, said
 
     async def page_dashboard(self, request: web.Request) -> web.Response:
@@ -410,23 +419,36 @@ class ClassroomPages:
                 f'<tr data-name="{e(row.name)}"><td><a href="/p/{quote(row.name)}">{e(row.name)}</a>'
                 f'{" (revoked)" if row.revoked else ""}</td><td>{e(row.team)}</td>'
                 f'<td>{"yes" if row.submitted else "no"}</td><td>{e(row.latest)}</td><td>{e(row.playing)}</td>'
-                f'<td>{e(row.final)}</td><td>{row.games}</td>'
-                f'<td>{"-" if row.faults_per_game is None else f"{row.faults_per_game:.2f}"}</td>'
+                f'<td class="in-final" title="{e(row.in_final)}">{e(row.final)}'
+                f'{" <small>(" + e(row.in_final.partition(":")[0]) + ")</small>" if row.in_final else ""}</td>'
+                f'<td>{row.games}</td>'
+                f'<td class="faulty">{"-" if row.faults_per_game is None else f"{row.games_with_faults} ({row.faults_per_game:.0%})"}</td>'
                 f'<td>{"-" if row.rating is None else f"{row.rating:.2f}"}</td><td>{row.rank or "-"}</td>'
                 f'<td>{when}</td>{verdicts}</tr>')
         deadline = ("No final is planned (final.toml)." if plan is None else
-                    f"Deadline {e(plan.deadline_text)}: " + ("passed; the final column is the snapshot taken then."
+                    f"Deadline {e(plan.deadline_text)}: " + ("passed; the final column is the snapshot taken then, "
+                                                            "and each row counts the games played up to its "
+                                                            "participant's deadline (the CSV stays the same)."
                                                             if past else "to come; the final column is what would "
                                                             "enter if it were now."))
+        log = await self.pages._call(self.final.deadline_log) if plan is not None else []
+        changes = ('<h2>Deadline changes</h2><ul id="deadline-log">' + "".join(
+            f"<li>{e(change.text())}</li>" for change in log) + "</ul>") if log else ""
+        left_out = [row for row in table if row.in_final.startswith("left out")]
+        out_list = ('<h2>Left out of the final</h2><ul id="left-out">' + "".join(
+            f'<li data-name="{e(row.name)}">{e(row.name)}: {e(row.in_final.removeprefix("left out: "))}</li>'
+            for row in left_out) + "</ul>") if left_out else ""
         body = ('<main class="board"><h1>Dashboard</h1>'
                 + (f'<p class="meta error" id="dashboard-error">{e(said)}</p>' if said else "")
                 + f'<p class="meta" id="dashboard-deadline">{deadline} Results of the final: '
                   f'{"published" if self.final.published else "hidden from the participants"}.</p>'
                 + '<p><a id="csv" href="/organizer.csv" download>download as CSV</a></p>'
                 '<table id="dashboard"><tr><th>participant</th><th>team</th><th>submitted</th><th>latest</th>'
-                '<th>playing</th><th>final</th><th>games</th><th>faults/game</th><th>rating</th><th>rank</th>'
-                f'<th>last submission (UTC)</th>{heads}</tr>{"".join(lines)}</table>'
-                '<p class="meta">A rubric passes when the whole 95 % (or its stated) anytime-valid interval of the '
+                '<th>playing</th><th>final</th><th>games</th><th>games with faults</th><th>rating</th><th>rank</th>'
+                f'<th>last submission (UTC)</th>{heads}</tr>{"".join(lines)}</table>{out_list}{changes}'
+                '<p class="meta">Games with faults: games in which the bot timed out, had an answer refused, a bot '
+                'error or a default move, or was disconnected (the board counts them the same way). '
+                'A rubric passes when the whole 95 % (or its stated) anytime-valid interval of the '
                 'placing gap is below 0 over at least its number of games, fails when it is above 0, and is '
                 'undecided otherwise. Games, faults and ratings are the ladder\'s, over all of a participant\'s '
                 'versions and their own bot connected with their token (rating and rank: the version playing, '
@@ -461,6 +483,11 @@ def _own_errors(replay: Replay, name: str) -> Replay:
 def _scrimmage_json(job: Scrimmage) -> dict[str, Any]:
     return {"id": job.id, "seats": list(job.seats), "games": job.games, "status": job.status, "message": job.message,
             "results": list(job.results)}
+
+
+def _to_them(why: str) -> str:
+    """A reason written for the organizer ("their own bot played ..."), said to the participant."""
+    return why.replace("their ", "your ")
 
 
 def _json(data: Any, status: int = 200) -> web.Response:

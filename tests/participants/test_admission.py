@@ -5,6 +5,7 @@ refused at any step keeps no folder and says why, and an interrupted one is buil
 from __future__ import annotations
 
 import asyncio
+import re
 import sqlite3
 from pathlib import Path
 
@@ -107,7 +108,7 @@ def test_a_javascript_strategy_from_the_first_bot_guide_is_admitted_as_one_file(
     ({"bot.toml": MANIFEST, "bot.py": "import sys\nsys.exit(3)\n"}, "the conformance checker failed"),
     ({"bot.toml": MANIFEST, "bot.py": "def broken(:\n"},  # (the reason, which craits submit prints, says why)
      "the conformance checker failed: hello (the bot exited with code 1 before connecting to CRAITS_SERVER; "
-     "its last line of output: SyntaxError: invalid syntax)"),
+     "its last line of output: SyntaxError: invalid syntax at bot.py:1)"),
     ({"readme.txt": "hi"}, "no bot.toml"),
 ])
 def test_a_refused_version_says_why_and_keeps_no_folder(roster: Roster, files: dict[str, str], said: str) -> None:
@@ -183,3 +184,48 @@ def test_the_organizers_limits_are_the_ones_a_build_gets(roster: Roster) -> None
     roster.submit("alice", good_bot(build="sleep 20"), "a.zip")
     [(_, outcome)] = admit_pending(roster)
     assert outcome.status == "refused" and outcome.reason == "build killed: time limit 1 s"
+
+
+RAISING_BOT = RANDOM_BOT.replace(  # (one decision in ten raises: the checker passes it, the game shows it)
+    "        return self.rng.choice(request.legal_actions)",
+    "        self.asked = getattr(self, 'asked', 0) + 1\n"
+    "        if self.asked % 10 == 0:\n            return 1 / 0\n"
+    "        return self.rng.choice(request.legal_actions)", 1)
+
+
+def test_a_version_whose_validation_game_had_bot_errors_is_admitted_with_a_warning_or_refused_as_set(
+    roster: Roster, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A bot that raises on every decision plays a whole game (its kit answers for it): it was
+    admitted without a word. Now its reason says what went wrong, with the first error's place;
+    with validation_faults=refuse it is refused."""
+    from server.cli import main as craits
+
+    roster.submit("alice", zip_of({"bot.toml": MANIFEST, "bot.py": RAISING_BOT}), "a.zip")
+    [(_, outcome)] = admit_pending(roster)
+    assert outcome.status == "admitted", outcome.reason
+    assert re.match(r"warning: its validation game had \d+ bot errors \(first: ZeroDivisionError: division by zero"
+                    r".* at bot\.py:\d+\)", outcome.reason), outcome.reason
+    assert outcome.validation is not None and outcome.validation["faults"]["bot_errors"] > 0
+    assert str(roster.folder) not in outcome.report  # (the student's paths, not the server's)
+    from participants.dashboard import rows
+
+    assert [row.latest for row in rows(roster, [], [])] == ["v1 admitted with a warning"]  # (the dashboard says so)
+    assert craits(["roster", "set", str(roster.folder), "validation_faults=refuse"]) == 0
+    assert "a validation game with faults: refused" in capsys.readouterr().out
+    roster.submit("alice", zip_of({"bot.toml": MANIFEST, "bot.py": RAISING_BOT}), "b.zip")
+    [(_, outcome)] = admit_pending(roster)
+    assert outcome.status == "refused" and outcome.reason.startswith("its validation game had ")
+    assert craits(["roster", "set", str(roster.folder), "validation_faults=maybe"]) == 2
+    assert "validation_faults: warn (admit with a warning) or refuse" in capsys.readouterr().err
+    roster.submit("alice", good_bot(), "c.zip")  # (a clean one: no warning)
+    [(_, outcome)] = admit_pending(roster)
+    assert (outcome.status, outcome.reason) == ("admitted", "")
+
+
+def test_a_refused_build_shows_the_students_paths_not_the_servers(roster: Roster) -> None:
+    roster.submit("alice", zip_of({"bot.toml": MANIFEST + 'build = "pwd; echo $PWD/bot.c:2: error: no; exit 1"\n',
+                                   "bot.py": RANDOM_BOT}), "a.zip")
+    [(_, outcome)] = admit_pending(roster)
+    assert outcome.status == "refused" and "(its last line of output: bot.c:2: error: no)" in outcome.reason
+    assert str(roster.folder) not in outcome.build_log and str(roster.folder) not in outcome.reason

@@ -19,6 +19,7 @@ from participants.compare import (
     ladder_game,
     play_deal,
     summarize,
+    verdict_words,
 )
 from participants.confidence import ConfidenceSequence, mean_interval
 from participants.entrants import RosterEntrants
@@ -157,3 +158,14 @@ def test_comparisons_and_scrimmages_play_the_ladders_game_not_always_the_short_o
                                 .replace("table_size = 2", "table_size = 4"), source="c.toml", base_dir=tmp_path))
     with pytest.raises(CompareError, match="cannot be played at a table of 3: preset crates-partners takes exactly 4"):
         ladder_game(roster.folder, 3)
+
+
+def test_the_verdict_in_words_is_on_placing_and_never_reads_as_a_contradiction_of_the_points() -> None:
+    """Not told apart on placing while the points' interval excludes 0: said as a lean on points,
+    a hint, beside "not yet separated on placing"."""
+    assert verdict_words("better", 3, 4) == "v4 places better than v3 (sure, at 95 %)"
+    assert verdict_words("worse", 3, 4) == "v4 places worse than v3 (sure, at 95 %)"
+    open_ = verdict_words("not yet told apart", 3, 4, -40.0, -5.0)
+    assert open_.startswith("v4 and v3: not yet separated on placing") and "on points v4 leads so far, a hint" in open_
+    assert "points" not in verdict_words("not yet told apart", 3, 4, -40.0, 12.0)
+    assert "told apart" not in open_

@@ -99,7 +99,7 @@ def test_a_version_submitted_after_the_deadline_is_practice_only_and_does_not_en
     assert final.practice_only(course.roster.version("alice", 2))  # type: ignore[arg-type]
     standings = final.standings()
     assert standings is not None and standings["complete"]
-    assert {row["bot"] for row in standings["standings"]} == {"alice.v1", "bob.v1", "house-random-1"}
+    assert {row["bot"] for row in standings["standings"]} == {"alice.v1", "bob.v1", "house-random"}
     with pytest.raises(FinalError, match="has passed"):
         final.choose("alice", 2)
     client = Client(course.running.url)
@@ -300,12 +300,13 @@ def test_the_dashboard_lists_everyone_and_its_csv_is_safe_for_spreadsheets(cours
     rubrics = read_rubrics(course.roster.folder)
     table = {row.name: row for row in rows(course.roster, [], [], rubrics)}
     assert sorted(table) == ["alice", "bob", "dave"]
-    assert (table["alice"].latest, table["alice"].playing, table["alice"].final) == ("v2 admitted", "v2", "v1")
+    # (past the deadline, her row is as it was then: v2 came after it; she plays it, as practice)
+    assert (table["alice"].latest, table["alice"].playing, table["alice"].final) == ("v1 admitted", "v2", "v1")
     assert not table["dave"].submitted and table["dave"].final == "-"
     parsed = list(csv.DictReader(io.StringIO(to_csv(list(table.values()), rubrics))))
     assert [r["name"] for r in parsed] == ["alice", "bob", "dave"]
     assert parsed[2]["team"] == "'=cmd()" and parsed[0]["beats random"] == "undecided"
-    assert (parsed[2]["latest"], parsed[2]["playing"], parsed[2]["final"]) == ("", "", "")  # (no "'-" for none)
+    assert (parsed[2]["latest"], parsed[2]["final"]) == ("", "")  # (no "'-" for none)
 
 
 def test_the_dashboard_counts_the_games_of_a_participants_own_bot(course: Course) -> None:
@@ -313,7 +314,7 @@ def test_the_dashboard_counts_the_games_of_a_participants_own_bot(course: Course
     games = [{"bots": ["dave", "house-random", "alice.v2"], "faults": [None, None, None]},
              {"bots": ["house-random", "dave", "bob.v1"], "faults": [None, ["timeout"], None]}]
     standings = [{"bot": "dave", "rating_ordinal": 3.5, "rank": 2}, {"bot": "alice.v2", "rating_ordinal": 9.0, "rank": 1}]
-    table = {row.name: row for row in rows(course.roster, games, standings)}
+    table = {row.name: row for row in rows(course.roster, games, standings, now=0.0)}  # (before the deadline)
     dave, alice = table["dave"], table["alice"]
     assert (dave.games, dave.faults_per_game, dave.rating, dave.rank) == (2, 0.5, 3.5, 2)
     assert (alice.games, alice.rating, alice.rank) == (1, 9.0, 1)
@@ -328,10 +329,10 @@ def test_the_organizer_sees_the_dashboard_and_downloads_its_csv(course: Course, 
     page.click("#dashboard-link")
     rows_shown = {r.get_attribute("data-name"): r.inner_text() for r in page.query_selector_all("#dashboard tr[data-name]")}
     assert sorted(rows_shown) == ["alice", "bob", "dave"]
-    assert "v2 admitted" in rows_shown["alice"] and "\tv1\t" in rows_shown["alice"]  # latest, final (the snapshot)
+    assert "v1 admitted" in rows_shown["alice"] and "\tv1" in rows_shown["alice"]  # latest by the deadline, final
     assert "\tno\t" in rows_shown["dave"]
     assert "beats random" in page.text_content("#dashboard tr")
-    assert int(rows_shown["bob"].split("\t")[6]) == 3  # bob.v1's practice games
+    assert int(rows_shown["bob"].split("\t")[6]) == 0  # bob.v1's practice games came after the deadline
     assert "passed" in page.text_content("#dashboard-deadline")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "participant-dashboard.png"), full_page=True)
@@ -340,7 +341,7 @@ def test_the_organizer_sees_the_dashboard_and_downloads_its_csv(course: Course, 
     text = Path(download.value.path()).read_text(encoding="utf-8")
     parsed = list(csv.DictReader(io.StringIO(text)))
     assert [r["name"] for r in parsed] == ["alice", "bob", "dave"]
-    assert parsed[1]["games"] == "3" and parsed[0]["final"] == "v1" and parsed[0]["final_sha256"]
+    assert parsed[1]["games"] == "0" and parsed[0]["final"] == "v1" and parsed[0]["final_sha256"]
     assert parsed[1]["beats random"] in ("pass", "fail", "undecided")
     alice = Client(url)
     alice.log_in(course.tokens["alice"])
@@ -430,3 +431,159 @@ def test_a_paused_version_is_explained_on_its_owners_page(course: Course) -> Non
     finally:
         with pauses._db() as db:
             db.execute("DELETE FROM paused")
+
+
+def _ladder(start: float, count: int, step: float) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+    """``count`` ladder games of alice.v1, bob.v1 and house-random recorded ``step`` seconds apart
+    from ``start`` (alice last in every other one, with a fault), and the ratings after each."""
+    games, ratings = [], {}
+    for n in range(count):
+        gid = f"g{start:.0f}-{n}"
+        alice = 3 if n % 2 else 1
+        games.append({"game_id": gid, "bots": ["alice.v1", "bob.v1", "house-random"], "recorded": start + n * step,
+                      "placings": [alice, 2, 4 - alice], "aborted": "",
+                      "faults": [{"bot_errors": 1} if n % 2 else {}, {}, {}]})
+        for bot, mu in (("alice.v1", 25 + n % 3), ("bob.v1", 24.0), ("house-random", 20 - n / 10)):
+            ratings.setdefault(bot, []).append({"game_id": gid, "mu": mu, "sigma": 2.0})
+    return games, ratings
+
+
+def test_the_grades_count_what_was_played_up_to_each_deadline_and_keep_their_bytes_as_the_ladder_plays_on(
+    course: Course,
+) -> None:
+    """The rubric, games, faults and rating of each row stop at the participant's deadline: the
+    CSV made later, with more practice games and ratings that moved, is the same bytes."""
+    final = Final(course.roster)
+    plan = final.plan()
+    assert plan is not None
+    rubrics = read_rubrics(course.roster.folder)
+    before, ratings = _ladder(plan.deadline - 100, 10, 10.0)  # (the tenth is recorded at the deadline: counted)
+    at_deadline = to_csv(rows(course.roster, before, [], rubrics, ratings), rubrics)
+    after, more = _ladder(plan.deadline + 5, 40, 1.0)
+    later = rows(course.roster, before + after, [{"bot": "alice.v1", "rating_ordinal": 99.0, "rank": 1}], rubrics,
+                 {bot: ratings[bot] + more[bot] for bot in ratings})
+    assert to_csv(later, rubrics) == at_deadline
+    alice = {row.name: row for row in later}["alice"]
+    assert (alice.games, alice.games_with_faults, alice.verdicts[0].games) == (10, 5, 10)
+    assert alice.rating == pytest.approx(25 + 9 % 3 - 6) and alice.rank == 1
+    parsed = {r["name"]: r for r in csv.DictReader(io.StringIO(at_deadline))}
+    assert parsed["alice"]["counted_to_utc"] == time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(plan.deadline))
+    assert parsed["alice"]["versions"] == "1" and parsed["alice"]["latest"] == "v1 admitted"  # (v2 came later)
+
+
+def test_the_grade_sheet_holds_the_finals_rank_placing_and_interval(course: Course) -> None:
+    standings = Final(course.roster).standings()
+    assert standings is not None
+    of = {r["bot"]: r for r in standings["standings"]}
+    rubrics = read_rubrics(course.roster.folder)
+    parsed = {r["name"]: r for r in csv.DictReader(io.StringIO(to_csv(rows(course.roster, [], [], rubrics), rubrics)))}
+    for name in ("alice", "bob"):
+        assert parsed[name]["final_rank"] == str(of[f"{name}.v1"]["rank"])
+        assert float(parsed[name]["final_avg_placing"]) == pytest.approx(of[f"{name}.v1"]["avg_placing"])
+        assert float(parsed[name]["final_beaten_low"]) <= float(parsed[name]["final_beaten_high"])
+        assert parsed[name]["in_final"].startswith("in: v1")
+    assert parsed["dave"]["final_rank"] == "" and parsed["dave"]["in_final"] == "left out: nothing submitted"
+
+
+def test_grades_on_the_final_count_the_finals_games(course: Course) -> None:
+    plan_file = course.roster.folder / "final.toml"
+    kept = plan_file.read_text(encoding="utf-8")
+    rubrics = read_rubrics(course.roster.folder)
+    games, ratings = _ladder(0.0, 30, 1.0)  # (long before the deadline: they would count on the ladder)
+    try:
+        plan_file.write_text(kept + 'grade_on = "final"\n', encoding="utf-8")
+        table = {row.name: row for row in rows(course.roster, games, [], rubrics, ratings)}
+    finally:
+        plan_file.write_text(kept, encoding="utf-8")
+    assert table["alice"].verdicts[0].games == 3  # alice.v1's three final games beside house-random
+    assert {row.name: row for row in rows(course.roster, games, [], rubrics, ratings)}["alice"].verdicts[0].games == 30
+
+
+def test_a_participant_who_only_played_live_is_listed_as_left_out_with_why(
+    course: Course, capsys: pytest.CaptureFixture[str],
+) -> None:
+    games = [{"game_id": "live-1", "bots": ["dave", "house-random", "alice.v1"], "recorded": 1.0,
+              "placings": [1, 2, 3], "aborted": "", "faults": [{}, {}, {}]}]
+    rubrics = read_rubrics(course.roster.folder)
+    dave = {row.name: row for row in rows(course.roster, games, [], rubrics)}["dave"]
+    assert dave.in_final.startswith("left out: no admitted version by the deadline (their own bot played")
+    assert dave.verdicts[0].games == 1  # (graded on his own bot's ladder games)
+    course.roster.note_live("dave")
+    client = Client(course.running.url)
+    client.log_in(course.tokens["dave"])
+    _, page, _ = client.request("p/dave/final")
+    assert ("You have no version in the final: no admitted version by the deadline (your own bot played on the "
+            "ladder connected live, but the final plays submitted versions only") in page
+    capsys.readouterr()
+    assert craits(["final", "show", str(course.roster.folder)]) == 0
+    shown = capsys.readouterr().out
+    assert re.search(r"in +alice\.v1 ", shown) and re.search(r"in +bob\.v1 ", shown)
+    assert re.search(r"out +dave +no admitted version by the deadline \(their own bot played on the ladder", shown)
+
+
+def test_deadlines_move_by_command_with_extensions_each_change_logged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    roster = Roster.create(tmp_path / "class")
+    for name in ("alice", "bob"):
+        roster.add(name)
+        roster.decide(roster.submit(name, b"print(1)\n", "bot.py"), "admitted", command=("python", "bot.py"))
+    (roster.folder / "final.toml").write_text(FINAL_PLAN.format(deadline="2030-01-01T00:00:00Z"), encoding="utf-8")
+    folder = str(roster.folder)
+    assert craits(["final", "deadline", folder, "2029-06-01T12:00:00+02:00", "--note", "moved up"]) == 0
+    assert craits(["final", "deadline", folder, "+2h", "--for", "bob"]) == 0
+    assert craits(["final", "deadline", folder, "soon"]) == 2
+    assert craits(["final", "deadline", folder, "now", "--for", "carl"]) == 2
+    said = capsys.readouterr()
+    assert "the deadline: 2029-06-01 10:00:00 UTC (to come)" in said.out and "bob's deadline:" in said.out
+    assert "'soon': give a date and time" in said.err and "carl is not on the roster" in said.err
+    final = Final(roster)
+    plan = final.plan()
+    assert plan is not None and plan.deadline_text.startswith("2029-06-01 10:00")
+    assert plan.deadline_for("bob") == pytest.approx(time.time() + 7200, abs=60)
+    assert [c.participant for c in final.deadline_log()] == ["", "bob"] and final.deadline_log()[0].note == "moved up"
+    # bob's extension: his later version still enters; alice's deadline passed (now), hers is fixed
+    assert craits(["final", "deadline", folder, "now"]) == 0
+    late = roster.submit("bob", b"print(2)\n", "bot.py")
+    roster.decide(late, "admitted", command=("python", "bot.py"))
+    assert not final.practice_only(late)
+    assert [e.bot for e in final.entrants_now()] == ["alice.v1", "bob.v2"]
+    assert final.snapshot() is None  # (bob's deadline is to come: nothing is fixed yet)
+
+
+def test_a_deadline_moved_after_publication_says_what_becomes_of_the_results(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    roster = Roster.create(tmp_path / "class")
+    roster.add("alice")
+    roster.decide(roster.submit("alice", b"print(1)\n", "bot.py"), "admitted", command=("python", "bot.py"))
+    time.sleep(2)  # (the deadline is to the second: after the submission, and passed)
+    (roster.folder / "final.toml").write_text(FINAL_PLAN.format(deadline=_iso(time.time() - 0.5)), encoding="utf-8")
+    final = Final(roster)
+    assert [e.bot for e in final.snapshot() or []] == ["alice.v1"]
+    final.publish()
+    folder = str(roster.folder)
+    assert craits(["final", "deadline", folder, "+1d"]) == 2
+    assert "its results are published: a deadline after now reopens the final" in capsys.readouterr().err
+    assert final.published and final.snapshot() is not None and len(final.deadline_log()) == 0
+    assert craits(["final", "deadline", folder, "now"]) == 0  # (still passed: nothing changes, and it says so)
+    assert "entrants stay as they were fixed at the deadline, and its published results stand" in capsys.readouterr().out
+    assert craits(["final", "deadline", folder, "+1d", "--reopen"]) == 0
+    said = capsys.readouterr().out
+    assert "the final is reopened" in said and "published results are hidden from the participants" in said
+    assert not final.published and final.snapshot() is None and not final.past_deadline()
+    assert final.deadline_log()[-1].note == "reopened the final"
+    assert craits(["final", "show", folder]) == 0
+    assert "(to come)" in capsys.readouterr().out
+
+
+def test_the_board_and_the_dashboard_count_faults_the_same_way_once_a_game(course: Course) -> None:
+    """A bot with 3 bot errors in one game and none in the next has one game with faults of two
+    on the board's faults column and on the dashboard (the board summed the errors: 3)."""
+    from server.web.board import faulty_games
+
+    games, _ = _ladder(0.0, 10, 1.0)
+    games[1]["faults"][0] = {"bot_errors": 3, "timeouts": 2}
+    dashboard = {row.name: row for row in rows(course.roster, games, [], now=0.0)}["alice"]
+    assert faulty_games(games)["alice.v1"] == dashboard.games_with_faults == 5
+    assert dashboard.faults_per_game == 0.5

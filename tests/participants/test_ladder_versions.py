@@ -137,3 +137,24 @@ def test_a_revoked_token_ends_its_bots_stream_at_once_and_the_board_says_why(tmp
         said = bot.communicate()[1]
     assert state == "token revoked" and "alice" not in online
     assert code != 0 and "your token was revoked" in said and "Traceback" not in said
+
+
+def test_a_ladder_file_sets_its_pace_with_a_pause_between_rounds(tmp_path: Path) -> None:
+    """pause_s = 1: a class's practice ladder waits a second between rounds (it played flat out,
+    2,049 games in 7.5 minutes); a pause that is not a whole number of seconds is refused."""
+    import datetime as dt
+    import itertools
+
+    from server.cli import main as craits
+
+    file = tmp_path / "paced.toml"
+    file.write_text('name = "paced"\ntable_size = 2\npause_s = 1\n[flags]\nshort_game = true\n'
+                    '[[bots]]\nname = "a"\nbuiltin = "random"\n[[bots]]\nname = "b"\nbuiltin = "default"\n',
+                    encoding="utf-8")
+    assert craits(["ladder", "run", str(file), "--out", str(tmp_path / "out"), "--rounds", "3"]) == 0
+    events = [json.loads(line) for line in (tmp_path / "out" / "tournament.log").read_text().splitlines()]
+    starts = [dt.datetime.fromisoformat(e["timestamp"]) for e in events if e["event"] == "ladder_round"]
+    assert len(starts) == 3 and all((later - earlier).total_seconds() >= 1.0
+                                    for earlier, later in itertools.pairwise(starts))
+    file.write_text(file.read_text().replace("pause_s = 1", "pause_s = -2"), encoding="utf-8")
+    assert craits(["ladder", "run", str(file), "--out", str(tmp_path / "out2"), "--rounds", "1"]) == 2

@@ -92,3 +92,22 @@ def test_craits_submit_waits_through_a_restart_and_stops_at_the_servers_word(
     out = capsys.readouterr().out
     assert "the server does not answer (restarting?)" in out
     assert f"v4: refused: {INTERRUPTED}" in out and answers == []
+
+
+def test_a_renewed_or_revoked_token_no_longer_looks_alive_in_the_tokens_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    (tmp_path / "s.csv").write_text("name\nalice\nbob\n", encoding="utf-8")
+    roster = str(tmp_path / "class")
+    assert main(["roster", "import", roster, str(tmp_path / "s.csv")]) == 0
+    first = dict(line.split("\t") for line in capsys.readouterr().out.splitlines())
+    assert main(["roster", "renew", roster, "bob"]) == 0
+    assert main(["roster", "revoke", roster, "alice"]) == 0
+    path = tmp_path / "class-tokens.csv"
+    rows = list(csv.DictReader(path.open(encoding="utf-8")))
+    assert [r["name"] for r in rows] == ["alice", "bob", "bob"]
+    assert rows[0]["token"].startswith("(revoked ") and rows[1]["token"].startswith("(replaced ")
+    assert rows[2]["token"].startswith("craits-") and rows[2]["token"] != first["bob"]
+    assert first["alice"] not in path.read_text() and first["bob"] not in path.read_text()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert Roster(roster).authenticate(rows[2]["token"]) == "bob"

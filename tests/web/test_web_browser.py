@@ -339,9 +339,14 @@ def test_the_board_shows_which_neighbours_are_settled(adaptive_board: Running, p
     assert page.is_visible("#order-panel")
     assert page.get_attribute("#order tbody tr:first-child", "data-bot") == "greedy"
     assert page.get_attribute("#order tbody tr:first-child", "data-settled") == "yes"
-    assert page.inner_text("#order tbody tr:first-child td.verdict") == "settled: better than random"
-    assert "[" in page.inner_text("#order tbody tr:first-child td:nth-child(3)")
+    assert page.text_content("#order tbody tr:first-child td.verdict") == "ahead of random (sure)"
+    assert "[" in page.text_content("#order tbody tr:first-child td:nth-child(3)")
     assert page.inner_text("#order-stop").startswith("stop = settled: met")
     assert "valid at any time" in page.inner_text("#order-legend")
     assert "all intervals here hold together, at every moment, with 95% confidence (one 5% budget for bots and pairs)" in page.inner_text("#order-legend")
+    # one ranking: the rating's, with how sure each place is in words; no internal word unexplained
+    assert page.inner_text("#standings tr[data-bot=greedy] td.sure-cell") == "ahead of random (sure)"
+    assert not page.is_visible("#order")  # (the figures behind it, folded)
+    shown = page.inner_text("main")
+    assert "drifted" not in shown and "per deal" not in shown and "settled: better" not in shown
     _shot(page, "board-order")

@@ -77,7 +77,9 @@
     body.textContent = "";
     const now = {};
     for (const r of doc.standings || []) {
-      const faults = Object.values(r.issues || {}).reduce((a, b) => a + b, 0);
+      // Faults: the games with one (as the teacher's dashboard counts them); the kinds in the tooltip.
+      const faulty = doc.faulty_games ? doc.faulty_games[r.bot] || 0 : null;
+      const faults = faulty == null ? "\u2013" : faulty + " of " + r.games;
       const key = [r.rank, r.games, fixed(r.rating_mu, 2)].join("/");
       now[r.bot] = key;
       const tr = el("tr", previous[r.bot] !== undefined && previous[r.bot] !== key ? "changed" : null);
@@ -94,8 +96,10 @@
       tr.appendChild(el("td", null, r.wins));
       tr.appendChild(el("td", null, fixed(r.avg_points, 1)));
       const f = el("td", "faults", faults);
-      f.title = Object.entries(r.issues || {}).filter(([, v]) => v).map(([k, v]) => v + " " + k).join(", ");
+      f.dataset.games = faulty == null ? "" : String(faulty);
+      f.title = Object.entries(r.issues || {}).filter(([, v]) => v).map(([k, v]) => v + " " + k.replace(/_/g, " ")).join(", ");
       tr.appendChild(f);
+      tr.appendChild(el("td", "sure-cell", "\u2013")); // (how sure: filled by renderOrder)
       const c = el("td");
       connectionCell(c, r.bot);
       tr.appendChild(c);
@@ -117,8 +121,15 @@
     const body = $("order").querySelector("tbody");
     body.textContent = "";
     const bots = [any.neighbours[0].upper].concat(any.neighbours.map((n) => n.lower));
-    const said = { ahead: "settled: better", tied: "tied within " + any.tie_within, open: "not settled yet",
-                   behind: "settled: worse" };
+    // In words a student reads: the one ranking is the rating's; this says how sure each place is.
+    const words = (next) => ({ ahead: "ahead of " + next.lower + " (sure)", behind: "behind " + next.lower + " (sure)",
+      tied: "level with " + next.lower + " (within " + any.tie_within + ")", open: "not yet separated from " + next.lower })[next.verdict]
+      + (next.drifted ? " (the field changed since: measuring again)" : "");
+    for (const td of document.querySelectorAll("#standings td.sure-cell")) td.textContent = "\u2013";
+    any.neighbours.forEach((next) => {
+      const row = document.querySelector("#standings tbody tr[data-bot=\"" + CSS.escape(next.upper) + "\"] td.sure-cell");
+      if (row) { row.textContent = words(next); row.dataset.verdict = next.verdict; }
+    });
     bots.forEach((bot, i) => {
       const r = rows[bot] || {};
       const next = any.neighbours[i];
@@ -129,19 +140,19 @@
       tr.appendChild(el("td", null, bot));
       tr.appendChild(el("td", null, r.beaten == null ? "\u2013"
         : fixed(r.beaten, 2) + " [" + fixed(r.beaten_low, 2) + ", " + fixed(r.beaten_high, 2) + "]"
-          + (r.beaten_drifted ? " drifted" : "")));
-      tr.appendChild(el("td", "verdict", next ? said[next.verdict] + " than " + next.lower
-        + (next.drifted ? " (drifted: the field changed)" : "") : ""));
+          + (r.beaten_drifted ? " (moved out of its interval as the field changed: measuring again)" : "")));
+      tr.appendChild(el("td", "verdict", next ? words(next) : ""));
       body.appendChild(tr);
     });
     const stop = $("order-stop");
     stop.textContent = any.stop ? "stop = " + any.stop + ": " + (any.stop_met ? "met" : "not met yet") + "; " + any.stop_state : "";
     stop.dataset.met = any.stop ? String(any.stop_met) : "";
-    $("order-legend").textContent = "Intervals " + any.label + " (" + Math.round(100 * any.confidence) + "%, " +
-      any.units + " deals): " + (any.level ? any.level + "; " : "") + "they may be watched after every game. " +
-      "Beaten: the fraction of tablemates a bot beat per deal (all its tables and seat rotations of one deal " +
-      "together). Two neighbours are settled when their pair's interval says which is " +
-      "better, or that they are within " + any.tie_within + " of even.";
+    $("order-legend").textContent = "How sure: each bot against the next one below it, by the share of its " +
+      "tablemates it beats in a deal (over every seat rotation), with intervals " + any.label + " (" +
+      Math.round(100 * any.confidence) + "%, " + any.units + " deals) that may be looked at after every game" +
+      (any.level ? "; " + any.level : "") + ". " +
+      "\u201cahead of X (sure)\u201d: the interval says so; \u201clevel with X\u201d: within " + any.tie_within +
+      " of even; \u201cnot yet separated\u201d: more games are needed.";
   }
 
   function renderProgress(p) {
