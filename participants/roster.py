@@ -46,7 +46,7 @@ from server.storage.postgres import (
     redact,
     server_not_there,
 )
-from server.storage.store import StoreError
+from server.storage.store import StoreError, Unreachable
 
 FILENAME = "roster.db"
 STORE_FILE = "store.toml"
@@ -75,6 +75,10 @@ CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 
 class RosterError(UserError):
     """A roster that cannot be used as asked (the message says why and what to do)."""
+
+
+class RosterUnreachable(RosterError, Unreachable):
+    """A roster in PostgreSQL whose database could not be reached: a running ladder waits for it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -560,7 +564,9 @@ class PostgresRoster(Roster):
                 delay = min(delay * 2, 5.0)
 
     def _error(self, err: psycopg.Error) -> RosterError:
-        return RosterError(f"roster {self.name} in {redact(self.url)}: {' '.join(str(err).split())}")
+        lost = isinstance(err, psycopg.OperationalError) and server_not_there(err)
+        return (RosterUnreachable if lost else RosterError)(
+            f"roster {self.name} in {redact(self.url)}: {' '.join(str(err).split())}")
 
     # ------------------------------------------------------------------ participants and tokens
 

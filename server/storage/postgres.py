@@ -43,7 +43,16 @@ import psycopg
 
 from server.logging import Throttle, get_logger
 from server.spec import GameRecord
-from server.storage.store import COUNTERS, GameSlot, HandRow, SeatRow, StoredResult, StoreError, TournamentRow
+from server.storage.store import (  # (Unreachable: raised here, and imported from here too)
+    COUNTERS,
+    GameSlot,
+    HandRow,
+    SeatRow,
+    StoredResult,
+    StoreError,
+    TournamentRow,
+    Unreachable,
+)
 
 URL_SCHEMES = ("postgresql", "postgres")
 STORE_ENV = "CRAITS_STORE"
@@ -85,11 +94,6 @@ def migrations() -> list[tuple[int, str, str]]:
 
 
 SCHEMA_VERSION = len(migrations())
-
-
-class Unreachable(StoreError):
-    """No server answered, or it is starting or stopping (:func:`server_not_there`): worth
-    waiting for, unlike a server that refused us itself."""
 
 
 def connect(url: str, *, timeout_s: float = 10.0) -> psycopg.Connection[Any]:
@@ -226,6 +230,19 @@ class Refusal:
     last_at: float
 
 
+@dataclass(frozen=True, slots=True)
+class GoneWorker:
+    """A worker found gone with games in hand (``tournaments.distributed.find_gone_workers``)."""
+
+    name: str
+    host: str
+    gone_at: float
+    why: str
+    """"its connections closed" (killed: found within seconds) or "no heartbeat for N s"."""
+    games: tuple[str, ...]
+    """The games it held (tournament/game), put back in the queue."""
+
+
 class PostgresStore:
     """A tournament or ladder ``name`` in a PostgreSQL database. Use from one thread."""
 
@@ -285,7 +302,7 @@ class PostgresStore:
                 self.close()
                 tries += 1
                 if time.monotonic() + delay > deadline or self.stop_waiting.is_set():
-                    raise StoreError(f"{self.path}: {what}: the database is unreachable: {_one_line(err)}") from None
+                    raise Unreachable(f"{self.path}: {what}: the database is unreachable: {_one_line(err)}") from None
                 held = _retries.allow("store_retry")
                 if held is not None:
                     log.warning("store_retry", what=what, error=_one_line(err), retry_in_s=round(delay, 2),
@@ -546,6 +563,30 @@ class PostgresStore:
             "SELECT worker, reason, games, last_game, last_at FROM craits_refusals"
             " WHERE tournament = %s AND last_at >= %s ORDER BY last_at DESC", (self.name, since)).fetchall())
         return [Refusal(*row) for row in rows]
+
+    def set_run_state(self, state: dict[str, Any]) -> None:
+        """How a ladder's run stands (``tournaments.ladder.write_state``), for ``ladder standings``
+        on any machine: its folder's ``ladder.json``, in the database."""
+        self._retrying("noting how the run stands", lambda c: c.execute(
+            "UPDATE craits_tournaments SET run_state = %s WHERE name = %s",
+            (json.dumps(state, sort_keys=True), self.name)))
+
+    def run_state(self) -> dict[str, Any] | None:
+        row = self._retrying("reading how the run stands", lambda c: c.execute(
+            "SELECT run_state FROM craits_tournaments WHERE name = %s", (self.name,)).fetchone())
+        try:
+            state = json.loads(row[0]) if row and row[0] else None
+        except ValueError:
+            return None
+        return state if isinstance(state, dict) else None
+
+    def gone_workers(self, since: float) -> list[GoneWorker]:
+        """The workers found gone (killed, their heartbeat stopped) since ``since`` (a
+        time.time()) while they held games of any tournament, the latest first."""
+        rows = self._retrying("reading the workers", lambda c: c.execute(
+            "SELECT name, host, gone_at, gone_why, games FROM craits_workers WHERE gone_at >= %s"
+            " ORDER BY gone_at DESC LIMIT 20", (since,)).fetchall())
+        return [GoneWorker(r[0], r[1], r[2], r[3], tuple(json.loads(r[4]))) for r in rows]
 
     def delete_tournament(self) -> None:
         """Everything stored of this tournament (``--overwrite``), in one transaction."""
