@@ -9,6 +9,8 @@ import json
 import os
 import re
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -22,6 +24,7 @@ from server.storage.postgres import PostgresStore, migrate
 from server.web.board import Board, postgres_source
 from tests.cli import run_cli
 from tests.distributed.test_workers import (
+    ROOT,
     Procs,
     finished,
     live_workers,
@@ -105,7 +108,7 @@ def test_a_killed_worker_is_named_within_seconds_and_its_game_played_again(
     coord = procs.craits("coordinator", "tournament", "run", str(file), "--store", url, "--out",
                          str(tmp_path / "out"), "--no-progress", "--local-workers", "0")
     taken = wait_for("both games in play", lambda: len(doing(url, "slowcup")) == 2 and doing(url, "slowcup"))
-    time.sleep(0.5)
+    assert compose_worker_health(url, "victim") == 0  # (deploy/compose.yaml's check, on this worker)
     os.kill(procs.started[0].pid, signal.SIGKILL)
     killed = time.monotonic()
     procs.started[0].wait()
@@ -121,9 +124,21 @@ def test_a_killed_worker_is_named_within_seconds_and_its_game_played_again(
     finally:
         board.close()
     assert [(g["name"], g["why"], g["games"]) for g in gone] == [("victim", "its connections closed", taken)]
+    assert compose_worker_health(url, "victim") == 1
     worker(procs, "heir", url)
     assert finished(coord, procs, "coordinator") == 0, procs.output("coordinator")
     assert recorded(url, "slowcup") == [(game, "heir") for game in taken]
+
+
+def compose_worker_health(url: str, name: str) -> int:
+    """The exit status of deploy/compose.yaml's health check of a worker (its heartbeat in the
+    database), run here for the worker ``name``."""
+    compose = (ROOT / "deploy" / "compose.yaml").read_text(encoding="utf-8")
+    check = re.search(r'"python", "-c", "(import os, sys, psycopg;.*?)"\]', compose)
+    assert check is not None, "the worker's health check is a python -c"
+    code = json.loads(f'"{check.group(1)}"')  # (YAML's double-quoted string: JSON's escapes here)
+    env = {**os.environ, "CRAITS_STORE": url, "HOSTNAME": name}
+    return subprocess.run([sys.executable, "-c", code], env=env, check=False, timeout=30).returncode
 
 
 def test_the_ladder_waits_out_a_database_stopped_between_rounds_and_goes_on(
