@@ -6,7 +6,8 @@ A roster kept in SQLite keeps them in its ``roster.db``. A roster kept in Postgr
 (:class:`participants.roster.PostgresRoster`) keeps them in its database, in a schema of its
 own (``craits_roster_<name>``, so one database holds many rosters' tables apart): every web
 process, the ladder and the organizer's commands, on any machine, then read and write the
-same pauses, comparisons, scrimmages and final choices. The modules write SQLite's SQL;
+same pauses, comparisons, scrimmages and final choices (and any table a new module adds by
+subclassing :class:`RosterTables`: a deadline's extensions, say). The modules write SQLite's SQL;
 :class:`_PgTables` says it in PostgreSQL's (``?`` placeholders, ``INSERT OR IGNORE``,
 ``lastrowid``, and in a schema, 64-bit integers and double-precision times)."""
 
@@ -36,7 +37,7 @@ class RosterTables:
         """A connection for one piece of work, in one transaction."""
         if isinstance(self.roster, PostgresRoster):
             with self.roster._db() as conn:  # (a transaction; a database error is a RosterError)
-                yield _PgTables(conn, schema_of(self.roster.name), setting_up=setting_up)
+                yield _PgTables(conn, schema_of(self.roster.name), auto_id(self.SCHEMA), setting_up=setting_up)
             return
         db = sqlite3.connect(self.roster.db_path, timeout=30)
         try:
@@ -53,6 +54,12 @@ def schema_of(roster: str) -> str:
 
 
 _AUTO_ID = re.compile(r"\bid INTEGER PRIMARY KEY\b")
+_AUTO_ID_TABLE = re.compile(r"CREATE TABLE IF NOT EXISTS (\w+) \(\s*id INTEGER PRIMARY KEY\b", re.IGNORECASE)
+
+
+def auto_id(schema: str) -> frozenset[str]:
+    """The tables of a schema whose ``id`` the database numbers (SQLite's ``id INTEGER PRIMARY KEY``)."""
+    return frozenset(_AUTO_ID_TABLE.findall(schema))
 _INSERT_OR_IGNORE = re.compile(r"^\s*INSERT OR IGNORE INTO\b", re.IGNORECASE)
 _INSERT_INTO = re.compile(r"^\s*INSERT INTO (\w+)", re.IGNORECASE)
 
@@ -62,11 +69,12 @@ class _PgTables:
     ``executescript``, a cursor's ``fetchone``/``fetchall``/iteration and ``lastrowid``), on
     a PostgreSQL connection inside its transaction, in the roster's schema."""
 
-    def __init__(self, conn: Any, schema: str, *, setting_up: bool) -> None:
+    def __init__(self, conn: Any, schema: str, numbered: frozenset[str], *, setting_up: bool) -> None:
         from psycopg import sql
 
         self.conn = conn
-        self._auto_id: set[str] = set()
+        self.numbered = numbered
+        """Tables whose ``id`` the database makes: an INSERT there returns it (a cursor's ``lastrowid``)."""
         if setting_up:  # (two processes starting at once: one makes the schema, the other waits)
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (schema,))
             conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
@@ -83,8 +91,8 @@ class _PgTables:
         returning = False
         if _INSERT_OR_IGNORE.match(text):
             text = _INSERT_OR_IGNORE.sub("INSERT INTO", text) + " ON CONFLICT DO NOTHING"
-        elif (insert := _INSERT_INTO.match(text)) and insert.group(1) in ("comparisons", "scrimmages"):
-            text += " RETURNING id"  # (their id is made by the database: a cursor's lastrowid)
+        elif (insert := _INSERT_INTO.match(text)) and insert.group(1) in self.numbered:
+            text += " RETURNING id"
             returning = True
         cursor = self.conn.execute(text, tuple(params))
         return _PgCursor(cursor, returning)
