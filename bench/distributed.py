@@ -190,38 +190,57 @@ async def instant_runner(games: dict[int, tuple[Any, str, bytes]]) -> AsyncItera
 
 
 class StoreTimer:
-    """Wall time spent in the store calls a worker makes per game (taking a game, recording
-    it), by wrapping them for the run: where the queue's ceiling goes."""
+    """Wall time spent in the calls a worker makes per game, by wrapping them for the run: the
+    store's (taking a game, recording it) and the queue's (procrastinate fetching the job,
+    finishing it): where the queue's ceiling goes."""
 
     METHODS = ("game_to_play", "record_game_once")
+    QUEUE_METHODS = ("fetch_job", "finish_job")
 
     def __init__(self) -> None:
-        self.spent = dict.fromkeys(self.METHODS, 0.0)
+        self.spent = dict.fromkeys((*self.METHODS, *self.QUEUE_METHODS), 0.0)
         self._lock = threading.Lock()
-        self._saved: dict[str, Any] = {}
+        self._saved: list[tuple[Any, str, Any]] = []
+
+    def _add(self, name: str, started: float) -> None:
+        with self._lock:
+            self.spent[name] += time.perf_counter() - started
 
     def __enter__(self) -> StoreTimer:
+        from procrastinate.manager import JobManager
+
         from server.storage.postgres import PostgresStore
 
         for name in self.METHODS:
-            original = self._saved[name] = getattr(PostgresStore, name)
+            original = getattr(PostgresStore, name)
+            self._saved.append((PostgresStore, name, original))
 
             def timed(store: Any, *args: Any, _original: Any = original, _name: str = name, **kwargs: Any) -> Any:
                 started = time.perf_counter()
                 try:
                     return _original(store, *args, **kwargs)
                 finally:
-                    with self._lock:
-                        self.spent[_name] += time.perf_counter() - started
+                    self._add(_name, started)
 
             setattr(PostgresStore, name, timed)
+        for name in self.QUEUE_METHODS:
+            original = getattr(JobManager, name)
+            self._saved.append((JobManager, name, original))
+
+            async def timed_async(manager: Any, *args: Any, _original: Any = original, _name: str = name,
+                                  **kwargs: Any) -> Any:
+                started = time.perf_counter()
+                try:
+                    return await _original(manager, *args, **kwargs)
+                finally:
+                    self._add(_name, started)
+
+            setattr(JobManager, name, timed_async)
         return self
 
     def __exit__(self, *_: object) -> None:
-        from server.storage.postgres import PostgresStore
-
-        for name, original in self._saved.items():
-            setattr(PostgresStore, name, original)
+        for owner, name, original in self._saved:
+            setattr(owner, name, original)
 
 
 async def queue_run(url: str, deals: int, concurrency: int, timer: StoreTimer) -> tuple[int, float, float]:
@@ -261,12 +280,15 @@ def queue_ceiling(url: str, args: argparse.Namespace) -> tuple[float, float]:
     rate = games / elapsed
     size = pg_bytes_per_game(url)
     taking, recording = (1000 * timer.spent[m] / games for m in StoreTimer.METHODS)
+    fetching, finishing = (1000 * timer.spent[m] / games for m in StoreTimer.QUEUE_METHODS)
     print(f"queue ceiling: {games} instant games ({args.queue_concurrency} at once, in this process) in "
           f"{elapsed:.2f} s = {rate:.0f} games/s: one database feeds about {rate / 5:.0f} workers at 5 games/s each")
-    print(f"  a game waits {recording:.1f} ms on PostgreSQL to be recorded (one transaction: result, seats, hands, "
-          f"replay) and {taking:.1f} ms to be taken, besides the queue's job fetched and finished (the games in hand "
-          f"each on a store connection of their own, so these overlap); this process used {cpu:.2f} s of CPU in "
-          f"the {elapsed:.2f} s: {'it waits on the database' if cpu < 0.7 * elapsed else 'it is busy'}")
+    print(f"  a game waits {recording:.1f} ms on PostgreSQL to be recorded (one statement: result, seats, hands, "
+          f"replay) and {taking:.1f} ms to be taken (one statement), each game on a store connection of its own, so "
+          f"these overlap; the queue (procrastinate) takes {fetching:.1f} ms to hand a job out, one at a time per "
+          f"worker process (so at most {1000 / fetching if fetching else 0:.0f} games/s each), and {finishing:.1f} ms "
+          f"to finish it; this process used {cpu:.2f} s of CPU in the {elapsed:.2f} s: "
+          f"{'it waits on the database' if cpu < 0.7 * elapsed else 'it is busy'}")
     print(f"postgresql holds {size:,.0f} B per game recorded (results, seats, hands, the replay compressed)")
     return rate, size
 

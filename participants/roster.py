@@ -49,7 +49,7 @@ from server.storage.postgres import (
     redact,
     server_not_there,
 )
-from server.storage.store import StoreError
+from server.storage.store import StoreError, Unreachable
 
 FILENAME = "roster.db"
 KEY_FILE = "session.key"
@@ -135,6 +135,8 @@ def replaced_reason(number: int) -> str:
 def _session_id(secret: str) -> str:
     """A session's key in the store: its cookie's SHA-256 (the store never holds a live cookie)."""
     return hashlib.sha256(secret.encode()).hexdigest()
+class RosterUnreachable(RosterError, Unreachable):
+    """A roster in PostgreSQL whose database could not be reached: a running ladder waits for it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -800,7 +802,9 @@ class PostgresRoster(Roster):
                 delay = min(delay * 2, 5.0)
 
     def _error(self, err: psycopg.Error) -> RosterError:
-        return RosterError(f"roster {self.name} in {redact(self.url)}: {' '.join(str(err).split())}")
+        lost = isinstance(err, psycopg.OperationalError) and server_not_there(err)
+        return (RosterUnreachable if lost else RosterError)(
+            f"roster {self.name} in {redact(self.url)}: {' '.join(str(err).split())}")
 
     # ------------------------------------------------------------------ participants and tokens
 

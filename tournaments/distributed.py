@@ -16,7 +16,11 @@ no other is running).
   once (``PostgresStore.record_game_once``): a late duplicate is dropped and logged.
 * **Killed workers**: a worker sends a heartbeat every ``heartbeat_s``; the jobs of a
   worker silent for ``stalled_s`` go back to the queue (every worker and the
-  coordinator look for them), and another worker plays the game again from its seed.
+  coordinator look for them), and another worker plays the game again from its seed. A
+  worker's connections carry its tag (``application_name``, kept in ``craits_workers`` with
+  its name): one whose heartbeat is late and whose connections are all closed was killed,
+  and the coordinator names it and puts its games back at once (:func:`find_gone_workers`),
+  within seconds rather than ``stalled_s``.
 * **Bots that connect on their own** (a file's ``token`` bots, a roster participant's own
   bot) connect to the coordinator, which hosts the bot port as a SQLite run does: the games
   that seat one are not queued but played by the coordinator itself (:func:`play_hosted`),
@@ -36,6 +40,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import datetime
+import json
 import logging
 import math
 import os
@@ -60,9 +66,9 @@ from server.errors import UserError
 from server.logging import Throttle, get_logger
 from server.spec import GameSpec
 from server.storage.bot_files import CACHE_MAX, FileCache, FilesUnavailable
-from server.storage.postgres import PostgresStore, Refusal, Unreachable, redact
+from server.storage.postgres import GoneWorker, PostgresStore, Refusal, redact
 from server.storage.replay import REPLAY_SUFFIX
-from server.storage.store import GameSlot, StoreError
+from server.storage.store import GameSlot, StoreError, Unreachable
 from server.transport.launcher import command_problem
 from server.transport.tls import TLSRequest
 from tournaments.config import RESOLVED_PREFIX, BotEntry, TournamentConfig, parse_config, schedule_for
@@ -100,6 +106,8 @@ DATABASE_WAIT_S = 24 * 3600.0
 """How long a worker, and the organizer's ``tournament run|resume --store``, wait for a lost
 database before they give up (``$CRAITS_DATABASE_WAIT_S`` seconds, if set)."""
 DATABASE_WAIT_ENV = "CRAITS_DATABASE_WAIT_S"
+STILL_LOST_EVERY_S = 60.0
+"""While the database is lost, the organizer's terminal says it still waits this often."""
 
 log = get_logger(component="worker")
 
@@ -125,7 +133,7 @@ class GameRefused(Exception):
 @dataclass(frozen=True, slots=True)
 class WorkerSettings:
     concurrency: int = 2
-    heartbeat_s: float = 5.0
+    heartbeat_s: float = 2.0
     stalled_s: float = 30.0
     name: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}")
     work_dir: Path | None = None
@@ -187,10 +195,20 @@ def queueing_lock(tournament: str, game_id: str) -> str:
     return f"craits/{tournament}/{game_id}"
 
 
-def make_app(url: str, *, pool_size: int = 4) -> procrastinate.App:
-    connector = procrastinate.PsycopgConnector(
-        conninfo=url, min_size=1, max_size=pool_size, kwargs={"connect_timeout": 5},
-    )
+POOL_RECONNECT_S = 10.0
+"""How long the queue's pool tries to replace a lost connection before it gives that try up; the
+next use of the pool starts another. The pool waits twice as long after each failed attempt
+(1, 2, 4 ... s): left to its default (5 minutes) it was waiting a minute between attempts
+after a 90 s outage, and the queue stayed deaf (no heartbeat, no game) that long after the
+database was back."""
+
+
+def make_app(url: str, *, pool_size: int = 4, tag: str = "") -> procrastinate.App:
+    """The queue's app; ``tag``: the ``application_name`` of its connections (a worker's, by
+    which it is known to be gone once they are all closed: :func:`find_gone_workers`)."""
+    kwargs: dict[str, Any] = {"connect_timeout": 5, **({"application_name": tag} if tag else {})}
+    connector = procrastinate.PsycopgConnector(conninfo=url, min_size=1, max_size=pool_size, kwargs=kwargs,
+                                               reconnect_timeout=POOL_RECONNECT_S)
     return procrastinate.App(connector=connector)
 
 
@@ -298,25 +316,108 @@ async def _queued_games(app: procrastinate.App, tournament: str) -> set[str]:
     return {r["game_id"] for r in rows}
 
 
+HEARD = "greatest(coalesce(w.last_heartbeat, '-infinity'), pg_postmaster_start_time())"
+"""When a worker was last heard of, as the queue's SQL says it: its last heartbeat, or the
+database's start if that is later. A restarted database (an outage) heard no heartbeat while
+it was down: every worker counts as just heard of, and has ``stalled_s`` to reconnect, record
+the games it held meanwhile and beat again before its games count as stalled (taken earlier
+by another worker, such a game was played twice, the second copy dropped)."""
+
+
 async def live_workers(app: procrastinate.App, within_s: float) -> int:
     row = await app.connector.execute_query_one_async(
-        "SELECT count(*) AS n FROM procrastinate_workers WHERE last_heartbeat > now() - make_interval(secs => %(s)s)",
+        f"SELECT count(*) AS n FROM procrastinate_workers w WHERE {HEARD} > now() - make_interval(secs => %(s)s)",
         s=within_s,
     )
     return int(row["n"])
 
 
 async def requeue_stalled(app: procrastinate.App, stalled_s: float) -> int:
-    """Put the games of workers silent for ``stalled_s`` back in the queue."""
-    stalled = await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=stalled_s, task_name=TASK)
+    """Put back in the queue the games of workers silent for ``stalled_s`` (since :data:`HEARD`),
+    and those of workers the queue forgot (their worker is NULL: pruned by a worker starting)
+    once the database has been up that long."""
+    stalled = await app.connector.execute_query_all_async(
+        "SELECT j.id, j.args, j.worker_id FROM procrastinate_jobs j LEFT JOIN procrastinate_workers w"
+        f" ON w.id = j.worker_id WHERE j.status = 'doing' AND j.task_name = %(task)s AND {HEARD}"
+        " < now() - make_interval(secs => %(s)s)", task=TASK, s=stalled_s)
+    return await _requeue(app, stalled)
+
+
+async def _requeue(app: procrastinate.App, jobs: list[dict[str, Any]]) -> int:
+    """Put these jobs (their id, args and worker_id) back in the queue, to be taken at once."""
     n = 0
-    for job in stalled:
+    for job in jobs:
         with contextlib.suppress(psycopg.Error, pq_exceptions.ConnectorException):
-            await app.job_manager.retry_job(job)
+            await app.job_manager.retry_job_by_id_async(job["id"], retry_at=datetime.datetime.now(datetime.UTC))
             n += 1
-            log.warning("stalled_game_requeued", job=job.id, game=job.task_kwargs.get("game_id"),
-                        tournament=job.task_kwargs.get("tournament"), worker=job.worker_id)
+            log.warning("stalled_game_requeued", job=job["id"], game=job["args"].get("game_id"),
+                        tournament=job["args"].get("tournament"), worker=job["worker_id"])
     return n
+
+
+async def announce_worker(app: procrastinate.App, worker: pq_worker.Worker, name: str, tag: str) -> None:
+    """Once the queue has given ``worker`` its id, note its name and tag beside it
+    (``craits_workers``), for the coordinator to name it should it die."""
+    while worker.worker_id is None:
+        await asyncio.sleep(0.05)
+    try:
+        await app.connector.execute_query_async(
+            "INSERT INTO craits_workers (queue_id, name, tag, host, started_at) VALUES (%(id)s, %(name)s, %(tag)s,"
+            " %(host)s, %(at)s) ON CONFLICT (queue_id) DO NOTHING",
+            id=worker.worker_id, name=name, tag=tag, host=socket.gethostname(), at=time.time())
+    except (psycopg.Error, pq_exceptions.ConnectorException) as err:  # (it is then named by its queue id)
+        log.warning("worker_not_announced", worker=name, error=" ".join(str(err).split()))
+
+
+_GONE_SQL = """
+SELECT w.id AS queue_id, c.name, c.host,
+       extract(epoch FROM now() - w.last_heartbeat)::float AS silent_s,
+       extract(epoch FROM now() - HEARD)::float AS unheard_s,
+       (c.tag IS NOT NULL AND NOT EXISTS (
+            SELECT 1 FROM pg_stat_activity a WHERE a.application_name = c.tag)) AS closed,
+       w.last_heartbeat > pg_postmaster_start_time() AS beat_since_start,
+       EXISTS (SELECT 1 FROM craits_workers c2 JOIN procrastinate_workers w2 ON w2.id = c2.queue_id
+                WHERE c2.tag = c.tag AND w2.id > w.id) AS renewed,
+       (SELECT coalesce(array_agg(j.id ORDER BY j.id), '{}') FROM procrastinate_jobs j
+         WHERE j.worker_id = w.id AND j.status = 'doing') AS jobs
+  FROM procrastinate_workers w LEFT JOIN craits_workers c ON c.queue_id = w.id
+ WHERE w.last_heartbeat < now() - make_interval(secs => %(quiet)s)
+""".replace("HEARD", HEARD)
+
+
+async def find_gone_workers(app: procrastinate.App, heartbeat_s: float, stalled_s: float) -> list[GoneWorker]:
+    """The workers that are gone: each is forgotten by the queue, its games in hand are put
+    back at once, and it is noted gone in ``craits_workers`` (for the board).
+
+    Gone is a heartbeat late by two beats with every one of the worker's connections closed
+    (a killed process's are closed by its system at once: found within seconds), or silent
+    for ``stalled_s`` (since :data:`HEARD`). Closed connections count only for a worker that
+    has beaten since the database started: after a restart every worker is reconnecting."""
+    quiet = 2 * heartbeat_s + 1
+    rows = await app.connector.execute_query_all_async(_GONE_SQL, quiet=quiet)
+    gone = []
+    for row in rows:
+        closed = bool(row["closed"]) and bool(row["beat_since_start"])
+        if row["renewed"] or (not closed and row["unheard_s"] < stalled_s):
+            continue  # (renewed: the same process registered again, after a lost connection: not gone)
+        forgot = await app.connector.execute_query_one_async(
+            "WITH gone AS (DELETE FROM procrastinate_workers WHERE id = %(id)s"
+            " AND last_heartbeat < now() - make_interval(secs => %(quiet)s) RETURNING id) SELECT count(*) AS n FROM gone",
+            id=row["queue_id"], quiet=quiet)
+        if not forgot["n"]:
+            continue  # (it answered meanwhile, or another coordinator forgot it)
+        held = await app.connector.execute_query_all_async(  # (their worker forgotten: NULL now)
+            "SELECT id, args, worker_id FROM procrastinate_jobs WHERE status = 'doing' AND worker_id IS NULL"
+            " AND id = ANY(%(ids)s) ORDER BY id", ids=list(row["jobs"]))
+        await _requeue(app, held)
+        why = "its connections closed" if closed else f"no heartbeat for {row['silent_s']:.0f} s"
+        games = tuple(f"{j['args'].get('tournament')}/{j['args'].get('game_id')}" for j in held)
+        worker = GoneWorker(row["name"] or f"#{row['queue_id']}", row["host"] or "?", time.time(), why, games)
+        await app.connector.execute_query_async(
+            "UPDATE craits_workers SET gone_at = %(at)s, gone_why = %(why)s, games = %(games)s WHERE queue_id = %(id)s",
+            at=worker.gone_at, why=why, games=json.dumps(list(games)), id=row["queue_id"])
+        gone.append(worker)
+    return gone
 
 
 async def watch_stalled(app: procrastinate.App, stalled_s: float, every_s: float) -> None:
@@ -634,6 +735,8 @@ class WorkerService:
         self.game_worker = GameWorker(url, settings, runner_for)
         self._stop = asyncio.Event()
         self._current: pq_worker.Worker | None = None
+        self.tag = f"craits-worker-{os.urandom(8).hex()}"
+        """The ``application_name`` of this process's queue connections (:func:`find_gone_workers`)."""
 
     def stop(self) -> None:
         self._stop.set()
@@ -690,7 +793,7 @@ class WorkerService:
         lost, retries = False, Throttle()
         try:
             while not self._stop.is_set():
-                app = make_app(self.url, pool_size=self.settings.concurrency + 3)
+                app = make_app(self.url, pool_size=self.settings.concurrency + 3, tag=self.tag)
                 register_task(app, self.game_worker)
                 try:
                     async with app.open_async():
@@ -698,6 +801,7 @@ class WorkerService:
                         self._current = worker
                         watcher = asyncio.create_task(
                             watch_stalled(app, self.settings.stalled_s, self.settings.heartbeat_s))
+                        announcing = asyncio.create_task(announce_worker(app, worker, self.settings.name, self.tag))
                         try:
                             if self._stop.is_set():
                                 return
@@ -710,9 +814,12 @@ class WorkerService:
                                 return
                         finally:
                             self._current = None
+                            announcing.cancel()
                             watcher.cancel()
                             with contextlib.suppress(asyncio.CancelledError):
                                 await watcher
+                            with contextlib.suppress(asyncio.CancelledError):
+                                await announcing
                         delay = 0.5
                 except (psycopg.Error, pq_exceptions.ConnectorException, OSError) as err:
                     if self._stop.is_set():
@@ -839,6 +946,7 @@ async def play_queued(
     on_progress: Callable[[int, int], None] | None = None,
     on_refused: Callable[[int, list[Refusal]], None] | None = None,
     on_database: Callable[[str | None], None] | None = None,
+    on_gone: Callable[[GoneWorker], None] | None = None,
     stop: asyncio.Event | None = None,
     poll_s: float = 0.25,
     wait_for_workers: bool = True,
@@ -851,7 +959,9 @@ async def play_queued(
     every heartbeat while games wait for a worker that can play them, how many, and why the
     workers refused them since this call began (what they noted in the store).
     A lost database is waited for as the workers wait (``settings.database_wait_s``), then a
-    ``StoreError``; ``on_database`` is told when it is lost (why) and when it is back (None).
+    ``StoreError``; ``on_database`` is told when it is lost (why), again every
+    ``STILL_LOST_EVERY_S`` while it is, and when it is back (None). ``on_gone`` is told of each
+    worker found gone (killed: :func:`find_gone_workers`), whose games go back to the queue.
     ``stop`` set while it is lost raises a ``StoreError`` at once: the games stay queued.
     Without ``wait_for_workers``, the following stops as soon as every connected worker has
     refused games (:func:`everyone_refused`): nobody is playing them, and waiting will not
@@ -891,6 +1001,7 @@ async def play_queued(
         given_up: list[Refusal] = []
         wait_s, seen = 0.02, -1  # (a short wait after progress, longer while nothing moves)
         lost_since: float | None = None
+        said_at = 0.0
         retry_s, store.retry_s = store.retry_s, min(store.retry_s, 2.0)  # (the long wait is this loop's)
         try:
             while True:
@@ -898,9 +1009,15 @@ async def play_queued(
                     recorded, scheduled = await asyncio.to_thread(store.counts)
                 except StoreError as err:
                     if lost_since is None:
-                        lost_since = time.monotonic()
+                        lost_since = said_at = time.monotonic()
                         log.warning("database_lost", tournament=store.name, error=str(err),
                                     waits_s=settings.database_wait_s)
+                        if on_database is not None:
+                            on_database(str(err))
+                    elif time.monotonic() - said_at >= STILL_LOST_EVERY_S:
+                        said_at = time.monotonic()
+                        log.warning("database_still_lost", tournament=store.name,
+                                    lost_s=round(said_at - lost_since), error=str(err))
                         if on_database is not None:
                             on_database(str(err))
                     if stop.is_set():
@@ -931,6 +1048,11 @@ async def play_queued(
                     with contextlib.suppress(psycopg.Error, pq_exceptions.ConnectorException):
                         if local_workers is None and service is None and not await live_workers(app, settings.stalled_s):
                             await start_local(settings.concurrency)
+                        for gone in await find_gone_workers(app, settings.heartbeat_s, settings.stalled_s):
+                            log.warning("worker_gone", worker=gone.name, host=gone.host, why=gone.why,
+                                        games=list(gone.games), effect="its games in hand are back in the queue")
+                            if on_gone is not None:
+                                on_gone(gone)
                         await requeue_stalled(app, settings.stalled_s)
                         failed = await failed_games(app, store.name)
                         if hosting is not None and hosting.done():
@@ -968,5 +1090,6 @@ async def play_queued(
                         await asyncio.wait({serving}, timeout=0.5)
                 with contextlib.suppress(asyncio.CancelledError):
                     serving.result()
-        recorded, scheduled = await asyncio.to_thread(store.counts)
+        with contextlib.suppress(StoreError):  # (lost again just now: the loop's last figures)
+            recorded, scheduled = await asyncio.to_thread(store.counts)
         return Followed(recorded, scheduled, failed, stop.is_set() and recorded < scheduled, given_up)

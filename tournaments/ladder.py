@@ -28,6 +28,10 @@ time, so it can run for days, take in a bot added to its file, and rank everyone
 * **nothing is lost**: a round's games are stored before they are played and every game is
   recorded in one transaction (``server.storage.store``). Stopped (Ctrl-C, SIGTERM) or killed, the
   ladder continues where it was with the same command, the interrupted round first.
+* **a lost database is waited for** (PostgreSQL): between rounds the ladder reads and writes
+  its store on a thread (:class:`Patience`), so the bots and the pages are served meanwhile, and
+  waits for a database that is gone for as long as it is gone, saying so once a minute; Ctrl-C
+  stops it. During a round the queue waits likewise (``tournaments.distributed``).
 
 The file is read afresh at every start: bots may join (having played least, they play
 next) or leave (their results stay in the standings; their unplayed games are dropped),
@@ -40,6 +44,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import itertools
 import json
 import random
@@ -51,10 +56,10 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from server.storage.replay.format import write_text_atomic
-from server.storage.store import GameSlot, Store, TournamentStore
+from server.storage.store import GameSlot, Store, TournamentStore, Unreachable
 from tournaments.config import TournamentConfig, parse_config
 from tournaments.pages import write_game_pages
 from tournaments.runner import (
@@ -75,6 +80,8 @@ from tournaments.runner import (
 )
 from tournaments.schedule import derive_seed, rotate
 from tournaments.standings import Standings, read_priors
+
+T = TypeVar("T")
 
 KIND = "ladder"
 """``settings["kind"]`` of a ladder's database."""
@@ -107,12 +114,19 @@ stopped, for ``ladder standings`` and the board (a ladder has no end: its standi
 never "complete", and a normal stop is not an incomplete one)."""
 
 
-def write_state(out_dir: Path, *, running: bool, rounds: int = 0, why: str = "") -> None:
+def write_state(out_dir: Path, *, running: bool, rounds: int = 0, why: str = "", store: Any = None) -> None:
     """Record whether the ladder runs, or why it stopped, and when, in its folder (atomically;
-    a write that fails changes nothing: the standings then say less)."""
+    a write that fails changes nothing: the standings then say less), and in ``store`` when it
+    keeps it (PostgreSQL: ``ladder standings`` on another machine reads it there; a database
+    lost at that moment keeps the last it had)."""
     state = {"running": running, "rounds": rounds, "why": why, "at": time.time()}
     with contextlib.suppress(OSError):
         write_text_atomic(out_dir / STATE_FILE, json.dumps(state, sort_keys=True) + "\n")
+    if store is not None and hasattr(store, "set_run_state"):
+        from server.storage.store import StoreError
+
+        with contextlib.suppress(StoreError):
+            store.set_run_state(state)
 
 
 def read_state(out_dir: Path) -> dict[str, Any] | None:
@@ -133,14 +147,15 @@ def rounds_played(games: Sequence[GameSlot], pending: Collection[str]) -> int:
 def ladder_status(out_dir: Path | None, store: TournamentStore) -> str:
     """How a ladder stands, for its standings' title: "ladder: 70 rounds played, 210 games; the
     last run stopped after 12 new rounds (Ctrl-C, 2026-11-26 17:52 UTC)", or "running since",
-    or only the rounds and games where its folder does not say (an older ladder, a PostgreSQL
-    store)."""
+    or only the rounds and games where neither its folder nor its store says (an older ladder)."""
     games = store.games()
     pending = {g.game_id for g in store.pending_games()}
     rounds = rounds_played(games, pending)
     done = len(games) - len(pending)
     text = f"ladder: {rounds} round{'' if rounds == 1 else 's'} played, {done} games"
-    state = read_state(out_dir) if out_dir is not None else None
+    states = [read_state(out_dir) if out_dir is not None else None,
+              store.run_state() if hasattr(store, "run_state") else None]  # (the latest of the two)
+    state = max((s for s in states if s is not None), key=lambda s: float(s.get("at", 0)), default=None)
     if state is not None:
         at = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(float(state.get("at", 0))))
         if state.get("running"):
@@ -400,7 +415,12 @@ class LadderBook:
         free = set(self.config.bot_names if available is None else available)
         picked: list[LadderRound] = []
         while len(picked) < count and (not picked or len(free) >= self.config.table_size):
-            new = self.new_round(standings, free)
+            try:
+                new = self.new_round(standings, free)
+            except Unreachable:
+                if not picked:
+                    raise
+                break  # (those picked are stored: they are played, the others picked next time)
             free.difference_update(new.seats)
             picked.append(new)
         return picked
@@ -438,6 +458,68 @@ def drop_departed(config: TournamentConfig, store: TournamentStore) -> list[str]
 
 
 # ------------------------------------------------------------------ running
+
+
+STILL_LOST_EVERY_S = 60.0
+"""While the database is lost, the ladder says it still waits this often."""
+PATIENCE_TRY_S = 2.0
+"""How long one try of a store operation retries on its own before :class:`Patience` waits on
+(short: a stop is heard within about that)."""
+
+
+class StoppedWaiting(Exception):
+    """Stopped (Ctrl-C, SIGTERM) while waiting for a lost database."""
+
+
+class Patience:
+    """A ladder's store operations between rounds, riding out a lost database.
+
+    A PostgreSQL store's operation runs on a thread, so the event loop goes on serving the
+    bots that connect and the pages; one that finds the database unreachable
+    (:class:`~server.storage.store.Unreachable`) is tried again until it succeeds, for as long
+    as the database is gone, saying so when it goes, once every ``say_every_s`` while it is
+    gone and when it is back (on the terminal and in the log). ``stop`` set meanwhile raises
+    :class:`StoppedWaiting`. A SQLite store's operation runs here, as it always did (its
+    connection belongs to this thread, and its file does not go away)."""
+
+    def __init__(self, name: str, store: TournamentStore, stop: asyncio.Event, log: Any,
+                 say_every_s: float = STILL_LOST_EVERY_S) -> None:
+        self.name = name
+        self.threaded = not isinstance(store, Store)
+        self.stop = stop
+        self.log = log
+        self.say_every_s = say_every_s
+
+    async def __call__(self, what: str, call: Callable[[], T]) -> T:
+        lost_at = said_at = 0.0
+        while True:
+            try:
+                result = await asyncio.to_thread(call) if self.threaded else call()
+            except Unreachable as err:
+                now = time.monotonic()
+                if not lost_at:
+                    lost_at = said_at = now
+                    self.log.warning("database_lost", what=what, error=str(err))
+                    self._say(f"{what}: {err}; waiting for it as long as it takes (Ctrl-C stops the ladder, "
+                              "which continues where it was with the same command)")
+                elif now - said_at >= self.say_every_s:
+                    said_at = now
+                    self.log.warning("database_still_lost", what=what, lost_s=round(now - lost_at), error=str(err))
+                    self._say(f"still waiting for the database (lost {round(now - lost_at)} s ago, {what})")
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.stop.wait(), PATIENCE_TRY_S / 2)
+                if self.stop.is_set():
+                    raise StoppedWaiting(what) from None
+                continue
+            if lost_at:
+                lost_s = round(time.monotonic() - lost_at)
+                self.log.info("database_back", what=what, lost_s=lost_s)
+                self._say(f"the database is back after {lost_s} s; the ladder goes on")
+            return result
+
+    def _say(self, text: str) -> None:
+        print(f"{self.name}: {text}", file=sys.stderr, flush=True)
+
 
 
 async def run_ladder(
@@ -480,23 +562,27 @@ async def run_ladder(
 
     pages: asyncio.Future[int] | None = None
     restore = install_stop_handlers(request_stop, on_signal) if handle_signals else (lambda: None)
-    write_state(out_dir, running=True)
+    write_state(out_dir, running=True, store=store)
+    retry_s = getattr(store, "retry_s", None)
+    if retry_s is not None:  # (a PostgreSQL store: a lost database is Patience's to wait for)
+        store.retry_s = min(retry_s, PATIENCE_TRY_S)  # type: ignore[attr-defined]
     try:
         with event_log(out_dir / LOG_NAME) as log:
             log = log.bind(ladder=config.name)
+            patiently = Patience(config.name, store, stop, log)
             async with runner(config, out_dir) as run_game:
-                book = LadderBook(config, store)
-                standings = book.standings()
+                book = await patiently("reading the ladder", lambda: LadderBook(config, store))
+                standings = await patiently("reading the results", book.standings)
                 online = getattr(run_game, "online_bots", None)
                 while not stop.is_set():
                     new: list[LadderRound] = []
-                    done, scheduled = store.counts()
+                    done, scheduled = await patiently("counting the games", store.counts)
                     if done == scheduled:
                         if rounds is not None and played_rounds >= rounds:
                             break
                         if entrants is not None:
-                            config = entrants(standings)
-                            book.update(config)
+                            config = await patiently("reading the roster", functools.partial(entrants, standings))
+                            await patiently("storing the bots", functools.partial(book.update, config))
                         available = await seatable_bots(config, online, stop, log)
                         if available is None:
                             break
@@ -511,7 +597,8 @@ async def run_ladder(
                             continue
                         short = False
                         count = at_once if rounds is None else min(at_once, rounds - played_rounds)
-                        new = book.new_rounds(standings, available, count)
+                        new = await patiently("storing the next rounds",
+                                              functools.partial(book.new_rounds, standings, available, count))
                         for picked in new:
                             log.info("ladder_round", round=picked.number, seats=list(picked.seats))
                     if play_pending is not None:
@@ -527,7 +614,7 @@ async def run_ladder(
                     recorded += summary.played
                     if not summary.complete:
                         break
-                    standings = book.standings()
+                    standings = await patiently("reading the results", book.standings)
                     write_standings(standings, out_dir)
                     if play_pending is None:  # (a PostgreSQL store's replays are exported at the end)
                         # This round's viewer pages, on a thread while the next round plays: stopping
@@ -545,12 +632,16 @@ async def run_ladder(
                             await asyncio.wait_for(stop.wait(), config.pause_s)
                 if pages is not None:
                     await pages
+    except StoppedWaiting:  # (stopped while the database was gone: said, and the state says why)
+        retry_s = None  # (what follows, the standings, fails fast if it is still gone)
     finally:
         restore()
+        if retry_s is not None:
+            store.retry_s = retry_s  # type: ignore[attr-defined]
         if not why:
             why.append(f"--rounds {rounds}" if rounds is not None and played_rounds >= rounds
                        else "stopped" if stop.is_set() else "an error")
-        write_state(out_dir, running=False, rounds=played_rounds, why=why[0])
+        write_state(out_dir, running=False, rounds=played_rounds, why=why[0], store=store)
     return LadderSummary(played_rounds, recorded, stop.is_set(), why[0])
 
 

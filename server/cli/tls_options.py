@@ -1,5 +1,6 @@
 """``--tls``, ``--tls-cert`` and ``--tls-key``: the referee's bot port over TLS, for every
-command that listens for bots (``serve``, ``tournament run/resume``, ``ladder run``, ``worker``)."""
+command that listens for bots (``serve``, ``tournament run/resume``, ``ladder run``; ``worker``
+refuses them, saying why)."""
 
 from __future__ import annotations
 

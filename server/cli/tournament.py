@@ -185,7 +185,8 @@ def _runner_options(parser: argparse.ArgumentParser, *, progress: bool = True) -
     parser.add_argument(
         "--stalled-after", type=float, default=30.0, metavar="S",
         help="with --store: a worker silent this long is dead, its games go to another (default 30; keep it "
-        "well above the workers' --heartbeat, 5 s by default)",
+        "well above the workers' --heartbeat, 2 s by default). A worker killed outright (its connections "
+        "closed) is named and its games go back within seconds",
     )
     parser.add_argument(
         "--wait-for-workers", action="store_true",

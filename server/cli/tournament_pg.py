@@ -39,7 +39,7 @@ from server.cli.web_options import web_options
 from server.errors import UserError
 from server.logging import configure_logging
 from server.spec import GameRecord, GameSpec
-from server.storage.postgres import PostgresStore, Refusal, redact
+from server.storage.postgres import GoneWorker, PostgresStore, Refusal, redact
 from server.storage.store import StoreError
 from server.web.serve import board_place, run_watched
 from tournaments.config import TournamentConfig, load_config
@@ -176,7 +176,8 @@ def _play_and_report(
                 followed = await play_queued(
                     url, store, local_workers=args.local_workers, settings=settings,
                     runner_for=runner_for(args.runner), on_progress=on_progress, on_refused=on_refused,
-                    on_database=on_database, stop=stop, wait_for_workers=args.wait_for_workers, hosted=hosted,
+                    on_database=on_database, on_gone=tell_gone(config.name, progress.enabled), stop=stop,
+                    wait_for_workers=args.wait_for_workers, hosted=hosted,
                 )
         finally:
             restore()
@@ -274,7 +275,8 @@ def cmd_ladder_run(args: argparse.Namespace, config: TournamentConfig, url: str)
             before, _ = store.counts()
             followed = await play_queued(url, store, local_workers=args.local_workers, settings=settings,
                                          runner_for=runner_for(args.runner), stop=stop, on_refused=on_refused,
-                                         on_database=on_database, wait_for_workers=args.wait_for_workers,
+                                         on_database=on_database, on_gone=tell_gone(config.name),
+                                         wait_for_workers=args.wait_for_workers,
                                          hosted=run_game if hosting else None)
             if followed.refused:
                 raise TournamentError(refusals_text(config.name, followed.refused))
@@ -325,9 +327,11 @@ async def _no_runner(config: TournamentConfig, out_dir: Path) -> AsyncIterator[R
 def _tellers(name: str, progress_shown: bool | None, settings: WorkerSettings, again: str
              ) -> tuple[Callable[[int, list[Refusal]], None], Callable[[str | None], None]]:
     """What the organizer's terminal says while the queue's games wait: games workers refused
-    (once, again if it grows, with each new reason) and a database lost and back."""
+    (once, again if it grows, with each new reason) and a database lost (then once a minute
+    while it is) and back."""
     clear = "\r\x1b[K" if progress_shown else ""
     told = 0
+    lost_at: float | None = None
     reasons_told: set[tuple[str, str]] = set()
 
     def on_refused(refused: int, refusals: list[Refusal]) -> None:
@@ -343,10 +347,18 @@ def _tellers(name: str, progress_shown: bool | None, settings: WorkerSettings, a
         print(f"{clear}{name}: {refused} game(s) refused by a worker that cannot run their bots; they wait for a "
               "worker that can" + (why or " (its log says why: game_refused)"), file=sys.stderr, flush=True)
 
-    def on_database(lost: str | None) -> None:  # (once when it goes, once when it is back)
+    def on_database(lost: str | None) -> None:  # (once when it goes, once a minute while it is, once back)
+        nonlocal lost_at
         if lost is None:
-            print(f"{clear}{name}: the database is back", file=sys.stderr, flush=True)
+            away = f" after {_duration(round(time.monotonic() - lost_at))}" if lost_at is not None else ""
+            lost_at = None
+            print(f"{clear}{name}: the database is back{away}", file=sys.stderr, flush=True)
             return
+        if lost_at is not None:
+            print(f"{clear}{name}: still waiting for the database (lost {_duration(round(time.monotonic() - lost_at))}"
+                  f" ago): Ctrl-C stops this command, the games stay queued", file=sys.stderr, flush=True)
+            return
+        lost_at = time.monotonic()
         print(f"{clear}{name}: {lost}; waiting for it as the workers do (up to "
               f"{_duration(settings.database_wait_s)}): Ctrl-C stops this command, the games stay queued, and "
               f"`{again}` continues", file=sys.stderr, flush=True)
@@ -354,8 +366,23 @@ def _tellers(name: str, progress_shown: bool | None, settings: WorkerSettings, a
     return on_refused, on_database
 
 
+def tell_gone(name: str, progress_shown: bool | None = False) -> Callable[[GoneWorker], None]:
+    """What the organizer's terminal says of a worker found gone (killed): its name, how it was
+    found, and its games, back in the queue for another worker."""
+    clear = "\r\x1b[K" if progress_shown else ""
+
+    def on_gone(gone: GoneWorker) -> None:
+        games = [g.split("/", 1)[-1] for g in gone.games]
+        held = (f"its game(s) in hand ({', '.join(games[:5])}{', ...' if len(games) > 5 else ''}) are back in the "
+                "queue for another worker" if games else "it held no game")
+        print(f"{clear}{name}: worker {gone.name} on {gone.host} is gone ({gone.why}); {held}",
+              file=sys.stderr, flush=True)
+
+    return on_gone
+
+
 def _settings(args: argparse.Namespace, config: TournamentConfig, out_dir: Path) -> WorkerSettings:
     if args.stalled_after <= 0:
         raise UserError("--stalled-after must be positive")
     return WorkerSettings(concurrency=args.concurrency or config.concurrency, work_dir=out_dir / "worker",
-                          stalled_s=args.stalled_after, heartbeat_s=min(5.0, args.stalled_after / 4))
+                          stalled_s=args.stalled_after, heartbeat_s=min(2.0, args.stalled_after / 4))

@@ -20,11 +20,9 @@ when a worker dies or the database goes away.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import logging
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +48,6 @@ from server.storage.store import StoreError
 from server.transport import sandbox
 from server.transport.sandbox import parse_size, size_text
 from server.web.serve import watching
-from tournaments.config import TournamentConfig
 from tournaments.distributed import (
     DATABASE_WAIT_ENV,
     WorkerService,
@@ -58,9 +55,17 @@ from tournaments.distributed import (
     adopt_queue_logs,
     database_wait_s,
 )
-from tournaments.runner import RunnerFactory, install_stop_handlers
+from tournaments.runner import install_stop_handlers
 
 log = get_logger(component="worker")
+
+TLS_REFUSED = (
+    "--tls, --tls-cert and --tls-key have nothing to protect on a worker: its referee serves only the bots "
+    "it launches itself, on this machine (a Unix socket or 127.0.0.1), and it reaches the database through "
+    "the URL (add ?sslmode=verify-full to it for an encrypted connection). Bots that connect on their own "
+    "connect to the organizer's command: give it --tls (or tls = ... in the tournament file)"
+)
+"""Why ``craits worker --tls`` is refused (it was accepted, and did nothing a bot could use)."""
 
 
 def register_cli(subparsers: Any) -> None:
@@ -82,8 +87,8 @@ def register_cli(subparsers: Any) -> None:
     worker.add_argument("--files", metavar="DIR",
                         help="where the tournament files' relative bot paths are found on this machine "
                         "(default: the folder the file was in where the tournament was started)")
-    worker.add_argument("--heartbeat", type=float, default=5.0, metavar="S",
-                        help="seconds between the heartbeats that say this worker is alive (default 5)")
+    worker.add_argument("--heartbeat", type=float, default=2.0, metavar="S",
+                        help="seconds between the heartbeats that say this worker is alive (default 2)")
     worker.add_argument("--stalled-after", type=float, default=30.0, metavar="S",
                         help="a worker silent this long is dead: its games go to another (default 30)")
     worker.add_argument("--log-dir", default="logs", help="where worker.jsonl goes (default logs/)")
@@ -94,7 +99,7 @@ def register_cli(subparsers: Any) -> None:
     worker.add_argument("--cache-max", metavar="SIZE", type=_cache_size, default=CACHE_MAX,
                         help=f"how much the cache keeps, like 500MiB or 10GiB (default {size_text(CACHE_MAX)}): past "
                         "that the versions used least recently are deleted, never one a game in progress uses")
-    add_tls_options(worker, folder="--log-dir")
+    add_tls_options(worker, folder="--log-dir")  # (refused, with why: kept so that the reason is said, not 'unrecognized')
     add_web_options(worker)
     worker.set_defaults(func=cmd_worker)
 
@@ -112,6 +117,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
     url = store_url(args)
     if url is None:
         raise UserError(f"a worker needs the PostgreSQL store: give --store postgresql://... (or set {STORE_ENV})")
+    if tls_request(args) is not None:
+        raise UserError(TLS_REFUSED)
     if args.heartbeat <= 0 or args.stalled_after <= 2 * args.heartbeat:
         raise UserError("--stalled-after must be more than twice --heartbeat, both positive")
     files_dir = Path(args.files).resolve() if args.files else None
@@ -141,7 +148,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         files_dir=files_dir, cache_dir=args.cache, cache_max=args.cache_max,
         **({"name": args.name} if args.name else {}),
     )
-    service = WorkerService(url, settings, _with_tls(runner_for(args.runner), args))
+    service = WorkerService(url, settings, runner_for(args.runner))
     print(sandbox_line(settings.name), file=sys.stderr, flush=True)
     print(f"craits worker {settings.name}: playing the games queued in {redact(url)}, {settings.concurrency} at "
           f"once; stop with Ctrl-C or SIGTERM", file=sys.stderr, flush=True)
@@ -184,21 +191,6 @@ def sandbox_line(name: str) -> str:
     return (f"craits worker {name}: warning: cannot sandbox launched bots here: {why}; it will refuse every game "
             'whose bots are to be sandboxed (tournaments with sandbox = "none" and builtin bots it plays); '
             "`craits doctor` says how to fix it")
-
-
-def _with_tls(choose: Callable[[TournamentConfig], RunnerFactory],
-              args: argparse.Namespace) -> Callable[[TournamentConfig], RunnerFactory]:
-    """``--tls*`` over every tournament file's own (a self-signed certificate kept in --log-dir)."""
-    wanted = tls_request(args)
-    if wanted is None:
-        return choose
-    wanted = dataclasses.replace(wanted, folder=args.log_dir)
-
-    def chosen(config: TournamentConfig) -> RunnerFactory:
-        factory = choose(config)
-        return lambda config, out_dir: factory(dataclasses.replace(config, tls=wanted), out_dir)
-
-    return chosen
 
 
 def _postgres_url(url: str) -> str:

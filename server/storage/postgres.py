@@ -43,7 +43,16 @@ import psycopg
 
 from server.logging import Throttle, get_logger
 from server.spec import GameRecord
-from server.storage.store import COUNTERS, GameSlot, HandRow, SeatRow, StoredResult, StoreError, TournamentRow
+from server.storage.store import (  # (Unreachable: raised here, and imported from here too)
+    COUNTERS,
+    GameSlot,
+    HandRow,
+    SeatRow,
+    StoredResult,
+    StoreError,
+    TournamentRow,
+    Unreachable,
+)
 
 URL_SCHEMES = ("postgresql", "postgres")
 STORE_ENV = "CRAITS_STORE"
@@ -85,11 +94,6 @@ def migrations() -> list[tuple[int, str, str]]:
 
 
 SCHEMA_VERSION = len(migrations())
-
-
-class Unreachable(StoreError):
-    """No server answered, or it is starting or stopping (:func:`server_not_there`): worth
-    waiting for, unlike a server that refused us itself."""
 
 
 def connect(url: str, *, timeout_s: float = 10.0) -> psycopg.Connection[Any]:
@@ -226,6 +230,49 @@ class Refusal:
     last_at: float
 
 
+_RECORD_SQL = """
+WITH r AS (
+    INSERT INTO craits_results (tournament, game_id, recorded_at, digest, replay_path, lower_wins, team_placings,
+                                aborted, worker)
+    SELECT %(t)s, %(g)s, %(at)s, %(digest)s, %(path)s, %(lower)s, %(teams)s, %(aborted)s, %(worker)s
+      FROM craits_games WHERE tournament = %(t)s AND game_id = %(g)s AND seats::jsonb = %(seats)s::jsonb
+    ON CONFLICT (tournament, game_id) DO NOTHING
+    RETURNING game_id
+), s AS (
+    INSERT INTO craits_seats (tournament, game_id, seat, bot, total, "placing", status, COUNTERS, bot_error,
+                              think_s, transport_s)
+    SELECT %(t)s, r.game_id, u.*
+      FROM r, unnest(%(seat_no)s::int[], %(bots)s::text[], %(totals)s::numeric[], %(placings)s::int[],
+                     %(statuses)s::text[], C_ARRAYS, %(bot_errors_text)s::text[], %(think)s::float8[],
+                     %(transport)s::float8[]) AS u
+), h AS (
+    INSERT INTO craits_hands (tournament, game_id, number, dealer, reason, scores, pressures)
+    SELECT %(t)s, r.game_id, u.*
+      FROM r, unnest(%(h_number)s::int[], %(h_dealer)s::int[], %(h_reason)s::text[], %(h_scores)s::text[],
+                     %(h_pressures)s::text[]) AS u
+), p AS (
+    INSERT INTO craits_replays (tournament, game_id, body)
+    SELECT %(t)s, r.game_id, %(replay)s::bytea FROM r WHERE %(replay)s::bytea IS NOT NULL
+)
+SELECT count(*) FROM r
+""".replace("C_ARRAYS", ", ".join(f"%(c_{c})s::int[]" for c in COUNTERS)).replace("COUNTERS", ", ".join(COUNTERS))
+"""A game recorded in one statement (:meth:`PostgresStore.record_game_once`): the result if the
+game is scheduled with these seats and not yet recorded, and then its seats, hands and replay."""
+
+
+@dataclass(frozen=True, slots=True)
+class GoneWorker:
+    """A worker found gone with games in hand (``tournaments.distributed.find_gone_workers``)."""
+
+    name: str
+    host: str
+    gone_at: float
+    why: str
+    """"its connections closed" (killed: found within seconds) or "no heartbeat for N s"."""
+    games: tuple[str, ...]
+    """The games it held (tournament/game), put back in the queue."""
+
+
 class PostgresStore:
     """A tournament or ladder ``name`` in a PostgreSQL database. Use from one thread."""
 
@@ -285,7 +332,7 @@ class PostgresStore:
                 self.close()
                 tries += 1
                 if time.monotonic() + delay > deadline or self.stop_waiting.is_set():
-                    raise StoreError(f"{self.path}: {what}: the database is unreachable: {_one_line(err)}") from None
+                    raise Unreachable(f"{self.path}: {what}: the database is unreachable: {_one_line(err)}") from None
                 held = _retries.allow("store_retry")
                 if held is not None:
                     log.warning("store_retry", what=what, error=_one_line(err), retry_in_s=round(delay, 2),
@@ -352,83 +399,58 @@ class PostgresStore:
             raise StoreError(f"game {record.game_id} is already recorded")
 
     def record_game_once(self, record: GameRecord, *, worker: str = "") -> bool:
-        """As ``record_game``; False (and nothing written) when the game is already recorded."""
+        """As ``record_game``; False (and nothing written) when the game is already recorded.
+
+        One statement, so one round trip to the database (it was seven: a queue feeding many
+        workers waited on them): the result is inserted only if the game is in the schedule
+        with these seats and not yet recorded, and its seats, hands and replay only with it
+        (:data:`_RECORD_SQL`); a statement is atomic, so the game is recorded whole or not at all.
+        Nothing inserted, a second query says why (not scheduled, other seats: an error)."""
         replay = self._read_replay(record)
         stored_path = None if record.replay_path is None else f"replays/{Path(record.replay_path).name}"
+        result = record.result
+        seats = [r.bot for r in record.seats]
+        if not record.aborted and len(result.totals) != len(seats):
+            raise StoreError(f"game {record.game_id}: {len(result.totals)} totals for {len(seats)} seats")
+        n = len(record.seats)
+        params = {
+            "t": self.name, "g": record.game_id, "at": time.time(), "digest": record.digest, "path": stored_path,
+            "lower": bool(result.lower_wins), "worker": worker, "aborted": record.aborted,
+            "teams": None if result.team_placings is None else json.dumps(list(result.team_placings)),
+            "seats": json.dumps(seats), "bots": seats, "seat_no": list(range(n)),
+            "totals": [str(result.totals[i]) if i < len(result.totals) else "0" for i in range(n)],
+            "placings": [result.placings[i] if i < len(result.placings) else 0 for i in range(n)],
+            "statuses": [str(r.status) for r in record.seats], "bot_errors_text": [r.bot_error for r in record.seats],
+            "think": [r.think_s for r in record.seats], "transport": [r.transport_s for r in record.seats],
+            **{f"c_{c}": [getattr(r, c) for r in record.seats] for c in COUNTERS},
+            "h_number": [h.number for h in result.hands], "h_dealer": [h.dealer for h in result.hands],
+            "h_reason": [h.reason for h in result.hands],
+            "h_scores": [json.dumps(list(h.scores)) for h in result.hands],
+            "h_pressures": [json.dumps(list(h.pressures)) for h in result.hands],
+            "replay": replay,
+        }
         outcome: list[bool] = []
-
-        def op(conn: psycopg.Connection[Any]) -> bool:
-            with conn.transaction():
-                row = conn.execute(
-                    "SELECT seats FROM craits_games WHERE tournament = %s AND game_id = %s FOR SHARE",
-                    (self.name, record.game_id),
-                ).fetchone()
-                if row is None:
-                    raise StoreError(f"game {record.game_id!r} is not in the schedule")
-                seats = json.loads(row[0])
-                if len(record.seats) != len(seats) or any(r.bot != b for r, b in zip(record.seats, seats, strict=False)):
-                    raise StoreError(
-                        f"game {record.game_id}: the record's seats {[r.bot for r in record.seats]} "
-                        f"are not the schedule's {seats}")
-                result = record.result
-                if not record.aborted and len(result.totals) != len(seats):
-                    raise StoreError(f"game {record.game_id}: {len(result.totals)} totals for {len(seats)} seats")
-                inserted = conn.execute(
-                    "INSERT INTO craits_results (tournament, game_id, recorded_at, digest, replay_path, lower_wins,"
-                    " team_placings, aborted, worker) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
-                    " ON CONFLICT (tournament, game_id) DO NOTHING RETURNING game_id",
-                    (
-                        self.name, record.game_id, time.time(), record.digest, stored_path, bool(result.lower_wins),
-                        None if result.team_placings is None else json.dumps(list(result.team_placings)),
-                        record.aborted, worker,
-                    ),
-                ).fetchone()
-                if inserted is None:
-                    return False
-                with conn.cursor() as cur:
-                    cur.executemany(
-                        "INSERT INTO craits_seats (tournament, game_id, seat, bot, total, \"placing\", status,"
-                        f" {', '.join(COUNTERS)}, bot_error, think_s, transport_s)"
-                        f" VALUES ({', '.join(['%s'] * (len(COUNTERS) + 10))})",
-                        [
-                            (
-                                self.name, record.game_id, seat, report.bot,
-                                result.totals[seat] if seat < len(result.totals) else 0,
-                                result.placings[seat] if seat < len(result.placings) else 0,
-                                str(report.status), *(getattr(report, c) for c in COUNTERS), report.bot_error,
-                                report.think_s, report.transport_s,
-                            )
-                            for seat, report in enumerate(record.seats)
-                        ],
-                    )
-                    if result.hands:
-                        cur.executemany(
-                            "INSERT INTO craits_hands (tournament, game_id, number, dealer, reason, scores, pressures)"
-                            " VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                            [
-                                (self.name, record.game_id, h.number, h.dealer, h.reason,
-                                 json.dumps(list(h.scores)), json.dumps(list(h.pressures)))
-                                for h in result.hands
-                            ],
-                        )
-                if replay is not None:
-                    conn.execute(
-                        "INSERT INTO craits_replays (tournament, game_id, body) VALUES (%s, %s, %s)",
-                        (self.name, record.game_id, replay),
-                    )
-                return True
 
         def attempt(conn: psycopg.Connection[Any]) -> bool:
             # A commit whose answer was lost to a dropped connection is retried: then the
             # game is found recorded, with this very digest, which counts as this call's.
-            done = op(conn)
+            row = conn.execute(_RECORD_SQL, params).fetchone()
+            done = bool(row and row[0])
             outcome.append(done)
             return done
 
         done = self._retrying(f"recording game {record.game_id}", attempt)
-        if not done and len(outcome) > 1 and self._recorded_digest(record.game_id) == record.digest:
+        if done:
             return True
-        return done
+        if len(outcome) > 1 and self._recorded_digest(record.game_id) == record.digest:
+            return True
+        scheduled = self.game(record.game_id)
+        if scheduled is None:
+            raise StoreError(f"game {record.game_id!r} is not in the schedule")
+        if list(scheduled.seats) != seats:
+            raise StoreError(f"game {record.game_id}: the record's seats {seats} are not the schedule's "
+                             f"{list(scheduled.seats)}")
+        return False
 
     def _recorded_digest(self, game_id: str) -> str | None:
         row = self._retrying("reading a result", lambda c: c.execute(
@@ -547,6 +569,30 @@ class PostgresStore:
             " WHERE tournament = %s AND last_at >= %s ORDER BY last_at DESC", (self.name, since)).fetchall())
         return [Refusal(*row) for row in rows]
 
+    def set_run_state(self, state: dict[str, Any]) -> None:
+        """How a ladder's run stands (``tournaments.ladder.write_state``), for ``ladder standings``
+        on any machine: its folder's ``ladder.json``, in the database."""
+        self._retrying("noting how the run stands", lambda c: c.execute(
+            "UPDATE craits_tournaments SET run_state = %s WHERE name = %s",
+            (json.dumps(state, sort_keys=True), self.name)))
+
+    def run_state(self) -> dict[str, Any] | None:
+        row = self._retrying("reading how the run stands", lambda c: c.execute(
+            "SELECT run_state FROM craits_tournaments WHERE name = %s", (self.name,)).fetchone())
+        try:
+            state = json.loads(row[0]) if row and row[0] else None
+        except ValueError:
+            return None
+        return state if isinstance(state, dict) else None
+
+    def gone_workers(self, since: float) -> list[GoneWorker]:
+        """The workers found gone (killed, their heartbeat stopped) since ``since`` (a
+        time.time()) while they held games of any tournament, the latest first."""
+        rows = self._retrying("reading the workers", lambda c: c.execute(
+            "SELECT name, host, gone_at, gone_why, games FROM craits_workers WHERE gone_at >= %s"
+            " ORDER BY gone_at DESC LIMIT 20", (since,)).fetchall())
+        return [GoneWorker(r[0], r[1], r[2], r[3], tuple(json.loads(r[4]))) for r in rows]
+
     def delete_tournament(self) -> None:
         """Everything stored of this tournament (``--overwrite``), in one transaction."""
         self._retrying("deleting the tournament", lambda c: c.execute(
@@ -590,24 +636,17 @@ class PostgresStore:
         return None if row is None else GameSlot(row[0], row[1], row[2], row[3], row[4], row[5], tuple(json.loads(row[6])))
 
     def game_to_play(self, game_id: str) -> tuple[GameSlot | None, bool, dict[str, str]]:
-        """What a worker needs to play a game, in one round trip: its slot (None: not in
-        the schedule), whether it is recorded already, and the bots' tokens."""
-        def op(conn: psycopg.Connection[Any]) -> tuple[Any, Any, Any]:
-            with conn.transaction():
-                game = conn.execute(
-                    "SELECT g.game_id, g.ordinal, g.table_no, g.deal, g.rotation, g.seed, g.seats,"
-                    " EXISTS (SELECT 1 FROM craits_results r WHERE r.tournament = g.tournament"
-                    " AND r.game_id = g.game_id) FROM craits_games g WHERE g.tournament = %s AND g.game_id = %s",
-                    (self.name, game_id)).fetchone()
-                tokens = conn.execute("SELECT name, token FROM craits_bots WHERE tournament = %s",
-                                      (self.name,)).fetchall()
-                return game, None, tokens
-
-        row, _, tokens = self._retrying("reading a game", op)
+        """What a worker needs to play a game, in one round trip (one statement): its slot
+        (None: not in the schedule), whether it is recorded already, and the bots' tokens."""
+        row = self._retrying("reading a game", lambda c: c.execute(
+            "SELECT g.game_id, g.ordinal, g.table_no, g.deal, g.rotation, g.seed, g.seats,"
+            " EXISTS (SELECT 1 FROM craits_results r WHERE r.tournament = g.tournament AND r.game_id = g.game_id),"
+            " (SELECT json_object_agg(b.name, b.token) FROM craits_bots b WHERE b.tournament = g.tournament)"
+            " FROM craits_games g WHERE g.tournament = %s AND g.game_id = %s", (self.name, game_id)).fetchone())
         if row is None:
             return None, False, {}
         slot = GameSlot(row[0], row[1], row[2], row[3], row[4], row[5], tuple(json.loads(row[6])))
-        return slot, bool(row[7]), {r[0]: r[1] for r in tokens}
+        return slot, bool(row[7]), dict(row[8] or {})
 
     def is_recorded(self, game_id: str) -> bool:
         return self._recorded_digest(game_id) is not None

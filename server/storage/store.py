@@ -125,6 +125,12 @@ class StoreError(Exception):
     """The database cannot be used as asked (wrong file, other version, bad record)."""
 
 
+class Unreachable(StoreError):
+    """The database could not be reached (no server answered, it is starting or stopping, the
+    connection dropped and the store's own retries ran out): worth waiting for, unlike one that
+    refused what was asked. A SQLite file never raises it; PostgreSQL's stores and rosters do."""
+
+
 @dataclass(frozen=True, slots=True)
 class GameSlot:
     """One scheduled game."""

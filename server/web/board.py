@@ -35,6 +35,8 @@ FAULTS_LOCATED = 50
 of ten thousand games is not made to wait for ten thousand files)."""
 RATE_WINDOW_S = 60.0
 """The games-per-second rate is measured over this much recent time."""
+GONE_SHOWN_S = 3600.0
+"""A worker found gone (killed) is named on the board this long."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,11 +188,21 @@ class Board:
         if self.source.kind == "ladder":  # no end: rounds and games played, a bar only towards --rounds N
             progress["rounds"] = self._books.tables_done if self._books is not None else 0
             progress["goal_rounds"] = self.source.goal_rounds or None
+        if hasattr(store, "gone_workers"):  # (PostgreSQL: workers on other machines, some killed)
+            progress["workers_gone"] = self._gone_workers(store)
         if self.source.out_dir is not None:
             here = presence.read_file(self.source.out_dir / presence.FILENAME)
             if here is not None:
                 progress["connections"] = {"bots": here.get("bots", {}), "refused": here.get("refused", [])}
         return progress
+
+    def _gone_workers(self, store: Any) -> list[JsonDict]:
+        """The workers found gone in the last hour with games of this tournament in hand (the
+        organizer's command finds them: ``tournaments.distributed.find_gone_workers``)."""
+        mine = f"{self.source.name}/"
+        return [{"name": g.name, "host": g.host, "at": g.gone_at, "why": g.why,
+                 "games": [x[len(mine):] for x in g.games if x.startswith(mine)]}
+                for g in store.gone_workers(time.time() - GONE_SHOWN_S) if any(x.startswith(mine) for x in g.games)]
 
     def _rebuild(self, store: Any, counts: tuple[int, int]) -> None:
         """The snapshot after what changed: new games in the schedule, new results. Read

@@ -400,13 +400,16 @@ def test_a_worker_or_store_command_given_a_wrong_place_says_so_in_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Mistakes caught before any connection: a --files folder that is not there (every game
-    would be refused, forever), a --log-dir under a file, a URL of another database."""
+    would be refused, forever), a --log-dir under a file, --tls on a worker, a URL of another
+    database."""
     nowhere = "postgresql://nobody@127.0.0.1:1/none"
     (tmp_path / "afile").write_text("")
     cases = [
         (("worker", "--store", nowhere, "--files", str(tmp_path / "bots")), f"--files {tmp_path / 'bots'}: no such folder"),
         (("worker", "--store", nowhere, "--log-dir", str(tmp_path / "afile")),
          f"--log-dir {tmp_path / 'afile'}: cannot write the log there: File exists"),
+        (("worker", "--store", nowhere, "--tls", "self-signed"),  # (accepted, and it protected nothing)
+         "--tls, --tls-cert and --tls-key have nothing to protect on a worker: its referee serves only the bots"),
         (("store", "migrate", "mysql://root:pw@db/craits"), "'mysql://root:***@db/craits' is not a PostgreSQL URL"),
         (("store", "list", "sqlite:///tmp/x.db"), "'sqlite:///tmp/x.db' is not a PostgreSQL URL"),
     ]
@@ -462,13 +465,13 @@ def test_the_stalled_games_watcher_ends_when_cancelled_even_inside_a_database_wa
     from tournaments.distributed import watch_stalled
 
     class Waiting:
-        """The job manager of a queue whose pool is waiting for its database."""
+        """The connector of a queue whose pool is waiting for its database."""
 
         def __init__(self) -> None:
             self.asked = asyncio.Event()
             self.swallowed = False
 
-        async def get_stalled_jobs(self, **_: Any) -> list[Job]:
+        async def execute_query_all_async(self, *_: Any, **__: Any) -> list[Job]:
             self.asked.set()
             try:
                 await asyncio.sleep(60)
@@ -480,11 +483,11 @@ def test_the_stalled_games_watcher_ends_when_cancelled_even_inside_a_database_wa
             return []
 
     class App:
-        job_manager = Waiting()
+        connector = Waiting()
 
     async def main() -> bool:
         watcher = asyncio.create_task(watch_stalled(App(), 30.0, 0.0))  # type: ignore[arg-type]
-        await App.job_manager.asked.wait()
+        await App.connector.asked.wait()
         watcher.cancel()
         await asyncio.wait({watcher}, timeout=30)
         ended = watcher.cancelled()

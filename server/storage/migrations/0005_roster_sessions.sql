@@ -1,6 +1,3 @@
--- Numbered 0005 on its branch (issue 36): renumber it at a merge that brings another 0005
--- (the numbers need only be in order, without gaps).
---
 -- The participants' web pages (issue 36): their sessions, kept here so that logging out,
 -- renewing or revoking a token ends them in every web process on this database (keyed by the
 -- SHA-256 of the cookie: the database holds no live cookie); and the wrong tokens counted per

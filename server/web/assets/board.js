@@ -69,6 +69,18 @@
     list.parentElement.hidden = refused.length === 0;
   }
 
+  /** Workers found gone (killed) in the last hour, their games back in the queue. */
+  function renderGone(gone) {
+    const list = $("gone");
+    if (!list) return;
+    list.textContent = "";
+    for (const g of gone.slice(0, 5)) {
+      const games = g.games.length ? "; its game(s) " + g.games.join(", ") + " went back to the queue" : "";
+      list.appendChild(el("li", null, "worker " + g.name + " on " + g.host + " gone" + since(g.at).replace(" since", " at") + " (" + g.why + ")" + games));
+    }
+    list.parentElement.hidden = gone.length === 0;
+  }
+
   function renderStandings(doc) {
     const table = $("standings");
     if (!table || !doc) return;
@@ -179,6 +191,7 @@
       connections = p.connections;
       renderConnections();
     }
+    if (p.workers_gone !== undefined) renderGone(p.workers_gone);
   }
 
   function renderLive(games) {
