@@ -225,9 +225,38 @@ def _system_view(*, tmp_bytes: int) -> list[str]:
     for path in ETC_FILES:
         if os.path.exists(path):
             argv += ["--ro-bind", path, path]
+    argv += _read_only(jvm_paths())  # (a JVM's /etc files, read-only: java starts with no option added)
     argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", "/tmp",
              "--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", "/dev/shm"]  # (POSIX semaphores, node)
     return argv
+
+
+JVM_HOME = "/usr/lib/jvm"
+"""Where Debian installs Java runtimes: their configuration files are links out of /usr."""
+
+
+@functools.cache
+def jvm_paths(home: str = JVM_HOME) -> tuple[str, ...]:
+    """What the Java runtimes under ``home`` link to outside the system folders, to be shown
+    read-only: Debian's OpenJDK keeps its configuration in ``/etc/java-17-openjdk`` (without it
+    ``java`` stops at start with "Error loading java.security file") and its certificates in
+    ``/etc/ssl/certs/java/cacerts``; a folder named for Java is shown whole, another file alone.
+    Nothing secret: the package's own settings and the public trust store. Found once (a walk of
+    about 900 files, 40 ms); empty where no JVM is installed."""
+    found: set[str] = set()
+    for root, dirs, names in os.walk(home):
+        for name in (*dirs, *names):
+            link = os.path.join(root, name)
+            if not os.path.islink(link):
+                continue
+            target = os.path.realpath(link)
+            if any(_inside(target, s) for s in SYSTEM_DIRS) or not os.path.exists(target):
+                continue
+            parts = Path(target).parts
+            if len(parts) > 2 and parts[1] == "etc" and parts[2].startswith("java"):
+                target = os.path.join("/etc", parts[2])
+            found.add(target)
+    return tuple(sorted(found))
 
 
 def _drop(uid: int) -> list[str]:
@@ -577,6 +606,8 @@ class Sandbox:
         folder = bot_folder(command, cwd)
         command = list(command)
         files: list[str] = []
+        if cwd is None and os.sep in command[0] and not os.path.isabs(command[0]):
+            command[0] = os.path.abspath(command[0])  # (the sandbox starts in the bot's folder, not here)
         if cwd is None:  # a command line's files (its script, a strategy file), absolute and readable
             for i, arg in enumerate(command[1:], 1):
                 if not arg.startswith("-") and os.path.isfile(arg):

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Builds the Java kit with Debian's packages only (no Maven, no network): the way the tests, CI
+# and `make kits` build it. A student at home may use pom.xml instead (Maven Central).
+#
+#   clients/java/build-debian.sh [OUT]        default OUT: build/kits/java (from the repository's top)
+#
+# Needs openjdk-17-jdk-headless libgrpc-java libprotobuf-java libnetty-java libperfmark-java
+# protobuf-compiler protobuf-compiler-grpc-java-plugin libgeronimo-annotation-1.3-spec-java
+# (scripts/system-deps.sh kits). The code for craits.v1 is generated from proto/ here, at build
+# time, and never committed. OUT holds craits-bot.jar (the kit, the examples, the generated
+# code), `classpath` (Debian's jars it runs with) and a launcher per example bot; a second run
+# with the same sources does nothing (OUT/.sources holds their hash).
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+out="${1:-$root/build/kits/java}"
+case "$out" in /*) ;; *) out="$PWD/$out" ;; esac
+proto="$root/proto/craits/v1/referee.proto"
+sources="$( (cat "$proto" "$0"; find "$here/src/main" -name '*.java' | sort | xargs cat) | sha256sum | cut -c1-16)"
+if [ -f "$out/.sources" ] && [ "$(cat "$out/.sources")" = "$sources" ]; then
+  echo "java kit: up to date in $out"
+  exit 0
+fi
+missing=()
+for tool in javac jar protoc; do command -v "$tool" >/dev/null || missing+=("$tool"); done
+plugin="$(command -v grpc_java_plugin || command -v protoc-gen-grpc-java || true)"
+[ -n "$plugin" ] || missing+=(grpc_java_plugin)
+jars=(grpc-api grpc-core grpc-context grpc-stub grpc-protobuf grpc-protobuf-lite grpc-netty protobuf guava
+      perfmark-api netty-buffer netty-codec netty-codec-http netty-codec-http2 netty-codec-socks
+      netty-common netty-handler netty-handler-proxy netty-resolver netty-transport geronimo-annotation-1.3-spec)
+classpath=""
+for jar in "${jars[@]}"; do
+  if [ -f "/usr/share/java/$jar.jar" ]; then
+    classpath="$classpath${classpath:+:}/usr/share/java/$jar.jar"
+  else
+    missing+=("/usr/share/java/$jar.jar")
+  fi
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "java kit: missing ${missing[*]}; install Debian's packages with: sudo bash scripts/system-deps.sh kits" >&2
+  exit 1
+fi
+work="$(mktemp -d "${out%/*}/.java-build.XXXXXX" 2>/dev/null || { mkdir -p "${out%/*}" && mktemp -d "${out%/*}/.java-build.XXXXXX"; })"
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/gen" "$work/classes"
+protoc --proto_path="$root/proto" --java_out="$work/gen" --plugin=protoc-gen-grpc-java="$plugin" \
+  --grpc-java_out="$work/gen" "$proto"
+# -nowarn -XDsuppressNotes: the generated code's deprecations and sun.misc.Signal are known
+javac -nowarn -XDsuppressNotes --release 17 -encoding UTF-8 -cp "$classpath" -d "$work/classes" \
+  $(find "$work/gen" "$here/src/main/java" -name '*.java') 2> >(grep -v 'internal proprietary API\|sun.misc.Signal\|^ *\^\|^[0-9]* warnings\?$' >&2)
+jar --create --file "$work/craits-bot.jar" -C "$work/classes" .
+echo "$classpath" > "$work/classpath"
+# Start-up: -XX:TieredStopAtLevel=1 (the quick compiler only: a bot's work is small), the serial
+# collector (fewer threads: the sandbox counts them), and heap, class space and code cache sized
+# for a bot (the JVM's defaults reserve gigabytes of address space, over the sandbox's limit).
+cat > "$work/java-bot" <<'SH'
+#!/bin/sh
+# Runs a Java bot class with the kit: java-bot CLASS [ARGS...] (CLASSPATH: more jars or folders)
+here="$(dirname "$0")"
+class="$1"; shift
+exec java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xss1m -Xmx256m -XX:CompressedClassSpaceSize=64m \
+  -XX:ReservedCodeCacheSize=32m -XX:MaxMetaspaceSize=128m -Xshare:auto $CRAITS_JAVA_OPTS \
+  -cp "${CLASSPATH:+$CLASSPATH:}$here/craits-bot.jar:$(cat "$here/classpath")" "$class" "$@"
+SH
+for bot in random:RandomBot heuristic:HeuristicBot; do
+  printf '#!/bin/sh\nexec "$(dirname "$0")/java-bot" craits.bot.examples.%s "$@"\n' "${bot#*:}" > "$work/${bot%%:*}-bot"
+done
+chmod 755 "$work"/*-bot
+chmod -R a+rX "$work"
+echo "$sources" > "$work/.sources"
+rm -rf "$work/gen" "$work/classes" "$out.old"
+[ -e "$out" ] && mv "$out" "$out.old"
+mv "$work" "$out"
+rm -rf "$out.old"
+trap - EXIT
+echo "java kit: built $out"
