@@ -8,6 +8,7 @@ everywhere; each command's ``--help`` quotes :data:`BOT_COMMAND_RULE`.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -57,3 +58,16 @@ def bot_command_help() -> str:
     import textwrap
 
     return textwrap.fill("Bot commands: " + BOT_COMMAND_RULE, width=78)
+
+
+def runnable_command(command: Sequence[str], cwd: str | os.PathLike[str] | None) -> list[str]:
+    """``command`` with each path in it that names a file in ``cwd`` made absolute (``./bot.sh``,
+    ``bot.py``, ``build/MyBot.jar``); a program found on the PATH (``python``) and options stay."""
+    base = Path(cwd) if cwd is not None else Path.cwd()
+    out = list(command)
+    for i, arg in enumerate(out):
+        if arg.startswith("-") or os.path.isabs(arg) or (i == 0 and os.sep not in arg):
+            continue
+        if (base / arg).exists():
+            out[i] = os.path.abspath(base / arg)
+    return out
