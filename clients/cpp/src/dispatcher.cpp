@@ -216,7 +216,7 @@ std::vector<Item> read_messages(const std::string& path) {
   std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::vector<Item> items;
   if (!data.empty() && data[0] == '{') {
-    static const std::regex head(R"re(^\{"from": "(\w+)", "n": (null|\d+))re");
+    static const std::regex head(R"re(^\{"from": "(\w+)"(?:, "n": (null|\d+))?)re");
     static const std::regex bytes(R"re("bytes": "([A-Za-z0-9+/=]*)"\}$)re");
     static const std::regex action(R"re("action_id": (\d+))re");
     std::istringstream lines(data);
@@ -228,7 +228,7 @@ std::vector<Item> read_messages(const std::string& path) {
       std::smatch m;
       if (!std::regex_search(line, m, head)) throw std::runtime_error(path + ": line " + std::to_string(number) + " is not a messages line");
       Item item;
-      if (m[2] != "null") item.n = std::stoi(m[2]);
+      if (m[2].matched && m[2] != "null") item.n = std::stoi(m[2]);
       if (m[1] == "referee") {
         std::smatch b;
         if (!std::regex_search(line, b, bytes)) throw std::runtime_error(path + ": line " + std::to_string(number) + " has no message bytes");

@@ -6,6 +6,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -256,7 +257,9 @@ const char* kHelp =
     "  --tls-ca       the referee's (self-signed) certificate to trust (env CRAITS_TLS_CA)\n"
     "  --token        this bot's secret token (env CRAITS_TOKEN)\n"
     "  --name         display name (env CRAITS_BOT_NAME)\n"
-    "  --reconnect-s  how long to keep trying to reach the referee (default 30)\n";
+    "  --reconnect-s  how long to keep trying to reach the referee (default 30)\n\n"
+    "BOT --offline MESSAGES_FILE answers a `craits replay messages` file with no referee and prints the first\n"
+    "answer that differs from the recorded one (exit 1), else exits 0.\n";
 
 std::string env(const char* name) {
   const char* value = std::getenv(name);
@@ -508,7 +511,32 @@ class Runner {
 
 }  // namespace
 
+// BOT --offline FILE: the messages file answered with no referee; the first difference (1) or none (0).
+int offline(Bot& bot, const std::string& path) {
+  std::vector<Step> steps;
+  try {
+    steps = replay_messages(bot, path);
+  } catch (const std::exception& err) {
+    std::cerr << err.what() << "\n";
+    return kFailed;
+  }
+  size_t recorded = std::count_if(steps.begin(), steps.end(), [](const Step& s) { return bool(s.recorded); });
+  std::cout << steps.size() << " requests answered, " << recorded << " with a recorded answer\n";
+  for (const Step& step : steps) {
+    if (step.same()) continue;
+    std::string was = std::to_string(*step.recorded);
+    for (const auto& a : step.request.legal_actions())
+      if (a.id() == *step.recorded) was = a.text();
+    std::cout << "first difference at decision " << (step.n ? std::to_string(*step.n) : "?") << ": recorded " << was
+              << " (" << *step.recorded << "), now " << step.chosen().text() << " (" << step.answer << ")\n";
+    return 1;
+  }
+  std::cout << "every answer is the recorded one\n";
+  return kOk;
+}
+
 int run(Bot& bot, int argc, char** argv) {
+  if (argc == 3 && std::string(argv[1]) == "--offline") return offline(bot, argv[2]);
   int level = log::kInfo;
   std::optional<Options> options;
   try {

@@ -26,7 +26,7 @@ import java.util.regex.Pattern;
  * form ({@code --format binary}) works too, without the recorded answers.
  */
 public final class Offline {
-    private static final Pattern HEAD = Pattern.compile("^\\{\"from\": \"(\\w+)\", \"n\": (null|\\d+)");
+    private static final Pattern HEAD = Pattern.compile("^\\{\"from\": \"(\\w+)\"(?:, \"n\": (null|\\d+))?");
     private static final Pattern BYTES = Pattern.compile("\"bytes\": \"([A-Za-z0-9+/=]*)\"\\}$");
     private static final Pattern ACTION = Pattern.compile("\"action_id\": (\\d+)");
     private static final Pattern REFUSED = Pattern.compile("\"refused\": true\\}$");
@@ -85,7 +85,7 @@ public final class Offline {
                 if (!head.find()) {
                     throw new IOException(file + ": line " + (i + 1) + " is not a messages line");
                 }
-                Integer n = head.group(2).equals("null") ? null : Integer.valueOf(head.group(2));
+                Integer n = head.group(2) == null || head.group(2).equals("null") ? null : Integer.valueOf(head.group(2));
                 if (head.group(1).equals("referee")) {
                     Matcher bytes = BYTES.matcher(line);
                     if (!bytes.find()) {
@@ -142,28 +142,32 @@ public final class Offline {
     }
 
     /**
-     * {@code java ... craits.bot.Offline MESSAGES_FILE BOT_CLASS}: replays the file to a new
-     * instance of the bot class and prints the first answer that differs from the recorded one
-     * (exit 1), or that every answer is the recorded one (exit 0).
+     * Replays {@code file} to {@code bot} and prints the first answer that differs from the
+     * recorded one (1), or that every answer is the recorded one (0): {@code BOT --offline FILE}.
      */
+    public static int report(Bot bot, Path file) throws IOException {
+        Steps steps = replay(bot, file);
+        long recorded = steps.stream().filter(s -> s.recorded() >= 0).count();
+        System.out.println(steps.size() + " requests answered, " + recorded + " with a recorded answer");
+        Step diff = steps.firstDifference();
+        if (diff == null) {
+            System.out.println("every answer is the recorded one");
+            return 0;
+        }
+        String was = diff.request().legalActions().stream().filter(a -> a.getId() == diff.recorded())
+                .map(craits.v1.LegalAction::getText).findFirst().orElse(String.valueOf(diff.recorded()));
+        System.out.println("first difference at decision " + diff.n() + ": recorded " + was + " (" + diff.recorded()
+                + "), now " + diff.chosen().getText() + " (" + diff.answer() + ")");
+        return 1;
+    }
+
+    /** {@code java ... craits.bot.Offline MESSAGES_FILE BOT_CLASS}: {@link #report} for a bot class. */
     public static void main(String[] args) throws Exception {
         if (args.length != 2) {
             System.err.println("usage: craits.bot.Offline MESSAGES_FILE BOT_CLASS (e.g. craits.bot.examples.RandomBot)");
             System.exit(ExitCode.USAGE);
         }
         Bot bot = (Bot) Class.forName(args[1]).getDeclaredConstructor().newInstance();
-        Steps steps = replay(bot, Path.of(args[0]));
-        long recorded = steps.stream().filter(s -> s.recorded() >= 0).count();
-        System.out.println(steps.size() + " requests answered, " + recorded + " with a recorded answer");
-        Step diff = steps.firstDifference();
-        if (diff == null) {
-            System.out.println("every answer is the recorded one");
-            System.exit(0);
-        }
-        String was = diff.request().legalActions().stream().filter(a -> a.getId() == diff.recorded())
-                .map(craits.v1.LegalAction::getText).findFirst().orElse(String.valueOf(diff.recorded()));
-        System.out.println("first difference at decision " + diff.n() + ": recorded " + was + " (" + diff.recorded()
-                + "), now " + diff.chosen().getText() + " (" + diff.answer() + ")");
-        System.exit(1);
+        System.exit(report(bot, Path.of(args[0])));
     }
 }

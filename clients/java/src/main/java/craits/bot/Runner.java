@@ -64,6 +64,17 @@ public final class Runner {
     public static void run(Bot bot, String[] args) {
         int code;
         try {
+            if (args.length == 2 && args[0].equals("--offline")) { // a messages file, no referee
+                try {
+                    System.exit(Offline.report(bot, java.nio.file.Path.of(args[1])));
+                } catch (java.io.IOException | Offline.Failed err) {
+                    System.err.println(err.getMessage());
+                    if (err.getCause() != null) {
+                        err.getCause().printStackTrace();
+                    }
+                    System.exit(ExitCode.FAILED);
+                }
+            }
             Options options = options(args, System.getenv());
             if (options == null) {
                 System.out.println(HELP);
@@ -317,7 +328,10 @@ public final class Runner {
               --tls-ca       the referee's (self-signed) certificate to trust (env CRAITS_TLS_CA)
               --token        this bot's secret token (env CRAITS_TOKEN)
               --name         display name (env CRAITS_BOT_NAME)
-              --reconnect-s  how long to keep trying to reach the referee (default 30)""";
+              --reconnect-s  how long to keep trying to reach the referee (default 30)
+
+            BOT --offline MESSAGES_FILE answers a `craits replay messages` file with no referee and
+            prints the first answer that differs from the recorded one (exit 1), else exits 0.""";
 
     /** A mistake on the command line, said in one line. */
     static final class UsageError extends Exception {
