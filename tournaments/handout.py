@@ -25,6 +25,7 @@ from pathlib import Path
 
 from server.errors import UserError
 from server.transport.tls import CERT_FILE, server_tls
+from tournaments import handout_kits
 from tournaments.config import TournamentConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -119,9 +120,23 @@ def referee_cert(config: TournamentConfig, tls_ca: str | None) -> HandedCert | N
     return HandedCert(made.cert_pem, made.cert_path, made.fingerprint)
 
 
+KIT_NAMES = ("python", *handout_kits.KITS)
+"""The kits a handout can carry (``--kit``): the Python kit's wheels, or a compiled language's sources."""
+
+
+@dataclass(frozen=True, slots=True)
+class Student:
+    """Who a compiled kit's handout is for: the bot's name and where its referee is."""
+
+    name: str
+    server: str
+
+
 def write_handouts(config: TournamentConfig, names: Sequence[str], out_dir: Path, address: str | None,
-                   tls_ca: str | None = None) -> list[Handout]:
+                   tls_ca: str | None = None, *, kit: str = "python") -> list[Handout]:
     """One folder per student's bot under ``out_dir`` (see the module docstring)."""
+    if kit not in KIT_NAMES:
+        raise UserError(f"--kit {kit}: the kits are {', '.join(KIT_NAMES)}")
     bots = handout_bots(config, names)
     where = student_address(config, address)
     cert = referee_cert(config, tls_ca)
@@ -130,6 +145,8 @@ def write_handouts(config: TournamentConfig, names: Sequence[str], out_dir: Path
     taken = [out_dir / name for name, _ in bots if (out_dir / name).exists()]
     if taken:
         raise UserError(f"{', '.join(map(str, taken))}: already there; remove it or give another --out")
+    if kit != "python":
+        return _write_kit_handouts(handout_kits.KITS[kit], config, bots, out_dir, server, cert)
     with tempfile.TemporaryDirectory(prefix="craits-wheels-") as tmp:
         wheels = build_wheels(Path(tmp))
         made = []
@@ -158,6 +175,47 @@ def write_handouts(config: TournamentConfig, names: Sequence[str], out_dir: Path
                 raise
             made.append(Handout(name, out_dir / name, token))
     return made
+
+
+def _write_kit_handouts(kit: handout_kits.Kit, config: TournamentConfig, bots: list[tuple[str, str]], out_dir: Path,
+                        server: str, cert: HandedCert | None) -> list[Handout]:
+    """The handouts of a compiled language's kit (tournaments.handout_kits), written as the Python ones."""
+    with tempfile.TemporaryDirectory(prefix="craits-kit-") as tmp:
+        shared = kit.prepare(Path(tmp))
+        made = []
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for name, token in bots:
+            student = Student(name, server)
+            part = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=out_dir))
+            try:
+                kit.write(part, student, shared)
+                readme = _README_KIT.format(name=name, server=server, tournament=config.name,
+                                            token_file=TOKEN_FILE) + kit.readme(student, shared)
+                if cert is not None:
+                    (part / CERT_FILE).write_bytes(cert.pem)
+                    readme += _README_TLS.format(cert_file=CERT_FILE, fingerprint=(
+                        f"Its SHA-256 fingerprint is\n\n    {cert.fingerprint}\n\n" if cert.fingerprint else ""))
+                (part / "README.md").write_text(readme, encoding="utf-8")
+                part.chmod(0o755)
+                part.rename(out_dir / name)
+            except BaseException:
+                shutil.rmtree(part, ignore_errors=True)
+                raise
+            made.append(Handout(name, out_dir / name, token))
+    return made
+
+
+_README_KIT = """# {name}: your bot for Craits Arena ({tournament})
+
+Your bot is **{name}**. It plays against your classmates' bots through the referee at
+**{server}**.
+
+## Your token
+
+Your teacher gives you a **token**: a secret that lets your bot, and only your bot, take its
+seat. Put it in a file named `{token_file}` in this folder (one line, nothing else), or in the
+environment variable `CRAITS_TOKEN`. Do not share it, and do not put it in your code.
+"""
 
 
 _BOT = '''"""{name}'s bot for Craits Arena. Change choose() and play again: python my_bot.py

@@ -12,11 +12,15 @@
 # with the same sources does nothing (OUT/.sources holds their hash).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
-out="${1:-$root/build/kits/java}"
+if [ -d "$here/proto" ]; then  # a handout (craits handout --kit java): proto/, src/ and build/ beside this script
+  proto_root="$here/proto"; src="$here/src"; out="${1:-$here/build}"
+else                           # the repository: clients/java/src/main/java, proto/ at the top
+  root="$(cd "$here/../.." && pwd)"
+  proto_root="$root/proto"; src="$here/src/main/java"; out="${1:-$root/build/kits/java}"
+fi
 case "$out" in /*) ;; *) out="$PWD/$out" ;; esac
-proto="$root/proto/craits/v1/referee.proto"
-sources="$( (cat "$proto" "$0"; find "$here/src/main" -name '*.java' | sort | xargs cat) | sha256sum | cut -c1-16)"
+proto="$proto_root/craits/v1/referee.proto"
+sources="$( (cat "$proto" "$0"; find "$src" -name '*.java' | sort | xargs cat) | sha256sum | cut -c1-16)"
 if [ -f "$out/.sources" ] && [ "$(cat "$out/.sources")" = "$sources" ]; then
   echo "java kit: up to date in $out"
   exit 0
@@ -43,11 +47,11 @@ fi
 work="$(mktemp -d "${out%/*}/.java-build.XXXXXX" 2>/dev/null || { mkdir -p "${out%/*}" && mktemp -d "${out%/*}/.java-build.XXXXXX"; })"
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/gen" "$work/classes"
-protoc --proto_path="$root/proto" --java_out="$work/gen" --plugin=protoc-gen-grpc-java="$plugin" \
+protoc --proto_path="$proto_root" --java_out="$work/gen" --plugin=protoc-gen-grpc-java="$plugin" \
   --grpc-java_out="$work/gen" "$proto"
 # -nowarn -XDsuppressNotes: the generated code's deprecations and sun.misc.Signal are known
 javac -nowarn -XDsuppressNotes --release 17 -encoding UTF-8 -cp "$classpath" -d "$work/classes" \
-  $(find "$work/gen" "$here/src/main/java" -name '*.java') 2> >(grep -v 'internal proprietary API\|sun.misc.Signal\|^ *\^\|^[0-9]* warnings\?$' >&2)
+  $(find "$work/gen" "$src" -name '*.java') 2> >(grep -v 'internal proprietary API\|sun.misc.Signal\|^ *\^\|^[0-9]* warnings\?$' >&2)
 jar --create --file "$work/craits-bot.jar" -C "$work/classes" .
 echo "$classpath" > "$work/classpath"
 # Start-up: -XX:TieredStopAtLevel=1 (the quick compiler only: a bot's work is small), the serial
@@ -62,7 +66,8 @@ exec java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xss1m -Xmx256m -XX:Compresse
   -XX:ReservedCodeCacheSize=32m -XX:MaxMetaspaceSize=128m -Xshare:auto $CRAITS_JAVA_OPTS \
   -cp "${CLASSPATH:+$CLASSPATH:}$here/craits-bot.jar:$(cat "$here/classpath")" "$class" "$@"
 SH
-for bot in random:RandomBot heuristic:HeuristicBot; do
+for bot in random:RandomBot heuristic:HeuristicBot; do  # (the kit's examples, when they are there)
+  [ -f "$src/craits/bot/examples/${bot#*:}.java" ] || continue
   printf '#!/bin/sh\nexec "$(dirname "$0")/java-bot" craits.bot.examples.%s "$@"\n' "${bot#*:}" > "$work/${bot%%:*}-bot"
 done
 chmod 755 "$work"/*-bot

@@ -11,7 +11,7 @@ from typing import Any
 
 from server.transport.tls import CERT_FILE
 from tournaments.config import load_config
-from tournaments.handout import TOKEN_FILE, write_handouts
+from tournaments.handout import KIT_NAMES, TOKEN_FILE, write_handouts
 
 
 def register_cli(sub: Any) -> None:
@@ -33,6 +33,10 @@ def register_cli(sub: Any) -> None:
                         help="the referee's certificate to hand out when it speaks TLS (default, with tls = "
                         "\"self-signed\": the one in the file's output folder, logs/NAME/tls/, made now if it is "
                         "not there yet; give this when the referee runs with another --out)")
+    parser.add_argument("--kit", choices=KIT_NAMES, default="python",
+                        help="the language: python (the kit's wheels and my_bot.py, the default), java (the kit's "
+                        "sources, MyBot.java, build.sh with Debian's packages or pom.xml for Maven) or cpp (the kit's "
+                        "sources, my_bot.cpp, CMake)")
     parser.add_argument("-o", "--out", default="handouts", help="the folder to write them in (default: handouts)")
     parser.set_defaults(func=cmd_handout)
 
@@ -40,10 +44,12 @@ def register_cli(sub: Any) -> None:
 def cmd_handout(args: argparse.Namespace) -> int:
     config = load_config(args.file, check_paths=False)
     out = Path(args.out)
-    made = write_handouts(config, args.bots, out, args.address, args.tls_ca)
+    made = write_handouts(config, args.bots, out, args.address, args.tls_ca, kit=args.kit)
     cert = made[0].folder / CERT_FILE if made else None
     extra = f", {CERT_FILE}" if cert is not None and cert.is_file() else ""
-    print(f"{len(made)} handout(s) in {out}/ (each: wheels/, my_bot.py, README.md{extra}). Give each student their "
+    what = {"python": "wheels/, my_bot.py", "java": "src/MyBot.java, build.sh, bot.sh, pom.xml",
+            "cpp": "my_bot.cpp, build.sh, bot.sh, CMakeLists.txt"}[args.kit]
+    print(f"{len(made)} handout(s) in {out}/ (each: {what}, README.md{extra}). Give each student their "
           f"folder and, separately, their token (it is in no file of the handout; the student puts it in "
           f"{TOKEN_FILE} or CRAITS_TOKEN). The tokens, shown this once:")
     for handout in made:
