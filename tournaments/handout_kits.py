@@ -103,12 +103,16 @@ public class MyBot implements Bot {{
         // request.legalActions(): what you may do (each has getText(), e.g. "5S", "8H:clubs", "draw")
         // request.hand(): your cards; request.observation(): the table as you may see it;
         // request.history(): this hand's events so far
+        LegalAction play = null;
         for (LegalAction action : request.legalActions()) {{
-            if (action.getKind() == ActionKind.ACTION_KIND_PLAY_CARD) {{
-                return action;
+            if (action.getAnnounce()) {{
+                return action;  // "one card": a play that leaves one card without it costs a turn
+            }}
+            if (play == null && action.getKind() == ActionKind.ACTION_KIND_PLAY_CARD) {{
+                play = action;
             }}
         }}
-        return request.legalActions().get(0);
+        return play != null ? play : request.legalActions().get(0);
     }}
 
     @Override
@@ -205,9 +209,12 @@ class MyBot : public craits::bot::Bot {{
     // request.legal_actions(): what you may do (each has text(), e.g. "5S", "8H:clubs", "draw")
     // request.hand(): your cards; request.observation: the table as you may see it;
     // request.history(): this hand's events so far
-    for (const pb::LegalAction& action : request.legal_actions())
-      if (action.kind() == pb::ACTION_KIND_PLAY_CARD) return action;
-    return request.legal_actions(0);
+    const pb::LegalAction* play = nullptr;
+    for (const pb::LegalAction& action : request.legal_actions()) {{
+      if (action.announce()) return action;  // "one card": a play that leaves one card without it costs a turn
+      if (!play && action.kind() == pb::ACTION_KIND_PLAY_CARD) play = &action;
+    }}
+    return play ? *play : request.legal_actions(0);
   }}
   std::string name() const override {{ return "{name}"; }}
 }};

@@ -11,16 +11,19 @@
 # code), `classpath` (Debian's jars it runs with) and a launcher per example bot; a second run
 # with the same sources does nothing (OUT/.sources holds their hash).
 set -euo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
-if [ -d "$here/proto" ]; then  # a handout (craits handout --kit java): proto/, src/ and build/ beside this script
-  proto_root="$here/proto"; src="$here/src"; out="${1:-$here/build}"
-else                           # the repository: clients/java/src/main/java, proto/ at the top
+if [ -d "$(dirname "$0")/proto" ]; then
+  # a handout (craits handout --kit java): proto/, src/ and build/ beside this script, named from
+  # here (a submission's build sandbox may not let it look at the folders above its own)
+  self="$(basename "$0")"; cd "$(dirname "$0")"
+  proto_root=proto; src=src; out="${1:-build}"
+else  # the repository: clients/java/src/main/java, proto/ at the top
+  self="$0"; here="$(cd "$(dirname "$0")" && pwd)"
   root="$(cd "$here/../.." && pwd)"
   proto_root="$root/proto"; src="$here/src/main/java"; out="${1:-$root/build/kits/java}"
+  case "$out" in /*) ;; *) out="$PWD/$out" ;; esac
 fi
-case "$out" in /*) ;; *) out="$PWD/$out" ;; esac
 proto="$proto_root/craits/v1/referee.proto"
-sources="$( (cat "$proto" "$0"; find "$src" -name '*.java' | sort | xargs cat) | sha256sum | cut -c1-16)"
+sources="$( (cat "$proto" "$self"; find "$src" -name '*.java' | sort | xargs cat) | sha256sum | cut -c1-16)"
 if [ -f "$out/.sources" ] && [ "$(cat "$out/.sources")" = "$sources" ]; then
   echo "java kit: up to date in $out"
   exit 0
@@ -44,20 +47,27 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "java kit: missing ${missing[*]}; install Debian's packages with: sudo bash scripts/system-deps.sh kits" >&2
   exit 1
 fi
-work="$(mktemp -d "${out%/*}/.java-build.XXXXXX" 2>/dev/null || { mkdir -p "${out%/*}" && mktemp -d "${out%/*}/.java-build.XXXXXX"; })"
+# Built in a folder of /tmp, then copied: a submission's build sandbox shows its folder but not
+# the ones above it, and javac and protoc name files by their absolute paths; they read copies.
+work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/gen" "$work/classes"
+mkdir -p "$work/gen" "$work/classes" "$work/out"
+cp -R "$src" "$work/src"
+cp -R "$proto_root" "$work/proto"
+src="$work/src"; proto_root="$work/proto"; proto="$proto_root/craits/v1/referee.proto"
 protoc --proto_path="$proto_root" --java_out="$work/gen" --plugin=protoc-gen-grpc-java="$plugin" \
   --grpc-java_out="$work/gen" "$proto"
 # -nowarn -XDsuppressNotes: the generated code's deprecations and sun.misc.Signal are known
-javac -nowarn -XDsuppressNotes --release 17 -encoding UTF-8 -cp "$classpath" -d "$work/classes" \
+# -J...: javac's own JVM sized for a build sandbox (1 GiB), started quickly
+javac -J-Xmx512m -J-XX:+UseSerialGC -J-XX:TieredStopAtLevel=1 -J-XX:CompressedClassSpaceSize=128m \
+  -nowarn -XDsuppressNotes --release 17 -encoding UTF-8 -cp "$classpath" -d "$work/classes" \
   $(find "$work/gen" "$src" -name '*.java') 2> >(grep -v 'internal proprietary API\|sun.misc.Signal\|^ *\^\|^[0-9]* warnings\?$' >&2)
-jar --create --file "$work/craits-bot.jar" -C "$work/classes" .
-echo "$classpath" > "$work/classpath"
+jar --create --file "$work/out/craits-bot.jar" -C "$work/classes" .
+echo "$classpath" > "$work/out/classpath"
 # Start-up: -XX:TieredStopAtLevel=1 (the quick compiler only: a bot's work is small), the serial
 # collector (fewer threads: the sandbox counts them), and heap, class space and code cache sized
 # for a bot (the JVM's defaults reserve gigabytes of address space, over the sandbox's limit).
-cat > "$work/java-bot" <<'SH'
+cat > "$work/out/java-bot" <<'SH'
 #!/bin/sh
 # Runs a Java bot class with the kit: java-bot CLASS [ARGS...] (CLASSPATH: more jars or folders)
 here="$(dirname "$0")"
@@ -68,14 +78,14 @@ exec java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xss1m -Xmx256m -XX:Compresse
 SH
 for bot in random:RandomBot heuristic:HeuristicBot; do  # (the kit's examples, when they are there)
   [ -f "$src/craits/bot/examples/${bot#*:}.java" ] || continue
-  printf '#!/bin/sh\nexec "$(dirname "$0")/java-bot" craits.bot.examples.%s "$@"\n' "${bot#*:}" > "$work/${bot%%:*}-bot"
+  printf '#!/bin/sh\nexec "$(dirname "$0")/java-bot" craits.bot.examples.%s "$@"\n' "${bot#*:}" > "$work/out/${bot%%:*}-bot"
 done
-chmod 755 "$work"/*-bot
-chmod -R a+rX "$work"
-echo "$sources" > "$work/.sources"
-rm -rf "$work/gen" "$work/classes" "$out.old"
-[ -e "$out" ] && mv "$out" "$out.old"
-mv "$work" "$out"
-rm -rf "$out.old"
-trap - EXIT
+chmod 755 "$work"/out/*-bot
+chmod -R a+rX "$work/out"
+echo "$sources" > "$work/out/.sources"
+mkdir -p "$(dirname "$out")"
+rm -rf "$out.new"
+cp -R "$work/out" "$out.new"
+rm -rf "$out"
+mv "$out.new" "$out"
 echo "java kit: built $out"

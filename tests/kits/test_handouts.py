@@ -64,3 +64,28 @@ def test_a_kit_handout_builds_in_a_fresh_folder_and_its_bot_plays(kits: Kits, tm
     alice = next(line for line in table.splitlines() if line.split()[:2] in (["0", "alice"], ["1", "alice"]))
     assert " ok " in alice, table
     assert bot.returncode == 0 and f"connected to 127.0.0.1:{port} as 'alice'" in said, said
+
+
+def test_a_java_kit_project_is_admitted_as_a_submission_its_build_run_in_the_build_sandbox(
+        kits: Kits, tmp_path: Path) -> None:
+    """The handout's folder zipped with a bot.toml: `build` runs build.sh in the build sandbox
+    (javac and protoc there, with the JVM's files shown read-only), then check-bot on frames and
+    a validation game play it."""
+    from participants.admission import admit
+    from participants.roster import Roster
+    from tests.participants.uploads import zip_of
+
+    file = tmp_path / "class.toml"
+    file.write_text(f'name = "class"\ntable_size = 2\naddress = "127.0.0.1:{free_port()}"\n'
+                    f'[[bots]]\nname = "alice"\ntoken = "{TOKEN}"\n[[bots]]\nname = "house"\nbuiltin = "random"\n')
+    subprocess.run([CRAITS, "handout", str(file), "--kit", "java", "-o", str(tmp_path / "handouts")],
+                   capture_output=True, text=True, timeout=120, check=True)
+    folder = tmp_path / "handouts" / "alice"
+    files = {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    files["bot.toml"] = b'command = ["sh", "bot.sh"]\nbuild = "bash build.sh"\n'
+    roster = Roster.create(tmp_path / "roster")
+    roster.add("alice")
+    version = roster.submit("alice", zip_of(files, folder="alice"), "alice.zip")
+    outcome = admit(roster, version)
+    assert outcome.status == "admitted", (outcome.reason, outcome.build_log[-2000:], outcome.report[-2000:])
+    assert "java kit: built build" in outcome.build_log
