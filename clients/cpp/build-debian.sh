@@ -30,6 +30,16 @@ rm -f "$out/.sources"
 # -O1: the bots think little; the generated code compiles about twice as fast as at -O2
 cmake -S "$here" -B "$out" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" >/dev/null
 cmake --build "$out" -j "$(nproc 2>/dev/null || echo 2)" -- --no-print-directory >/dev/null
+cat > "$out/cxx-bot" <<'SH'
+#!/bin/sh
+# Compiles your bot with the kit and Debian's gRPC, beside its source: cxx-bot mybot/my_bot.cpp
+here="$(cd "$(dirname "$0")" && pwd)"
+[ $# -eq 1 ] || { echo "usage: cxx-bot FILE.cpp (the program goes beside it, without .cpp)" >&2; exit 2; }
+exec g++ -std=c++17 -O1 -o "${1%.cpp}" "$1" -I"$here/include" -I"$here/gen" "$here/libcraits_bot.a" \
+  $(pkg-config --cflags --libs grpc++ protobuf) -pthread
+SH
+chmod 755 "$out/cxx-bot"
+rm -rf "$out/include" && cp -R "$here/include" "$out/include"
 chmod -R a+rX "$out"
 echo "$sources" > "$out/.sources"
 echo "c++ kit: built $out"

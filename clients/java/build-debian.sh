@@ -74,7 +74,15 @@ here="$(dirname "$0")"
 class="$1"; shift
 exec java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xss1m -Xmx256m -XX:CompressedClassSpaceSize=64m \
   -XX:ReservedCodeCacheSize=32m -XX:MaxMetaspaceSize=128m -Xshare:auto $CRAITS_JAVA_OPTS \
-  -cp "${CLASSPATH:+$CLASSPATH:}$here/craits-bot.jar:$(cat "$here/classpath")" "$class" "$@"
+  -cp "${CLASSPATH:+$CLASSPATH:}.:$here/craits-bot.jar:$(cat "$here/classpath")" "$class" "$@"
+SH
+cat > "$work/out/javac-bot" <<'SH'
+#!/bin/sh
+# Compiles your bot's .java files with the kit, into their folder: javac-bot mybot/MyBot.java [...]
+here="$(dirname "$0")"
+[ $# -gt 0 ] || { echo "usage: javac-bot FILE.java [FILE.java ...] (the classes go beside the first)" >&2; exit 2; }
+exec javac -J-XX:TieredStopAtLevel=1 -J-XX:+UseSerialGC -cp "$here/craits-bot.jar:$(cat "$here/classpath")" \
+  -d "$(dirname "$1")" "$@"
 SH
 for bot in random:RandomBot heuristic:HeuristicBot; do  # (the kit's examples, when they are there)
   [ -f "$src/craits/bot/examples/${bot#*:}.java" ] || continue

@@ -3,10 +3,11 @@
 A sandboxed bot sees, read-only: the system's programs and libraries (``/usr`` and the
 ``/bin``, ``/lib*`` links beside it), a few files of ``/etc`` (:data:`ETC_FILES`), the
 interpreter running the referee with its prefix and virtual environment, the bot kits (the
-Python packages ``craits`` and ``craits_bot``, the ``.proto`` the JavaScript bot loads), its
+Python packages ``craits`` and ``craits_bot``, the ``.proto`` the JavaScript bot loads, the Java and
+C++ kits' builds under ``build/kits``), a Java runtime's files outside ``/usr`` (:func:`jvm_paths`), its
 own folder and the paths its ``allow_read`` names. It has a private ``/tmp`` (and ``/dev/shm``) of limited size,
 its own PID, network, IPC and UTS namespaces (``/proc`` shows only its own processes, and
-there is no network at all) and reaches the referee only through the referee's Unix socket,
+its network is a loopback interface of its own: it reaches nothing outside the sandbox) and reaches the referee only through the referee's Unix socket,
 bound in at :data:`SOCKET_INSIDE` (``CRAITS_SERVER=unix:/run/craits/referee.sock``).
 Nothing else exists inside: not ``logs/``, the database, the replays, another bot's folder,
 another bot's token or the referee's environment.
@@ -307,6 +308,8 @@ def runtime_paths() -> tuple[str, ...]:
         paths.add(str(proto))
     if (JS_KIT_BOT.parent / "node_modules").is_dir():  # (the JavaScript kit and its packages: craits-js-bot)
         paths.add(str(JS_KIT_BOT.parent))
+    for kit in ("java", "cpp"):  # (the Java and C++ kits as `make kits` built them: java-bot, the jar, the library)
+        paths.add(str(proto.parents[1] / "build" / "kits" / kit))
     return tuple(sorted(os.path.realpath(p) for p in paths if os.path.isdir(p)))
 
 
