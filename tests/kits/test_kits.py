@@ -206,3 +206,33 @@ def test_a_kit_bot_stopped_with_sigterm_leaves_cleanly_and_exits_0(kits: Kits, t
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=30)
         assert proc.returncode == 0, err
+
+
+def _blocks(section: str, language: str) -> list[str]:
+    """The ```language blocks of a section of docs/first-bot.md, as written."""
+    text = (ROOT / "docs/first-bot.md").read_text()
+    part = text.split(f"## {section}", 1)[1].split("\n## ", 1)[0]
+    return [block.split("```", 1)[0] for block in part.split(f"```{language}\n")[1:]]
+
+
+@pytest.mark.parametrize("language", ["java", "cpp"])
+def test_the_first_bot_guides_java_and_cpp_bots_play_sandboxed_as_written(kits: Kits, tmp_path: Path,
+                                                                           language: str) -> None:
+    """docs/first-bot.md, sections 6 and 7: the bot, compiled as it says, plays and passes check-bot."""
+    folder = tmp_path / "mybot"
+    folder.mkdir()
+    if language == "java":
+        (folder / "MyBot.java").write_text(_blocks("6. Your first Java bot", "java")[0])
+        script = _blocks("6. Your first Java bot", "sh")[1].replace("../build/kits/java", str(kits.java))
+        (folder / "bot.sh").write_text(script)
+        (folder / "bot.sh").chmod(0o755)
+        subprocess.run([str(kits.java / "javac-bot"), str(folder / "MyBot.java")], check=True, timeout=120)
+        bot = folder / "bot.sh"
+    else:
+        (folder / "my_bot.cpp").write_text(_blocks("7. Your first C++ bot", "cpp")[0])
+        subprocess.run([str(kits.cpp / "cxx-bot"), str(folder / "my_bot.cpp")], check=True, timeout=300)
+        bot = folder / "my_bot"
+    played = craits("play", "random", str(bot), "--flag", "short_game=true", "--log-dir", str(tmp_path / "logs"))
+    assert played.returncode == 0 and " ok " in played.stdout.splitlines()[3], played.stdout + played.stderr
+    report = check_bot([str(bot)], CheckOptions())
+    assert report.ok and report.count(Status.WARN) == 0, report.render()
