@@ -236,3 +236,38 @@ def test_the_first_bot_guides_java_and_cpp_bots_play_sandboxed_as_written(kits: 
     assert played.returncode == 0 and " ok " in played.stdout.splitlines()[3], played.stdout + played.stderr
     report = check_bot([str(bot)], CheckOptions())
     assert report.ok and report.count(Status.WARN) == 0, report.render()
+
+
+def test_over_tls_the_cpp_kit_plays_with_the_referees_certificate_and_the_java_kit_says_why_it_cannot(
+        kits: Kits, tmp_path: Path) -> None:
+    """A referee with --tls self-signed: the C++ kit trusts the file given (--tls-ca) and plays;
+    the Java kit built with Debian's jars cannot speak TLS (their Netty gives the JDK's TLS no
+    ALPN) and says so, refused (3), rather than crashing or falling back to plain text."""
+    import socket
+    import time
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    serve = subprocess.Popen([CRAITS, "serve", "--address", f"127.0.0.1:{port}", "--tls", "self-signed", "--bot",
+                              "remote:me:tok-me-1", "--bot", "random", "--games", "1", "--flag", "short_game=true",
+                              "--log-dir", str(tmp_path / "logs")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    try:
+        cert = tmp_path / "logs" / "tls" / "referee-cert.pem"
+        for _ in range(200):
+            if cert.exists():
+                break
+            time.sleep(0.1)
+        env = {**os.environ, "CRAITS_TOKEN": "tok-me-1"}
+        server = f"grpcs://127.0.0.1:{port}"
+        java = subprocess.run([str(kits.java / "random-bot"), "--server", server, "--tls-ca", str(cert)], env=env,
+                              capture_output=True, text=True, timeout=60, check=False)
+        assert java.returncode == 3 and "TLS is not available with these grpc-java jars" in java.stderr, java.stderr
+        cpp = subprocess.run([str(kits.cpp / "random_bot"), "--server", server, "--tls-ca", str(cert)], env=env,
+                             capture_output=True, text=True, timeout=120, check=False)
+        assert cpp.returncode == 0 and f"connected to {server} as 'me'" in cpp.stderr, cpp.stderr
+        assert serve.wait(timeout=60) == 0
+    finally:
+        serve.kill()
+        serve.communicate()

@@ -59,6 +59,10 @@ final class GrpcCall implements Call {
                     .maxInboundMessageSize(FramedCall.MAX_FROM_REFEREE).build();
         } catch (IOException | IllegalArgumentException err) {
             throw new Ended("INVALID_ARGUMENT", err.getMessage());
+        } catch (UnsupportedOperationException err) { // (Debian's Netty 4.1.48 gives the JDK's TLS no ALPN)
+            throw new Ended("FAILED_PRECONDITION", "TLS is not available with these grpc-java jars (" + err.getMessage()
+                    + "): Debian's Netty offers the JDK's TLS no ALPN, which gRPC needs; build the bot with Maven "
+                    + "(pom.xml: grpc-netty-shaded brings its own), or ask for the referee's plain-text address");
         }
         RefereeGrpc.newStub(channel).play(new ClientResponseObserver<BotMessage, RefereeMessage>() {
             @Override

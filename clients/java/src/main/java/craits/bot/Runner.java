@@ -291,6 +291,10 @@ public final class Runner {
         }
         boolean refusing = fatal != null && (fatal.getCode() == ErrorCode.ERROR_CODE_UNAUTHENTICATED
                 || fatal.getCode() == ErrorCode.ERROR_CODE_PROTOCOL_VERSION);
+        if (code.equals("FAILED_PRECONDITION") && !everWelcomed && details.startsWith("TLS is not available")) {
+            Log.error("cannot connect to the referee at " + where() + ": " + details);
+            return ExitCode.REFUSED;
+        }
         if (REFUSED.contains(code) || refusing) {
             String hint = code.equals("UNAUTHENTICATED") ? (options.token().isEmpty()
                     ? "; this bot sent no token: give it --token TOKEN or set CRAITS_TOKEN"
