@@ -58,7 +58,9 @@ def test_the_tests_packages_the_machine_has_are_not_installed_again(tmp_path: Pa
 
 def test_make_setup_and_make_test_run_it() -> None:
     """`make demo` runs `make setup`, which installs the sandbox; `make test` also the tests' packages."""
-    for target, step in (("setup", "bash scripts/system-deps.sh setup"), ("test-deps", "bash scripts/system-deps.sh test")):
+    for target, step in (("setup", "bash scripts/system-deps.sh setup"), ("test-deps", "bash scripts/system-deps.sh test"),
+                         ("kits", "bash clients/java/build-debian.sh build/kits/java"),
+                         ("kits", "bash clients/cpp/build-debian.sh build/kits/cpp")):
         done = subprocess.run(["make", "-n", target], cwd=SCRIPT.parents[1], capture_output=True, text=True,
                               timeout=60, check=False)
         assert step in done.stdout.splitlines(), done.stdout

@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
@@ -44,6 +45,11 @@ def test_a_kit_handout_builds_in_a_fresh_folder_and_its_bot_plays(kits: Kits, tm
     assert written.stdout.count(TOKEN) == 1
     assert not any(TOKEN.encode() in p.read_bytes() for p in folder.rglob("*") if p.is_file())
     assert f"127.0.0.1:{port}" in (folder / "README.md").read_text() and "alice" in (folder / source).read_text()
+    if kit == "java":  # (Maven cannot run here, no Maven Central: its file is at least well formed and points at proto/)
+        pom = ElementTree.parse(folder / "pom.xml").getroot()
+        ns = {"m": "http://maven.apache.org/POM/4.0.0"}
+        assert pom.findtext("m:build/m:sourceDirectory", namespaces=ns) == "src"
+        assert "${project.basedir}/proto" in (folder / "pom.xml").read_text()
 
     built = subprocess.run(["./build.sh"], cwd=folder, capture_output=True, text=True, timeout=900, check=False)
     assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
