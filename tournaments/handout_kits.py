@@ -189,9 +189,21 @@ _CPP_BUILD = """#!/bin/sh
 # Builds my_bot (and the kit, and the protocol's code from proto/) into build/.
 # -DCRAITS_EXAMPLES=ON builds the kit's random_bot and heuristic_bot too.
 set -e
-cd "$(dirname "$0")"
+[ "$(dirname "$0")" = . ] || cd "$(dirname "$0")"
+jobs="$(nproc 2>/dev/null || echo 2)"
+if ! [ -r "$PWD/CMakeLists.txt" ]; then
+  # A submission's build sandbox shows this folder but not the ones above it, and CMake names
+  # files by their absolute paths: build a copy in /tmp, and bring back the program.
+  stage="$(mktemp -d)"
+  cp -R CMakeLists.txt include src examples proto my_bot.cpp "$stage/"
+  cmake -S "$stage" -B "$stage/build" -DCMAKE_BUILD_TYPE=Release -DCRAITS_EXAMPLES=OFF "$@" >/dev/null
+  cmake --build "$stage/build" -j "$jobs"
+  mkdir -p build && cp "$stage/build/my_bot" build/my_bot
+  rm -rf "$stage"
+  exit 0
+fi
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCRAITS_EXAMPLES=OFF "$@" >/dev/null
-cmake --build build -j "$(nproc 2>/dev/null || echo 2)"
+cmake --build build -j "$jobs"
 """
 
 _CPP_BOT = """// {name}'s bot for Craits Arena. Change choose(), then ./build.sh and ./bot.sh again.

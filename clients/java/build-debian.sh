@@ -14,7 +14,7 @@ set -euo pipefail
 if [ -d "$(dirname "$0")/proto" ]; then
   # a handout (craits handout --kit java): proto/, src/ and build/ beside this script, named from
   # here (a submission's build sandbox may not let it look at the folders above its own)
-  self="$(basename "$0")"; cd "$(dirname "$0")"
+  self="$(basename "$0")"; [ "$(dirname "$0")" = . ] || cd "$(dirname "$0")"
   proto_root=proto; src=src; out="${1:-build}"
 else  # the repository: clients/java/src/main/java, proto/ at the top
   self="$0"; here="$(cd "$(dirname "$0")" && pwd)"
