@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: help setup proto demo test test-deps lint bench clean
+.PHONY: help setup proto demo test test-deps kits lint bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
@@ -33,11 +33,19 @@ demo: setup proto  ## run the demo tournament of the bundled bots (SQLite, repla
 test-deps:  ## install what the tests need from Debian (chromium, bubblewrap, postgresql; needs root)
 	@bash scripts/system-deps.sh test
 
+kits:  ## build the Java and C++ bot kits and their example bots with Debian's packages (build/kits/)
+	@bash scripts/system-deps.sh kits
+	bash clients/java/build-debian.sh build/kits/java
+	bash clients/cpp/build-debian.sh build/kits/cpp
+
 # Two test files at a time: most tests wait on bot processes, clocks and databases, so on
 # two cores the suite takes about half as long (4 min, not 8). TEST_WORKERS=0: one at a time.
 TEST_WORKERS ?= 2
 
+# `make kits` first (the tests build nothing else): where the Java or C++ toolchain is missing it
+# says so, and their tests skip (fail under CI, which has them: scripts/system-deps.sh test).
 test: setup proto test-deps  ## run the whole test suite (TEST_WORKERS=N files at a time, default 2)
+	-@$(MAKE) --no-print-directory kits
 	$(PY) -m pytest -q $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
 lint: setup  ## ruff and mypy
@@ -51,5 +59,5 @@ bench: setup proto  ## all benchmarks, quick mode (each prints a machine-readabl
 	$(PY) bench/tournament.py --quick
 	$(PY) bench/sandbox.py --quick
 
-clean:  ## remove the virtual environment and generated code
-	rm -rf $(VENV) proto/python/craits/v1/*_pb2*.py proto/python/craits/v1/*_pb2*.pyi
+clean:  ## remove the virtual environment, generated code and the kits' builds
+	rm -rf $(VENV) build/kits proto/python/craits/v1/*_pb2*.py proto/python/craits/v1/*_pb2*.pyi

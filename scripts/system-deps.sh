@@ -5,7 +5,12 @@
 #   scripts/system-deps.sh test    that, plus chromium and a font with card suit symbols for the
 #                                  browser tests (no browser download from elsewhere) and
 #                                  PostgreSQL's server binaries for the store and worker tests
-#                                  (the tests start their own server in a temporary folder)
+#                                  (the tests start their own server in a temporary folder),
+#                                  and what the kits need (below)
+#   scripts/system-deps.sh kits    the Java and C++ bot kits' Debian build (`make kits`): a JDK,
+#                                  grpc-java and its jars (netty, perfmark: libgrpc-java does not
+#                                  pull them in; javax.annotation for the 1.41 plugin's code),
+#                                  protoc with the Java and C++ gRPC plugins, gRPC C++ and cmake
 #
 # As root it installs what is missing with apt-get; otherwise it prints the one apt-get line
 # that would. It never fails the make target that calls it: without bubblewrap `craits demo`
@@ -14,11 +19,24 @@
 set -uo pipefail
 what="${1:-setup}"
 case "$what" in
-  setup|test) ;;
-  *) echo "usage: $0 setup|test" >&2; exit 2 ;;
+  setup|test|kits) ;;
+  *) echo "usage: $0 setup|test|kits" >&2; exit 2 ;;
 esac
 missing=()
-if ! command -v bwrap >/dev/null 2>&1; then
+# Debian's names of what the kits build with; a package counts as there when dpkg says installed.
+KIT_PACKAGES=(openjdk-17-jdk-headless libgrpc-java libprotobuf-java libnetty-java libperfmark-java
+              protobuf-compiler-grpc-java-plugin libgeronimo-annotation-1.3-spec-java
+              libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler cmake g++ make pkg-config)
+if [ "$what" = test ] || [ "$what" = kits ]; then
+  for package in "${KIT_PACKAGES[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed'; then
+      missing+=("$package")
+    fi
+  done
+fi
+if [ "$what" = kits ]; then
+  :
+elif ! command -v bwrap >/dev/null 2>&1; then
   missing+=(bubblewrap)
 fi
 if [ "$what" = test ]; then
@@ -33,7 +51,11 @@ if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
 line="apt-get install -y --no-install-recommends ${missing[*]}"
-for_what=$([ "$what" = test ] && echo "the tests" || echo "the bot sandbox")
+case "$what" in
+  test) for_what="the tests" ;;
+  kits) for_what="the Java and C++ kits" ;;
+  *) for_what="the bot sandbox" ;;
+esac
 if ! command -v apt-get >/dev/null 2>&1; then
   echo "$what: missing ${missing[*]} for $for_what (Debian's package names; install them with this system's package manager)" >&2
   exit 0

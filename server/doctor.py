@@ -105,6 +105,41 @@ def check_node(root: Path = ROOT) -> Finding:
     return Finding("node.js", "ok", f"node {version}", used_for=used)
 
 
+JAVA_JARS = ("grpc-api", "grpc-core", "grpc-netty", "grpc-stub", "grpc-protobuf", "protobuf", "guava", "perfmark-api",
+             "netty-codec-http2", "geronimo-annotation-1.3-spec")
+"""Debian's jars the Java kit builds and runs with (/usr/share/java), by the name of their link."""
+JAVA_PACKAGES = ("openjdk-17-jdk-headless", "libgrpc-java", "libprotobuf-java", "libnetty-java", "libperfmark-java",
+                 "protobuf-compiler", "protobuf-compiler-grpc-java-plugin", "libgeronimo-annotation-1.3-spec-java")
+CPP_PACKAGES = ("g++", "cmake", "pkg-config", "libgrpc++-dev", "libprotobuf-dev", "protobuf-compiler",
+                "protobuf-compiler-grpc")
+
+
+def check_java(jars: Path = Path("/usr/share/java")) -> Finding:
+    """A JDK, protoc with grpc-java's plugin and Debian's grpc-java jars: the Java kit's Debian build."""
+    used = "the Java bot kit (make kits: clients/java, built with Debian's grpc-java)"
+    lacking = [tool for tool in ("java", "javac", "protoc", "grpc_java_plugin") if shutil.which(tool) is None]
+    lacking += [f"{jar}.jar" for jar in JAVA_JARS if not (jars / f"{jar}.jar").is_file()]
+    if lacking:
+        return Finding("java kit", "missing", f"not found: {', '.join(lacking)}", apt(*JAVA_PACKAGES), (TEST,), used)
+    version = _version(["javac", "-version"])
+    grpc = sorted(jars.glob("grpc-core-*.jar"))
+    found = f"{version}, grpc-java {grpc[-1].stem.removeprefix('grpc-core-')}" if grpc else version
+    return Finding("java kit", "ok", f"{found} ({jars})", used_for=used)
+
+
+def check_cpp() -> Finding:
+    """g++, cmake, protoc with gRPC's C++ plugin, and gRPC C++ as pkg-config finds it: the C++ kit's build."""
+    used = "the C++ bot kit (make kits: clients/cpp, built with Debian's gRPC C++)"
+    lacking = [tool for tool in ("g++", "cmake", "protoc", "grpc_cpp_plugin", "pkg-config") if shutil.which(tool) is None]
+    grpc = _version(["pkg-config", "--modversion", "grpc++"]) if shutil.which("pkg-config") else ""
+    if not grpc:
+        lacking.append("grpc++ (pkg-config)")
+    if lacking:
+        return Finding("c++ kit", "missing", f"not found: {', '.join(lacking)}", apt(*CPP_PACKAGES), (TEST,), used)
+    return Finding("c++ kit", "ok", f"{_version(['g++', '--version'])}, gRPC C++ {grpc}, "
+                   f"{_version(['cmake', '--version'])}", used_for=used)
+
+
 def find_pg_bin(roots: Sequence[Path] = (Path("/usr/lib/postgresql"),)) -> Path | None:
     """The folder of PostgreSQL's ``initdb`` and ``pg_ctl``: Debian's versioned one, else the PATH."""
     for root in roots:
@@ -192,7 +227,7 @@ def check_python() -> Finding:
 def diagnose(logs: Path | None = None) -> list[Finding]:
     """Every check, in the order `craits doctor` prints them."""
     checks: list[Callable[[], Finding]] = [
-        check_python, check_sandbox, check_node, check_postgres_client, check_postgres_server, check_chromium,
+        check_python, check_sandbox, check_node, check_java, check_cpp, check_postgres_client, check_postgres_server, check_chromium,
         *(lambda port=port, used=used: check_port(port, used) for port, used in DEFAULT_PORTS),
         check_grpc_io, lambda: check_disk(logs or Path("logs")),
     ]

@@ -141,3 +141,11 @@ def test_where_everything_is_there_the_doctor_says_both_commands_can_run() -> No
     done = doctor_cli(os.environ["PATH"])
     assert done.returncode == 0, done.stdout
     assert done.stdout.splitlines()[-2:] == ["make demo: can run here", "make test: can run here"]
+
+
+def test_the_java_and_cpp_kits_toolchains_are_listed_and_a_missing_jar_says_which_packages(tmp_path: Path) -> None:
+    items = [f.item for f in doctor.diagnose()]
+    assert items.index("java kit") == items.index("node.js") + 1 and "c++ kit" in items
+    found = doctor.check_java(jars=tmp_path)  # (no jar there)
+    assert found.status == "missing" and "grpc-netty.jar" in found.detail and "perfmark-api.jar" in found.detail
+    assert "libgrpc-java" in found.fix and "libnetty-java" in found.fix and found.needed_by == (doctor.TEST,)

@@ -58,7 +58,30 @@ def test_the_tests_packages_the_machine_has_are_not_installed_again(tmp_path: Pa
 
 def test_make_setup_and_make_test_run_it() -> None:
     """`make demo` runs `make setup`, which installs the sandbox; `make test` also the tests' packages."""
-    for target, step in (("setup", "bash scripts/system-deps.sh setup"), ("test-deps", "bash scripts/system-deps.sh test")):
+    for target, step in (("setup", "bash scripts/system-deps.sh setup"), ("test-deps", "bash scripts/system-deps.sh test"),
+                         ("kits", "bash clients/java/build-debian.sh build/kits/java"),
+                         ("kits", "bash clients/cpp/build-debian.sh build/kits/cpp")):
         done = subprocess.run(["make", "-n", target], cwd=SCRIPT.parents[1], capture_output=True, text=True,
                               timeout=60, check=False)
         assert step in done.stdout.splitlines(), done.stdout
+
+
+def test_the_kits_get_a_jdk_grpc_java_and_grpc_cpp_from_debian(tmp_path: Path) -> None:
+    """`make kits` (and `make test`): every package of the Java and C++ kits' Debian build that
+    dpkg does not list as installed, in one apt-get line."""
+    bin_dir = tmp_path / "bin"
+    path = fresh_path(bin_dir, lacking=("apt-get", "id", "dpkg-query"))
+    calls = tmp_path / "apt-calls"
+    fake_program(bin_dir, "apt-get", f'echo "$*" >> {calls}')
+    fake_program(bin_dir, "id", '[ "$1" = "-u" ] && echo 0')
+    fake_program(bin_dir, "dpkg-query", '[ "$3" = libprotobuf-java ] && echo "install ok installed"; exit 0')
+    done = subprocess.run(["/bin/bash", str(SCRIPT), "kits"], env={"PATH": path}, capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    install = calls.read_text().splitlines()[1].split()
+    assert install[:4] == ["install", "-y", "-qq", "--no-install-recommends"]
+    assert {"openjdk-17-jdk-headless", "libgrpc-java", "libnetty-java", "libperfmark-java",
+            "protobuf-compiler-grpc-java-plugin", "libgeronimo-annotation-1.3-spec-java", "libgrpc++-dev",
+            "protobuf-compiler-grpc", "cmake"} <= set(install[4:])
+    assert "libprotobuf-java" not in install  # (installed already)
+    assert "bubblewrap" not in install  # (the kits alone: `kits` is not `test`)

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from server.errors import UserError
 from server.transport.tls import CERT_FILE, server_tls
+from tournaments import handout_kits
 from tournaments.config import TournamentConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -287,6 +288,8 @@ KITS: dict[str, Kit] = {
     "javascript": Kit("javascript", _js_prepare, _js_write, _js_readme),
 }
 """The kits a handout can carry, by ``--kit`` name; a new language adds one entry."""
+KITS.update({name: Kit(kit.name, kit.prepare, kit.write, kit.readme) for name, kit in handout_kits.KITS.items()})
+# (the compiled languages, Java and C++: tournaments.handout_kits)
 
 
 _BOT = '''"""{name}'s bot for Craits Arena. Change choose() and play again: python my_bot.py

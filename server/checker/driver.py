@@ -29,8 +29,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
+from craits import frames
 from craits.v1 import referee_pb2 as pb
 from craits.v1 import referee_pb2_grpc
+from google.protobuf.message import DecodeError
 
 from server import __version__
 from server.checker.report import EXITED_AT_ONCE, TAIL_LINES, Check, Report, Status
@@ -144,6 +146,69 @@ class _Servicer(referee_pb2_grpc.RefereeServicer):
                     stream.inbound.put_nowait(msg)
         finally:
             stream.inbound.put_nowait(None)
+
+
+class _FramesServer:
+    """The frames socket a sandboxed bot is offered (CRAITS_FRAMED_SOCKET), as a tournament's
+    referee offers it: the same stream as :class:`_Servicer`'s, its messages as frames
+    (``craits.frames``), so a bot whose kit speaks only frames (the Java kit in the sandbox)
+    is checked as it plays."""
+
+    def __init__(self, servicer: _Servicer) -> None:
+        self.servicer = servicer
+
+    async def connected(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        servicer = self.servicer
+        try:
+            if servicer.active is not None:
+                servicer.extra_streams += 1
+                refusal = pb.RefereeMessage(error=pb.Error(
+                    code=pb.ERROR_CODE_MALFORMED, fatal=True,
+                    message="conformance check: one bot opens one stream; this second stream is refused"))
+                writer.write(frames.frame(refusal.SerializeToString()) + frames.end_frame("OK"))
+                await writer.drain()
+                return
+            stream = servicer.active = _Stream()
+            servicer.streams.put_nowait(stream)
+            pump = asyncio.create_task(self._pump(reader, stream))
+            try:
+                while True:
+                    item = await stream.outbound.get()
+                    if isinstance(item, _Close):
+                        writer.write(frames.end_frame(item.code.name if item.code else "OK", item.details))
+                        await writer.drain()
+                        return
+                    writer.write(frames.frame(item.SerializeToString()))
+                    await writer.drain()
+            finally:
+                pump.cancel()
+                stream.inbound.put_nowait(None)
+        except ConnectionError:
+            pass  # (the bot went: its stream's end says so)
+        finally:
+            writer.close()
+
+    @staticmethod
+    async def _pump(reader: asyncio.StreamReader, stream: _Stream) -> None:
+        """The bot's frames to the stream's inbound queue; its END frame (a half-close), a
+        broken frame or a lost connection end it, as a gRPC request stream ends."""
+        try:
+            while True:
+                kind, size = frames.HEADER.unpack(await reader.readexactly(frames.HEADER.size))
+                if kind not in frames.KINDS or size > MAX_BOT_FRAME:
+                    return
+                payload = await reader.readexactly(size)
+                if kind == frames.END:
+                    return
+                stream.inbound.put_nowait(pb.BotMessage.FromString(payload))
+        except (asyncio.IncompleteReadError, ConnectionError, DecodeError):
+            return
+        finally:
+            stream.inbound.put_nowait(None)
+
+
+MAX_BOT_FRAME = 64 * 1024
+"""The most a bot's message may hold (as at the referee)."""
 
 
 # ---------------------------------------------------------------------------- the bot process
@@ -858,9 +923,13 @@ async def _check(command: list[str], options: CheckOptions) -> Report:
         sandboxes.remove_socket(socket_path)
         await server.stop(grace=0)
         raise UserError(f"cannot run the bot in the sandbox: {problem}")
+    frames_server: asyncio.Server | None = None
     if socket_path is not None:
         sandboxes.open_socket(socket_path)
-        box = sandboxes.Sandbox(socket_path, limits=options.limits)
+        frames_path = sandboxes.frames_socket_path(socket_path)  # (offered as a tournament offers it)
+        frames_server = await asyncio.start_unix_server(_FramesServer(servicer).connected, frames_path)
+        sandboxes.open_socket(frames_path)
+        box = sandboxes.Sandbox(socket_path, limits=options.limits, frames=frames_path)
         env = box.env(token, BOT_SEAT_NAME)
         jail = box.confine(command, cwd=options.cwd, watched=False)
         argv = jail.argv
@@ -886,6 +955,8 @@ async def _check(command: list[str], options: CheckOptions) -> Report:
                 report.output_tail.append(f"[craits: {why}]")
         if jail is not None:
             jail.release()
+        if frames_server is not None:
+            frames_server.close()
         await server.stop(grace=0.5)
         if socket_path is not None:
             sandboxes.remove_socket(socket_path)

@@ -34,8 +34,11 @@ def register_cli(sub: Any) -> None:
     parser.add_argument("--web", metavar="URL",
                         help="with a roster: the class's web address, as the students type it (default: "
                         "http://HOST:8080, HOST the referee's)")
-    parser.add_argument("--kit", default="python", choices=sorted(KITS),
-                        help="the language of the kit and the starting bot (default: python)")
+    parser.add_argument("--kit", default="python", choices=list(KITS),
+                        help="the language of the kit and the starting bot: python (the kit's wheels and my_bot.py, "
+                        "the default), javascript (the kit and my_strategy.js), java (the kit's sources, MyBot.java, "
+                        "build.sh with Debian's packages or pom.xml for Maven) or cpp (the kit's sources, "
+                        "my_bot.cpp, CMake)")
     parser.add_argument("--tokens", type=Path, metavar="FILE",
                         help="with a roster: the tokens file (default: ROSTER-tokens.csv beside the roster folder)")
     parser.add_argument("--tls-ca", metavar="FILE",

@@ -30,7 +30,7 @@ from server.logging import configure_logging
 from server.spec import BotSpec, Clocks, GameRecord, GameSpec, SeatStatus
 from server.storage.replay.format import REPLAY_SUFFIX
 from server.transport import sandbox as sandboxes
-from server.transport.commands import bot_command, bot_command_help
+from server.transport.commands import bot_command, bot_command_help, runnable_command
 from server.transport.launcher import command_problem
 from server.transport.service import Arena, ArenaError, ArenaOptions, listening_text, security_notes
 
@@ -229,23 +229,48 @@ def flag_words(config: GameConfig) -> list[str]:
 
 _NODE_TRAILER = re.compile(r"Node\.js v\d")
 _ERROR_LINE = re.compile(r"[\w.$]*(Error|Exception)\b")
+_JAVA_FRAME = re.compile(r"(at [\w$./<>]+\(.*\)|\.\.\. \d+ more|\.\.\. \d+ common frames omitted)$")
+_JAVA_UNCAUGHT = re.compile(r'Exception in thread "[^"]*" ')
+_CPP_TERMINATE = re.compile(r"terminate called after throwing an instance of '(.+)'$")
+_CPP_WHAT = re.compile(r"what\(\):\s*(.*)$")
+
+
+def crash_line(lines: Sequence[str]) -> str:
+    """What a crashed bot's output says it died of, in one line: its last line, unless that is a
+    runtime's trailer, in which case the exception it names. Python's traceback ends with the
+    exception (``ZeroDivisionError: division by zero``); Node's with its version below the stack;
+    Java's with the stack below ``Exception in thread "main" java.lang.X: why`` (or its last
+    ``Caused by:``); C++'s std::terminate says the type, then ``what():`` and the message."""
+    lines = [line.strip() for line in lines if line.strip()]
+    if not lines:
+        return ""
+    last = lines[-1]
+    if _NODE_TRAILER.match(last):  # Node ends an uncaught error with its version: the error is above the stack
+        return next((line for line in reversed(lines) if _ERROR_LINE.match(line)), last)
+    if _JAVA_FRAME.match(last):  # a Java stack: the exception is the line above its frames
+        above = next((line for line in reversed(lines) if not _JAVA_FRAME.match(line)), last)
+        above = _JAVA_UNCAUGHT.sub("", above.removeprefix("Caused by: "))
+        if " ERROR the bot crashed: " in above:  # (the Java kit's own line says it already)
+            above = above.split(" ERROR the bot crashed: ", 1)[1]
+        return above
+    for i in range(len(lines) - 1, max(-1, len(lines) - 4), -1):  # C++: the type, then what()
+        if terminate := _CPP_TERMINATE.search(lines[i]):
+            what = next((m[1] for line in lines[i + 1:] if (m := _CPP_WHAT.search(line))), "")
+            return f"{terminate[1]}: {what}" if what else terminate[1]
+    return last
 
 
 def _last_line(path: Path, limit: int = 200) -> str:
-    """The last non-empty line of a bot's output file (of its last 4 KiB), shortened to ``limit``;
-    for Node's uncaught error, which ends with a stack and ``Node.js v20.1.0``, the error's line."""
+    """What a crashed bot died of, from its output file (its last 4 KiB): :func:`crash_line`,
+    shortened to ``limit``."""
     try:
         with path.open("rb") as handle:
             handle.seek(max(0, path.stat().st_size - 4096))
             tail = handle.read().decode("utf-8", "replace")
     except OSError:
         return ""
-    lines = [line.strip() for line in tail.splitlines() if line.strip()]
-    last = lines[-1] if lines else ""
-    if _NODE_TRAILER.match(last):  # Node ends an uncaught error with its version: the error is above the stack
-        last = next((line for line in reversed(lines) if _ERROR_LINE.match(line)), last)
+    last = crash_line(tail.splitlines())
     return last if len(last) <= limit else last[: limit - 3] + "..."
-
 
 
 def format_record(spec: GameSpec, record: GameRecord, bot_logs: Path | None = None) -> str:
@@ -281,15 +306,15 @@ def format_record(spec: GameSpec, record: GameRecord, bot_logs: Path | None = No
         output = bot_logs / f"{record.game_id}-seat{i}.log" if bot_logs is not None else None
         if output is not None and spec.seats[i].command and output.exists():
             lines.append(f"    its output: {output}")
-            crashed = any(e.startswith("bot process exited with code ") and e != "bot process exited with code 0"
-                          for e in s.events)
+            crashed = any((e.startswith("bot process exited with code ") and e != "bot process exited with code 0")
+                          or e.startswith("bot process killed by ") for e in s.events)
             last = _last_line(output) if crashed else ""
             if last:  # (a SyntaxError, an ImportError: the student sees what without opening the file)
                 lines.append(f"    it ended with: {last}")
         command = spec.seats[i].command
         if record.replay_path and command and s.decisions:  # the game again, with the bot fixed (docs/rerun.md)
             lines.append(f"    rerun:  craits replay rerun {shlex.quote(str(record.replay_path))} --seat {i} -- "
-                         f"{shlex.join(command)}")
+                         f"{shlex.join(runnable_command(command, spec.seats[i].cwd))}")
     # A launched bot whose seat had no trouble may still have logged its own (the kit answers
     # for a choose() that raises, and says so only there): say where, once per game.
     quiet = [i for i, s in enumerate(record.seats) if not s.events and spec.seats[i].command and bot_logs is not None

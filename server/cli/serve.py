@@ -58,7 +58,7 @@ def register_cli(subparsers: Any) -> None:
                         help="accept a remote bot's token (repeatable)")
     parser.add_argument("--bot", action="append", default=[], metavar="BOT",
                         help="a seat: built-in name, command, or remote:NAME:TOKEN (repeat once per seat)")
-    parser.add_argument("--games", type=int, default=0, help="games to play with --bot (0: until stopped)")
+    parser.add_argument("--games", type=int, default=0, help="games to play with --bot, seats rotating (0: until stopped)")
     parser.add_argument("--parallel", type=int, default=1, help="games at once with --bot")
     parser.add_argument("--results", metavar="FILE", help="append one JSON line per finished game")
     parser.add_argument("--no-sandbox", action="store_true",
@@ -149,7 +149,7 @@ async def _serve(args: argparse.Namespace, tokens: list[tuple[str, str]], bots: 
             n = next(counter)
             if args.games and n >= args.games:
                 return
-            spec = make_spec(bots, settings, n, prefix="serve")
+            spec = make_spec(bots, settings, n, prefix="serve", rotate=True)  # (as craits play: each bot in each seat)
             try:
                 record = await arena.run_game(spec)
             except ArenaClosed:

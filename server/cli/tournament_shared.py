@@ -33,6 +33,7 @@ from server.game.policies import POLICY_NAMES
 from server.logging import configure_logging
 from server.storage.postgres import PostgresStore
 from server.storage.store import TournamentStore
+from server.transport.commands import runnable_command
 from server.transport.sandbox import UNSANDBOXED, SandboxError
 from server.transport.sandbox import check as check_sandbox
 from server.web.serve import board_place, run_watched
@@ -94,8 +95,11 @@ def _announce_resume(config: TournamentConfig, store: TournamentStore, out_dir: 
 
 
 def bot_commands(config: Any) -> dict[str, str]:
-    """Each launched bot's command as one line (for the rerun commands of ``--faults``)."""
-    return {bot.name: shlex.join(bot.command) for bot in config.bots if getattr(bot, "command", None)}
+    """Each launched bot's command as one line (for the rerun commands of ``--faults``), with its
+    files made absolute: the line runs from wherever it is printed, not only from the bot's cwd
+    (``-- ./bot.sh`` failed from the project's folder)."""
+    return {bot.name: shlex.join(runnable_command(bot.command, getattr(bot, "cwd", None)))
+            for bot in config.bots if getattr(bot, "command", None)}
 
 
 def format_faults(faults: list[dict[str, Any]]) -> str:

@@ -32,7 +32,7 @@ from typing import IO
 from craits import grpc_io
 
 from server.logging import get_logger
-from server.transport.commands import JS_KIT, JS_KIT_BOT, kit_command
+from server.transport.commands import CPP_KIT, JAVA_KIT, JS_KIT, JS_KIT_BOT, KITS_BUILD, kit_command
 from server.transport.sandbox import Jail, Limits, Sandbox, bot_folder, unreadable
 
 log = get_logger()
@@ -100,6 +100,8 @@ def command_problem(command: Sequence[str], cwd: str | os.PathLike[str] | None =
     instead of as a bot that never connects, game after game."""
     if command[:1] == [JS_KIT] and not (JS_KIT_BOT.parent / "node_modules").is_dir():
         return f"{JS_KIT}: the JavaScript kit is not set up on this machine (make setup, or npm ci in {JS_KIT_BOT.parent})"
+    if command[:1] in ([JAVA_KIT], [CPP_KIT]) and not (KITS_BUILD / ("java" if command[0] == JAVA_KIT else "cpp")).is_dir():
+        return f"{command[0]}: the kit is not built on this machine (make kits)"
     command = kit_command(command)
     try:
         program = _program(command, cwd, os.environ.get("PATH"))

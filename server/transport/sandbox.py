@@ -3,10 +3,11 @@
 A sandboxed bot sees, read-only: the system's programs and libraries (``/usr`` and the
 ``/bin``, ``/lib*`` links beside it), a few files of ``/etc`` (:data:`ETC_FILES`), the
 interpreter running the referee with its prefix and virtual environment, the bot kits (the
-Python packages ``craits`` and ``craits_bot``, the ``.proto`` the JavaScript bot loads), its
+Python packages ``craits`` and ``craits_bot``, the ``.proto`` the JavaScript bot loads, the Java and
+C++ kits' builds under ``build/kits``), a Java runtime's files outside ``/usr`` (:func:`jvm_paths`), its
 own folder and the paths its ``allow_read`` names. It has a private ``/tmp`` (and ``/dev/shm``) of limited size,
 its own PID, network, IPC and UTS namespaces (``/proc`` shows only its own processes, and
-there is no network at all) and reaches the referee only through the referee's Unix socket,
+its network is a loopback interface of its own: it reaches nothing outside the sandbox) and reaches the referee only through the referee's Unix socket,
 bound in at :data:`SOCKET_INSIDE` (``CRAITS_SERVER=unix:/run/craits/referee.sock``).
 Nothing else exists inside: not ``logs/``, the database, the replays, another bot's folder,
 another bot's token or the referee's environment.
@@ -228,9 +229,38 @@ def _system_view(*, tmp_bytes: int) -> list[str]:
     for path in ETC_FILES:
         if os.path.exists(path):
             argv += ["--ro-bind", path, path]
+    argv += _read_only(jvm_paths())  # (a JVM's /etc files, read-only: java starts with no option added)
     argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", "/tmp",
              "--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", "/dev/shm"]  # (POSIX semaphores, node)
     return argv
+
+
+JVM_HOME = "/usr/lib/jvm"
+"""Where Debian installs Java runtimes: their configuration files are links out of /usr."""
+
+
+@functools.cache
+def jvm_paths(home: str = JVM_HOME) -> tuple[str, ...]:
+    """What the Java runtimes under ``home`` link to outside the system folders, to be shown
+    read-only: Debian's OpenJDK keeps its configuration in ``/etc/java-17-openjdk`` (without it
+    ``java`` stops at start with "Error loading java.security file") and its certificates in
+    ``/etc/ssl/certs/java/cacerts``; a folder named for Java is shown whole, another file alone.
+    Nothing secret: the package's own settings and the public trust store. Found once (a walk of
+    about 900 files, 40 ms); empty where no JVM is installed."""
+    found: set[str] = set()
+    for root, dirs, names in os.walk(home):
+        for name in (*dirs, *names):
+            link = os.path.join(root, name)
+            if not os.path.islink(link):
+                continue
+            target = os.path.realpath(link)
+            if any(_inside(target, s) for s in SYSTEM_DIRS) or not os.path.exists(target):
+                continue
+            parts = Path(target).parts
+            if len(parts) > 2 and parts[1] == "etc" and parts[2].startswith("java"):
+                target = os.path.join("/etc", parts[2])
+            found.add(target)
+    return tuple(sorted(found))
 
 
 def _drop(uid: int) -> list[str]:
@@ -281,6 +311,8 @@ def runtime_paths() -> tuple[str, ...]:
         paths.add(str(proto))
     if (JS_KIT_BOT.parent / "node_modules").is_dir():  # (the JavaScript kit and its packages: craits-js-bot)
         paths.add(str(JS_KIT_BOT.parent))
+    for kit in ("java", "cpp"):  # (the Java and C++ kits as `make kits` built them: java-bot, the jar, the library)
+        paths.add(str(proto.parents[1] / "build" / "kits" / kit))
     return tuple(sorted(os.path.realpath(p) for p in paths if os.path.isdir(p)))
 
 
@@ -580,6 +612,8 @@ class Sandbox:
         folder = bot_folder(command, cwd)
         command = list(command)
         files: list[str] = []
+        if cwd is None and os.sep in command[0] and not os.path.isabs(command[0]):
+            command[0] = os.path.abspath(command[0])  # (the sandbox starts in the bot's folder, not here)
         if cwd is None:  # a command line's files (its script, a strategy file), absolute and readable
             for i, arg in enumerate(command[1:], 1):
                 if not arg.startswith("-") and os.path.isfile(arg):

@@ -51,7 +51,7 @@ def test_standings_list_each_fault_with_its_decision_and_the_rerun_command(
         assert f"  crashy: game {replay.game_id}, seat {seat}, decision {n}: bot error: ValueError" in out
         assert f"viewer: viewer/{replay.game_id}.html#decision={n}&seat={seat}" in out
         assert (f"rerun:  craits replay rerun replays/{path.name} --seat {seat} --from {n} -- "
-                f"{sys.executable} seeded_bot.py --raise-at 2 --crash-at 3") in out
+                f"{sys.executable} {BOTS / 'seeded_bot.py'} --raise-at 2 --crash-at 3") in out  # (runs from anywhere)
         # the bot's own log names the same decision: what its author passes to --from
         log = game_output(faulty / "bots", "crashy", replay.game_id, seat)
         assert log is not None and f"YOUR BOT FAILED (game {replay.game_id}, decision {n} (id " in log, log
