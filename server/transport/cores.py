@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Iterator
+from typing import Any
 
 from server.logging import get_logger
 
@@ -32,10 +34,12 @@ ENV = "CRAITS_ONE_CORE"
 
 
 def allowed_cores() -> tuple[int, ...]:
-    """The cores this thread may use now (() where the system cannot say)."""
+    """The cores this thread may use (those it had before a :func:`one_core` block it is in; ()
+    where the system cannot say)."""
     if not hasattr(os, "sched_getaffinity"):
         return ()
-    return tuple(sorted(os.sched_getaffinity(0)))
+    held = _held.get(threading.get_ident())
+    return tuple(sorted(held[1] if held is not None else os.sched_getaffinity(0)))
 
 
 def chosen_core(number: int, cores: tuple[int, ...] = ()) -> int | None:
@@ -51,10 +55,26 @@ def chosen_core(number: int, cores: tuple[int, ...] = ()) -> int | None:
     return cores[number % len(cores)]
 
 
+_held: dict[int, list[Any]] = {}
+"""By thread: how many :func:`one_core` blocks it is inside, and the cores it had before the first
+(a process may run several tournaments' runners at once, as ``craits worker`` does; they end in
+any order, and only the last gives the cores back)."""
+
+
 @contextlib.contextmanager
 def one_core(number: int, cores: tuple[int, ...] = ()) -> Iterator[int | None]:
     """Keep the calling thread (the event loop's) on core :func:`chosen_core` while inside, so
-    the bots launched from it start there too; on the way out, give it back every core it had."""
+    the bots launched from it start there too; on the way out of the last such block, give it
+    back every core it had."""
+    thread = threading.get_ident()
+    held = _held.get(thread)
+    if held is not None:  # (already pinned by an enclosing or overlapping block: the same core)
+        held[0] += 1
+        try:
+            yield held[2]
+        finally:
+            _release(thread)
+        return
     core = chosen_core(number, cores)
     if core is None:
         yield None
@@ -66,8 +86,17 @@ def one_core(number: int, cores: tuple[int, ...] = ()) -> Iterator[int | None]:
         log.info("one_core_refused", core=core, error=str(err))
         yield None
         return
+    _held[thread] = [1, before, core]
     try:
         yield core
     finally:
+        _release(thread)
+
+
+def _release(thread: int) -> None:
+    held = _held[thread]
+    held[0] -= 1
+    if held[0] == 0:
+        del _held[thread]
         with contextlib.suppress(OSError):
-            os.sched_setaffinity(0, before)
+            os.sched_setaffinity(0, held[1])

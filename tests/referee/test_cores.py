@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from server.transport.cores import ENV, chosen_core, one_core
+from server.transport.cores import ENV, allowed_cores, chosen_core, one_core
 
 pytestmark = pytest.mark.skipif(
     not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2, reason="needs two cores to choose from"
@@ -47,3 +47,19 @@ def test_craits_one_core_0_leaves_every_core(monkeypatch: pytest.MonkeyPatch) ->
     with one_core(0) as core:
         assert core is None
         assert os.sched_getaffinity(0) == before
+
+
+def test_overlapping_blocks_that_end_out_of_order_give_the_cores_back_only_at_the_last(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As ``craits worker`` runs several tournaments' runners at once on one thread."""
+    monkeypatch.delenv(ENV, raising=False)
+    before = os.sched_getaffinity(0)
+    first, second = one_core(0), one_core(0)
+    core = first.__enter__()
+    assert second.__enter__() == core
+    assert allowed_cores() == tuple(sorted(before))  # (what a worker of the second is told it may use)
+    first.__exit__(None, None, None)
+    assert os.sched_getaffinity(0) == {core}  # the second still plays
+    second.__exit__(None, None, None)
+    assert os.sched_getaffinity(0) == before
