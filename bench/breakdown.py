@@ -17,9 +17,10 @@ random bots sandboxed and kept between games, as the product runs them) with:
   dispatched to the same random bot (``Dispatcher.handle``, the kit's per-decision path) and
   the answer serialised, per decision.
 
-The figures are CPU milliseconds per decision put to a bot. The timers add a little
-(about 2 us per timed call) to the referee's total here; the tournament's figures come
-from runs without them.
+The figures are CPU milliseconds per decision put to a bot. The timers' own cost (``thread_time``
+is a system call: about 1-2 us a read, 10-30 us per decision in all) is measured on a function
+that does nothing and left out of every figure, so the steps and the glue add up to the
+referee's CPU in a run without them; the tournament's figures come from runs without them.
 """
 
 from __future__ import annotations
@@ -89,6 +90,33 @@ class Steps:
 
         setattr(owner, attr, timed)
         self._undo.append(lambda: setattr(owner, attr, original))
+
+    @staticmethod
+    def calibrate(n: int = 20000) -> tuple[float, float]:
+        """What one timed call adds, in CPU seconds: inside its step's figure (the clock's own
+        reads: ``thread_time`` is a system call, about 1-2 us each here) and in all (the wrapper
+        too), measured on a function that does nothing. Subtracted from the figures below: the
+        timers add 10-30 us per decision, as much as a step."""
+        steps = Steps()
+
+        class Nothing:
+            def nothing(self) -> None:
+                pass
+
+        thing = Nothing()
+        clock = time.thread_time
+        started = clock()
+        for _ in range(n):
+            thing.nothing()
+        bare = clock() - started
+        steps.wrap(Nothing, "nothing", "nothing")
+        started = clock()
+        for _ in range(n):
+            thing.nothing()
+        timed = clock() - started
+        for undo in steps._undo:
+            undo()
+        return steps.seconds["nothing"] / n, max(0.0, timed - bare) / n
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[Steps]:
@@ -243,6 +271,7 @@ def run(config: Any, text: str, factory: Any, meter: Any) -> None:
                                 bots_before[pid] = thread_times(pid)
                             result["threads0"] = thread_times()
                             result["steps0"] = (Counter(steps.seconds), steps.selects, steps.logs, len(requests))
+                            result["calls0"] = Counter(steps.calls)
                             result["cpu0"] = time.process_time()
                         return record
 
@@ -264,18 +293,25 @@ def run(config: Any, text: str, factory: Any, meter: Any) -> None:
     decisions = len(requests) - asked0
     per = 1e3 / decisions
     threads = minus(result["threads1"], result["threads0"])
-    loop_cpu = threads.get("main", (0.0, 0))[0]
+    inside, outside = Steps.calibrate()
+    timed_calls = sum(steps.calls.values()) - sum(result["calls0"].values())
+    loop_cpu = threads.get("main", (0.0, 0))[0] - outside * timed_calls
     print(f"\nwhere a decision's CPU goes on {grpc_io.loop_name()}'s event loop "
           f"(ms per decision put to a bot; {decisions} decisions in "
           f"{result['summary'].played - 1} games after the first, which launches the bots):")
-    print(f"referee (this process): {(result['cpu1'] - result['cpu0']) * per:.3f} ms in all")
+    print(f"referee (this process): {(result['cpu1'] - result['cpu0'] - outside * timed_calls) * per:.3f} ms in all "
+          f"(the bench's timers, {outside * timed_calls * per:.3f} ms per decision, left out)")
     for name, (cpu, switches) in sorted(threads.items(), key=lambda kv: -kv[1][0]):
         if cpu > 0 or switches:
             label = "event loop thread" if name == "main" else f"thread {name!r}"
+            if name == "main":
+                cpu = loop_cpu
             print(f"  {label:40} {cpu * per:7.3f}   {switches / decisions:5.2f} sleeps per decision")
     mine = 0.0
     for name in dict.fromkeys(["build the request (wire)", "replay record and hash", "engine", "garbage collection"]):
         cpu = steps.seconds[name] - seconds0[name]
+        if name != "garbage collection":
+            cpu -= inside * (steps.calls[name] - result["calls0"][name])
         mine += cpu
         print(f"    {name:38} {cpu * per:7.3f}")
     parse = answer_parse_cost()

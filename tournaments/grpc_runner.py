@@ -16,6 +16,7 @@ from typing import Any
 from server.errors import UserError
 from server.logging import get_logger, log_file
 from server.transport import presence
+from server.transport.cores import allowed_cores, one_core
 from server.transport.pool import RestartPolicy
 from server.transport.sandbox import Limits
 from server.transport.service import Arena, ArenaError, ArenaOptions, listening_text, security_notes
@@ -80,11 +81,13 @@ async def tournament_runner(
               flush=True)
     arena.keep_bots(restart)
     logs = log_file()
-    setup = WorkerSetup(options, restart, str(logs.parent) if logs else None, logs.stem if logs else "referee")
+    setup = WorkerSetup(options, restart, str(logs.parent) if logs else None, logs.stem if logs else "referee",
+                        cores=allowed_cores())
     pool = RefereeWorkers(arena, setup, workers)
     watcher = asyncio.ensure_future(_cut_off_revoked(arena, revoked)) if revoked is not None else None
     try:
-        yield pool
+        with one_core(0):  # (the games here and their bots on one core, each worker on another)
+            yield pool
     finally:
         if watcher is not None:
             watcher.cancel()

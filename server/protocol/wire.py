@@ -428,6 +428,19 @@ class GameEncoder:
         self._hand_starts: dict[int, int] = {}
         """Hand number -> log index of its hand_start, for the hands scanned so far."""
         self._scanned = 0
+        self._packs: dict[int, tuple[list[int], bytes]] = {}
+        """By field: the values last packed, and their bytes (see :meth:`_packed`)."""
+
+    def _packed(self, field: int, values: list[int]) -> bytes:
+        """:func:`_packed`, remembered: the totals and pressures change once a hand and the
+        penalties rarely, but each request carries them (packing a total past 127 costs more
+        than the rest of the observation's numbers together)."""
+        last = self._packs.get(field)
+        if last is not None and last[0] == values:
+            return last[1]
+        data = _packed(field, values)
+        self._packs[field] = (list(values), data)
+        return data
 
     def _history(self, start: int, viewer: int) -> list[bytes]:
         """Length-prefixed Events of log[start:] as ``viewer`` may see them."""
@@ -448,6 +461,7 @@ class GameEncoder:
         kind = state.kind
         blind = not over and kind is DecisionKind.NAME_SUIT and state.to_act == seat
         hands = state.hands
+        packed = self._packed
         parts = [_OBS_SEAT + _uv(seat)] if seat else []
         if blind:
             parts.append(_OBS_HAND_HIDDEN)
@@ -460,9 +474,9 @@ class GameEncoder:
             _OBS_DIRECTION[state.direction],
             _field(8, state.count),
             _packed(9, [len(h) for h in hands]),
-            _packed(10, state.totals),
-            _packed(11, state.hand_pressures),
-            _packed(12, state.pressure_totals),
+            packed(10, state.totals),
+            packed(11, state.hand_pressures),
+            packed(12, state.pressure_totals),
             _field(13, len(state.stock)),
             _field(14, len(state.discard)),
             _field(15, state.dealer),
@@ -471,7 +485,7 @@ class GameEncoder:
             _field(18, state.to_act),
             _field(19, 0 if over else int(kind)),
             _field(20, state.king_left if kind is DecisionKind.KING_SEQUENCE else 0),
-            _packed(21, state.penalty),
+            packed(21, state.penalty),
         )
         start = state.hand_log_start
         history = self._history(min(start + history_from, len(state.log)), _NO_SEAT if blind else seat)

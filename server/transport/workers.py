@@ -44,6 +44,7 @@ from server.logging import configure_logging, get_logger
 from server.spec import GameRecord, GameSpec
 from server.storage.replay.relay import RELAY_S, Relay, Replayer
 from server.storage.replay.writer import REPLAY_TAP
+from server.transport.cores import one_core
 from server.transport.pool import RestartPolicy
 from server.transport.service import Arena, ArenaClosed, ArenaError, ArenaOptions
 
@@ -66,6 +67,9 @@ class WorkerSetup:
     restart: RestartPolicy
     log_dir: str | None = None
     log_name: str = "referee"
+    cores: tuple[int, ...] = ()
+    """The cores the tournament's process may use (its own thread is pinned to one by the time a
+    worker starts: see :mod:`server.transport.cores`)."""
 
 
 def watch_connection(loop: asyncio.AbstractEventLoop, conn: Connection, callback: Any, *args: Any) -> None:
@@ -110,7 +114,7 @@ async def _serve(conn: Connection, setup: WorkerSetup, number: int) -> None:
             loop.remove_reader(conn.fileno())
             inbox.put_nowait(("close",))
 
-    with bound(worker=number):
+    with bound(worker=number), one_core(number, setup.cores):
         arena = await Arena.start("127.0.0.1:0", setup.options)
         arena.keep_bots(setup.restart)
         watch_connection(loop, conn, readable)
