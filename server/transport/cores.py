@@ -14,8 +14,12 @@ lost in parallelism: within a game only one of its processes works at a time.
 
 Only the thread that runs the games is pinned (affinity is per thread on Linux: gRPC's
 threads, started before, keep every core), for as long as the games are played, then let go.
-``CRAITS_ONE_CORE=0`` in the referee's environment turns it off (an A/B, or a machine where
-another program owns a core); so does a process allowed fewer than two cores.
+It is **off unless** ``CRAITS_ONE_CORE=1`` is in the referee's environment: two tournaments (or
+two test runners) started apart on one machine would each pin their own process to the *first*
+core and leave the others idle, and the games of one process (``concurrency`` above the worker
+count) would put their bots' thinking on one core while another sleeps, against their clocks.
+Turn it on where one tournament owns the machine (its figures: bench/README.md). A process
+allowed fewer than two cores is never pinned.
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ def chosen_core(number: int, cores: tuple[int, ...] = ()) -> int | None:
     ``cores`` (default: :func:`allowed_cores`; a worker is given its tournament's, as it starts
     on the tournament's pinned core), or None when they are not to be pinned (switched off, one
     core, no affinity on this system)."""
-    if os.environ.get(ENV, "1") == "0" or not hasattr(os, "sched_setaffinity"):
+    if os.environ.get(ENV, "0") != "1" or not hasattr(os, "sched_setaffinity"):
         return None
     cores = cores or allowed_cores()
     if len(cores) < 2:

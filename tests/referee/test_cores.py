@@ -26,7 +26,7 @@ def cores_of_a_child() -> set[int]:
 def test_inside_one_core_the_thread_and_what_it_launches_keep_to_one_core_and_get_every_core_back_after(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.delenv(ENV, raising=False)
+    monkeypatch.setenv(ENV, "1")
     before = os.sched_getaffinity(0)
     with one_core(0) as core:
         assert core == min(before)
@@ -36,13 +36,17 @@ def test_inside_one_core_the_thread_and_what_it_launches_keep_to_one_core_and_ge
 
 
 def test_referee_processes_are_spread_over_the_cores_their_tournament_may_use(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(ENV, raising=False)
+    monkeypatch.setenv(ENV, "1")
     assert [chosen_core(n, (2, 5)) for n in range(4)] == [2, 5, 2, 5]
     assert chosen_core(1, (3,)) is None  # one core: nothing to choose
 
 
-def test_craits_one_core_0_leaves_every_core(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(ENV, "0")
+@pytest.mark.parametrize("setting", [None, "0"])
+def test_unless_craits_one_core_is_1_every_core_is_left(monkeypatch: pytest.MonkeyPatch, setting: str | None) -> None:
+    if setting is None:
+        monkeypatch.delenv(ENV, raising=False)
+    else:
+        monkeypatch.setenv(ENV, setting)
     before = os.sched_getaffinity(0)
     with one_core(0) as core:
         assert core is None
@@ -53,7 +57,7 @@ def test_overlapping_blocks_that_end_out_of_order_give_the_cores_back_only_at_th
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """As ``craits worker`` runs several tournaments' runners at once on one thread."""
-    monkeypatch.delenv(ENV, raising=False)
+    monkeypatch.setenv(ENV, "1")
     before = os.sched_getaffinity(0)
     first, second = one_core(0), one_core(0)
     core = first.__enter__()
