@@ -451,7 +451,7 @@ class Final(RosterTables):
         """The final's recorded games as the board's rows hold them (bots, placings, faults,
         aborted, recorded): what the grades count with ``grade_on = "final"``."""
         from server.storage.store import Store, StoreError
-        from server.web.board import seat_faults
+        from tournaments.standings import seat_faults
 
         path = self.out_dir / Store.FILENAME
         if not path.is_file():

@@ -1045,3 +1045,36 @@ class PostgresRoster(Roster):
             row = conn.execute("SELECT built FROM craits_roster_versions WHERE id = %s AND roster = %s",
                                (version.id, self.name)).fetchone()
         return None if row is None else row[0]
+
+
+def handout_students(roster_folder: str | Path, names: Sequence[str], tokens_file: Path | None) -> list[tuple[str, str]]:
+    """(name, token) of the roster's participants asked for (all those not revoked when ``names``
+    is empty) for ``craits handout``: their tokens read from the tokens file and checked."""
+    roster = Roster(roster_folder)
+    people = {p.name: p for p in roster.participants()}
+    unknown = [name for name in names if name not in people]
+    if unknown:
+        raise UserError(f"{', '.join(map(repr, unknown))}: not on the roster {roster_folder}")
+    wanted = list(names) or [name for name, p in people.items() if not p.revoked]
+    if not wanted:
+        raise UserError(f"the roster {roster_folder} has nobody on it yet: craits roster import {roster_folder} FILE.csv")
+    path = tokens_file or Path(str(Path(roster_folder).resolve()) + "-tokens.csv")
+    held: dict[str, list[str]] = {}
+    try:
+        with path.open(newline="", encoding="utf-8") as text:
+            for row in csv.DictReader(text):
+                held.setdefault(row.get("name") or "", []).append(row.get("token") or "")
+    except OSError as err:
+        raise UserError(f"{path}: cannot read the tokens ({err.strerror or err}); `craits roster import` wrote them "
+                        "there (give --tokens FILE if you keep them elsewhere)") from None
+    found, missing = [], []
+    for name in wanted:
+        token = next((t for t in reversed(held.get(name, [])) if roster.authenticate(t) == name), None)
+        if token is None:
+            missing.append(name)
+        else:
+            found.append((name, token))
+    if missing:
+        raise UserError(f"no working token in {path} for {', '.join(missing)} (renewed or revoked since?): "
+                        f"`craits roster renew {roster_folder} NAME` makes a new one, then run craits handout again")
+    return found

@@ -20,7 +20,6 @@ file beside the roster folder, each checked against the roster (a renewed one is
 
 from __future__ import annotations
 
-import csv
 import shutil
 import subprocess
 import sys
@@ -153,12 +152,16 @@ class Kit:
 
 def write_handouts(config: TournamentConfig, names: Sequence[str], out_dir: Path, address: str | None,
                    tls_ca: str | None = None, *, kit: str = "python", web: str | None = None,
-                   tokens_file: Path | None = None) -> list[Handout]:
-    """One folder per student under ``out_dir`` (see the module docstring)."""
+                   students: Sequence[tuple[str, str]] | None = None) -> list[Handout]:
+    """One folder per student under ``out_dir`` (see the module docstring). With a roster,
+    ``students`` are its participants' (name, token), read and checked by the caller
+    (:func:`participants.roster.handout_students`: the roster is a room above this one)."""
     if kit not in KITS:
         raise UserError(f"--kit {kit}: the kits are {', '.join(KITS)}")
     chosen = KITS[kit]
-    bots = roster_students(config, names, tokens_file) if config.roster else handout_bots(config, names)
+    if config.roster and students is None:
+        raise UserError(f"{config.name}: a roster's handouts need its participants' tokens (craits handout FILE reads them)")
+    bots = list(students) if students is not None else handout_bots(config, names)
     where = student_address(config, address)
     web = (web or f"http://{where.rpartition(':')[0]}:8080").rstrip("/") if config.roster else None
     cert = referee_cert(config, tls_ca)
@@ -193,42 +196,6 @@ def write_handouts(config: TournamentConfig, names: Sequence[str], out_dir: Path
                 raise
             made.append(Handout(name, out_dir / name, token))
     return made
-
-
-def roster_students(config: TournamentConfig, names: Sequence[str], tokens_file: Path | None) -> list[tuple[str, str]]:
-    """(name, token) of the roster's participants asked for (all those not revoked when ``names``
-    is empty), their tokens read from the tokens file and checked against the roster."""
-    from participants.roster import Roster
-
-    assert config.roster is not None
-    roster = Roster(config.roster)
-    people = {p.name: p for p in roster.participants()}
-    unknown = [name for name in names if name not in people]
-    if unknown:
-        raise UserError(f"{', '.join(map(repr, unknown))}: not on the roster {config.roster}")
-    wanted = list(names) or [name for name, p in people.items() if not p.revoked]
-    if not wanted:
-        raise UserError(f"the roster {config.roster} has nobody on it yet: craits roster import {config.roster} FILE.csv")
-    path = tokens_file or Path(str(Path(config.roster).resolve()) + "-tokens.csv")
-    held: dict[str, list[str]] = {}
-    try:
-        with path.open(newline="", encoding="utf-8") as text:
-            for row in csv.DictReader(text):
-                held.setdefault(row.get("name") or "", []).append(row.get("token") or "")
-    except OSError as err:
-        raise UserError(f"{path}: cannot read the tokens ({err.strerror or err}); `craits roster import` wrote them "
-                        "there (give --tokens FILE if you keep them elsewhere)") from None
-    found, missing = [], []
-    for name in wanted:
-        token = next((t for t in reversed(held.get(name, [])) if roster.authenticate(t) == name), None)
-        if token is None:
-            missing.append(name)
-        else:
-            found.append((name, token))
-    if missing:
-        raise UserError(f"no working token in {path} for {', '.join(missing)} (renewed or revoked since?): "
-                        f"`craits roster renew {config.roster} NAME` makes a new one, then run craits handout again")
-    return found
 
 
 # ---------------------------------------------------------------------------- the kits

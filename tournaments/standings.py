@@ -575,3 +575,24 @@ def write_priors(folder: str | os.PathLike[str], priors: Mapping[str, float]) ->
     temp = path.with_name(f".{PRIORS_FILE}.{os.getpid()}")
     temp.write_text(json.dumps(dict(sorted(priors.items())), indent=1), encoding="utf-8")
     os.replace(temp, path)
+
+
+def seat_faults(seat: Any) -> dict[str, Any]:
+    """A seat's faults in one game: its counters that are not zero, and a bad status."""
+    out: dict[str, Any] = {k: seat.counters.get(k, 0) for k in ISSUE_COUNTERS if seat.counters.get(k, 0)}
+    if seat.status in BAD_STATUSES:
+        out["status"] = seat.status
+    if getattr(seat, "bot_error", ""):  # the first failure of the bot's own code, in its words
+        out["first_bot_error"] = seat.bot_error
+    return out
+
+
+def faulty_games(games: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """Per bot, the games in which it had a fault (:func:`seat_faults` not empty): the one count
+    of faults the board and the teacher's dashboard show."""
+    counts: dict[str, int] = {}
+    for game in games:
+        for bot, faults in zip(game["bots"], game["faults"], strict=True):
+            if faults:
+                counts[bot] = counts.get(bot, 0) + 1
+    return counts

@@ -10,6 +10,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from participants.roster import handout_students
 from tournaments.config import load_config
 from tournaments.handout import KITS, TOKEN_FILE, write_handouts
 
@@ -52,8 +53,9 @@ def register_cli(sub: Any) -> None:
 def cmd_handout(args: argparse.Namespace) -> int:
     config = load_config(args.file, check_paths=False)
     out = Path(args.out)
+    students = handout_students(config.roster, args.bots, args.tokens) if config.roster else None
     made = write_handouts(config, args.bots, out, args.address, args.tls_ca, kit=args.kit, web=args.web,
-                          tokens_file=args.tokens)
+                          students=students)
     inside = sorted(p.name for p in made[0].folder.iterdir()) if made else []
     print(f"{len(made)} handout(s) in {out}/ (each: {', '.join(inside)}). Give each student their folder and, "
           f"separately, their token (it is in no file of the handout; the student puts it in {TOKEN_FILE} or "

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 from server.errors import UserError
 from server.storage.store import GameSlot, Store, StoreError
 from server.transport import presence
-from tournaments.standings import BAD_STATUSES, ISSUE_COUNTERS, Standings, Tally
+from tournaments.standings import Standings, Tally, faulty_games, seat_faults
 
 JsonDict = dict[str, Any]
 T = TypeVar("T")
@@ -393,27 +393,6 @@ def _rated(tally: Tally, result: Any, ratings: dict[str, list[JsonDict]]) -> Non
         rating = tally.ratings[bot]
         ratings.setdefault(bot, []).append(
             {"game_id": result.game_id, "mu": round(rating.mu, 4), "sigma": round(rating.sigma, 4)})
-
-
-def seat_faults(seat: Any) -> JsonDict:
-    """A seat's faults in one game: its counters that are not zero, and a bad status."""
-    out: JsonDict = {k: seat.counters.get(k, 0) for k in ISSUE_COUNTERS if seat.counters.get(k, 0)}
-    if seat.status in BAD_STATUSES:
-        out["status"] = seat.status
-    if getattr(seat, "bot_error", ""):  # the first failure of the bot's own code, in its words
-        out["first_bot_error"] = seat.bot_error
-    return out
-
-
-def faulty_games(games: Sequence[JsonDict]) -> dict[str, int]:
-    """Per bot, the games in which it had a fault (:func:`seat_faults` not empty): the one count
-    of faults the board and the teacher's dashboard show."""
-    counts: dict[str, int] = {}
-    for game in games:
-        for bot, faults in zip(game["bots"], game["faults"], strict=True):
-            if faults:
-                counts[bot] = counts.get(bot, 0) + 1
-    return counts
 
 
 def fault_text(faults: JsonDict) -> str:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from participants.roster import handout_students
 from server.cli import main as craits_cli
 from server.errors import UserError
 from tests.tournaments.test_remote_bots import craits, wait_for_address
@@ -202,9 +203,11 @@ def test_a_roster_handout_refuses_a_token_renewed_since_and_says_what_to_do(tmp_
     file = tmp_path / "class.toml"
     file.write_text('name = "class"\ntable_size = 3\nroster = "class"\naddress = "127.0.0.1:50998"\n', encoding="utf-8")
     with pytest.raises(UserError, match=r"no working token in .*class-tokens.csv for bob .*craits roster renew"):
-        write_handouts(load_config(file, check_paths=False), [], tmp_path / "h", None)
+        handout_students(tmp_path / "class", [], None)
     with pytest.raises(UserError, match="'carl': not on the roster"):
-        write_handouts(load_config(file, check_paths=False), ["carl"], tmp_path / "h", None)
+        handout_students(tmp_path / "class", ["carl"], None)
+    students = handout_students(tmp_path / "class", ["alice"], None)
     with pytest.raises(UserError, match="--kit cobol: the kits are python, javascript"):
-        write_handouts(load_config(file, check_paths=False), ["alice"], tmp_path / "h", None, kit="cobol")
+        write_handouts(load_config(file, check_paths=False), ["alice"], tmp_path / "h", None, kit="cobol",
+                       students=students)
     assert not (tmp_path / "h").exists()

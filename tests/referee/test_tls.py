@@ -337,24 +337,15 @@ def test_the_tournament_file_asks_for_tls_and_the_classroom_example_does(tmp_pat
         parse_config('tls = "yes"\n' + base, "t.toml", tmp_path)
 
 
-def test_the_command_line_tls_options_override_the_files_and_reach_a_workers_referee() -> None:
+def test_the_command_line_tls_options_override_the_files() -> None:
+    """(A worker's --tls is refused since nothing reaches a worker's referee: test_workers.)"""
     from server.cli.tournament import _with_address
-    from server.cli.worker import _with_tls
 
     classroom = load_config(ROOT / "tournaments" / "examples" / "classroom.toml")
     given = argparse.Namespace(address=None, tls="off", tls_cert=None, tls_key=None)
     assert _with_address(classroom, given).tls == TLSRequest()
     given.tls = None
     assert _with_address(classroom, given).tls == TLSRequest(self_signed=True)  # (the file's, when nothing is said)
-
-    played_with: list[TLSRequest] = []
-
-    def choose(config: Any) -> Any:
-        return lambda config, out_dir: played_with.append(config.tls)
-
-    worker = argparse.Namespace(tls="self-signed", tls_cert=None, tls_key=None, log_dir="worker-logs")
-    _with_tls(choose, worker)(classroom)(dataclasses.replace(classroom, tls=TLSRequest()), Path("work"))
-    assert played_with == [TLSRequest(self_signed=True, folder="worker-logs")]  # (kept where the worker logs)
 
 
 def test_a_tournament_over_tls_is_played_by_kit_bots_given_its_certificate(tmp_path: Path) -> None:
