@@ -247,22 +247,10 @@ class Roster:
         finally:
             db.close()
 
-    @contextlib.contextmanager
-    def _immediate(self) -> Iterator[sqlite3.Connection]:
-        """A connection in one transaction that holds the write lock from its start (``BEGIN
-        IMMEDIATE``): a check and the write it allows, with no other writer between them."""
-        db = sqlite3.connect(self.db_path, timeout=30, isolation_level=None)
-        try:
-            db.execute("PRAGMA foreign_keys=ON")
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                yield db
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
-        finally:
-            db.close()
+    def _immediate(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        """A connection in one transaction that holds the write lock from its start: a check and
+        the write it allows, with no other writer between them (:func:`immediate`)."""
+        return immediate(self.db_path, foreign_keys=True)
 
     @contextlib.contextmanager
     def _web(self, *, immediate: bool = False) -> Iterator[sqlite3.Connection]:
@@ -1078,3 +1066,23 @@ def handout_students(roster_folder: str | Path, names: Sequence[str], tokens_fil
         raise UserError(f"no working token in {path} for {', '.join(missing)} (renewed or revoked since?): "
                         f"`craits roster renew {roster_folder} NAME` makes a new one, then run craits handout again")
     return found
+
+
+@contextlib.contextmanager
+def immediate(path: Path, *, foreign_keys: bool = False) -> Iterator[sqlite3.Connection]:
+    """A connection to the SQLite file ``path`` in one transaction holding the write lock from
+    its start (``BEGIN IMMEDIATE``): a quota's check and the write it allows, with no other
+    writer between them, whichever process asks."""
+    db = sqlite3.connect(path, timeout=30, isolation_level=None)
+    try:
+        if foreign_keys:
+            db.execute("PRAGMA foreign_keys=ON")
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+    finally:
+        db.close()

@@ -20,7 +20,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from participants.roster import PostgresRoster, Roster, private_file
+from participants.roster import PostgresRoster, Roster, immediate, private_file
 
 
 class RosterTables:
@@ -60,17 +60,8 @@ class RosterTables:
                 db.conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (schema + ":quota",))
                 yield db
             return
-        db = sqlite3.connect(self.roster.db_path, timeout=30, isolation_level=None)
-        try:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                yield db
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
-        finally:
-            db.close()
+        with immediate(self.roster.db_path) as db:
+            yield db
 
 
 def schema_of(roster: str) -> str:

@@ -24,7 +24,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -137,17 +137,7 @@ class Student:
     """The class's web pages (a roster's), else None."""
 
 
-@dataclass(frozen=True, slots=True)
-class Kit:
-    """One language's handout: what goes in the folder beside the README, and the README's parts."""
-
-    name: str
-    prepare: Callable[[Path], list[Path]]
-    """Make what every handout of this kit shares (in a temporary folder): its files, once."""
-    write: Callable[[Path, Student, list[Path]], None]
-    """Write the kit's files and the bot to start from into a student's folder."""
-    readme: Callable[[Student, list[Path]], str]
-    """The README's install, play and (with a roster) submit sections."""
+Kit = handout_kits.Kit
 
 
 def write_handouts(config: TournamentConfig, names: Sequence[str], out_dir: Path, address: str | None,
@@ -255,7 +245,7 @@ KITS: dict[str, Kit] = {
     "javascript": Kit("javascript", _js_prepare, _js_write, _js_readme),
 }
 """The kits a handout can carry, by ``--kit`` name; a new language adds one entry."""
-KITS.update({name: Kit(kit.name, kit.prepare, kit.write, kit.readme) for name, kit in handout_kits.KITS.items()})
+KITS.update(handout_kits.KITS)
 # (the compiled languages, Java and C++: tournaments.handout_kits)
 
 

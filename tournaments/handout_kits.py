@@ -25,13 +25,17 @@ TOKEN_FILE = "token.txt"
 
 @dataclass(frozen=True, slots=True)
 class Kit:
-    """One language's handout (the same three parts as tournaments.handout's Python and JavaScript)."""
+    """One language's handout (Python, JavaScript: tournaments.handout; Java, C++: here): what goes
+    in the folder beside the README, and the README's parts."""
 
     name: str
     prepare: Callable[[Path], list[Path]]
+    """Make what every handout of this kit shares (in a temporary folder): its files, once."""
     write: Callable[[Path, Any, list[Path]], None]
-    """(folder, student: its ``name`` and ``server``, what prepare gave)."""
+    """Write the kit's files and the bot to start from into a student's folder (the student:
+    tournaments.handout.Student, its ``name`` and ``server`` at least)."""
     readme: Callable[[Any, list[Path]], str]
+    """The README's install, play and (with a roster) submit sections."""
 
 
 _BOT_SH = """#!/bin/sh
