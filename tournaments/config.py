@@ -386,6 +386,11 @@ class _Validator:
         duplicate = self.text(data, "duplicate", (), "none")
         if duplicate not in DUPLICATE_MODES:
             raise self.fail(("duplicate",), f"must be one of {', '.join(DUPLICATE_MODES)}, got {duplicate!r}")
+        remote = [b.name for b in bots if b.kind == "remote"] + (["a roster's participants"] if roster else [])
+        if duplicate != "none" and remote:
+            raise self.fail(("duplicate",), f"duplicate deals need launched or builtin bots: {remote[0]} connects on "
+                            "its own, one process the referee cannot split, and would meet a deal again in its next "
+                            'rotation (keep the default, duplicate = "none": every game its own deal)')
         output = self.text(data, "output", ())
         if output is not None:  # ("~/results" is not a folder named ~ in the current one: no shell reads the file)
             output = str(Path(output).expanduser())
