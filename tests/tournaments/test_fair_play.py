@@ -23,7 +23,7 @@ from tournaments.adaptive import play_adaptive
 from tournaments.config import parse_config
 from tournaments.grpc_runner import tournament_runner
 from tournaments.ladder import open_ladder, run_ladder
-from tournaments.runner import play, start_tournament
+from tournaments.runner import open_tournament, play, start_tournament
 
 SPY = Path(__file__).resolve().parent / "bots" / "spy_bot.py"
 
@@ -100,3 +100,20 @@ def test_the_spy_knows_every_hand_of_a_reproducible_run(tmp_path: Path) -> None:
     right, games = hits(tmp_path, out)
     assert games == 6 and right >= games  # (a hand drawn from before the spy's first decision misses)
     assert instances_meeting_a_deal_twice(out) == []
+
+
+def test_a_runs_secret_key_is_kept_in_its_store_so_resume_plays_the_same_deals(tmp_path: Path) -> None:
+    text = ('name = "keyed"\ntable_size = 2\ndeals = 2\n[flags]\nshort_game = true\n'
+            '[[bots]]\nname = "a"\nbuiltin = "random"\n[[bots]]\nname = "b"\nbuiltin = "first"\n')
+    config = parse_config(text, source=str(tmp_path / "keyed.toml"))
+    seeds = []
+    for out in (tmp_path / "one", tmp_path / "two"):
+        with start_tournament(config, text, str(tmp_path / "keyed.toml"), out) as store:
+            seeds.append([g.seed for g in store.games()])
+            row = store.tournament()
+        assert row is not None and row.deal_key is not None and len(row.deal_key) == 32
+        assert row.deal_key.hex() not in json.dumps(row.settings) and "deal_key" not in repr(row)
+    _, store = open_tournament(tmp_path / "one")  # (refused if its schedule's seeds did not match)
+    with store:
+        assert [g.seed for g in store.games()] == seeds[0]
+    assert len(set(seeds[0])) == 4 and not set(seeds[0]) & set(seeds[1])  # each game its own deal, each run its own key
