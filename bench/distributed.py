@@ -75,6 +75,7 @@ from tournaments.runner import TournamentRunner, local_runner, start_tournament 
 def tournament_text(name: str, deals: int, concurrency: int, runner: str) -> str:
     bots = KIT_BOTS if runner == "grpc" else LOCAL_BOTS
     return (f'name = "{name}"\ntable_size = 4\npreset = "craits"\ndeals = {deals}\nseed = 4242\n'
+            'duplicate = "tournament"\n'
             f"concurrency = {concurrency}\n{bots}")
 
 
@@ -167,10 +168,11 @@ def instant_games(deals: int) -> dict[int, tuple[Any, str, bytes]]:
 
 def deals_seeds(deals: int) -> list[int]:
     """The seeds the tournament's games use (``tournaments.schedule``'s, read from a schedule)."""
-    from tournaments.config import schedule_for
+    from tournaments.config import key_for, schedule_for
 
     text = tournament_text("seeds", deals, 1, "local")
-    return sorted({game.seed for game in schedule_for(parse_config(text, source="bench", base_dir=ROOT))})
+    config = parse_config(text, source="bench", base_dir=ROOT)
+    return sorted({game.seed for game in schedule_for(config, key_for(config))})  # (its file sets seed)
 
 
 @contextlib.asynccontextmanager

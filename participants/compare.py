@@ -29,6 +29,7 @@ import asyncio
 import contextlib
 import json
 import math
+import secrets
 import sqlite3
 import statistics
 import sys
@@ -174,15 +175,17 @@ async def play_deal(run_game: GameRunner, a: BotSpec, b: BotSpec, panel: Sequenc
     game of the ladder whose roster folder is ``game`` (None: the short game)."""
     table = 1 + len(panel)
     config = ladder_game(game, table)
-    deal_seed = derive_seed(seed, "compare-deal", number)
     gate = asyncio.Semaphore(at_once)
 
     async def one(side: str, bot: BotSpec, rotation: int) -> tuple[float, float, bool]:
         seating = rotate((bot.name, *(p.name for p in panel)), rotation)
         by_name = {bot.name: bot, **{p.name: p for p in panel}}
         game_id = f"{tag}-d{number + 1}-{side}-r{rotation + 1}"
+        # A and B meet the same deal from the same seat, each process once: one deal per rotation
+        deal_seed = derive_seed(seed, "compare-deal", number, "rotation", rotation)
         spec = GameSpec(game_id, config, deal_seed, tuple(by_name[n] for n in seating), Clocks(),
-                        None if replays is None else replays / f"{game_id}.jsonl", tournament="compare")
+                        None if replays is None else replays / f"{game_id}.jsonl", tournament="compare",
+                        shared_deal=True)
         async with gate:
             record = await run_game(spec)
         if record.aborted:
@@ -298,7 +301,7 @@ class Comparisons(RosterTables):
             cursor = db.execute("INSERT INTO comparisons (participant, a, b, panel, games, until_told, seed, created) "
                                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                                 (name, a, b, json.dumps(panel), games, int(until_told),
-                                 derive_seed(int(time.time() * 1000), name, a, b), time.time()))
+                                 secrets.randbits(63), time.time()))  # (secret: its deals come from it)
             made = self.get(int(cursor.lastrowid or 0), db=db)
         assert made is not None
         return made

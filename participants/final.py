@@ -6,7 +6,7 @@ The organizer writes ``final.toml`` in the roster folder::
     games_per_bot = 24                 # the final's balanced schedule: games for each version
     table_size = 3
     house = ["random"]                 # house bots that play the final too (optional)
-    seed = 7                           # optional
+    seed = 7                           # optional: a reproducible final (anyone who knows it knows every deal)
     short_game = true                  # optional, as the ladder's [flags]
     grade_on = "deadline"              # the grades: the ladder's games up to the deadline, or "final"
 
@@ -68,7 +68,8 @@ class Plan:
     games_per_bot: int = 24
     table_size: int = 3
     house: tuple[str, ...] = ()
-    seed: int = 1
+    seed: int | None = None
+    """None: the final's deals come from a secret key; set: reproducible (and known to anyone told it)."""
     short_game: bool = True
     concurrency: int = 2
     grade_on: str = "deadline"
@@ -402,7 +403,7 @@ class Final(RosterTables):
         problem = balanced_arithmetic_problem(bots, plan.table_size, plan.games_per_bot)
         if problem is None:
             return None
-        works = (buildable_games_per_bot(bots, plan.table_size, plan.games_per_bot, plan.seed)
+        works = (buildable_games_per_bot(bots, plan.table_size, plan.games_per_bot, plan.seed or 0)
                  or workable_games_per_bot(bots, plan.table_size, plan.games_per_bot, 3))
         return (f"{self.roster.folder / PLAN_FILE}: games_per_bot = {plan.games_per_bot} does not fit {entrants} "
                 f"entrant(s) and {len(plan.house)} house bot(s) at tables of {plan.table_size} ({problem}): "
@@ -426,8 +427,9 @@ class Final(RosterTables):
             raise FinalError(f"{len(bots)} entrant(s) cannot fill a table of {plan.table_size}")
         if problem := self.schedule_problem(len(entries)):
             raise FinalError(problem)
+        seed = "" if plan.seed is None else f"seed = {plan.seed}\n"
         text = (f'name = "final"\ntable_size = {plan.table_size}\nschedule = "balanced"\n'
-                f"games_per_bot = {plan.games_per_bot}\nseed = {plan.seed}\nconcurrency = {plan.concurrency}\n"
+                f"games_per_bot = {plan.games_per_bot}\n{seed}concurrency = {plan.concurrency}\n"
                 f"[flags]\nshort_game = {json.dumps(plan.short_game)}\n\n" + "\n".join(bots))
         path = self.folder / "final.toml"
         path.write_text(text, encoding="utf-8")

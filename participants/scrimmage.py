@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import json
 import os
+import secrets
 import sqlite3
 import sys
 import time
@@ -128,7 +129,7 @@ class Scrimmages(RosterTables):
                 raise ScrimmageError(f"{games} games would pass your quota of {most} scrimmage games an "
                                      f"hour: {max(left, 0)} left now")
             cursor = db.execute("INSERT INTO scrimmages (participant, seats, games, seed, created) VALUES (?, ?, ?, ?, ?)",
-                                (name, json.dumps(seats), games, derive_seed(int(created * 1000), name), created))
+                                (name, json.dumps(seats), games, secrets.randbits(63), created))  # (secret: its deals)
             made = self.get(int(cursor.lastrowid or 0), db=db)
         assert made is not None
         return made
@@ -192,7 +193,7 @@ async def play(store: Scrimmages, job: Scrimmage, run_game: GameRunner) -> list[
     for number in range(len(results), job.games):
         order = [(seat + number) % table for seat in range(table)]  # (as tournaments.schedule.rotate seats them)
         game_id = f"scrim{job.id}-g{number + 1}"
-        spec = GameSpec(game_id, config, derive_seed(job.seed, "scrimmage", number // table),
+        spec = GameSpec(game_id, config, derive_seed(job.seed, "scrimmage", number),
                         tuple(specs[i] for i in order), Clocks(), store.replay_path(job, game_id),
                         tournament="scrimmage")
         record = await run_game(spec)

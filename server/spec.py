@@ -95,6 +95,9 @@ class GameSpec:
     clocks: Clocks = field(default_factory=Clocks)
     replay_path: Path | None = None
     tournament: str = ""
+    shared_deal: bool = False
+    """Other games play this deal (duplicate deals): ``GameEnd.seed`` is 0, so no bot learns
+    a deal it may still meet (docs/protocol.md)."""
 
 
 @dataclass(frozen=True, slots=True)

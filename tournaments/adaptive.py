@@ -81,9 +81,12 @@ def pick_table(
     return tuple(seated)
 
 
-def table_games(table_no: int, seating: tuple[str, ...], seed: int, first_ordinal: int) -> list[GameSlot]:
-    """A new deal at table ``table_no``, played in every rotation of ``seating``."""
-    deal_seed = derive_seed(seed, "adaptive-deal", table_no)
+def table_games(table_no: int, seating: tuple[str, ...], key: bytes | int, first_ordinal: int,
+                duplicate: str = "none") -> list[GameSlot]:
+    """A new table ``table_no``, played in every rotation of ``seating``: one deal for all of
+    them (``duplicate`` "table" or "tournament"), or a deal for each game ("none"). ``key``: the
+    run's deal key (an int: a run stored before deal keys, its file's seed)."""
+    shared = derive_seed(key, "adaptive-deal", table_no)
     return [
         GameSlot(
             game_id=f"a{table_no + 1:06d}-r{rotation + 1}",
@@ -91,7 +94,7 @@ def table_games(table_no: int, seating: tuple[str, ...], seed: int, first_ordina
             table=table_no,
             deal=table_no,
             rotation=rotation,
-            seed=deal_seed,
+            seed=derive_seed(key, "adaptive-deal", table_no, "rotation", rotation) if duplicate == "none" else shared,
             seats=rotate(seating, rotation),
         )
         for rotation in range(len(seating))
@@ -112,6 +115,8 @@ class AdaptiveBook:
         self.store = store
         self.rule = StopRule.parse(config.stop, config.bot_names)
         self.tally: Tally = standings_tally(config, config.bot_names)
+        row = store.tournament()
+        self.key: bytes | int = config.seed if row is None or row.deal_key is None else row.deal_key
         games = store.games()
         self.next_table = max((g.table for g in games), default=-1) + 1
         self.next_ordinal = max((g.ordinal for g in games), default=-1) + 1
@@ -140,7 +145,7 @@ class AdaptiveBook:
         games: list[GameSlot] = []
         for _ in range(min(tables_per_batch(config), room)):
             seating = pick_table(config.bot_names, config.table_size, open_pairs, config.seed, self.next_table)
-            games += table_games(self.next_table, seating, config.seed, self.next_ordinal)
+            games += table_games(self.next_table, seating, self.key, self.next_ordinal, config.duplicate)
             self.next_table += 1
             self.next_ordinal += config.table_size
         self.store.add_games(games)

@@ -8,7 +8,6 @@ lists every key with its default)::
     preset = "craits"         # craits | crates-partners | crazy-eights
     deals = 4                 # deals per table; each deal is played in every seat rotation
                               # (or: schedule = "balanced" with games_per_bot = 48)
-    seed = 2024
     concurrency = 2
 
     [flags]                   # the engine's variant flags
@@ -51,9 +50,11 @@ from server.transport.tls import TLSRequest
 from server.transport.tls import request as tls_request
 from tournaments.anytime import TIE_WITHIN, StopRule
 from tournaments.schedule import (
+    DUPLICATE_MODES,
     ScheduledGame,
     ScheduleError,
     check_balanced,
+    deal_key,
     games_per_deal,
     make_balanced_schedule,
     make_schedule,
@@ -67,7 +68,6 @@ MAX_GAMES = 1_000_000
 """A schedule larger than this is almost certainly a typo (a big ``deals``)."""
 BUILTINS = ("random", "first", "greedy", "default")
 """In-process policies a bot may be (see ``tournaments.local``)."""
-DUPLICATE_MODES = ("tournament", "table")
 SCHEDULES = ("round-robin", "balanced", "adaptive")
 """round-robin: every combination of bots is a table; balanced: ``games_per_bot`` games for
 each bot, every pair meeting about equally often (``tournaments.schedule``); adaptive: tables
@@ -142,12 +142,16 @@ class TournamentConfig:
     game: GameConfig
     deals: int
     seed: int
+    """The file's ``seed`` (0 when unset): the seating's shuffles, and with ``seeded`` the deals."""
     clocks: Clocks = field(default_factory=Clocks)
     concurrency: int = 1
     pause_s: int = 0
     """A ladder's pause between rounds, in seconds (0: flat out): a class's practice ladder need
     not fill a disk with games nobody looks at."""
-    duplicate: str = "tournament"
+    duplicate: str = "none"
+    seeded: bool = False
+    """The file sets ``seed``: a reproducible run, its deal key derived from it (anyone who
+    knows the seed knows every deal); else the deal key is secret (``schedule.deal_key``)."""
     output: str | None = None
     address: str | None = None
     """Where the referee listens (HOST:PORT); None: the default of :meth:`listen_address`."""
@@ -384,9 +388,14 @@ class _Validator:
         seed = self.integer(data, "seed", 0, 2**63 - 1, 0)
         concurrency = self.integer(data, "concurrency", 1, 256, 1)
         pause_s = self.integer(data, "pause_s", 0, 86_400, 0)
-        duplicate = self.text(data, "duplicate", (), "tournament")
+        duplicate = self.text(data, "duplicate", (), "none")
         if duplicate not in DUPLICATE_MODES:
             raise self.fail(("duplicate",), f"must be one of {', '.join(DUPLICATE_MODES)}, got {duplicate!r}")
+        remote = [b.name for b in bots if b.kind == "remote"] + (["a roster's participants"] if roster else [])
+        if duplicate != "none" and remote:
+            raise self.fail(("duplicate",), f"duplicate deals need launched or builtin bots: {remote[0]} connects on "
+                            "its own, one process the referee cannot split, and would meet a deal again in its next "
+                            'rotation (keep the default, duplicate = "none": every game its own deal)')
         output = self.text(data, "output", ())
         if output is not None:  # ("~/results" is not a folder named ~ in the current one: no shell reads the file)
             output = str(Path(output).expanduser())
@@ -437,8 +446,9 @@ class _Validator:
             deals = self.deals(len(bots), table_size, game)
         return TournamentConfig(
             name=name, bots=bots, table_size=table_size, game=game, deals=deals, seed=seed,
-            clocks=clocks, concurrency=concurrency, pause_s=pause_s, duplicate=duplicate, output=output,
-            address=address, schedule=schedule, games_per_bot=games_per_bot, source=self.source, restart=self.restart(),
+            clocks=clocks, concurrency=concurrency, pause_s=pause_s, duplicate=duplicate, seeded="seed" in data,
+            output=output, address=address, schedule=schedule, games_per_bot=games_per_bot, source=self.source,
+            restart=self.restart(),
             sandbox=sandbox, limits=limits, unsandboxable=unsandboxable, unrunnable=unrunnable, store=store,
             stop=stop, confidence=confidence, max_games=max_games, tie_within=tie_within,
             roster=roster, tls=self.tls() if self.bot_port else TLSRequest(),
@@ -709,15 +719,29 @@ def _portable_command(command: list[str]) -> list[str]:
     return bot_command(command)
 
 
-def schedule_for(config: TournamentConfig) -> tuple[ScheduledGame, ...]:
+def schedule_for(config: TournamentConfig, key: bytes | None) -> tuple[ScheduledGame, ...]:
     """The schedule of a tournament file: ``games_per_bot`` games per bot, or ``deals`` of every
-    table (an adaptive one's grows as it plays: empty here)."""
+    table (an adaptive one's grows as it plays: empty here); its deals from the run's deal key
+    (None: a run stored before deal keys, whose deals came from the file's seed)."""
     if config.schedule == "adaptive":
         return ()
-    balanced = config.schedule == "balanced"
-    make = make_balanced_schedule if balanced else make_schedule
-    return make(config.bot_names, config.table_size, config.games_per_bot if balanced else config.deals, config.seed,
-                partnerships=config.game.partnerships, duplicate=config.duplicate)
+    deals_from: bytes | int = config.seed if key is None else key
+    if config.schedule == "balanced":
+        return make_balanced_schedule(config.bot_names, config.table_size, config.games_per_bot, config.seed,
+                                      key=deals_from, partnerships=config.game.partnerships,
+                                      duplicate=config.duplicate)
+    return make_schedule(config.bot_names, config.table_size, config.deals, deals_from,
+                         partnerships=config.game.partnerships, duplicate=config.duplicate)
+
+
+def key_for(config: TournamentConfig) -> bytes:
+    """A new run's deal key: secret, or derived from the file's ``seed`` when it sets one."""
+    return deal_key(config.seed if config.seeded else None)
+
+
+REPRODUCIBLE_WARNING = ("seed {seed} is set: a reproducible run; anyone who knows that seed can compute "
+                        "every deal (remove seed for secret deals)")
+"""The one line a run whose file sets ``seed`` starts with."""
 
 
 def planned_games(config: TournamentConfig) -> int:

@@ -71,7 +71,14 @@ from server.storage.replay import REPLAY_SUFFIX
 from server.storage.store import GameSlot, StoreError, Unreachable
 from server.transport.launcher import command_problem
 from server.transport.tls import TLSRequest
-from tournaments.config import RESOLVED_PREFIX, BotEntry, TournamentConfig, parse_config, schedule_for
+from tournaments.config import (
+    RESOLVED_PREFIX,
+    BotEntry,
+    TournamentConfig,
+    key_for,
+    parse_config,
+    schedule_for,
+)
 from tournaments.ladder import bot_rows
 from tournaments.runner import (
     LADDER_SCHEDULE,
@@ -79,8 +86,9 @@ from tournaments.runner import (
     RunnerFactory,
     TournamentError,
     settings_of,
+    stored_deals,
 )
-from tournaments.schedule import schedule_digest
+from tournaments.schedule import schedule_digest, shares_deals
 
 TASK = "craits.play_game"
 QUEUE = "craits"
@@ -232,11 +240,13 @@ def start_tournament_pg(
             )
         if row is not None:
             forget(store)
-        schedule = schedule_for(config)
+        key = key_for(config)
+        schedule = schedule_for(config, key)
         store.create_tournament(
             name=config.name, source_text=source_text, source_path=source_path,
             schedule_digest=schedule_digest(schedule), settings=settings_of(config), bots=bot_rows(config, {}),
             games=(GameSlot(g.game_id, g.ordinal, g.table, g.deal, g.rotation, g.seed, g.seats) for g in schedule),
+            deal_key=key,
         )
         return store
     except BaseException:
@@ -268,7 +278,8 @@ def open_tournament_pg(url: str, name: str, *, ladder: bool = False, readonly: b
                 f"{name!r} in {redact(url)} is a {'ladder' if is_ladder else 'tournament'}: use "
                 f"`craits {'ladder' if is_ladder else 'tournament'} ...` with it")
         config = parse_config(row.source_text, source=row.source_path, base_dir=Path(row.source_path).resolve().parent)
-        if not ladder and schedule_digest(schedule_for(config)) != row.schedule_digest:
+        config = stored_deals(config, row)
+        if not ladder and schedule_digest(schedule_for(config, row.deal_key)) != row.schedule_digest:
             raise TournamentError(f"{store.path}: the stored schedule does not match its tournament file; "
                                   "the database is damaged")
         return config, store
@@ -655,6 +666,7 @@ def spec_for(config: TournamentConfig, slot: GameSlot, tokens: dict[str, str], r
         clocks=config.clocks,
         replay_path=replay_dir / f"{slot.game_id}{REPLAY_SUFFIX}",
         tournament=config.name,
+        shared_deal=shares_deals(config.duplicate),
     )
 
 

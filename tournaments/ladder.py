@@ -60,7 +60,7 @@ from typing import Any, TypeVar
 
 from server.storage.replay.format import write_text_atomic
 from server.storage.store import GameSlot, Store, TournamentStore, Unreachable
-from tournaments.config import TournamentConfig, parse_config
+from tournaments.config import TournamentConfig, key_for, parse_config
 from tournaments.pages import write_game_pages
 from tournaments.runner import (
     LADDER_SCHEDULE,
@@ -207,9 +207,11 @@ def pick_table(
     return (first, *others[: table_size - 1])
 
 
-def make_round(round_no: int, seats: tuple[str, ...], seed: int, first_ordinal: int) -> LadderRound:
-    """One new deal, played in every rotation of ``seats``."""
-    deal_seed = derive_seed(seed, "ladder-deal", round_no)
+def make_round(round_no: int, seats: tuple[str, ...], key: bytes | int, first_ordinal: int,
+               duplicate: str = "none") -> LadderRound:
+    """One new table, played in every rotation of ``seats``: a deal for each game ("none"), or
+    one for them all. ``key``: the ladder's deal key (an int: a ladder stored before deal keys)."""
+    shared = derive_seed(key, "ladder-deal", round_no)
     games = tuple(
         GameSlot(
             game_id=f"round{round_no:06d}-r{rotation + 1}",
@@ -217,7 +219,7 @@ def make_round(round_no: int, seats: tuple[str, ...], seed: int, first_ordinal: 
             table=round_no - 1,
             deal=round_no - 1,
             rotation=rotation,
-            seed=deal_seed,
+            seed=derive_seed(key, "ladder-deal", round_no, "rotation", rotation) if duplicate == "none" else shared,
             seats=rotate(seats, rotation),
         )
         for rotation in range(len(seats))
@@ -271,7 +273,7 @@ def open_ladder(
             store.create_tournament(
                 name=config.name, source_text=source_text, source_path=source_path,
                 schedule_digest=LADDER_SCHEDULE, settings={**settings_of(config), "kind": KIND},
-                bots=bot_rows(config, {}), games=(),
+                bots=bot_rows(config, {}), games=(), deal_key=key_for(config),
             )
             return store
         if row.schedule_digest != LADDER_SCHEDULE:
@@ -344,6 +346,12 @@ class LadderBook:
     def __init__(self, config: TournamentConfig, store: TournamentStore) -> None:
         self.config = config
         self.store = store
+        row = store.tournament()
+        key = None if row is None else row.deal_key
+        self.key: bytes | int = config.seed if key is None else key
+        """The ladder's deal key (a ladder stored before deal keys: its file's seed, its rounds'
+        rotations sharing a deal as they did then)."""
+        self.duplicate = config.duplicate if key is not None else "table"
         games = store.games()
         self.played, self.met, self.number = history(games)
         self.entered = entry_rounds(games)
@@ -390,7 +398,7 @@ class LadderBook:
             met=self.met, seed=config.seed, round_no=self.number,
             newcomers={b for b in bots if self.played.get(b, 0) < NEWCOMER_ROUNDS},
         )
-        new = make_round(self.number, seats, config.seed, self.next_ordinal)
+        new = make_round(self.number, seats, self.key, self.next_ordinal, self.duplicate)
         self.store.add_games(new.games)
         self.played.update(seats)
         for bot in seats:

@@ -42,7 +42,7 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -51,11 +51,11 @@ import structlog
 from server.logging import AppendedFile, get_logger
 from server.spec import GameRecord, GameSpec
 from server.storage.replay import REPLAY_SUFFIX
-from server.storage.store import GameSlot, Store, StoreError, TournamentStore
-from tournaments.config import TournamentConfig, TournamentFileError, parse_config, schedule_for
+from server.storage.store import GameSlot, Store, StoreError, TournamentRow, TournamentStore
+from tournaments.config import TournamentConfig, TournamentFileError, key_for, parse_config, schedule_for
 from tournaments.local import LocalRunner
 from tournaments.pages import write_game_pages
-from tournaments.schedule import schedule_digest
+from tournaments.schedule import schedule_digest, shares_deals
 from tournaments.standings import Standings, Tally, read_priors
 
 RunGame = Callable[[GameSpec], Awaitable[GameRecord]]
@@ -147,7 +147,8 @@ def start_tournament(
                 f"continue it with `craits tournament resume {out_dir}`, or start again with --overwrite"
             )
         clear_output(out_dir)
-    schedule = schedule_for(config)
+    key = key_for(config)
+    schedule = schedule_for(config, key)
     store = Store.in_dir(out_dir)
     bots = []
     for bot in config.bots:
@@ -161,6 +162,7 @@ def start_tournament(
         settings=settings_of(config),
         bots=bots,
         games=(GameSlot(g.game_id, g.ordinal, g.table, g.deal, g.rotation, g.seed, g.seats) for g in schedule),
+        deal_key=key,
     )
     return store
 
@@ -214,10 +216,19 @@ def open_tournament(out_dir: Path, *, readonly: bool = False) -> tuple[Tournamen
         store.close()
         raise TournamentError(f"{out_dir}: the tournament plays its file as stored when it started, which no longer "
                               f"fits here: {err} (put the bots where they were to resume it)") from None
-    if schedule_digest(schedule_for(config)) != row.schedule_digest:
+    config = stored_deals(config, row)
+    if schedule_digest(schedule_for(config, row.deal_key)) != row.schedule_digest:
         store.close()
         raise TournamentError(f"{db}: the stored schedule does not match its tournament file; the database is damaged")
     return config, store
+
+
+def stored_deals(config: TournamentConfig, row: TournamentRow) -> TournamentConfig:
+    """``config`` as its run was stored: a run from before deal keys (no key) shared its deals
+    as the default then was (``duplicate = "tournament"``), so it resumes with its seeds."""
+    if row.deal_key is None and "duplicate" in row.settings:
+        return replace(config, duplicate=row.settings["duplicate"])
+    return config
 
 
 def standings_tally(config: TournamentConfig, bots: Sequence[str], *, ladder: bool = False) -> Tally:
@@ -408,6 +419,7 @@ class TournamentRunner:
             clocks=self.config.clocks,
             replay_path=self.out_dir / REPLAY_DIR / f"{slot.game_id}{REPLAY_SUFFIX}",
             tournament=self.config.name,
+            shared_deal=shares_deals(self.config.duplicate),
         )
 
     async def run(self) -> RunSummary:

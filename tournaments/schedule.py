@@ -14,26 +14,32 @@ balanced schedule" further down); both play each table's deal in every seat rota
   bot in every seat exactly once per deal (n games instead of n! permutations);
   for partners, a rotation keeps the pairs together, so each pairing keeps its
   partnership in all four rotations.
-* **Duplicate deals.** All rotations of a deal share one game seed, so each bot
-  meets the very same cards from every seat. With ``duplicate = "tournament"``
-  (the default) the seed depends only on the deal number, so every table plays
-  the same deals and every bot meets exactly the same cards over the tournament;
-  with ``duplicate = "table"`` each table gets deals of its own (more variety,
-  less comparability between tables).
+* **Deals.** By default (``duplicate = "none"``) every game has a deal of its own: no
+  bot can meet a deal twice, so nothing it remembers of one game tells it a card of
+  another; the rotations balance the seats over the schedule. As options, duplicate
+  deals: with ``duplicate = "table"`` all rotations of a table's deal share one seed
+  (each bot meets the same cards from every seat), with ``duplicate = "tournament"``
+  every table plays the same deals too. Then the referee's pool never gives a kept
+  process a deal it has already played (``server.transport.pool``), and no bot is told
+  the seed while a game of its deal remains (docs/protocol.md).
 * **Order.** Deal by deal, table by table, rotation by rotation: a tournament
   stopped half-way has played whole deals of every table, and the ratings are
   fed in this order whatever order games finish in.
 
-Seeds come from SHA-256 of the tournament seed and the deal (and the table for
-``duplicate = "table"``), never from Python's salted ``hash()``.
+Deal seeds are an HMAC-SHA256 of the run's secret deal key (:func:`deal_key`: 256 random
+bits kept in its store, or derived from the file's ``seed`` for a reproducible run) and the
+game's labels: nobody without the key can compute a deal from the public game ids. The
+seating (who sits where) is public and comes from the file's ``seed`` (0 by default).
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import itertools
 import math
 import random
+import secrets
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -80,10 +86,46 @@ def games_per_deal(n_bots: int, table_size: int, partnerships: bool = False) -> 
     return math.comb(n_bots, table_size) * (3 if partnerships else 1) * table_size
 
 
-def derive_seed(seed: int, *parts: object) -> int:
-    """A stable 63-bit seed from the tournament seed and labels (fits SQLite's INTEGER)."""
-    text = ":".join(str(p) for p in ("craits-tournament", seed, *parts))
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") >> 1
+DUPLICATE_MODES = ("none", "table", "tournament")
+"""How deals are shared: none (every game its own deal, the default), table (a table's
+rotations share one), tournament (every table plays the same deals too)."""
+
+
+def derive_seed(seed: int | bytes, *parts: object) -> int:
+    """A stable 63-bit seed (fits SQLite's INTEGER) from labels and either a secret deal key
+    (bytes: HMAC-SHA256, unpredictable without the key) or a public number (SHA-256: for the
+    seating and for benches, never for a deal bots play against each other)."""
+    if isinstance(seed, bytes):
+        text = ":".join(str(p) for p in parts)
+        digest = hmac.new(seed, text.encode(), hashlib.sha256).digest()
+    else:
+        text = ":".join(str(p) for p in ("craits-tournament", seed, *parts))
+        digest = hashlib.sha256(text.encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def deal_key(seed: int | None = None) -> bytes:
+    """A run's secret deal key: 256 random bits, or (``seed`` given: a reproducible run, whose
+    deals anyone who knows that seed can compute) derived from ``seed``."""
+    if seed is None:
+        return secrets.token_bytes(32)
+    return hashlib.sha256(f"craits-deal-key:{seed}".encode()).digest()
+
+
+def game_seed(key: bytes | int, duplicate: str, deal: int, table: int, rotation: int) -> int:
+    """The seed of a scheduled game: its own (``none``), its table's deal's (``table``) or its
+    deal's at every table (``tournament``). An ``int`` key is a run stored before deal keys
+    (its deals came from the file's seed and are played as they were)."""
+    if duplicate == "tournament":
+        return derive_seed(key, "deal", deal)
+    if duplicate == "table":
+        return derive_seed(key, "table", table, "deal", deal)
+    return derive_seed(key, "table", table, "deal", deal, "rotation", rotation)
+
+
+def shares_deals(duplicate: str) -> bool:
+    """True when several games play one deal (their seeds are told only once all are over)."""
+    return duplicate != "none"
 
 
 def rotate(seating: tuple[str, ...], rotation: int) -> tuple[str, ...]:
@@ -96,21 +138,21 @@ def make_schedule(
     bots: Sequence[str],
     table_size: int,
     deals: int,
-    seed: int,
+    seed: bytes | int,
     *,
     partnerships: bool = False,
-    duplicate: str = "tournament",
+    duplicate: str = "none",
 ) -> tuple[ScheduledGame, ...]:
-    if duplicate not in ("tournament", "table"):
+    """Every table's ``deals`` in every rotation; deal seeds from ``seed``, the run's deal key
+    (:func:`game_seed`; an int: a run stored before deal keys, or a bench's)."""
+    if duplicate not in DUPLICATE_MODES:
         raise ValueError(f"unknown duplicate mode {duplicate!r}")
     if len(set(bots)) != len(bots):
         raise ValueError("bot names must be distinct")
     games: list[ScheduledGame] = []
     all_tables = tables(bots, table_size, partnerships)
     for deal in range(deals):
-        shared = derive_seed(seed, "deal", deal)
         for table in all_tables:
-            game_seed = shared if duplicate == "tournament" else derive_seed(seed, "table", table.index, "deal", deal)
             for rotation in range(table_size):
                 games.append(
                     ScheduledGame(
@@ -119,7 +161,7 @@ def make_schedule(
                         table=table.index,
                         deal=deal,
                         rotation=rotation,
-                        seed=game_seed,
+                        seed=game_seed(seed, duplicate, deal, table.index, rotation),
                         seats=rotate(table.bots, rotation),
                     )
                 )
@@ -452,14 +494,18 @@ def make_balanced_schedule(
     games_per_bot: int,
     seed: int,
     *,
+    key: bytes | int | None = None,
     partnerships: bool = False,
-    duplicate: str = "tournament",
+    duplicate: str = "none",
 ) -> tuple[ScheduledGame, ...]:
-    """Each bot plays ``games_per_bot`` games: tables of a :func:`balanced_design`, each one
-    deal in every rotation. The bots are numbered by a seeded shuffle, the tables ordered by
-    round (see :func:`balanced_rounds`); with partnerships each table takes the pairing whose
-    partners have been partners least so far."""
-    if duplicate not in ("tournament", "table"):
+    """Each bot plays ``games_per_bot`` games: tables of a :func:`balanced_design`, each in
+    every rotation. The bots are numbered by a shuffle seeded by ``seed`` (public), the tables
+    ordered by round (see :func:`balanced_rounds`); with partnerships each table takes the
+    pairing whose partners have been partners least so far. Deal seeds come from ``key``
+    (``seed`` itself when None: a run stored before deal keys)."""
+    if key is None:
+        key = seed
+    if duplicate not in DUPLICATE_MODES:
         raise ValueError(f"unknown duplicate mode {duplicate!r}")
     if len(set(bots)) != len(bots):
         raise ValueError("bot names must be distinct")
@@ -489,8 +535,6 @@ def make_balanced_schedule(
             seating = list(chosen)
             partners.update((frozenset((seating[0], seating[2])), frozenset((seating[1], seating[3]))))
         deal = rounds[i]
-        game_seed = (derive_seed(seed, "deal", deal) if duplicate == "tournament"
-                     else derive_seed(seed, "table", index, "deal", 0))
         for rotation in range(table_size):
             games.append(
                 ScheduledGame(
@@ -499,7 +543,7 @@ def make_balanced_schedule(
                     table=index,
                     deal=deal,
                     rotation=rotation,
-                    seed=game_seed,
+                    seed=game_seed(key, duplicate, 0 if duplicate == "table" else deal, index, rotation),
                     seats=rotate(tuple(seating), rotation),
                 )
             )

@@ -33,6 +33,7 @@ from server.transport import sandbox as sandboxes
 from server.transport.commands import bot_command, bot_command_help, runnable_command
 from server.transport.launcher import command_problem
 from server.transport.service import Arena, ArenaError, ArenaOptions, listening_text, security_notes
+from tournaments.schedule import derive_seed
 
 CONNECT_TIMEOUT_MS = 10_000
 """How long a game waits for a bot's first Hello, unless told."""
@@ -47,6 +48,9 @@ class GameSettings:
     clocks: Clocks
     seed: int
     replays: Path | None
+    seeded: bool = True
+    """``--seed`` was given (reproducible games); else the seed is secret: random, and kept out
+    of the game ids (a bot that bundles the engine would read every hand from it)."""
 
 
 def add_game_options(parser: argparse.ArgumentParser) -> None:
@@ -55,7 +59,8 @@ def add_game_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--preset", default="craits", help="craits, crates-partners or crazy-eights (default craits)")
     g.add_argument("--flag", action="append", default=[], metavar="NAME=VALUE",
                    help="a variant flag, e.g. short_game=true, seven_hits=next, decks=2 (repeatable)")
-    g.add_argument("--seed", type=int, default=1, help="seed of the (first) game (default 1)")
+    g.add_argument("--seed", type=int, default=None,
+                   help="seed of the (first) game, for reproducible games (default: a secret random one)")
     g.add_argument("--replays", metavar="DIR", help="write one replay per game into DIR")
     c = parser.add_argument_group("clocks")
     c.add_argument("--decision-ms", type=int, default=1000, help="time per decision (default 1000)")
@@ -110,7 +115,8 @@ def game_settings(args: argparse.Namespace, bots: Sequence[BotSpec]) -> GameSett
         reconnect_grace_s=args.reconnect_grace_ms / 1000,
         connect_timeout_s=args.connect_timeout_ms / 1000,
     )
-    return GameSettings(config, clocks, args.seed, Path(args.replays) if args.replays else None)
+    seed = secrets.randbits(62) if args.seed is None else args.seed
+    return GameSettings(config, clocks, seed, Path(args.replays) if args.replays else None, args.seed is not None)
 
 
 def parse_bot(text: str) -> BotSpec:
@@ -173,16 +179,18 @@ def parse_bots(texts: Sequence[str]) -> list[BotSpec]:
 
 def make_spec(bots: Sequence[BotSpec], settings: GameSettings, n: int, *, prefix: str = "play",
               rotate: bool = False) -> GameSpec:
-    """The spec of game ``n``: seed + n, seats rotated if asked (launched bots get their
+    """The spec of game ``n``: seed + n (with ``--seed``), seats rotated if asked (launched bots get their
     tokens from the referee)."""
     seated = list(bots)
     if rotate and seated:
         k = n % len(seated)
         seated = seated[k:] + seated[:k]
     seats = tuple(seated)
-    game_id = f"{prefix}-{settings.seed + n}-{secrets.token_hex(3)}"
+    game_id = f"{prefix}-{settings.seed + n if settings.seeded else n + 1}-{secrets.token_hex(3)}"
     replay = settings.replays / f"{game_id}{REPLAY_SUFFIX}" if settings.replays is not None else None
-    return GameSpec(game_id, settings.config, settings.seed + n, seats, settings.clocks, replay)
+    # (a secret seed: each game's own, so the seed GameEnd tells says nothing of the next game's)
+    seed = settings.seed + n if settings.seeded else derive_seed(settings.seed, "play", n)
+    return GameSpec(game_id, settings.config, seed, seats, settings.clocks, replay)
 
 
 def record_summary(spec: GameSpec, record: GameRecord) -> dict[str, Any]:

@@ -43,6 +43,7 @@ from server.cli.tournament_shared import (
     _with_address,
     bot_commands,
     choose_runner,
+    say_reproducible,
 )
 from server.cli.web_options import add_web_options, web_options
 from server.errors import UserError
@@ -51,7 +52,14 @@ from server.storage.store import Store, StoreError, TournamentStore
 from server.transport.commands import bot_command_help
 from server.web.serve import board_place, run_watched
 from tournaments.adaptive import adaptive_finished, play_adaptive, tables_per_batch
-from tournaments.config import STORE_URL_PREFIXES, TournamentConfig, load_config, planned_games, schedule_for
+from tournaments.config import (
+    STORE_URL_PREFIXES,
+    TournamentConfig,
+    key_for,
+    load_config,
+    planned_games,
+    schedule_for,
+)
 from tournaments.ladder import (
     ladder_standings,
     open_ladder,
@@ -68,6 +76,7 @@ from tournaments.runner import (
     play,
     settings_of,
     start_tournament,
+    stored_deals,
 )
 from tournaments.schedule import (
     pair_counts,
@@ -254,12 +263,18 @@ def cmd_run(args: argparse.Namespace) -> int:
         except (TournamentError, StoreError) as err:
             raise UserError(str(err)) from None
         with store:
+            say_reproducible(config)
             print(f"{config.name}: {_plan_text(config)}; output in {out_dir}", file=sys.stderr)
             if not args.no_progress:  # (what Progress will show: a line kept up to date, or one estimate)
                 print("time: the progress line shows the rate and the time left, measured on the first games"
                       if sys.stderr.isatty() else "time: estimated once the first 10 s of games have measured this "
                       "machine's speed", file=sys.stderr)
             return _play_and_report(config, store, out_dir, factory, args)
+
+
+def _deals_text(config: TournamentConfig) -> str:
+    """Where the deals come from, for a plan."""
+    return f"seed {config.seed} (reproducible deals)" if config.seeded else "secret deals (a new key per run)"
 
 
 def _plan_text(config: TournamentConfig) -> str:
@@ -353,10 +368,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print(f"{config.name}: {_plan_text(config)}")
         print(f"tables picked as results come in: each seats a pair the stop still waits for, the other seats "
               f"drawn from all bots; tied within {config.tie_within:g} counts as settled")
-        print(f"seed {config.seed}; concurrency {config.concurrency} ({tables_per_batch(config)} table(s) a batch)")
+        print(f"{_deals_text(config)}; concurrency {config.concurrency} ({tables_per_batch(config)} table(s) a batch)")
         print(f"output: {config.output_dir()}")
         return 0
-    games = schedule_for(config)
+    games = schedule_for(config, key_for(config))  # (the seating only: no seed is shown)
     seats: dict[str, Counter[int]] = {b: Counter() for b in config.bot_names}
     for game in games:
         for seat, name in enumerate(game.seats):
@@ -374,7 +389,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     low, high = min(shared), max(shared)
     print(f"each pair of bots shares {'' if low == high else f'{low} to '}{high} table{_s(high)} "
           f"(average {sum(shared) / len(shared):.2f})")
-    print(f"duplicate deals: {config.duplicate}; seed {config.seed}; concurrency {config.concurrency}")
+    print(f"duplicate deals: {config.duplicate}; {_deals_text(config)}; concurrency {config.concurrency}")
     print(f"output: {config.output_dir()}")
     if len(games) > LARGE_PLAN:
         print(f"more than {LARGE_PLAN:,} games: `craits tournament run` plays them only with --yes")
@@ -401,6 +416,7 @@ def cmd_ladder_run(args: argparse.Namespace) -> int:
         except TournamentError as err:
             raise UserError(str(err)) from None
         with store:
+            say_reproducible(config)
             return _play_ladder(args, config, store, out_dir, factory, again)
 
 
@@ -451,7 +467,8 @@ def _target_dir(target: str, out: str | None, *, check_file: bool, kind: str = "
     if check_file:
         with Store(out_dir / Store.FILENAME) as store:
             row = store.tournament()
-        if row is not None and row.schedule_digest != schedule_digest(schedule_for(config)):
+        if row is not None and row.schedule_digest != schedule_digest(schedule_for(stored_deals(config, row),
+                                                                                  row.deal_key)):
             raise UserError(
                 f"{target} no longer describes the tournament stored in {out_dir} (its schedule changed); "
                 f"resume the folder ({out_dir}) to finish it as it started, or run the file with --overwrite"

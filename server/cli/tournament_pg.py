@@ -34,6 +34,7 @@ from server.cli.tournament_shared import (
     _with_address,
     bot_commands,
     choose_runner,
+    say_reproducible,
 )
 from server.cli.web_options import web_options
 from server.errors import UserError
@@ -122,6 +123,7 @@ def cmd_run(args: argparse.Namespace, config: TournamentConfig, url: str) -> int
             clear_output(out_dir)  # (an earlier run's replays and log in the folder)
         with store:
             _, total = store.counts()
+            say_reproducible(config)
             print(f"{config.name}: {total} games, {len(config.bots)} bots, tables of {config.table_size}; "
                   f"results in {redact(url)}; output in {out_dir}", file=sys.stderr)
             return _play_and_report(args, config, store, out_dir, url)
@@ -262,6 +264,7 @@ def cmd_ladder_run(args: argparse.Namespace, config: TournamentConfig, url: str)
                     forget(store)
                 clear_output(out_dir)
             open_ladder(config, text, str(Path(args.file).resolve()), out_dir, store=store)
+            say_reproducible(config)
         except BaseException:
             store.close()
             raise

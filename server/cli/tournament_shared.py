@@ -38,7 +38,7 @@ from server.transport.sandbox import UNSANDBOXED, SandboxError
 from server.transport.sandbox import check as check_sandbox
 from server.web.serve import board_place, run_watched
 from tournaments.adaptive import adaptive_finished
-from tournaments.config import TournamentConfig, address_problem
+from tournaments.config import REPRODUCIBLE_WARNING, TournamentConfig, address_problem
 from tournaments.grpc_runner import tournament_runner
 from tournaments.ladder import (
     LadderRound,
@@ -414,3 +414,9 @@ def _check_referee_builtins(config: TournamentConfig) -> None:
             f"{' or '.join(map(repr, kinds))} (it has {', '.join(POLICY_NAMES)}); "
             "use --runner local for a builtin-only tournament"
         )
+
+
+def say_reproducible(config: TournamentConfig) -> None:
+    """The one line a run whose file sets ``seed`` starts with (see ``REPRODUCIBLE_WARNING``)."""
+    if config.seeded:
+        print(f"{config.name}: " + REPRODUCIBLE_WARNING.format(seed=config.seed), file=sys.stderr)

@@ -83,6 +83,8 @@ def _seat_entry(seat: Seat) -> dict[str, Any]:
             entry[name] = list(value)
         else:
             entry[name] = str(value) if name == "status" else value
+    if seat.instances:
+        entry["instances"] = list(seat.instances)
     return entry
 
 
@@ -657,10 +659,12 @@ class GameReferee:
         for seat in self.seats:
             seat.mailbox.close()
         try:
-            end = framed("game_end", wire.game_end(state, self.game_id, aborted))
+            end = framed("game_end", wire.game_end(state, self.game_id, aborted,
+                                                   reveal_seed=not self.spec.shared_deal))
         except Exception:  # e.g. a total beyond the protocol's int64: the bots still learn the game ended
             log.exception("game_end_not_encodable")
-            end = framed("game_end", pb.GameEnd(game_id=self.game_id, seed=state.seed & (2**64 - 1),
+            end = framed("game_end", pb.GameEnd(game_id=self.game_id,
+                                                seed=0 if self.spec.shared_deal else state.seed & (2**64 - 1),
                                                 aborted=aborted or "the result cannot be encoded in the protocol"))
         self._end = end
         self.aborted = aborted

@@ -373,6 +373,9 @@ class Seat:
         self.status = SeatStatus.OK
         self.session: Session | None = None
         self.process: LaunchedBot | None = None
+        self.instances: list[str] = []
+        """The public ids of the processes the referee launched for this seat (one, or more
+        if one was replaced): the replay records them, to show no process met a deal twice."""
         self.connected_once = False
         self.refused = ""
         """Why a Hello with this seat's token was refused (before it ever connected)."""

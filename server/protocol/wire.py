@@ -286,7 +286,9 @@ def _hand_log(state: GameState, number: int) -> list[tuple[str, int, tuple[int, 
     return out
 
 
-def game_end(state: GameState, game_id: str, aborted: str = "") -> pb.GameEnd:
+def game_end(state: GameState, game_id: str, aborted: str = "", *, reveal_seed: bool = True) -> pb.GameEnd:
+    """The end of a game as the bots hear it; ``reveal_seed`` False (its deal is shared with games
+    still to come): seed 0."""
     result = state.result()
     return pb.GameEnd(
         game_id=game_id,
@@ -294,7 +296,7 @@ def game_end(state: GameState, game_id: str, aborted: str = "") -> pb.GameEnd:
         placings=result.placings,
         team_totals=points_list(result.team_totals or ()),
         aborted=aborted,
-        seed=state.seed & ((1 << 64) - 1),
+        seed=state.seed & ((1 << 64) - 1) if reveal_seed else 0,
     )
 
 

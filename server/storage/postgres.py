@@ -359,6 +359,7 @@ class PostgresStore:
         settings: dict[str, Any],
         bots: Sequence[tuple[str, str, str]],
         games: Iterable[GameSlot],
+        deal_key: bytes | None = None,
     ) -> None:
         if name != self.name:
             raise StoreError(f"{self.path}: cannot store tournament {name!r} here")
@@ -370,8 +371,9 @@ class PostgresStore:
                     raise StoreError(f"{self.path}: already holds tournament {name!r}")
                 conn.execute(
                     "INSERT INTO craits_tournaments (name, source_text, source_path, schedule_digest, settings,"
-                    " created_at) VALUES (%s, %s, %s, %s, %s, %s)",
-                    (name, source_text, source_path, schedule_digest, json.dumps(settings, sort_keys=True), time.time()),
+                    " created_at, deal_key) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                    (name, source_text, source_path, schedule_digest, json.dumps(settings, sort_keys=True), time.time(),
+                     deal_key),
                 )
                 with conn.cursor() as cur:
                     cur.executemany(
@@ -602,7 +604,7 @@ class PostgresStore:
 
     def tournament(self) -> TournamentRow | None:
         row = self._retrying("reading the tournament", lambda c: c.execute(
-            "SELECT name, source_text, source_path, schedule_digest, settings, created_at, finished_at"
+            "SELECT name, source_text, source_path, schedule_digest, settings, created_at, finished_at, deal_key"
             " FROM craits_tournaments WHERE name = %s", (self.name,)).fetchone())
         if row is None:
             return None
@@ -610,7 +612,8 @@ class PostgresStore:
             settings = json.loads(row[4])
         except (TypeError, ValueError) as err:
             raise StoreError(f"{self.path}: the tournament's settings are damaged ({err})") from None
-        return TournamentRow(row[0], row[1], row[2], row[3], settings, row[5], row[6])
+        return TournamentRow(row[0], row[1], row[2], row[3], settings, row[5], row[6],
+                             None if row[7] is None else bytes(row[7]))
 
     def bot_tokens(self) -> dict[str, str]:
         rows = self._retrying("reading the bots", lambda c: c.execute(

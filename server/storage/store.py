@@ -14,7 +14,8 @@ what a 64-bit SQLite INTEGER holds.
 Tables (``schema_version`` says which layout a file has)::
 
     tournament  one row: name, source file text and path, schedule digest,
-                settings (JSON), created_at, finished_at
+                settings (JSON), created_at, finished_at, deal_key (the secret the
+                deals come from: never shown, see tournaments.schedule.deal_key)
     bots        name, kind, token: the tokens a resumed run must reuse
     games       the schedule: game_id, ordinal, table_no, deal, rotation, seed, seats
     results     one row per recorded game: digest, replay path, aborted reason
@@ -30,7 +31,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -48,7 +49,8 @@ CREATE TABLE tournament (
     schedule_digest TEXT NOT NULL,
     settings TEXT NOT NULL,
     created_at REAL NOT NULL,
-    finished_at REAL
+    finished_at REAL,
+    deal_key TEXT
 );
 CREATE TABLE bots (
     name TEXT PRIMARY KEY,
@@ -153,6 +155,9 @@ class TournamentRow:
     settings: dict[str, Any]
     created_at: float
     finished_at: float | None
+    deal_key: bytes | None = field(default=None, repr=False)
+    """The secret the run's deals come from (None: a run stored before deal keys, whose deals
+    came from its file's seed). For the organizer's runner only: never shown."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,7 +226,7 @@ class TournamentStore(Protocol):
     def __exit__(self, *exc: object) -> None: ...
     def create_tournament(
         self, *, name: str, source_text: str, source_path: str, schedule_digest: str, settings: dict[str, Any],
-        bots: Sequence[tuple[str, str, str]], games: Iterable[GameSlot],
+        bots: Sequence[tuple[str, str, str]], games: Iterable[GameSlot], deal_key: bytes | None = None,
     ) -> None: ...
     def record_game(self, record: GameRecord) -> None: ...
     def add_games(self, games: Iterable[GameSlot]) -> None: ...
@@ -294,6 +299,7 @@ class Store:
     def _check_schema(self, *, readonly: bool = False) -> None:
         self._seat_columns = tuple("s." + c for c in (*COUNTERS, "bot_error"))
         """What ``results`` selects for the counters and bot_error (defaults where an old file lacks them)."""
+        self._has_deal_key = True
         tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if not tables and readonly:  # (a report does not set up a database: it says what the file is)
             if self.path.stat().st_size == 0:
@@ -310,6 +316,10 @@ class Store:
                 f"{self.path}: database layout version {version[0] if version else '?'}, "
                 f"this craits reads version {SCHEMA_VERSION}"
             )
+        self._has_deal_key = any(r[1] == "deal_key" for r in self._db.execute("PRAGMA table_info(tournament)"))
+        if not self._has_deal_key and not readonly:  # (a file from before deal keys: its run keeps its seeds)
+            self._db.execute("ALTER TABLE tournament ADD COLUMN deal_key TEXT")
+            self._has_deal_key = True
         have = {r[1] for r in self._db.execute("PRAGMA table_info(seats)")}
         for column, definition in _ADDED_SEAT_COLUMNS.items():
             if column not in have and not readonly:
@@ -329,16 +339,19 @@ class Store:
         settings: dict[str, Any],
         bots: Sequence[tuple[str, str, str]],
         games: Iterable[GameSlot],
+        deal_key: bytes | None = None,
     ) -> None:
-        """Store the tournament, its bots ``(name, kind, token)`` and its whole schedule at once."""
+        """Store the tournament, its bots ``(name, kind, token)``, its secret deal key and its whole
+        schedule at once."""
         existing = self.tournament()
         if existing is not None:
             raise StoreError(f"{self.path}: already holds tournament {existing.name!r}")
         with self._transaction():
             self._db.execute(
-                "INSERT INTO tournament (id, name, source_text, source_path, schedule_digest, settings, created_at)"
-                " VALUES (1, ?, ?, ?, ?, ?, ?)",
-                (name, source_text, source_path, schedule_digest, json.dumps(settings, sort_keys=True), time.time()),
+                "INSERT INTO tournament (id, name, source_text, source_path, schedule_digest, settings, created_at,"
+                " deal_key) VALUES (1, ?, ?, ?, ?, ?, ?, ?)",
+                (name, source_text, source_path, schedule_digest, json.dumps(settings, sort_keys=True), time.time(),
+                 None if deal_key is None else deal_key.hex()),
             )
             self._db.executemany("INSERT INTO bots (name, kind, token) VALUES (?, ?, ?)", bots)
             self._db.executemany(
@@ -460,8 +473,10 @@ class Store:
     # --------------------------------------------------------------- reading
 
     def tournament(self) -> TournamentRow | None:
+        key = "deal_key" if self._has_deal_key else "NULL"
         row = self._db.execute(
-            "SELECT name, source_text, source_path, schedule_digest, settings, created_at, finished_at FROM tournament"
+            f"SELECT name, source_text, source_path, schedule_digest, settings, created_at, finished_at, {key}"
+            " FROM tournament"
         ).fetchone()
         if row is None:
             return None
@@ -469,7 +484,8 @@ class Store:
             settings = json.loads(row[4])
         except (TypeError, ValueError) as err:
             raise StoreError(f"{self.path}: the tournament's settings are damaged ({err})") from None
-        return TournamentRow(row[0], row[1], row[2], row[3], settings, row[5], row[6])
+        return TournamentRow(row[0], row[1], row[2], row[3], settings, row[5], row[6],
+                             None if row[7] is None else bytes.fromhex(row[7]))
 
     def bot_tokens(self) -> dict[str, str]:
         return dict(self._db.execute("SELECT name, token FROM bots").fetchall())

@@ -19,6 +19,12 @@ process goes back to the pool, unless:
 * it has played ``restart_after_games`` games, or its resident memory (``VmRSS`` in
   ``/proc``) is above ``restart_above_mb``: stopped, with the reason in the log.
 
+**A deal met once per process.** With duplicate deals several games play one deal; a process
+that has played a deal is never given another game of it (an idle process of the bot that
+has not met it is, else a fresh one is launched), so nothing a bot remembers tells it the
+cards of a game it plays. Each process has a public instance id, written per seat in the
+replays (``seat_reports[].instances``), so anyone can check that from the replays.
+
 An idle process that exits, or whose stream closes, is noticed when its bot's next game
 asks for it: it is stopped and replaced by a fresh one, with a log line, so a bot that
 dies or goes quiet between games costs no game (not even its own). Only the pool starts
@@ -135,6 +141,10 @@ class PooledBot:
         """When it last went idle (the pool's count of releases)."""
         self.lost = asyncio.Event()
         """Set when its stream ends (the game it plays decides what that means)."""
+        self.instance = secrets.token_hex(6)
+        """Its public id, in the replays of its games (never its token)."""
+        self.deals: set[int] = set()
+        """The seeds of the deals it has played: it plays none of them again."""
 
     @property
     def pid(self) -> int:
@@ -199,25 +209,33 @@ class BotPool:
         key = None if bot is None else self.key_of(bot)
         return [p for p in self._all if key is None or p.key == key]
 
-    async def acquire(self, bot: BotSpec, game_id: str) -> PooledBot:
-        """A process of ``bot`` for game ``game_id``: an idle one that is still connected, else a
-        new one. Raises LaunchError when a new one cannot be started."""
+    async def acquire(self, bot: BotSpec, game_id: str, deal: int | None = None) -> PooledBot:
+        """A process of ``bot`` for game ``game_id`` of deal ``deal`` (its seed): an idle one that
+        is still connected and has not played that deal, else a new one. Raises LaunchError when
+        a new one cannot be started."""
         if self.closed:
             raise RuntimeError("the bot pool is closed")
         key = self.key_of(bot)
         idle = self._idle.get(key, [])
-        while idle:
-            pooled = idle.pop()
+        for pooled in reversed(list(idle)):  # (the one used last first)
+            if deal is not None and deal in pooled.deals:
+                continue  # (it keeps waiting for a game of another deal)
+            idle.remove(pooled)
             why = self._unfit(pooled)
             if why is None:
                 pooled.lost.clear()
                 pooled.busy = True
                 pooled.games += 1
+                if deal is not None:
+                    pooled.deals.add(deal)
                 return pooled
             log.warning("bot_replaced", bot=pooled.name, pid=pooled.pid, why=why, game=game_id,
                         effect="a fresh process plays its next game")
             self._retire(pooled)
-        return await self._launch(bot, key, game_id)
+        pooled = await self._launch(bot, key, game_id)
+        if deal is not None:
+            pooled.deals.add(deal)
+        return pooled
 
     def release(self, pooled: PooledBot, *, fit: bool, why: str = "") -> None:
         """Give back a process after its game. ``fit`` False (its game went wrong for it, or the

@@ -564,6 +564,7 @@ class Arena:
             seat.game.seat_process_exited(seat, None, why=f"could not be started: {err}")
             return None
         seat.process = launched
+        seat.instances.append(secrets.token_hex(6))  # (a process of its own, for this game only)
         return launched
 
     # ------------------------------------------------------------------ bots kept between games
@@ -589,13 +590,14 @@ class Arena:
         """A kept process of the seat's bot for this game (launched if none is idle)."""
         assert self.pool is not None
         try:
-            pooled = await self.pool.acquire(seat.bot, spec.game_id)
+            pooled = await self.pool.acquire(seat.bot, spec.game_id, deal=spec.seed)
         except LaunchError as err:
             log.warning("bot_not_launched", seat=seat.index, bot=seat.bot.name, error=str(err))
             seat.game.seat_process_exited(seat, None, why=f"could not be started: {err}")
             return None
         seat.token = pooled.token
         seat.process = pooled.process
+        seat.instances.append(pooled.instance)
         pooled.process.new_game(spec.game_id)  # a kept process's limits per game (CPU seconds) start afresh
         return pooled
 

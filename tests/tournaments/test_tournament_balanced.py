@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from server.storage.store import Store
 from tests.cli import run_cli
-from tournaments.config import TournamentFileError, parse_config, schedule_for
+from tournaments.config import TournamentFileError, key_for, parse_config, schedule_for
 from tournaments.runner import Progress
 from tournaments.schedule import (
     ScheduledGame,
@@ -43,7 +43,8 @@ def names(n: int) -> list[str]:
 
 def assert_balanced(games: tuple[ScheduledGame, ...], bots: list[str], table_size: int, games_per_bot: int) -> None:
     """Every bot plays games_per_bot games, sits in each seat equally, meets every other bot
-    within one of the average number of tables; each table is one deal in every rotation."""
+    within one of the average number of tables; each table is played in every rotation, each
+    game its own deal (the default, duplicate = "none")."""
     played = Counter(bot for g in games for bot in g.seats)
     assert played == {bot: games_per_bot for bot in bots}
     seats = Counter((bot, seat) for g in games for seat, bot in enumerate(g.seats))
@@ -58,8 +59,8 @@ def assert_balanced(games: tuple[ScheduledGame, ...], bots: list[str], table_siz
         by_table.setdefault(g.table, []).append(g)
     for rotations in by_table.values():
         assert [g.rotation for g in rotations] == list(range(table_size))
-        assert len({g.seed for g in rotations}) == 1  # one deal, played from every seat
         assert {frozenset(g.seats) for g in rotations} == {frozenset(rotations[0].seats)}
+    assert len({g.seed for g in games}) == len(games)  # no deal met twice
     assert [g.ordinal for g in games] == list(range(len(games)))
     assert len({g.game_id for g in games}) == len(games)
 
@@ -131,8 +132,8 @@ def test_partners_take_turns() -> None:
 
 def test_tables_come_in_rounds_that_share_a_deal() -> None:
     bots = names(13)
-    games = make_balanced_schedule(bots, 4, 16, seed=8)
-    assert_balanced(games, bots, 4, 16)
+    assert_balanced(make_balanced_schedule(bots, 4, 16, seed=8), bots, 4, 16)
+    games = make_balanced_schedule(bots, 4, 16, seed=8, duplicate="tournament")
     rounds: dict[int, list[ScheduledGame]] = {}
     for g in games:
         if g.rotation == 0:
@@ -189,7 +190,7 @@ def error_of(text: str) -> str:
 def test_a_balanced_file() -> None:
     config = parse_config(balanced_file(30, 48), source="class.toml")
     assert (config.schedule, config.games_per_bot, config.deals) == ("balanced", 48, 1)
-    games = schedule_for(config)
+    games = schedule_for(config, key_for(config))
     assert len(games) == 360
     assert_balanced(games, list(config.bot_names), 4, 48)
     assert parse_config(balanced_file(30, 48).replace('schedule = "balanced"', 'schedule = "round-robin"')

@@ -103,7 +103,7 @@ def test_resume_refuses_a_changed_file(tmp_path: Path, capsys: pytest.CaptureFix
     config.write_text(QUICK.read_text())
     out = tmp_path / "q"
     run(capsys, "run", str(config), "--out", str(out))
-    config.write_text(QUICK.read_text().replace("seed = 1", "seed = 2"))
+    config.write_text(QUICK.read_text().replace("deals = 3", "deals = 4"))
     code, _, stderr = run(capsys, "resume", str(config), "--out", str(out))
     assert code == 2 and "no longer describes the tournament" in stderr
 
@@ -168,11 +168,11 @@ def test_a_bot_whose_command_cannot_run_is_refused_before_any_game(tmp_path: Pat
     code, _, stderr = run(capsys, "run", str(typo), "--out", str(out))
     assert code == 2 and stderr.strip().count("\n") == 0
     reason = f"no such file bto.js (in {ROOT / 'clients' / 'js'})" if shutil.which("node") else "command not found: node"
-    assert stderr.strip() == (f"craits: error: {typo}:38: bots[3].command: cannot run 'node bto.js --strategy "
+    assert stderr.strip() == (f"craits: error: {typo}:37: bots[3].command: cannot run 'node bto.js --strategy "
                               f"heuristic': {reason}")
     assert not out.exists()
     code, _, stderr = run(capsys, "plan", str(typo))  # the check of a file says it too
-    assert code == 2 and stderr.startswith(f"craits: error: {typo}:38: bots[3].command: cannot run")
+    assert code == 2 and stderr.startswith(f"craits: error: {typo}:37: bots[3].command: cannot run")
 
 
 def test_every_bot_whose_command_cannot_run_is_named_in_one_line(tmp_path: Path,

@@ -237,3 +237,12 @@ def test_a_command_path_that_is_not_there_says_what_it_is_relative_to(tmp_path: 
     (why,) = parse_config(text, source="t.toml", base_dir=tmp_path).unrunnable
     assert why == (f"t.toml:19: bots[3].command: cannot run 'alice/run.sh': alice/run.sh does not exist (a command's "
                    f"paths are relative to its bot's cwd, {tmp_path / 'alice'})")
+
+
+def test_duplicate_deals_are_refused_with_a_bot_that_connects_on_its_own() -> None:
+    """Its one process would meet the deal again in the next rotation (issue 35)."""
+    text = ('name = "dup"\ntable_size = 2\nduplicate = "table"\n[[bots]]\nname = "own"\ntoken = "own-token-1"\n'
+            '[[bots]]\nname = "house"\nbuiltin = "random"\n')
+    with pytest.raises(TournamentFileError, match=r"dup.toml:3: duplicate: duplicate deals need launched or builtin"):
+        parse_config(text, source="dup.toml")
+    assert parse_config(text.replace('duplicate = "table"\n', ""), source="dup.toml").duplicate == "none"

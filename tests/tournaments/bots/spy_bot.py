@@ -1,0 +1,134 @@
+"""A hostile bot that bundles the engine and tries every way to know its opponents' cards
+(issue 35): seeds derived from every public value (the labels in the game id, small file
+seeds 0..1000, old-style and deal-key style), the seeds ``GameEnd`` told it, and its memory
+of the deals it met. At its first decision of each game it writes what it predicts of the
+other seats' hands, one JSON line per game, to the file named by its argument; the test
+checks the predictions against the replays.
+
+    python spy_bot.py PREDICTIONS_FILE
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # (the repo's engine, bundled)
+
+from craits_bot import Bot, run
+
+from server.engine import make_config
+from server.engine.state import GameState
+from tournaments.schedule import derive_seed
+
+try:  # (the code before issue 35 had neither: the spy runs against it too)
+    from tournaments.schedule import DUPLICATE_MODES, deal_key, game_seed
+except ImportError:
+    DUPLICATE_MODES, deal_key, game_seed = (), None, None  # type: ignore[assignment]
+
+SMALL_SEEDS = range(1001)
+
+
+def labels(game_id: str) -> list[tuple[str, tuple[object, ...]]]:
+    """(style, labels) that a seed of this game id could come from: 'old' (sha256 of a file
+    seed) or 'key' (HMAC of a deal key derived from a file seed)."""
+    out: list[tuple[str, tuple[object, ...]]] = []
+    if m := re.fullmatch(r"d(\d+)-t(\d+)-r(\d+)", game_id):
+        deal, table, rotation = int(m[1]) - 1, int(m[2]) - 1, int(m[3]) - 1
+        out += [("old", ("deal", deal)), ("old", ("table", table, "deal", deal)), ("old", ("table", table, "deal", 0))]
+        out += [("key", ("mode", mode, deal, table, rotation)) for mode in DUPLICATE_MODES]
+    elif m := re.fullmatch(r"round(\d+)-r(\d+)", game_id):
+        number, rotation = int(m[1]), int(m[2]) - 1
+        out += [("old", ("ladder-deal", number)), ("key", ("ladder-deal", number)),
+                ("key", ("ladder-deal", number, "rotation", rotation))]
+    elif m := re.fullmatch(r"a(\d+)-r(\d+)", game_id):
+        table, rotation = int(m[1]) - 1, int(m[2]) - 1
+        out += [("old", ("adaptive-deal", table)), ("key", ("adaptive-deal", table)),
+                ("key", ("adaptive-deal", table, "rotation", rotation))]
+    return out
+
+
+def seed_of(style: str, small: int, parts: tuple[object, ...]) -> int | None:
+    if style == "key" and deal_key is None:
+        return None
+    base: int | bytes = small if style == "old" else deal_key(small)
+    if parts[0] == "mode":
+        return game_seed(base, str(parts[1]), *parts[2:])  # type: ignore[arg-type]
+    return derive_seed(base, *parts)
+
+
+class Spy(Bot):
+    def __init__(self, out: str) -> None:
+        self.out = Path(out)
+        self.file_seed: int | None = None
+        self.searched = False
+        self.told: list[int] = []  # GameEnd seeds
+        self.met: dict[tuple[str, int], tuple[int, list[str]]] = {}  # (turned card, dealer) -> (seat, hand)
+        self.game = None
+        self.predicted: set[str] = set()
+
+    def on_game_start(self, game):
+        self.game = game
+
+    def on_game_end(self, game):
+        if game.seed:
+            self.told.append(game.seed)
+
+    def state(self, seed: int) -> GameState:
+        g = self.game
+        return GameState(make_config(g.preset, g.players, short_game=g.flags.short_game), seed)
+
+    def guess(self, hand: list[str]) -> tuple[str, GameState] | None:
+        """A seed whose deal gives this seat this hand (not yet played from: its first decision)."""
+        g = self.game
+        mine = sorted(hand)
+
+        def fits(seed: int) -> GameState | None:
+            state = self.state(seed)
+            if sorted(map(str, state.hand_of(g.seat))) == mine:
+                return state
+            return None
+
+        for seed in self.told:
+            if found := fits(seed):
+                return "GameEnd.seed", found
+        forms = labels(g.game_id)
+        smalls = [self.file_seed] if self.file_seed is not None else ([] if self.searched else SMALL_SEEDS)
+        self.searched = True
+        for small in smalls:
+            for style, parts in forms:
+                seed = seed_of(style, small, parts)
+                if seed is not None and (found := fits(seed)):
+                    self.file_seed = small
+                    return f"file seed {small} ({style})", found
+        return None
+
+    def choose(self, request):
+        g = self.game
+        obs = request.observation
+        if g is not None and g.game_id not in self.predicted and obs.hand_number == 1 and obs.hand:
+            self.predicted.add(g.game_id)
+            hand = [card_text(c) for c in obs.hand]
+            turned = card_text(obs.top_card) if obs.discard_size == 1 else ""  # (nobody has played yet)
+            hands: dict[int, list[str]] = {}
+            how = ""
+            if found := self.guess(hand):
+                how, state = found
+                hands = {s: sorted(map(str, state.hand_of(s))) for s in range(g.players) if s != g.seat}
+            elif turned and (seen := self.met.get((turned, obs.dealer))) and seen[0] != g.seat:
+                how, hands = "memory", {seen[0]: seen[1]}  # the deal again: my old hand is at my old seat
+            if turned:
+                self.met[(turned, obs.dealer)] = (g.seat, sorted(hand))
+            with self.out.open("a") as f:
+                f.write(json.dumps({"game": g.game_id, "seat": g.seat, "how": how, "hands": hands}) + "\n")
+        return request.legal_actions[0]
+
+
+def card_text(card) -> str:
+    return card.text  # (the engine's own names: "QS", "10H")
+
+
+if __name__ == "__main__":
+    run(Spy(sys.argv.pop(1)))  # (the kit reads the rest)

@@ -1,0 +1,119 @@
+"""Fair play (issue 35): no bot can know a card it has not been shown.
+
+A spy bot that bundles the engine (``bots/spy_bot.py``) tries every way in: seeds derived
+from the public labels and small file seeds, the seeds ``GameEnd`` tells, and its memory of
+the deals it met. It writes its predictions of the other seats' hands; here they are checked
+against the replays. Against secret deals it never predicts one; against a reproducible run
+(the file sets ``seed``) it predicts every hand, which shows the spy works. The replays of each
+run also show that no bot process met a deal twice."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from server.engine import make_config
+from server.engine.state import GameState
+from server.storage.replay import read_replay
+from tournaments.adaptive import play_adaptive
+from tournaments.config import parse_config
+from tournaments.grpc_runner import tournament_runner
+from tournaments.ladder import open_ladder, run_ladder
+from tournaments.runner import open_tournament, play, start_tournament
+
+SPY = Path(__file__).resolve().parent / "bots" / "spy_bot.py"
+
+
+def field(folder: Path, extra: str) -> str:
+    """The spy and two builtins at a table of three (one table: the spy plays every game)."""
+    return (f'name = "spied"\ntable_size = 3\nconcurrency = 1\nsandbox = "none"\n{extra}\n'
+            f'[flags]\nshort_game = true\n'
+            f'[[bots]]\nname = "spy"\ncommand = ["{sys.executable}", "{SPY}", "{folder / "predictions.jsonl"}"]\n'
+            f'[[bots]]\nname = "random"\nbuiltin = "random"\n[[bots]]\nname = "first"\nbuiltin = "first"\n')
+
+
+def played(folder: Path, extra: str, kind: str = "tournament") -> Path:
+    """Play the field (a tournament, a ladder of two rounds); its output folder."""
+    text = field(folder, extra)
+    config = parse_config(text, source=str(folder / "spied.toml"))
+    out = folder / "out"
+    if kind == "ladder":
+        with open_ladder(config, text, str(folder / "spied.toml"), out) as store:
+            asyncio.run(run_ladder(config, store, out, tournament_runner, rounds=2, handle_signals=False))
+        return out
+    with start_tournament(config, text, str(folder / "spied.toml"), out) as store:
+        if config.schedule == "adaptive":
+            asyncio.run(play_adaptive(config, store, out, tournament_runner, progress=False, handle_signals=False))
+        else:
+            asyncio.run(play(config, store, out, tournament_runner, progress=False))
+    return out
+
+
+def hits(folder: Path, out: Path) -> tuple[int, int]:
+    """(predictions of a whole hand that were right, games the spy played)."""
+    right = games = 0
+    for line in (folder / "predictions.jsonl").read_text().splitlines():
+        guess = json.loads(line)
+        games += 1
+        replay = read_replay(next((out / "replays").glob(f"{guess['game']}.*")))
+        state = GameState(make_config("craits", 3, short_game=True), replay.seed)
+        for seat, hand in guess["hands"].items():
+            right += sorted(map(str, state.hand_of(int(seat)))) == hand
+    return right, games
+
+
+def instances_meeting_a_deal_twice(out: Path) -> list[tuple[str, int]]:
+    """(instance, seed) met in more than one game, read from the replays."""
+    met: dict[tuple[str, int], str] = {}
+    twice = []
+    for path in sorted((out / "replays").iterdir()):
+        replay = read_replay(path)
+        for report in replay.result.get("seat_reports", ()):
+            for instance in report.get("instances", ()):
+                if (instance, replay.seed) in met:
+                    twice.append((instance, replay.seed))
+                met[(instance, replay.seed)] = replay.game_id
+    assert met, "the replays name no instance: nothing was checked"
+    return twice
+
+
+@pytest.mark.parametrize(("kind", "extra"), [
+    ("tournament", "deals = 2"),                              # round robin, fresh deals (the default)
+    ("tournament", 'deals = 2\nduplicate = "table"'),         # duplicate deals: one per table's rotations
+    ("tournament", 'schedule = "adaptive"\nmax_games = 6'),   # adaptive
+    ("ladder", ""),                                           # two rounds
+])
+def test_a_spy_that_bundles_the_engine_never_knows_an_opponents_hand(tmp_path: Path, kind: str, extra: str) -> None:
+    out = played(tmp_path, extra, kind)
+    right, games = hits(tmp_path, out)
+    assert games == 6 and right == 0
+    assert instances_meeting_a_deal_twice(out) == []
+
+
+def test_the_spy_knows_every_hand_of_a_reproducible_run(tmp_path: Path) -> None:
+    """The control: the file sets seed, so anyone (the spy too) can compute every deal."""
+    out = played(tmp_path, 'deals = 2\nseed = 7\nduplicate = "table"')
+    right, games = hits(tmp_path, out)
+    assert games == 6 and right >= games  # (a hand drawn from before the spy's first decision misses)
+    assert instances_meeting_a_deal_twice(out) == []
+
+
+def test_a_runs_secret_key_is_kept_in_its_store_so_resume_plays_the_same_deals(tmp_path: Path) -> None:
+    text = ('name = "keyed"\ntable_size = 2\ndeals = 2\n[flags]\nshort_game = true\n'
+            '[[bots]]\nname = "a"\nbuiltin = "random"\n[[bots]]\nname = "b"\nbuiltin = "first"\n')
+    config = parse_config(text, source=str(tmp_path / "keyed.toml"))
+    seeds = []
+    for out in (tmp_path / "one", tmp_path / "two"):
+        with start_tournament(config, text, str(tmp_path / "keyed.toml"), out) as store:
+            seeds.append([g.seed for g in store.games()])
+            row = store.tournament()
+        assert row is not None and row.deal_key is not None and len(row.deal_key) == 32
+        assert row.deal_key.hex() not in json.dumps(row.settings) and "deal_key" not in repr(row)
+    _, store = open_tournament(tmp_path / "one")  # (refused if its schedule's seeds did not match)
+    with store:
+        assert [g.seed for g in store.games()] == seeds[0]
+    assert len(set(seeds[0])) == 4 and not set(seeds[0]) & set(seeds[1])  # each game its own deal, each run its own key
