@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 import sys
 from pathlib import Path
 
 import pytest
 
+from participants.compare import compare, house_specs
 from server.engine import make_config
 from server.engine.state import GameState
+from server.spec import BotSpec
 from server.storage.replay import read_replay
+from server.transport.service import Arena, ArenaOptions
 from tournaments.adaptive import play_adaptive
 from tournaments.config import parse_config
 from tournaments.grpc_runner import tournament_runner
@@ -99,6 +103,28 @@ def test_the_spy_knows_every_hand_of_a_reproducible_run(tmp_path: Path) -> None:
     out = played(tmp_path, 'deals = 2\nseed = 7\nduplicate = "table"')
     right, games = hits(tmp_path, out)
     assert games == 6 and right >= games  # (a hand drawn from before the spy's first decision misses)
+    assert instances_meeting_a_deal_twice(out) == []
+
+
+def test_two_spy_versions_compared_never_know_an_opponents_hand(tmp_path: Path) -> None:
+    """A comparison plays A and B on the same deals: each kept process meets a deal once, and
+    neither is told its seed while the other has still to play it."""
+    spies = [BotSpec(name=f"spy-v{n}", token="", command=(sys.executable, str(SPY), str(tmp_path / "predictions.jsonl")))
+             for n in (1, 2)]
+    out = tmp_path / "out"
+
+    async def run() -> None:
+        arena = await Arena.start("127.0.0.1:0", ArenaOptions(bot_log_dir=out / "bots", sandbox="none"))
+        arena.keep_bots()  # (as play_pending: a version's process plays its next game)
+        try:
+            await compare(arena.run_game, *spies, house_specs(("random", "first")), seed=secrets.randbits(63),
+                          games=12, until_told=False, tag="cmp1", replays=out / "replays")
+        finally:
+            await arena.shutdown(grace_s=0)
+
+    asyncio.run(run())
+    right, games = hits(tmp_path, out)
+    assert games == 12 and right == 0  # (2 deals x 3 rotations x 2 versions)
     assert instances_meeting_a_deal_twice(out) == []
 
 

@@ -47,6 +47,9 @@ def labels(game_id: str) -> list[tuple[str, tuple[object, ...]]]:
         table, rotation = int(m[1]) - 1, int(m[2]) - 1
         out += [("old", ("adaptive-deal", table)), ("key", ("adaptive-deal", table)),
                 ("key", ("adaptive-deal", table, "rotation", rotation))]
+    elif m := re.fullmatch(r"cmp\d*-d(\d+)-[ab]-r(\d+)", game_id):  # a comparison's
+        number, rotation = int(m[1]) - 1, int(m[2]) - 1
+        out += [("old", ("compare-deal", number)), ("old", ("compare-deal", number, "rotation", rotation))]
     return out
 
 
