@@ -10,21 +10,25 @@ run also show that no bot process met a deal twice."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import secrets
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from participants.compare import compare, house_specs
+from participants.final import Final
+from participants.roster import Roster
 from server.engine import make_config
 from server.engine.state import GameState
 from server.spec import BotSpec
 from server.storage.replay import read_replay
 from server.transport.service import Arena, ArenaOptions
 from tournaments.adaptive import play_adaptive
-from tournaments.config import parse_config
+from tournaments.config import load_config, parse_config
 from tournaments.grpc_runner import tournament_runner
 from tournaments.ladder import open_ladder, run_ladder
 from tournaments.runner import open_tournament, play, start_tournament
@@ -126,6 +130,30 @@ def test_two_spy_versions_compared_never_know_an_opponents_hand(tmp_path: Path) 
     right, games = hits(tmp_path, out)
     assert games == 12 and right == 0  # (2 deals x 3 rotations x 2 versions)
     assert instances_meeting_a_deal_twice(out) == []
+
+
+def test_a_spy_in_a_final_never_knows_an_opponents_hand(tmp_path: Path) -> None:
+    """A roster's final (its own secret key, one kept process per version): the spy's version
+    against two house bots, at one table in every rotation of its deals."""
+    roster = Roster.create(tmp_path / "roster")
+    roster.add("mallory")
+    roster.decide(roster.submit("mallory", b"print(1)\n", "bot.py"), "admitted",
+                  command=(sys.executable, str(SPY), str(tmp_path / "predictions.jsonl")))
+    version = roster.version("mallory", 1)
+    assert version is not None
+    roster.version_dir(version).mkdir(parents=True, exist_ok=True)  # (as its build leaves it)
+    deadline = time.time() + 3600
+    (roster.folder / "final.toml").write_text(
+        f'deadline = "{time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(deadline))}"\n'
+        'games_per_bot = 6\ntable_size = 3\nhouse = ["random", "first"]\nconcurrency = 1\n', encoding="utf-8")
+    final = Final(roster)
+    path = final.tournament_file(now=deadline + 1)  # (the version was in before the deadline)
+    config = dataclasses.replace(load_config(path), sandbox="none")  # (the spy reads the repo's engine)
+    with start_tournament(config, path.read_text(), str(path), final.out_dir) as store:
+        asyncio.run(play(config, store, final.out_dir, tournament_runner, progress=False))
+    right, games = hits(tmp_path, final.out_dir)
+    assert games == 6 and right == 0
+    assert instances_meeting_a_deal_twice(final.out_dir) == []
 
 
 def test_a_runs_secret_key_is_kept_in_its_store_so_resume_plays_the_same_deals(tmp_path: Path) -> None:
