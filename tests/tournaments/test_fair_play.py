@@ -27,6 +27,9 @@ from server.engine.state import GameState
 from server.spec import BotSpec
 from server.storage.replay import read_replay
 from server.transport.service import Arena, ArenaOptions
+from server.web.app import WebOptions, WebServer
+from server.web.board import Board, folder_source
+from server.web.live import LiveHub
 from tournaments.adaptive import play_adaptive
 from tournaments.config import load_config, parse_config
 from tournaments.grpc_runner import tournament_runner
@@ -36,11 +39,12 @@ from tournaments.runner import open_tournament, play, start_tournament
 SPY = Path(__file__).resolve().parent / "bots" / "spy_bot.py"
 
 
-def field(folder: Path, extra: str) -> str:
+def field(folder: Path, extra: str, *spy_args: Path) -> str:
     """The spy and two builtins at a table of three (one table: the spy plays every game)."""
+    command = json.dumps([sys.executable, str(SPY), str(folder / "predictions.jsonl"), *map(str, spy_args)])
     return (f'name = "spied"\ntable_size = 3\nconcurrency = 1\nsandbox = "none"\n{extra}\n'
             f'[flags]\nshort_game = true\n'
-            f'[[bots]]\nname = "spy"\ncommand = ["{sys.executable}", "{SPY}", "{folder / "predictions.jsonl"}"]\n'
+            f'[[bots]]\nname = "spy"\ncommand = {command}\n'
             f'[[bots]]\nname = "random"\nbuiltin = "random"\n[[bots]]\nname = "first"\nbuiltin = "first"\n')
 
 
@@ -154,6 +158,43 @@ def test_a_spy_in_a_final_never_knows_an_opponents_hand(tmp_path: Path) -> None:
     right, games = hits(tmp_path, final.out_dir)
     assert games == 6 and right == 0
     assert instances_meeting_a_deal_twice(final.out_dir) == []
+
+
+@pytest.mark.parametrize("withheld", [True, False])
+def test_a_spy_reading_the_board_while_the_run_plays_never_knows_an_opponents_hand(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, withheld: bool,
+) -> None:
+    """`craits web` serves the run as it plays: the spy reads every page, every game's API,
+    events and replay before each game. With duplicate deals a finished game's deal is still to
+    be played in the next rotations: its replay is withheld until they are played. The control
+    (withheld=False: the board serves it at once) shows the spy would use it."""
+    if not withheld:
+        monkeypatch.setattr(Board, "hidden_deal", lambda self, game: False)
+    address = tmp_path / "board.txt"
+    text = field(tmp_path, 'deals = 2\nduplicate = "table"', address)
+    config = parse_config(text, source=str(tmp_path / "spied.toml"))
+    out = tmp_path / "out"
+
+    async def run(store) -> None:
+        server = WebServer(LiveHub(), Board(folder_source(out)), WebOptions(port=0, poll_s=0.02))  # (it shows each game as it ends)
+        address.write_text(await server.start())
+        try:
+            await play(config, store, out, tournament_runner, progress=False)
+        finally:
+            await server.stop()
+
+    with start_tournament(config, text, str(tmp_path / "spied.toml"), out) as store:
+        asyncio.run(run(store))
+    right, games = hits(tmp_path, out)
+    lines = [json.loads(line) for line in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    assert games == 6
+    if withheld:
+        assert right == 0
+    else:
+        assert right >= 2 and "the board" in {line["how"] for line in lines}  # (from rotation 2 or 3 of a deal on)
+    # (some game's spy found its own deal's earlier rotation recorded, so asked for that replay)
+    assert any(line["seen"] > 3 * (int(line["game"][1:5]) - 1) for line in lines if not line["game"].endswith("r1"))
+    assert instances_meeting_a_deal_twice(out) == []
 
 
 def test_a_runs_secret_key_is_kept_in_its_store_so_resume_plays_the_same_deals(tmp_path: Path) -> None:
