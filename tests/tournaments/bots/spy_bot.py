@@ -5,7 +5,7 @@ of the deals it met. At its first decision of each game it writes what it predic
 other seats' hands, one JSON line per game, to the file named by its argument; the test
 checks the predictions against the replays. Given a second file that holds a board's address
 (``craits web`` of the run it plays), it first reads the board's pages and API, every game's
-replay and events among them, and tries every seed it finds there.
+replay and events among them, and tries every number it finds there as a seed.
 
     python spy_bot.py PREDICTIONS_FILE [BOARD_ADDRESS_FILE]
 """
@@ -68,7 +68,7 @@ def seed_of(style: str, small: int, parts: tuple[object, ...]) -> int | None:
 
 
 def board_seeds(board: Path) -> tuple[set[int], int]:
-    """(every number served as a "seed" by the board's pages and API, the games it lists)."""
+    """(every whole number of 6 digits or more that the board's pages and API serve, the games it lists)."""
     base = board.read_text().strip().rstrip("/")
 
     def get(path: str) -> str:
@@ -83,7 +83,7 @@ def board_seeds(board: Path) -> tuple[set[int], int]:
     ids = set(re.findall(r'"game_id":\s*"([^"]+)"', pages[0]))
     for game_id in sorted(ids):
         pages += [get(f"/api/games/{game_id}{tail}") for tail in ("", "/events", "/replay")] + [get(f"/games/{game_id}")]
-    return {int(s) for page in pages for s in re.findall(r'"?seed"?\s*[:=]\s*"?(\d+)', page)}, len(ids)
+    return {int(s) for page in pages for s in re.findall(r"(?<![\w.])\d{6,}(?![\w.])", page)}, len(ids)
 
 
 class Spy(Bot):
