@@ -10,17 +10,28 @@ run also show that no bot process met a deal twice."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
+import secrets
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from participants.compare import compare, house_specs
+from participants.final import Final
+from participants.roster import Roster
 from server.engine import make_config
 from server.engine.state import GameState
+from server.spec import BotSpec
 from server.storage.replay import read_replay
+from server.transport.service import Arena, ArenaOptions
+from server.web.app import WebOptions, WebServer
+from server.web.board import Board, folder_source
+from server.web.live import LiveHub
 from tournaments.adaptive import play_adaptive
-from tournaments.config import parse_config
+from tournaments.config import load_config, parse_config
 from tournaments.grpc_runner import tournament_runner
 from tournaments.ladder import open_ladder, run_ladder
 from tournaments.runner import open_tournament, play, start_tournament
@@ -28,11 +39,12 @@ from tournaments.runner import open_tournament, play, start_tournament
 SPY = Path(__file__).resolve().parent / "bots" / "spy_bot.py"
 
 
-def field(folder: Path, extra: str) -> str:
+def field(folder: Path, extra: str, *spy_args: Path) -> str:
     """The spy and two builtins at a table of three (one table: the spy plays every game)."""
+    command = json.dumps([sys.executable, str(SPY), str(folder / "predictions.jsonl"), *map(str, spy_args)])
     return (f'name = "spied"\ntable_size = 3\nconcurrency = 1\nsandbox = "none"\n{extra}\n'
             f'[flags]\nshort_game = true\n'
-            f'[[bots]]\nname = "spy"\ncommand = ["{sys.executable}", "{SPY}", "{folder / "predictions.jsonl"}"]\n'
+            f'[[bots]]\nname = "spy"\ncommand = {command}\n'
             f'[[bots]]\nname = "random"\nbuiltin = "random"\n[[bots]]\nname = "first"\nbuiltin = "first"\n')
 
 
@@ -99,6 +111,89 @@ def test_the_spy_knows_every_hand_of_a_reproducible_run(tmp_path: Path) -> None:
     out = played(tmp_path, 'deals = 2\nseed = 7\nduplicate = "table"')
     right, games = hits(tmp_path, out)
     assert games == 6 and right >= games  # (a hand drawn from before the spy's first decision misses)
+    assert instances_meeting_a_deal_twice(out) == []
+
+
+def test_two_spy_versions_compared_never_know_an_opponents_hand(tmp_path: Path) -> None:
+    """A comparison plays A and B on the same deals: each kept process meets a deal once, and
+    neither is told its seed while the other has still to play it."""
+    spies = [BotSpec(name=f"spy-v{n}", token="", command=(sys.executable, str(SPY), str(tmp_path / "predictions.jsonl")))
+             for n in (1, 2)]
+    out = tmp_path / "out"
+
+    async def run() -> None:
+        arena = await Arena.start("127.0.0.1:0", ArenaOptions(bot_log_dir=out / "bots", sandbox="none"))
+        arena.keep_bots()  # (as play_pending: a version's process plays its next game)
+        try:
+            await compare(arena.run_game, *spies, house_specs(("random", "first")), seed=secrets.randbits(63),
+                          games=12, until_told=False, tag="cmp1", replays=out / "replays")
+        finally:
+            await arena.shutdown(grace_s=0)
+
+    asyncio.run(run())
+    right, games = hits(tmp_path, out)
+    assert games == 12 and right == 0  # (2 deals x 3 rotations x 2 versions)
+    assert instances_meeting_a_deal_twice(out) == []
+
+
+def test_a_spy_in_a_final_never_knows_an_opponents_hand(tmp_path: Path) -> None:
+    """A roster's final (its own secret key, one kept process per version): the spy's version
+    against two house bots, at one table in every rotation of its deals."""
+    roster = Roster.create(tmp_path / "roster")
+    roster.add("mallory")
+    roster.decide(roster.submit("mallory", b"print(1)\n", "bot.py"), "admitted",
+                  command=(sys.executable, str(SPY), str(tmp_path / "predictions.jsonl")))
+    version = roster.version("mallory", 1)
+    assert version is not None
+    roster.version_dir(version).mkdir(parents=True, exist_ok=True)  # (as its build leaves it)
+    deadline = time.time() + 3600
+    (roster.folder / "final.toml").write_text(
+        f'deadline = "{time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(deadline))}"\n'
+        'games_per_bot = 6\ntable_size = 3\nhouse = ["random", "first"]\nconcurrency = 1\n', encoding="utf-8")
+    final = Final(roster)
+    path = final.tournament_file(now=deadline + 1)  # (the version was in before the deadline)
+    config = dataclasses.replace(load_config(path), sandbox="none")  # (the spy reads the repo's engine)
+    with start_tournament(config, path.read_text(), str(path), final.out_dir) as store:
+        asyncio.run(play(config, store, final.out_dir, tournament_runner, progress=False))
+    right, games = hits(tmp_path, final.out_dir)
+    assert games == 6 and right == 0
+    assert instances_meeting_a_deal_twice(final.out_dir) == []
+
+
+@pytest.mark.parametrize("withheld", [True, False])
+def test_a_spy_reading_the_board_while_the_run_plays_never_knows_an_opponents_hand(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, withheld: bool,
+) -> None:
+    """`craits web` serves the run as it plays: the spy reads every page, every game's API,
+    events and replay before each game. With duplicate deals a finished game's deal is still to
+    be played in the next rotations: its replay is withheld until they are played. The control
+    (withheld=False: the board serves it at once) shows the spy would use it."""
+    if not withheld:
+        monkeypatch.setattr(Board, "hidden_deal", lambda self, game: False)
+    address = tmp_path / "board.txt"
+    text = field(tmp_path, 'deals = 2\nduplicate = "table"', address)
+    config = parse_config(text, source=str(tmp_path / "spied.toml"))
+    out = tmp_path / "out"
+
+    async def run(store) -> None:
+        server = WebServer(LiveHub(), Board(folder_source(out)), WebOptions(port=0, poll_s=0.02))  # (it shows each game as it ends)
+        address.write_text(await server.start())
+        try:
+            await play(config, store, out, tournament_runner, progress=False)
+        finally:
+            await server.stop()
+
+    with start_tournament(config, text, str(tmp_path / "spied.toml"), out) as store:
+        asyncio.run(run(store))
+    right, games = hits(tmp_path, out)
+    lines = [json.loads(line) for line in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    assert games == 6
+    if withheld:
+        assert right == 0
+    else:
+        assert right >= 2 and "the board" in {line["how"] for line in lines}  # (from rotation 2 or 3 of a deal on)
+    # (some game's spy found its own deal's earlier rotation recorded, so asked for that replay)
+    assert any(line["seen"] > 3 * (int(line["game"][1:5]) - 1) for line in lines if not line["game"].endswith("r1"))
     assert instances_meeting_a_deal_twice(out) == []
 
 

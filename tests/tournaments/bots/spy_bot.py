@@ -3,16 +3,21 @@
 seeds 0..1000, old-style and deal-key style), the seeds ``GameEnd`` told it, and its memory
 of the deals it met. At its first decision of each game it writes what it predicts of the
 other seats' hands, one JSON line per game, to the file named by its argument; the test
-checks the predictions against the replays.
+checks the predictions against the replays. Given a second file that holds a board's address
+(``craits web`` of the run it plays), it first reads the board's pages and API, every game's
+replay and events among them, and tries every number it finds there as a seed.
 
-    python spy_bot.py PREDICTIONS_FILE
+    python spy_bot.py PREDICTIONS_FILE [BOARD_ADDRESS_FILE]
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 import sys
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # (the repo's engine, bundled)
@@ -47,6 +52,9 @@ def labels(game_id: str) -> list[tuple[str, tuple[object, ...]]]:
         table, rotation = int(m[1]) - 1, int(m[2]) - 1
         out += [("old", ("adaptive-deal", table)), ("key", ("adaptive-deal", table)),
                 ("key", ("adaptive-deal", table, "rotation", rotation))]
+    elif m := re.fullmatch(r"cmp\d*-d(\d+)-[ab]-r(\d+)", game_id):  # a comparison's
+        number, rotation = int(m[1]) - 1, int(m[2]) - 1
+        out += [("old", ("compare-deal", number)), ("old", ("compare-deal", number, "rotation", rotation))]
     return out
 
 
@@ -59,9 +67,30 @@ def seed_of(style: str, small: int, parts: tuple[object, ...]) -> int | None:
     return derive_seed(base, *parts)
 
 
+def board_seeds(board: Path) -> tuple[set[int], int]:
+    """(every whole number of 6 digits or more that the board's pages and API serve, the games it lists)."""
+    base = board.read_text().strip().rstrip("/")
+
+    def get(path: str) -> str:
+        try:
+            with urllib.request.urlopen(base + path, timeout=5) as response:
+                body = response.read()
+        except urllib.error.HTTPError as err:  # (a withheld replay: 403, its body read all the same)
+            body = err.read()
+        return (gzip.decompress(body) if body[:2] == b"\x1f\x8b" else body).decode("utf-8", "replace")
+
+    pages = [get("/api/games"), get("/api/standings"), get("/games"), get("/")]
+    ids = set(re.findall(r'"game_id":\s*"([^"]+)"', pages[0]))
+    for game_id in sorted(ids):
+        pages += [get(f"/api/games/{game_id}{tail}") for tail in ("", "/events", "/replay")] + [get(f"/games/{game_id}")]
+    return {int(s) for page in pages for s in re.findall(r"(?<![\w.])\d{6,}(?![\w.])", page)}, len(ids)
+
+
 class Spy(Bot):
-    def __init__(self, out: str) -> None:
+    def __init__(self, out: str, board: str | None = None) -> None:
         self.out = Path(out)
+        self.board = None if board is None else Path(board)
+        self.seen = 0  # the games the board listed at this game's start
         self.file_seed: int | None = None
         self.searched = False
         self.told: list[int] = []  # GameEnd seeds
@@ -91,9 +120,13 @@ class Spy(Bot):
                 return state
             return None
 
-        for seed in self.told:
+        seeds = list(self.told)
+        if self.board is not None:
+            served, self.seen = board_seeds(self.board)
+            seeds += sorted(served)
+        for seed in seeds:
             if found := fits(seed):
-                return "GameEnd.seed", found
+                return "GameEnd.seed" if seed in self.told else "the board", found
         forms = labels(g.game_id)
         smalls = [self.file_seed] if self.file_seed is not None else ([] if self.searched else SMALL_SEEDS)
         self.searched = True
@@ -122,7 +155,8 @@ class Spy(Bot):
             if turned:
                 self.met[(turned, obs.dealer)] = (g.seat, sorted(hand))
             with self.out.open("a") as f:
-                f.write(json.dumps({"game": g.game_id, "seat": g.seat, "how": how, "hands": hands}) + "\n")
+                f.write(json.dumps({"game": g.game_id, "seat": g.seat, "how": how, "hands": hands,
+                                    "seen": self.seen}) + "\n")
         return request.legal_actions[0]
 
 
@@ -131,4 +165,7 @@ def card_text(card) -> str:
 
 
 if __name__ == "__main__":
-    run(Spy(sys.argv.pop(1)))  # (the kit reads the rest)
+    args = []
+    while len(sys.argv) > 1 and not sys.argv[1].startswith("-"):
+        args.append(sys.argv.pop(1))
+    run(Spy(*args))  # (the kit reads the rest)
