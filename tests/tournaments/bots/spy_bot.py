@@ -16,6 +16,7 @@ import gzip
 import json
 import re
 import sys
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -123,6 +124,14 @@ class Spy(Bot):
         seeds = list(self.told)
         if self.board is not None:
             served, self.seen = board_seeds(self.board)
+            # (the board polls the store: wait, a few seconds at most, until it lists the games
+            # played before this one in a one-table run, "dDDDD-t00001-rR": 3 a deal, in order)
+            match = re.fullmatch(r"d(\d{4})-t\d{5}-r(\d)", g.game_id)
+            before = 3 * (int(match[1]) - 1) + int(match[2]) - 1 if match else 0
+            waited = time.monotonic() + 5
+            while self.seen < before and time.monotonic() < waited:
+                time.sleep(0.05)
+                served, self.seen = board_seeds(self.board)
             seeds += sorted(served)
         for seed in seeds:
             if found := fits(seed):
