@@ -305,7 +305,7 @@ def test_craits_play_shows_a_launched_bots_errors_and_where_it_logged(tmp_path: 
     bot.write_text("from craits_bot import Bot, run\n\n\nclass Raising(Bot):\n"
                    "    def choose(self, request):\n        return request.legal_actions[99]\n\n\nrun(Raising())\n")
     result = _craits("play", "random", str(bot), "--flag", "short_game=true", "--log-dir", str(tmp_path / "logs"),
-                     "--replays", str(tmp_path / "replays"))
+                     "--replays", str(tmp_path / "replays"), "--seed", "1")  # (a deal where seat 0 plays first)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert "raising_bot" in lines[3] and " ok " in lines[3], result.stdout
