@@ -458,7 +458,7 @@ class Roster:
         try:
             return bytes.fromhex(path.read_text(encoding="ascii").strip())
         except FileNotFoundError:
-            pass
+            pass  # (none yet: made below, once)
         except (OSError, ValueError) as err:
             raise RosterError(f"{path}: cannot read the session key: {err} (remove it: a new one is made, and "
                               "everyone logs in again)") from None
@@ -468,7 +468,7 @@ class Roster:
         try:
             os.link(temp, path)  # (never replaces: two servers starting at once share the first key)
         except FileExistsError:
-            pass
+            pass  # (another server made it first: its key is read below)
         finally:
             os.unlink(temp)
         self._unset("secret")
