@@ -282,10 +282,11 @@ class ParticipantPages:
         return any(ip in network for network in self.trusted)
 
     def _secure(self, request: web.Request) -> bool:
-        """Over HTTPS: directly, or through a TLS proxy on this machine (X-Forwarded-Proto)."""
+        """Over HTTPS: directly, or through a TLS proxy the organizer trusts (its
+        ``X-Forwarded-Proto``); from any other peer the header is the sender's own words."""
         if request.secure:
             return True
-        return request.headers.get("X-Forwarded-Proto", "") == "https" and not is_public(request.remote or "")
+        return request.headers.get("X-Forwarded-Proto", "") == "https" and self._trusted(request.remote or "")
 
     async def _who(self, request: web.Request) -> str | None:
         """The participant (or :data:`ORGANIZER`) a request comes from: its bearer token, else its session."""

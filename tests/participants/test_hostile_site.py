@@ -41,6 +41,7 @@ from participants.roster import PostgresRoster, Roster, replaced_reason
 from participants.unpack import Bounds, UploadError, _tar_entries
 from server.web.app import WebOptions, WebServer
 from server.web.live import LiveHub
+from server.web.participants import SESSION_COOKIE
 from tests.cli import run_cli
 from tests.participants.uploads import good_bot, zip_of
 from tests.postgres_server import PostgresServer
@@ -83,6 +84,7 @@ class Answer:
     status: int
     text: str
     headers: dict[str, str]
+    set_cookies: tuple[str, ...] = ()
 
     def json(self) -> Any:
         return json.loads(self.text)
@@ -113,7 +115,8 @@ class Student:
         try:
             connection.request("GET" if body is None else "POST", "/" + path.lstrip("/"), body=body, headers=sent)
             response = connection.getresponse()
-            answer = Answer(response.status, response.read().decode(errors="replace"), dict(response.getheaders()))
+            answer = Answer(response.status, response.read().decode(errors="replace"), dict(response.getheaders()),
+                            tuple(v for h, v in response.getheaders() if h.lower() == "set-cookie"))
             for header, value in response.getheaders():
                 if header.lower() == "set-cookie":
                     name, _, rest = value.partition("=")
@@ -410,6 +413,27 @@ def test_x_forwarded_for_from_a_peer_that_is_not_the_trusted_proxy_is_ignored(sq
     assert Student(room.site, STRANGER, "203.0.113.99").log_in(room.tokens["alice"]).status == 429
     behind_proxy = Student(room.site, PROXY, "203.0.113.3, 192.0.2.1")  # (the proxy's own hop: the last)
     assert behind_proxy.log_in(room.tokens["alice"]).status == 303
+
+
+def session_cookie(answer: Answer) -> str:
+    """The Set-Cookie header that starts a session (a login also ends its login-form cookie)."""
+    [cookie] = [c for c in answer.set_cookies if c.startswith(f"{SESSION_COOKIE}=")]
+    return cookie
+
+
+def test_x_forwarded_proto_marks_the_cookie_secure_only_from_the_trusted_proxy(sqlite_class: Class) -> None:
+    """A session cookie marked Secure over plain HTTP would never come back: believed only from
+    the proxy that really ends TLS, not from a student on this machine who says so."""
+    room = sqlite_class
+    https = {"X-Forwarded-Proto": "https"}
+    stranger = Student(room.site, STRANGER)
+    stranger_login = stranger.request("login", form={"token": room.tokens["rita"], "csrf": stranger.csrf("login")},
+                                      headers=https)
+    assert stranger_login.status == 303 and "Secure" not in session_cookie(stranger_login)
+    proxied = room.through_proxy()
+    proxied_login = proxied.request("login", form={"token": room.tokens["rita"], "csrf": proxied.csrf("login")},
+                                    headers=https)
+    assert proxied_login.status == 303 and "Secure" in session_cookie(proxied_login)
 
 
 # ---------------------------------------------------------------------------- what held: it must stay so
