@@ -69,7 +69,7 @@ class AppendedFile:
     other log, without ``copytruncate``. Write, flush, close (or use it as a context manager)."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
+        self.path = Path(path).absolute()  # (reopened by name: after a chdir, still the same file)
         self._stream = self._open()
 
     def _open(self) -> Any:
@@ -131,7 +131,7 @@ def configure_logging(
 
     path: Path | None = None
     if log_dir is not None:
-        directory = Path(log_dir)
+        directory = Path(log_dir).absolute()  # (kept and handed to worker processes: a later chdir must not move it)
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / f"{name}.jsonl"
         # (a moved log, as logrotate moves it, is reopened at its name by every process writing it)

@@ -615,3 +615,24 @@ def test_a_log_moved_away_is_written_again_at_its_name(tmp_path: Path) -> None:
     old = [json.loads(line)["event"] for line in (tmp_path / "rotated.jsonl.1").read_text().splitlines()]
     new = [json.loads(line)["event"] for line in path.read_text().splitlines()]
     assert old == ["before_rotation"] and new == ["after_rotation"]
+
+
+def test_a_log_named_relative_to_a_folder_stays_there_after_a_chdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The log's path is handed to worker processes and reopened by name after a rotation: a
+    relative one would follow a later chdir (a test's, a daemon's) and write somewhere else."""
+    from server.logging import AppendedFile, configure_logging, log_file
+
+    (tmp_path / "there").mkdir()
+    monkeypatch.chdir(tmp_path / "there")
+    try:
+        configure_logging("out", name="referee", console=False)
+        events = AppendedFile("events.jsonl")
+        monkeypatch.chdir(tmp_path)
+        assert log_file() == tmp_path / "there" / "out" / "referee.jsonl"
+        (tmp_path / "there" / "events.jsonl").rename(tmp_path / "there" / "events.jsonl.1")
+        events.write("after the chdir\n")
+        events.close()
+    finally:
+        configure_logging(None, console=False)
+    assert (tmp_path / "there" / "events.jsonl").read_text() == "after the chdir\n"
+    assert not (tmp_path / "out").exists() and not (tmp_path / "events.jsonl").exists()
