@@ -288,6 +288,9 @@ def _plan_text(config: TournamentConfig) -> str:
         return (f"{len(config.bots)} bots, balanced: {config.games_per_bot} games per bot = "
                 f"{games // k:,} table{_s(games // k)} of {k} x {k} seat rotations = {games:,} games")
     tables = games // k // config.deals
+    if config.duplicate == "none":
+        return (f"{len(config.bots)} bots, round robin: {tables:,} table{_s(tables)} of {k}, each played "
+                f"{config.deals} x {k} seat rotations = {games:,} games, every game a fresh deal")
     return (f"{len(config.bots)} bots, round robin: {tables:,} table{_s(tables)} of {k} x "
             f"{config.deals} deal{_s(config.deals)} x {k} seat rotations = {games:,} games")
 

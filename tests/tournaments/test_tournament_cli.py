@@ -226,7 +226,8 @@ def test_the_plan_says_one_table_and_one_deal_in_the_singular(tmp_path: Path, ca
     assert code == 0 and "\n1 table x 1 deal x 2 seat rotations = 2 games\n" in stdout, stdout
     assert "each pair of bots shares 1 table (average 1.00)" in stdout
     code, _, stderr = run(capsys, "run", str(duel), "--out", str(tmp_path / "duel"), "--no-progress")
-    assert code == 0 and "duel: 2 bots, round robin: 1 table of 2 x 1 deal x 2 seat rotations = 2 games;" in stderr
+    assert code == 0 and ("duel: 2 bots, round robin: 1 table of 2, each played 1 x 2 seat rotations = 2 games, "
+                          "every game a fresh deal;") in stderr
 
 
 # --------------------------------------------------------------------------- a folder in trouble
