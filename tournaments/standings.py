@@ -63,6 +63,8 @@ confidence), then the estimate mu and its uncertainty sigma. The standings files
 ``rating_ordinal``, ``rating_mu``, ``rating_sigma``, in that order."""
 RATING_LEGEND = ("Rating: OpenSkill Plackett-Luce; rating = mu - 3 sigma (a cautious estimate of the bot's "
                  "skill), from mu (the estimate) and sigma (its uncertainty, which shrinks as the bot plays).")
+POINTS_LEGEND = ("95% CI: avg pts' t interval, right for a number of games fixed in advance and read once, at "
+                 "the end; the intervals valid at any time, together, are beaten's and the order's.")
 ISSUE_COUNTERS = ("timeouts", "strikes", "illegal", "malformed", "disconnects", "default_actions", "bot_errors")
 """Per-seat fault counters the standings sum (``bot_errors``: the bot's own code failed and
 its kit answered in its place, Answer.bot_error)."""
@@ -267,7 +269,7 @@ class Standings:
             title = f"{self.name}: {self.status}; {points}"
         else:
             title = f"{self.name}: {self.games_recorded}/{self.games_scheduled} games ({state}), {points}"
-        text = [title, *_columns(lines, right={0, 2, 3, 5, 6, 7}), RATING_LEGEND]
+        text = [title, *_columns(lines, right={0, 2, 3, 5, 6, 7}), RATING_LEGEND, POINTS_LEGEND]
         if self.anytime is not None:
             text += format_anytime(self.anytime)
         bots = [r.bot for r in self.rows]

@@ -238,3 +238,11 @@ def test_the_rating_has_one_name_and_one_order_on_the_terminal_the_files_and_the
                                  "ratings": []})
     assert f"rating {first.rating_ordinal:.2f} (mu ± sigma {first.rating_mu:.2f} &plusmn; {first.rating_sigma:.2f})" \
         in page.replace("&middot;", "·"), page[:400]
+
+
+def test_the_points_interval_says_it_is_not_one_of_the_intervals_valid_at_any_time() -> None:
+    """Under "all intervals here hold together, at every moment" a t interval for avg pts would
+    be read as one of them: the table says which it is."""
+    table = compute_standings(RESULTS, ["a", "b", "c"], name="cup").format_table()
+    assert "95% CI" in table.splitlines()[1]
+    assert "95% CI: avg pts' t interval, right for a number of games fixed in advance and read once" in table
