@@ -40,7 +40,7 @@ import psycopg
 
 from participants.tokens import TokenHash, hash_token, matches, new_token, token_id
 from server.errors import UserError
-from server.storage.bot_files import get_file, pack_folder, put_file
+from server.storage.bot_files import FileCache, FilesUnavailable, get_file, pack_folder, put_file
 from server.storage.postgres import (
     PostgresStore,
     check_schema,
@@ -532,6 +532,10 @@ class Roster:
 
     def version_dir(self, version: Version) -> Path:
         return self.folder / "versions" / version.participant / f"v{version.number}"
+
+    def bot_dir(self, version: Version) -> Path:
+        """The admitted ``version``'s built folder on this machine, to play it from."""
+        return self.version_dir(version)
 
     def temp_dir(self) -> Path:
         path = self.folder / "tmp"
@@ -1026,6 +1030,20 @@ class PostgresRoster(Roster):
             except StoreError as err:
                 raise RosterError(str(err)) from None
             self._published.update((tournament, bot, digest) for bot, digest, _ in new)
+
+    def bot_dir(self, version: Version) -> Path:
+        """The version's folder where it was built, else (built on another machine) fetched from
+        the database by its hash and unpacked under ``fetched/`` (as a worker's cache does)."""
+        here = self.version_dir(version)
+        if here.is_dir():
+            return here
+        digest = self.built(version)
+        if digest is None:
+            raise RosterError(f"{version.bot}: its built files are not in the database (not admitted?)")
+        try:
+            return FileCache(self.url, self.folder / "fetched").get(digest)
+        except FilesUnavailable as err:
+            raise RosterError(f"{version.bot}: {err}") from None
 
     def built(self, version: Version) -> str | None:
         """The hash of the version's built folder in ``craits_files`` (None until admitted)."""

@@ -188,7 +188,12 @@ def _run(args: argparse.Namespace) -> int:
     parser = argparse.ArgumentParser(prog="craits")
     tournament.register_cli(parser.add_subparsers())
     parsed = parser.parse_args(argv)
-    return int(parsed.func(parsed) or 0)
+    if args.overwrite:
+        final.forget_results()
+    try:
+        return int(parsed.func(parsed) or 0)
+    finally:  # (a roster in PostgreSQL: its web processes on any machine read the results from there)
+        final.keep_results()
 
 
 def _publish(args: argparse.Namespace) -> int:

@@ -168,6 +168,11 @@ class Builder:
         self._task: asyncio.Task[None] | None = None
         self._process: asyncio.subprocess.Process | None = None
 
+    @property
+    def running(self) -> bool:
+        """A run started and not yet over."""
+        return self._task is not None
+
     def kick(self) -> None:
         self.wanted.set()
         if self._task is None:
@@ -414,7 +419,7 @@ class ParticipantPages:
         (per_hour, _), (per_day, _) = await self._call(upload_quota, self.roster)
         csrf = self._csrf(request)
         try:
-            plan = await self._call(read_plan, self.roster.folder)
+            plan = await self._call(read_plan, self.roster)
         except RosterError:  # (a final.toml being written: its own page says what is wrong)
             plan = None
         rows = []
