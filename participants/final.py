@@ -448,6 +448,7 @@ class Final(RosterTables):
         text = (f'name = "final"\ntable_size = {plan.table_size}\nschedule = "balanced"\n'
                 f"games_per_bot = {plan.games_per_bot}\n{seed}concurrency = {plan.concurrency}\n"
                 f"[flags]\nshort_game = {json.dumps(plan.short_game)}\n\n" + "\n".join(bots))
+        self.folder.mkdir(mode=0o700, exist_ok=True)
         path = self.folder / "final.toml"
         path.write_text(text, encoding="utf-8")
         return path
