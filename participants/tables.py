@@ -162,6 +162,9 @@ LEASE_S = float(os.environ.get("CRAITS_LEASE_S") or 30.0)
 renewed every third of it while the job plays, so a process that dies (or a machine that
 stops) leaves its job to another process this long after its last renewal."""
 
+POLL_S = 1.0
+"""How often a player waiting for a job another process holds looks for one it may take."""
+
 LEASES = """
 CREATE TABLE IF NOT EXISTS leases (kind TEXT NOT NULL, job INTEGER NOT NULL, holder TEXT NOT NULL,
                                    until REAL NOT NULL, PRIMARY KEY (kind, job));
@@ -244,7 +247,7 @@ async def take_jobs(queue: Queue, holder: str) -> AsyncIterator[int]:
         wait = await asyncio.to_thread(queue.free_in)
         if wait is None:
             return
-        await asyncio.sleep(min(max(wait, 0.2), LEASE_S))
+        await asyncio.sleep(min(max(wait, 0.2), POLL_S))  # (a job asked meanwhile: taken within POLL_S)
 
 
 @contextlib.asynccontextmanager

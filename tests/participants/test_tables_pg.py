@@ -5,7 +5,9 @@ apart. A comparison waiting is played by one process, and taken over when it die
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -151,7 +153,7 @@ def test_the_finals_plan_deadline_snapshot_and_results_are_the_same_on_two_machi
     plan = here.folder / "final.toml"
     plan.write_text('deadline = 2031-01-01T00:00:00Z\ngames_per_bot = 2\ntable_size = 2\n', encoding="utf-8")
     (here.folder / "rubric.toml").write_text('[[rubric]]\nopponent = "house-random"\ngames = 5\n', encoding="utf-8")
-    assert read_rubrics(here) == read_rubrics(there) != []
+    assert read_rubrics(here.folder) == read_rubrics(there.folder) != []
     assert craits(["final", "deadline", str(here.folder), "now"]) == 0
     assert Final(there).past_deadline() and Final(there).plan() == Final(here).plan()
     entries = Final(there).snapshot()  # (the first look, on the other machine, fixes the entrants)
@@ -184,25 +186,28 @@ def test_two_craits_web_processes_on_one_postgresql_roster_show_the_comparison_a
     for a comparison on one and finds it on the other; the deadline the organizer moves on
     one machine is the one the other shows."""
     here = PostgresRoster.create_in(tmp_path / "here", pg_url, "class")
-    PostgresRoster.create_in(tmp_path / "there", pg_url, "class")
+    there = PostgresRoster.create_in(tmp_path / "there", pg_url, "class")
     token = admitted_versions(here, "alice", 2)
-    waiting = Comparisons(here).ask("alice", 1, 2, games=4, panel=("random",))  # (one deal: 4 games)
+    for version in here.versions("alice"):  # (built on both machines: either may play it)
+        shutil.copytree(here.version_dir(version), there.version_dir(version))
+    waiting = Comparisons(here).ask("alice", 1, 2, games=8, until_told=False, panel=("random",))  # (2 deals of 4 games)
     text = builtin_tournament("classladder", 3, 1, {"r1": "random", "r2": "random"}, table_size=2)
     config = parse_config(text, source=str(tmp_path / "ladder.toml"), base_dir=tmp_path)
     open_ladder(config, text, str(tmp_path / "ladder.toml"), tmp_path / "out",
                 store=PostgresStore(pg_url, "classladder")).close()
-    webs = [start_craits(["web", "classladder", "--store", pg_url, "--roster", str(tmp_path / folder), "--address",
-                          "127.0.0.1:0", "--log-dir", str(tmp_path / f"logs-{folder}")], tmp_path)
-            for folder in ("here", "there")]
+    with concurrent.futures.ThreadPoolExecutor(2) as starting:  # (at once: both find the comparison waiting)
+        webs = list(starting.map(lambda folder: start_craits(
+            ["web", "classladder", "--store", pg_url, "--roster", str(tmp_path / folder), "--address", "127.0.0.1:0",
+             "--log-dir", str(tmp_path / f"logs-{folder}")], tmp_path), ("here", "there")))
     comparisons = Comparisons(here)
     try:
         wait_for(lambda: comparisons.get(waiting.id).status == "done", 120)  # type: ignore[union-attr]
         played = [replays(tmp_path / folder, waiting.id) for folder in ("here", "there")]
-        assert sorted(map(len, played)) == [0, 4], played  # (each game once, all by one web process's player)
+        assert sorted(map(len, played)) == [0, 8], played  # (each game once, all by one web process's player)
         one, other = (Client(web.url) for web in webs)
         for client in (one, other):
             assert client.log_in(token)[0] == 303
-        status, _, headers = one.request("p/alice/compare", {"a": "1", "b": "2", "games": "4",
+        status, _, headers = one.request("p/alice/compare", {"a": "1", "b": "2", "games": "4", "against": "random",
                                                              "csrf": one.csrf("p/alice/compare")})
         assert status == 303, headers
         asked = headers["Location"]
