@@ -1045,6 +1045,15 @@ class PostgresRoster(Roster):
         except FilesUnavailable as err:
             raise RosterError(f"{version.bot}: {err}") from None
 
+    def keep_file(self, data: bytes) -> str:
+        """``data`` kept in the database by its SHA-256 (``craits_files``), for the other machines: its hash."""
+        with self._db() as conn:
+            return put_file(conn, data)
+
+    def kept_file(self, digest: str) -> bytes | None:
+        with self._db() as conn:
+            return get_file(conn, digest)
+
     def built(self, version: Version) -> str | None:
         """The hash of the version's built folder in ``craits_files`` (None until admitted)."""
         with self._db() as conn:

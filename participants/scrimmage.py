@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from participants.compare import HOUSE, GameRunner, ladder_game, version_spec
-from participants.roster import ORGANIZER, Roster, RosterError
+from participants.roster import ORGANIZER, PostgresRoster, Roster, RosterError, tempfile_in
 from participants.tables import LEASES, LeaseLost, Queue, lease_holder, leased, take_jobs
 from server.spec import BotSpec, Clocks, GameSpec
 from tournaments.schedule import derive_seed
@@ -171,6 +171,33 @@ class Scrimmages(Queue):
     def replay_path(self, job: Scrimmage, game_id: str) -> Path:
         return self.roster.folder / "scrimmage" / str(job.id) / f"{game_id}.jsonl"
 
+    def replay_file(self, job: Scrimmage, game_id: str) -> Path:
+        """The game's replay on this machine: where it was played, else (a roster in PostgreSQL,
+        played on another machine) fetched from the database by the hash its result keeps."""
+        path = self.replay_path(job, game_id)
+        digest = next((g.get("replay") for g in job.results if g.get("game_id") == game_id), None)
+        if path.exists() or not digest or not isinstance(self.roster, PostgresRoster):
+            return path
+        data = self.roster.kept_file(str(digest))
+        if data is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, temp = tempfile_in(path.parent)
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+            os.replace(temp, path)
+        return path
+
+
+def _kept_replay(roster: Roster, path: Path) -> dict[str, str]:
+    """A roster in PostgreSQL keeps the game's replay in its database too (``replay``: its hash),
+    for the pages served on other machines (:meth:`Scrimmages.replay_file`)."""
+    if not isinstance(roster, PostgresRoster):
+        return {}
+    try:
+        return {"replay": roster.keep_file(path.read_bytes())}
+    except OSError:  # (no replay written: the page says it is not kept)
+        return {}
+
 
 def _specs(roster: Roster, seats: Sequence[str]) -> list[BotSpec] | None:
     """The seats' bots now (None when a version in it is no longer admitted)."""
@@ -214,7 +241,8 @@ async def play(store: Scrimmages, job: Scrimmage, run_game: GameRunner,
         record = await run_game(spec)
         results.append({"game_id": game_id, "bots": [job.seats[i] for i in order],
                         "placings": list(record.result.placings), "totals": list(record.result.totals),
-                        "statuses": [str(s.status) for s in record.seats], "aborted": record.aborted})
+                        "statuses": [str(s.status) for s in record.seats], "aborted": record.aborted,
+                        **_kept_replay(store.roster, store.replay_path(job, game_id))})
         store.record(job.id, "running", results, holder=holder)
     store.record(job.id, "done", results, holder=holder)
     return results

@@ -313,7 +313,7 @@ class ClassroomPages:
         if game_id not in {g["game_id"] for g in job.results}:
             raise web.HTTPNotFound(text="no such page")
         try:
-            page = await self.pages._call(lambda: render_html(_own_errors(read_replay(self.scrimmages.replay_path(job, game_id)),
+            page = await self.pages._call(lambda: render_html(_own_errors(read_replay(self.scrimmages.replay_file(job, game_id)),
                                                                           name)))
         except (OSError, ValueError):
             raise web.HTTPNotFound(text="this game's replay is not kept") from None

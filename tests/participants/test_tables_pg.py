@@ -26,6 +26,7 @@ from participants.scrimmage import Scrimmages
 from participants.tables import LEASE_S, LeaseLost, schema_of
 from server.cli import main as craits
 from server.storage.postgres import PostgresStore
+from server.storage.replay.reader import read_replay
 from tests.participants.test_participants_web import Client
 from tests.participants.uploads import RANDOM_BOT, good_bot
 from tests.tournaments.configs import builtin_tournament
@@ -141,6 +142,23 @@ def test_a_comparison_whose_player_is_killed_mid_play_is_finished_by_a_player_on
                                                   for side in "ab" for r in (1, 2))
     assert {f"cmp{job.id}-d1-a-r1.jsonl"} <= set(replays(here.folder, job.id))
     assert not (there.folder / "versions" / "alice").exists() and any((there.folder / "fetched").iterdir())
+
+
+def test_a_scrimmage_played_on_one_machine_shows_its_replays_on_the_other(tmp_path: Path, pg_url: str) -> None:
+    here = PostgresRoster.create_in(tmp_path / "here", pg_url, "class")
+    there = PostgresRoster.create_in(tmp_path / "there", pg_url, "class")
+    admitted_versions(here, "alice", 1)
+    job = Scrimmages(here).ask("alice", ["random"], 2)
+    played = subprocess.run([sys.executable, "-m", "participants.scrimmage", str(here.folder)], capture_output=True,
+                            text=True, timeout=120)
+    assert played.returncode == 0, played.stdout + played.stderr
+    done = Scrimmages(there).get(job.id)
+    assert done is not None and done.status == "done" and len(done.results) == 2
+    for game in done.results:
+        path = Scrimmages(there).replay_file(done, game["game_id"])
+        assert path.is_relative_to(there.folder)
+        assert path.read_bytes() == Scrimmages(here).replay_path(done, game["game_id"]).read_bytes()
+        assert read_replay(path).result is not None
 
 
 def test_the_finals_plan_deadline_snapshot_and_results_are_the_same_on_two_machines(tmp_path: Path, pg_url: str) -> None:
