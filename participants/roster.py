@@ -721,9 +721,10 @@ class PostgresRoster(Roster):
     ``store.toml`` (the database, and the roster's name in it: one database holds many) and
     ``Roster(FOLDER)`` opens this. In the database: the participants and their hashed tokens,
     every version (number, status, build log, checker report), the settings, and every upload
-    whole by its SHA-256 (``craits_files``). The folder keeps what is made on this machine:
-    the built versions (``versions/``), the validation games, and the tables of the modules
-    beside the roster (``participants.tables``).
+    whole by its SHA-256 (``craits_files``); the tables of the modules beside the roster and
+    its shared documents are in a schema of its own (``participants.tables``). The folder keeps
+    what is made on this machine: the built versions (``versions/``, or ``fetched/`` from the
+    database when built elsewhere), the validation games, and the session key.
 
     When a version is admitted its built folder is packed and stored by its hash too; a ladder
     names it for its workers (:meth:`publish`), and a ``craits worker`` on another machine
