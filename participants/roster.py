@@ -1051,9 +1051,19 @@ class PostgresRoster(Roster):
         with self._db() as conn:
             return put_file(conn, data)
 
-    def kept_file(self, digest: str) -> bytes | None:
+    def fetch_kept(self, digest: str, path: Path) -> bool:
+        """The file kept by :meth:`keep_file` as ``digest``, written whole to ``path`` on this
+        machine (a page served here of something made on another machine); False if there is none."""
         with self._db() as conn:
-            return get_file(conn, digest)
+            data = get_file(conn, digest)
+        if data is None:
+            return False
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, temp = tempfile_in(path.parent)
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(temp, path)
+        return True
 
     def built(self, version: Version) -> str | None:
         """The hash of the version's built folder in ``craits_files`` (None until admitted)."""

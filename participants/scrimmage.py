@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from participants.compare import HOUSE, GameRunner, ladder_game, version_spec
-from participants.roster import ORGANIZER, PostgresRoster, Roster, RosterError, tempfile_in
+from participants.roster import ORGANIZER, PostgresRoster, Roster, RosterError
 from participants.tables import LEASES, LeaseLost, Queue, lease_holder, leased, take_jobs
 from server.spec import BotSpec, Clocks, GameSpec
 from tournaments.schedule import derive_seed
@@ -178,13 +178,7 @@ class Scrimmages(Queue):
         digest = next((g.get("replay") for g in job.results if g.get("game_id") == game_id), None)
         if path.exists() or not digest or not isinstance(self.roster, PostgresRoster):
             return path
-        data = self.roster.kept_file(str(digest))
-        if data is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, temp = tempfile_in(path.parent)
-            with os.fdopen(fd, "wb") as out:
-                out.write(data)
-            os.replace(temp, path)
+        self.roster.fetch_kept(str(digest), path)
         return path
 
 

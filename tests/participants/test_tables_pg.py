@@ -144,14 +144,24 @@ def test_a_comparison_whose_player_is_killed_mid_play_is_finished_by_a_player_on
     assert not (there.folder / "versions" / "alice").exists() and any((there.folder / "fetched").iterdir())
 
 
-def test_a_scrimmage_played_on_one_machine_shows_its_replays_on_the_other(tmp_path: Path, pg_url: str) -> None:
+def test_replays_of_a_scrimmage_and_a_validation_game_played_on_one_machine_are_kept_for_the_other(
+    tmp_path: Path, pg_url: str
+) -> None:
     here = PostgresRoster.create_in(tmp_path / "here", pg_url, "class")
     there = PostgresRoster.create_in(tmp_path / "there", pg_url, "class")
     admitted_versions(here, "alice", 1)
+    here.add("bob")
+    here.submit("bob", good_bot(), "bot.zip")
     job = Scrimmages(here).ask("alice", ["random"], 2)
-    played = subprocess.run([sys.executable, "-m", "participants.scrimmage", str(here.folder)], capture_output=True,
-                            text=True, timeout=120)
-    assert played.returncode == 0, played.stdout + played.stderr
+    for module in ("participants.scrimmage", "participants.admission"):
+        played = subprocess.run([sys.executable, "-m", module, str(here.folder)], capture_output=True, text=True,
+                                timeout=120)
+        assert played.returncode == 0, played.stdout + played.stderr
+    bob = there.version("bob", 1)
+    assert bob is not None and bob.status == "admitted", bob
+    validation = there.folder / "validation" / bob.validation["replay"]
+    assert there.fetch_kept(bob.validation["replay_sha256"], validation)
+    assert validation.read_bytes() == (here.folder / "validation" / bob.validation["replay"]).read_bytes()
     done = Scrimmages(there).get(job.id)
     assert done is not None and done.status == "done" and len(done.results) == 2
     for game in done.results:
