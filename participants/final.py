@@ -39,7 +39,7 @@ import datetime as dt
 import json
 import time
 import tomllib
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +84,8 @@ class Plan:
     grade_on: str = "deadline"
     extensions: tuple[tuple[str, float], ...] = ()
     """(participant, their own deadline): extensions given with ``craits final deadline --for``."""
+    source: str = field(default="", compare=False)
+    """Where it was read: the roster folder's final.toml, or the copy stored in the roster's database."""
 
     @property
     def deadline_text(self) -> str:
@@ -214,7 +216,7 @@ def read_plan(roster: Roster | str | Path) -> Plan | None:
         if not isinstance(data["short_game"], bool):
             raise FinalError(f"{path}: short_game: true or false")
         values["short_game"] = data["short_game"]
-    return Plan(**values)
+    return Plan(**values, source=path)
 
 
 def final_of(out_dir: Path | None) -> Final | None:

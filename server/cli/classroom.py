@@ -166,6 +166,7 @@ def _show(args: argparse.Namespace) -> int:
     print(f"grades: {'the final' if plan.grade_on == 'final' else 'the ladder games up to each deadline'} "
           f"(grade_on = \"{plan.grade_on}\" in final.toml)")
     print(f"results: {'published' if final.published else 'hidden from the participants'}")
+    print(f"the plan: {plan.source}")
     return 0
 
 

@@ -171,7 +171,9 @@ def test_replays_of_a_scrimmage_and_a_validation_game_played_on_one_machine_are_
         assert read_replay(path).result is not None
 
 
-def test_the_finals_plan_deadline_snapshot_and_results_are_the_same_on_two_machines(tmp_path: Path, pg_url: str) -> None:
+def test_the_finals_plan_deadline_snapshot_and_results_are_the_same_on_two_machines(
+    tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The organizer works on one machine ("here": final.toml, rubric.toml, craits final ...);
     another machine's folder of the roster reads the same final, and may move its deadline too."""
     here = PostgresRoster.create_in(tmp_path / "here", pg_url, "class")
@@ -194,6 +196,11 @@ def test_the_finals_plan_deadline_snapshot_and_results_are_the_same_on_two_machi
     assert Final(there).results_for("alice") is None  # (not published)
     assert craits(["final", "publish", str(here.folder)]) == 0
     assert Final(there).results_for("alice") == standings
+    capsys.readouterr()
+    assert craits(["final", "show", str(there.folder)]) == 0
+    shown = capsys.readouterr().out
+    assert "in   alice.v1" in shown and "results: published" in shown
+    assert "the plan: final.toml (as stored in the roster's database on " in shown
     # an older final.toml left on the other machine changes nothing; one edited there later is the plan everywhere
     stale = there.folder / "final.toml"
     stale.write_text('deadline = 2030-01-01T00:00:00Z\ngames_per_bot = 4\ntable_size = 2\n', encoding="utf-8")
