@@ -277,14 +277,16 @@ async def leased(queue: Queue, job: int, holder: str) -> AsyncIterator[None]:
     try:
         yield
     except asyncio.CancelledError:
-        if lost:
-            player.uncancel()
-            raise LeaseLost(f"{queue.KIND} {job}: taken over by another process") from None
-        raise
+        if not lost:
+            raise
     finally:
         renewer.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await renewer
+        if lost and player.cancelling():
+            player.uncancel()  # (the cancellation was this lease's: the player goes on to its next job)
+    if lost:
+        raise LeaseLost(f"{queue.KIND} {job}: taken over by another process")
 
 
 # ---------------------------------------------------------------------------- a roster's files

@@ -5,6 +5,7 @@ apart. A comparison waiting is played by one process, and taken over when it die
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import os
 import shutil
@@ -17,13 +18,14 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from participants import tables
 from participants.compare import Comparisons
 from participants.dashboard import read_rubrics
 from participants.fairness import Pauses
 from participants.final import Final
 from participants.roster import PostgresRoster, Roster
 from participants.scrimmage import Scrimmages
-from participants.tables import LEASE_S, LeaseLost, schema_of
+from participants.tables import LEASE_S, LeaseLost, leased, schema_of
 from server.cli import main as craits
 from server.storage.postgres import PostgresStore
 from server.storage.replay.reader import read_replay
@@ -114,6 +116,27 @@ def test_a_waiting_comparison_or_scrimmage_is_claimed_by_one_player_until_its_le
         assert not queue.renew(asked.id, "one") and other.renew(asked.id, "two")
         other.record(asked.id, "done", [], holder="two")
         assert queue.claim("one", later) is None and other.free_in() is None  # (done: nothing left to play)
+
+
+def test_a_player_whose_job_another_took_over_stops_playing_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Player one stalled past its lease (a machine suspended, say) and player two took the
+    comparison over: one's next renewal finds it gone and stops it, rather than play on."""
+    monkeypatch.setattr(tables, "LEASE_S", 0.3)
+    roster = Roster.create(tmp_path / "class")
+    admitted_versions(roster, "alice", 2)
+    queue = Comparisons(roster)
+    asked = queue.ask("alice", 1, 2)
+    assert queue.claim("one") == asked.id
+
+    async def play() -> None:
+        async with leased(queue, asked.id, "one"):
+            assert queue.claim("two", time.time() + 1) == asked.id  # (one's lease ran out meanwhile)
+            await asyncio.sleep(30)  # (one plays on, unaware)
+
+    started = time.monotonic()
+    with pytest.raises(LeaseLost):
+        asyncio.run(play())
+    assert time.monotonic() - started < 5
 
 
 def test_a_comparison_whose_player_is_killed_mid_play_is_finished_by_a_player_on_another_machine(
