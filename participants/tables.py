@@ -9,7 +9,13 @@ process, the ladder and the organizer's commands, on any machine, then read and 
 same pauses, comparisons, scrimmages and final choices (and any table a new module adds by
 subclassing :class:`RosterTables`: a deadline's extensions, say). The modules write SQLite's SQL;
 :class:`_PgTables` says it in PostgreSQL's (``?`` placeholders, ``INSERT OR IGNORE``,
-``lastrowid``, and in a schema, 64-bit integers and double-precision times)."""
+``lastrowid``, and in a schema, 64-bit integers and double-precision times).
+
+Also here, for both stores: :class:`Queue`, the jobs web processes queue (comparisons,
+scrimmages), each played by one process at a time under a lease that another process takes
+over when it runs out; and :class:`RosterFiles`, the documents more than one process reads
+(the final's plan and snapshot, the rubric, the ladder's game): files of the roster folder in
+SQLite, rows of the roster's schema in PostgreSQL."""
 
 from __future__ import annotations
 
@@ -157,7 +163,18 @@ class _PgCursor:
 # ---------------------------------------------------------------------------- jobs played by one process
 
 
-LEASE_S = float(os.environ.get("CRAITS_LEASE_S") or 30.0)
+def _lease_s(said: str | None, default: float = 30.0) -> float:
+    try:
+        value = float(said) if said else default
+    except ValueError:
+        value = -1.0
+    if not 0.5 <= value <= 3600:
+        log.warning("lease_setting_ignored", CRAITS_LEASE_S=said, why="seconds from 0.5 to 3600", used=default)
+        return default
+    return value
+
+
+LEASE_S = _lease_s(os.environ.get("CRAITS_LEASE_S"))
 """How long a process's claim on a job (a comparison, a scrimmage) holds without being renewed:
 renewed every third of it while the job plays, so a process that dies (or a machine that
 stops) leaves its job to another process this long after its last renewal."""
