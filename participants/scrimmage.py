@@ -160,7 +160,7 @@ class Scrimmages(Queue):
                holder: str | None = None) -> None:
         """The scrimmage's progress; ``holder``: written only while that process holds it
         (LeaseLost otherwise), and its lease ended with a last status (done, failed)."""
-        with self._db() as db:
+        with self._immediate() if holder is not None else self._db() as db:  # (no claim between check and write)
             if holder is not None:
                 self.holds(db, ident, holder)
                 if status in ("done", "failed"):
