@@ -406,9 +406,7 @@ async def _play_one(roster: Roster, store: Comparisons, job: Comparison, run_gam
         deals = await compare(run_game, a, b, house_specs(job.panel), seed=job.seed, games=job.games,
                               until_told=job.until_told, done=job.deals, tag=f"cmp{job.id}",
                               replays=roster.folder / "compare" / str(job.id), on_deal=keep, game=roster)
-    except LeaseLost:
-        raise
-    except CompareError as err:
+    except CompareError as err:  # (LeaseLost is not one: it goes up, and the other player records)
         store.record(job.id, "failed", played, str(err), holder)
         return False
     store.record(job.id, "done", deals, holder=holder)
