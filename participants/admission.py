@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from participants.roster import Roster, Version
+from participants.roster import PostgresRoster, Roster, Version
 from participants.unpack import Bounds, UploadError, read_manifest, unpack
 from server.checker.driver import CheckOptions, check_bot
 from server.checker.report import Report
@@ -310,6 +310,9 @@ def admit(roster: Roster, version: Version, *, limits: BuildLimits | None = None
         except ArenaError as err:
             return Outcome("refused", f"the validation game could not be played: {err}", build_log=log,
                            report=text, command=manifest.command)
+        if isinstance(roster, PostgresRoster):  # (its replay for the pages served on other machines, by its hash)
+            with contextlib.suppress(OSError):
+                game["replay_sha256"] = roster.keep_file((roster.folder / "validation" / game["replay"]).read_bytes())
         if game["status"] != str(SeatStatus.OK) or game["aborted"]:
             why = game["aborted"] or game["status"].replace("_", " ")
             return Outcome("refused", f"the validation game went wrong for it: {why}", build_log=log, report=text,

@@ -41,7 +41,7 @@ from typing import Any
 
 from participants.confidence import ConfidenceSequence
 from participants.roster import Roster, RosterError, Version
-from participants.tables import RosterTables
+from participants.tables import LEASES, LeaseLost, Queue, RosterFiles, lease_holder, leased, take_jobs
 from server.engine import ConfigError, Flags, GameConfig, make_config
 from server.game.policies import POLICY_NAMES
 from server.spec import BotSpec, Clocks, GameRecord, GameSpec, SeatStatus
@@ -62,7 +62,7 @@ CREATE TABLE IF NOT EXISTS comparisons (
     status TEXT NOT NULL DEFAULT 'waiting', created REAL NOT NULL, deals TEXT NOT NULL DEFAULT '[]',
     message TEXT NOT NULL DEFAULT ''
 );
-"""
+""" + LEASES
 
 GameRunner = Callable[[GameSpec], Awaitable[GameRecord]]
 
@@ -139,29 +139,29 @@ def summarize(deals: Sequence[Deal], table_size: int, alpha: float = ALPHA) -> S
 
 
 LADDER_GAME = "game.json"
-"""In the roster folder: the game its ladder plays (preset and flags), written as the ladder starts."""
+"""The game its ladder plays (preset and flags), written as the ladder starts: in the roster
+folder, or in the database of a roster kept in PostgreSQL (:class:`participants.tables.RosterFiles`),
+where comparisons and scrimmages played on other machines read it."""
 
 
-def write_ladder_game(folder: Path, game: GameConfig) -> None:
+def write_ladder_game(roster: Roster | Path, game: GameConfig) -> None:
     """Keep the ladder's game beside its roster, for the comparisons and scrimmages played apart."""
     flags = {k: v for k, v in asdict(game.flags).items() if v != getattr(Flags(), k)}  # (those the file set)
     if flags.get("decks") == (2 if game.players > 5 else 1):
         del flags["decks"]  # (the default for the ladder's table: a table of another size gets its own)
     text = json.dumps({"preset": game.preset, "flags": flags}, sort_keys=True)
-    path = folder / LADDER_GAME
-    if not path.is_file() or path.read_text(encoding="utf-8") != text:
-        temp = path.with_suffix(".part")
-        temp.write_text(text, encoding="utf-8")
-        temp.replace(path)
+    files = RosterFiles(roster)
+    if files.text(LADDER_GAME) != text:
+        files.put(LADDER_GAME, text)
 
 
-def ladder_game(folder: Path | None, players: int) -> GameConfig:
-    """The game of ``folder``'s ladder at a table of ``players`` (the short game before any
-    ladder ran): a comparison or a scrimmage plays what the ladder plays."""
+def ladder_game(roster: Roster | Path | None, players: int) -> GameConfig:
+    """The game of the ladder of ``roster`` (or its folder) at a table of ``players`` (the short
+    game before any ladder ran): a comparison or a scrimmage plays what the ladder plays."""
     held: dict[str, Any] = {"preset": "craits", "flags": {"short_game": True}}
-    if folder is not None:
+    if roster is not None:
         with contextlib.suppress(OSError, ValueError):
-            held = dict(json.loads((folder / LADDER_GAME).read_text(encoding="utf-8")))
+            held = dict(json.loads(RosterFiles(roster).text(LADDER_GAME) or json.dumps(held)))
     try:
         return make_config(held.get("preset", "craits"), players, **held.get("flags", {}))
     except (ConfigError, TypeError) as err:
@@ -169,10 +169,10 @@ def ladder_game(folder: Path | None, players: int) -> GameConfig:
 
 
 async def play_deal(run_game: GameRunner, a: BotSpec, b: BotSpec, panel: Sequence[BotSpec], *, seed: int,
-                    number: int, game: Path | None = None, replays: Path | None = None, at_once: int = 2,
+                    number: int, game: Roster | Path | None = None, replays: Path | None = None, at_once: int = 2,
                     tag: str = "cmp") -> Deal:
     """Deal ``number``: A's and B's games, each in every rotation against ``panel``, in the
-    game of the ladder whose roster folder is ``game`` (None: the short game)."""
+    game of the ladder of the roster ``game`` (None: the short game)."""
     table = 1 + len(panel)
     config = ladder_game(game, table)
     gate = asyncio.Semaphore(at_once)
@@ -272,10 +272,13 @@ def _comparison(row: Sequence[Any]) -> Comparison:
                       row[8], row[9], deals, row[11])
 
 
-class Comparisons(RosterTables):
-    """The comparisons of a roster (beside its participants, in its database)."""
+class Comparisons(Queue):
+    """The comparisons of a roster (beside its participants, in its database), each played by
+    one process at a time (:class:`participants.tables.Queue`)."""
 
     SCHEMA = SCHEMA
+    TABLE = "comparisons"
+    KIND = "compare"
 
     def ask(self, name: str, a: int, b: int, *, games: int = DEFAULT_GAMES, until_told: bool = True,
             panel: Sequence[str] = DEFAULT_PANEL) -> Comparison:
@@ -324,8 +327,15 @@ class Comparisons(RosterTables):
             rows = db.execute(f"SELECT {_COLUMNS} FROM comparisons WHERE status IN ('waiting', 'running') ORDER BY id")
             return [_comparison(r) for r in rows]
 
-    def record(self, ident: int, status: str, deals: Sequence[Deal], message: str = "") -> None:
-        with self._db() as db:
+    def record(self, ident: int, status: str, deals: Sequence[Deal], message: str = "",
+               holder: str | None = None) -> None:
+        """The comparison's progress; ``holder``: written only while that process holds it
+        (LeaseLost otherwise), and its lease ended with a last status (done, failed)."""
+        with self._immediate() if holder is not None else self._db() as db:  # (no claim between check and write)
+            if holder is not None:
+                self.holds(db, ident, holder)
+                if status in ("done", "failed"):
+                    self.release(db, ident)
             db.execute("UPDATE comparisons SET status = ?, deals = ?, message = ? WHERE id = ?",
                        (status, json.dumps([asdict(d) for d in deals]), message, ident))
 
@@ -334,7 +344,8 @@ class Comparisons(RosterTables):
 
 
 def version_spec(roster: Roster, version: Version) -> BotSpec:
-    return BotSpec(name=version.bot, token="", command=version.command, cwd=str(roster.version_dir(version)))
+    """The version as a launched bot, from its built folder on this machine (:meth:`Roster.bot_dir`)."""
+    return BotSpec(name=version.bot, token="", command=version.command, cwd=str(roster.bot_dir(version)))
 
 
 def house_specs(panel: Sequence[str]) -> tuple[BotSpec, ...]:
@@ -342,47 +353,64 @@ def house_specs(panel: Sequence[str]) -> tuple[BotSpec, ...]:
 
 
 async def play_pending(roster: Roster, run_game: GameRunner | None = None) -> list[Comparison]:
-    """Play every comparison still waiting (or interrupted), oldest first; each deal is
-    recorded as it ends, so its page shows the interval growing narrower."""
+    """Play every comparison still waiting (or interrupted), oldest first, each claimed by this
+    process alone (one another process holds is taken over if its lease runs out, from its last
+    whole deal); each deal is recorded as it ends, so its page shows the interval growing narrower."""
     from server.transport.service import Arena, ArenaOptions  # (the referee: only this process needs it)
 
     store = Comparisons(roster)
+    holder = lease_holder()
     finished = []
     arena = None
     try:
-        for job in store.pending():
+        async for ident in take_jobs(store, holder):
+            job = store.get(ident)
+            assert job is not None
             if run_game is None:
                 if arena is None:
                     arena = await Arena.start("127.0.0.1:0", ArenaOptions(bot_log_dir=roster.folder / "compare" / "bots",
                                                                           sandbox="bwrap"))
                     arena.keep_bots()
                 run_game = arena.run_game
-            versions = [roster.version(job.participant, n) for n in (job.a, job.b)]
-            if any(v is None or v.status != "admitted" for v in versions):
-                store.record(job.id, "failed", job.deals, "a version is no longer admitted")
-                continue
-            a, b = (version_spec(roster, v) for v in versions if v is not None)
-            store.record(job.id, "running", job.deals)
-            played: list[Deal] = list(job.deals)
-
-            def keep(deals: list[Deal], ident: int = job.id, played: list[Deal] = played) -> None:
-                played[:] = deals  # (what a failure keeps)
-                store.record(ident, "running", deals)
-
             try:
-                deals = await compare(run_game, a, b, house_specs(job.panel), seed=job.seed, games=job.games,
-                                      until_told=job.until_told, done=job.deals, tag=f"cmp{job.id}",
-                                      replays=roster.folder / "compare" / str(job.id), on_deal=keep,
-                                      game=roster.folder)
-            except CompareError as err:
-                store.record(job.id, "failed", played, str(err))
-                continue
-            store.record(job.id, "done", deals)
-            finished.append(job.id)
+                async with leased(store, ident, holder):
+                    if await _play_one(roster, store, job, run_game, holder):
+                        finished.append(job.id)
+            except LeaseLost as err:  # (this process stalled past its lease: the other one plays it)
+                print(f"comparison {job.id}: {err}", file=sys.stderr, flush=True)
     finally:
         if arena is not None:
             await arena.shutdown(grace_s=0)
     return [c for c in (store.get(i) for i in finished) if c is not None]
+
+
+async def _play_one(roster: Roster, store: Comparisons, job: Comparison, run_game: GameRunner, holder: str) -> bool:
+    """Play ``job`` (from its last whole deal), recording each deal as it ends; True once done."""
+    versions = [roster.version(job.participant, n) for n in (job.a, job.b)]
+    if any(v is None or v.status != "admitted" for v in versions):
+        store.record(job.id, "failed", job.deals, "a version is no longer admitted", holder)
+        return False
+    try:
+        a, b = (version_spec(roster, v) for v in versions if v is not None)
+    except RosterError as err:
+        store.record(job.id, "failed", job.deals, str(err), holder)
+        return False
+    store.record(job.id, "running", job.deals, holder=holder)
+    played: list[Deal] = list(job.deals)
+
+    def keep(deals: list[Deal]) -> None:
+        played[:] = deals  # (what a failure keeps)
+        store.record(job.id, "running", deals, holder=holder)
+
+    try:
+        deals = await compare(run_game, a, b, house_specs(job.panel), seed=job.seed, games=job.games,
+                              until_told=job.until_told, done=job.deals, tag=f"cmp{job.id}",
+                              replays=roster.folder / "compare" / str(job.id), on_deal=keep, game=roster)
+    except CompareError as err:  # (LeaseLost is not one: it goes up, and the other player records)
+        store.record(job.id, "failed", played, str(err), holder)
+        return False
+    store.record(job.id, "done", deals, holder=holder)
+    return True
 
 
 def verdict_words(verdict: str, a: int, b: int, points_low: float | None = None,

@@ -38,6 +38,7 @@ from typing import Any
 from participants.confidence import ConfidenceSequence
 from participants.final import Final, FinalError, Place
 from participants.roster import Roster, RosterError
+from participants.tables import RosterFiles
 
 _ROTATION = re.compile(r"-r\d+$")
 """A game id's seat rotation (the schedules name a deal's games so)."""
@@ -66,14 +67,20 @@ class Verdict:
     high: float | None
 
 
-def read_rubrics(folder: str | Path) -> list[Rubric]:
-    """The roster's ``rubric.toml`` (none: an empty list)."""
-    path = Path(folder) / RUBRIC_FILE
-    if not path.is_file():
-        return []
+def read_rubrics(roster: Roster | str | Path) -> list[Rubric]:
+    """The roster's ``rubric.toml`` (none: an empty list), from its folder, or for a roster kept
+    in PostgreSQL as stored in its database (the organizer writes it on any machine: see
+    :meth:`participants.tables.RosterFiles.organizer_file`)."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+        found = RosterFiles(roster).organizer_file(RUBRIC_FILE)
+    except RosterError as err:
+        raise RubricError(str(err)) from None
+    if found is None:
+        return []
+    text, path = found
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
         raise RubricError(f"{path}: {err}") from None
     items = data.get("rubric", [])
     if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):

@@ -51,7 +51,7 @@ class RosterEntrants:
             self.base = base = dataclasses.replace(base, limits=dataclasses.replace(base.limits,
                                                                                     output_budget=int(budget)))
         self._check_names()
-        write_ladder_game(self.roster.folder, base.game)  # (comparisons and scrimmages play this game too)
+        write_ladder_game(self.roster, base.game)  # (comparisons and scrimmages play this game too)
         self.connected: set[str] = set()
         """Participants whose own bot has connected with their token (they play as NAME)."""
         self._known: dict[bytes, str] = {}

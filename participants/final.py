@@ -26,25 +26,34 @@ every later look reads it, so what enters the final cannot change afterwards.
 balanced schedule, fresh ratings, in ``final/out``), beside any running ladder. Its results
 are the organizer's until ``craits final publish ROSTER``: the participants' pages show
 nothing of them before.
+
+A roster kept in PostgreSQL keeps all of this in its database (:class:`participants.tables.RosterFiles`),
+so web processes and commands on any machine agree: the plan (``final.toml`` written on any
+machine is stored once read, when it is newer than the stored one), the deadlines, the
+snapshot, and the results (copied there when ``craits final run`` ends).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import time
 import tomllib
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from participants.roster import Roster, RosterError, Version
-from participants.tables import RosterTables
+from participants.tables import RosterFiles, RosterTables
 from server.game.policies import POLICY_NAMES
 from tournaments.schedule import balanced_arithmetic_problem, buildable_games_per_bot, workable_games_per_bot
 
 PLAN_FILE = "final.toml"
+SNAPSHOT = "final/snapshot.json"
+STANDINGS = "final/out/standings.json"
+"""The final's standings as its tournament wrote them (in PostgreSQL: copied there once it ran)."""
+GAMES = "final/games.json"
+"""In PostgreSQL: the final's games as the grades count them (:meth:`Final.games`), copied once it ran."""
 PLAN_KEYS = ("deadline", "games_per_bot", "table_size", "house", "seed", "short_game", "concurrency", "grade_on")
 GRADE_ON = ("deadline", "final")
 """What the grades count: the ladder's games up to each participant's deadline, or the final's games."""
@@ -75,6 +84,8 @@ class Plan:
     grade_on: str = "deadline"
     extensions: tuple[tuple[str, float], ...] = ()
     """(participant, their own deadline): extensions given with ``craits final deadline --for``."""
+    source: str = field(default="", compare=False)
+    """Where it was read: the roster folder's final.toml, or the copy stored in the roster's database."""
 
     @property
     def deadline_text(self) -> str:
@@ -154,14 +165,22 @@ class Place:
     why: str
 
 
-def read_plan(folder: str | Path) -> Plan | None:
-    """The roster's ``final.toml`` (None when there is none); a mistake names the key."""
-    path = Path(folder) / PLAN_FILE
-    if not path.is_file():
-        return None
+def read_plan(roster: Roster | str | Path) -> Plan | None:
+    """The roster's ``final.toml`` (None when there is none), from its folder, or for a roster
+    kept in PostgreSQL as stored in its database (:meth:`RosterFiles.organizer_file`: the
+    organizer writes it on any machine); a mistake names the key."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+        found = RosterFiles(roster).organizer_file(PLAN_FILE)
+    except FinalError:
+        raise
+    except RosterError as err:
+        raise FinalError(str(err)) from None
+    if found is None:
+        return None
+    text, path = found
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
         raise FinalError(f"{path}: {err}") from None
     if unknown := sorted(set(data) - set(PLAN_KEYS)):
         raise FinalError(f"{path}: unknown key(s) {', '.join(unknown)} (known: {', '.join(PLAN_KEYS)})")
@@ -197,7 +216,7 @@ def read_plan(folder: str | Path) -> Plan | None:
         if not isinstance(data["short_game"], bool):
             raise FinalError(f"{path}: short_game: true or false")
         values["short_game"] = data["short_game"]
-    return Plan(**values)
+    return Plan(**values, source=path)
 
 
 def final_of(out_dir: Path | None) -> Final | None:
@@ -223,10 +242,12 @@ class Final(RosterTables):
     def __init__(self, roster: Roster) -> None:
         super().__init__(roster)
         self.folder = roster.folder / "final"
+        self.files = RosterFiles(roster)
+        """The plan, the snapshot and (in PostgreSQL) the results: every process of the roster reads the same."""
 
     def plan(self) -> Plan | None:
         """``final.toml``, with the deadlines set since by ``craits final deadline``."""
-        plan = read_plan(self.roster.folder)
+        plan = read_plan(self.roster)
         if plan is None:
             return None
         latest = {change.participant: change.deadline for change in self.deadline_log()}
@@ -255,11 +276,11 @@ class Final(RosterTables):
         now = time.time() if now is None else now
         if name and self.roster.participant(name) is None:
             raise FinalError(f"{name} is not on the roster in {self.roster.folder}")
-        snapshot = self.folder / "snapshot.json"
+        fixed = self.files.text(SNAPSHOT) is not None
         moved = replace(plan, deadline=when if not name else plan.deadline,
                         extensions=tuple(sorted({**dict(plan.extensions), **({name: when} if name else {})}.items())))
         said = []
-        reopened = snapshot.is_file() and moved.last_deadline > now
+        reopened = fixed and moved.last_deadline > now
         if reopened:
             if not reopen:
                 raise FinalError(
@@ -268,15 +289,16 @@ class Final(RosterTables):
                     + f": a deadline after now reopens the final (the entrants are taken again at "
                     f"{when_text(moved.last_deadline)}; published results are hidden until you run and publish "
                     "it again). Add --reopen to do that")
-            taken = self.folder / f"snapshot-{int(now)}.json"
-            os.replace(snapshot, taken)
+            taken = f"final/snapshot-{int(now)}.json"
+            self.files.move(SNAPSHOT, taken)
+            kept = f"{taken} in the roster's database" if self.files.stored else str(self.files.path(taken))
             said.append(f"the final is reopened: its entrants will be taken again at {when_text(moved.last_deadline)} "
-                        f"(the old ones are kept in {taken})")
+                        f"(the old ones are kept in {kept})")
             if self.published:
                 self.publish(False)
                 said.append(f"its published results are hidden from the participants until you play it again "
                             f"(craits final run --overwrite {self.roster.folder}) and publish it")
-        elif snapshot.is_file():
+        elif fixed:
             said.append("the final's entrants stay as they were fixed at the deadline" + (
                 ", and its published results stand" if self.published else ""))
         note = "; ".join(filter(None, [note, "reopened the final" if reopened else ""]))
@@ -374,22 +396,19 @@ class Final(RosterTables):
 
     def snapshot(self, now: float | None = None) -> list[Entry] | None:
         """The versions in the final, fixed at the first look after the deadline (written to
-        ``final/snapshot.json``); None before the deadline."""
+        ``final/snapshot.json``, or in PostgreSQL to the database: the first process to look
+        writes it, every other one reads that); None before the deadline."""
         plan = self._plan()
-        path = self.folder / "snapshot.json"
-        if path.is_file():
-            return [Entry(**e) for e in json.loads(path.read_text(encoding="utf-8"))["entries"]]
+        if (held := self.files.text(SNAPSHOT)) is not None:
+            return [Entry(**e) for e in json.loads(held)["entries"]]
         if (time.time() if now is None else now) < plan.last_deadline:
             return None
         if any(v.created <= plan.deadline_for(v.participant) for v in self.roster.pending()):
             raise FinalError("versions submitted before the deadline are still being built: try again in a minute")
         entries = self.entrants_now()
-        self.folder.mkdir(exist_ok=True)
-        temp = path.with_suffix(".part")
-        temp.write_text(json.dumps({"deadline": plan.deadline, "taken": time.time(),
-                                    "entries": [asdict(e) for e in entries]}, indent=1), encoding="utf-8")
-        os.replace(temp, path)
-        return entries
+        held = self.files.put(SNAPSHOT, json.dumps({"deadline": plan.deadline, "taken": time.time(),
+                                                    "entries": [asdict(e) for e in entries]}, indent=1), first=True)
+        return [Entry(**e) for e in json.loads(held)["entries"]]
 
     # ------------------------------------------------------------------ the tournament
 
@@ -421,7 +440,7 @@ class Final(RosterTables):
             version = self.roster.version(entry.participant, entry.number)
             assert version is not None
             bots.append(f"[[bots]]\nname = {json.dumps(entry.bot)}\ncommand = {json.dumps(list(version.command))}\n"
-                        f"cwd = {json.dumps(str(self.roster.version_dir(version).resolve()))}\n")  # (the file is elsewhere)
+                        f"cwd = {json.dumps(str(self.roster.bot_dir(version).resolve()))}\n")  # (the file is elsewhere)
         bots += [f'[[bots]]\nname = "house-{h}"\nbuiltin = "{h}"\n' for h in plan.house]  # (named as on the ladder)
         if len(bots) < plan.table_size:
             raise FinalError(f"{len(bots)} entrant(s) cannot fill a table of {plan.table_size}")
@@ -431,6 +450,7 @@ class Final(RosterTables):
         text = (f'name = "final"\ntable_size = {plan.table_size}\nschedule = "balanced"\n'
                 f"games_per_bot = {plan.games_per_bot}\n{seed}concurrency = {plan.concurrency}\n"
                 f"[flags]\nshort_game = {json.dumps(plan.short_game)}\n\n" + "\n".join(bots))
+        self.folder.mkdir(mode=0o700, exist_ok=True)
         path = self.folder / "final.toml"
         path.write_text(text, encoding="utf-8")
         return path
@@ -441,17 +461,41 @@ class Final(RosterTables):
 
     def standings(self) -> dict[str, Any] | None:
         """The final's standings as written by its tournament (None before it has any)."""
-        path = self.out_dir / "standings.json"
-        if not path.is_file():
-            return None
         try:
-            return dict(json.loads(path.read_text(encoding="utf-8")))
+            held = self.files.text(STANDINGS)
+            return None if held is None else dict(json.loads(held))
         except (OSError, ValueError):
             return None
 
     def games(self) -> list[dict[str, Any]]:
         """The final's recorded games as the board's rows hold them (bots, placings, faults,
         aborted, recorded): what the grades count with ``grade_on = "final"``."""
+        if self.files.stored:
+            held = self.files.text(GAMES)
+            return [] if held is None else list(json.loads(held))
+        return self._games_played_here()
+
+    def keep_results(self) -> None:
+        """In PostgreSQL, the results of the final played here (``craits final run``, into
+        :attr:`out_dir`) copied into the database, for every web process on any machine; in
+        SQLite they are read where they are."""
+        if not self.files.stored:
+            return
+        try:
+            standings = (self.out_dir / "standings.json").read_text(encoding="utf-8")
+        except FileNotFoundError:
+            self.forget_results()
+            return
+        self.files.put(GAMES, json.dumps(self._games_played_here()))
+        self.files.put(STANDINGS, standings)
+
+    def forget_results(self) -> None:
+        """No results kept (a final played again from the start: ``--overwrite``)."""
+        if self.files.stored:
+            self.files.delete(STANDINGS)
+            self.files.delete(GAMES)
+
+    def _games_played_here(self) -> list[dict[str, Any]]:
         from server.storage.store import Store, StoreError
         from tournaments.standings import seat_faults
 

@@ -40,7 +40,7 @@ import psycopg
 
 from participants.tokens import TokenHash, hash_token, matches, new_token, token_id
 from server.errors import UserError
-from server.storage.bot_files import get_file, pack_folder, put_file
+from server.storage.bot_files import FileCache, FilesUnavailable, get_file, pack_folder, put_file
 from server.storage.postgres import (
     PostgresStore,
     check_schema,
@@ -533,6 +533,10 @@ class Roster:
     def version_dir(self, version: Version) -> Path:
         return self.folder / "versions" / version.participant / f"v{version.number}"
 
+    def bot_dir(self, version: Version) -> Path:
+        """The admitted ``version``'s built folder on this machine, to play it from."""
+        return self.version_dir(version)
+
     def temp_dir(self) -> Path:
         path = self.folder / "tmp"
         path.mkdir(exist_ok=True)
@@ -717,9 +721,10 @@ class PostgresRoster(Roster):
     ``store.toml`` (the database, and the roster's name in it: one database holds many) and
     ``Roster(FOLDER)`` opens this. In the database: the participants and their hashed tokens,
     every version (number, status, build log, checker report), the settings, and every upload
-    whole by its SHA-256 (``craits_files``). The folder keeps what is made on this machine:
-    the built versions (``versions/``), the validation games, and the tables of the modules
-    beside the roster (``participants.tables``).
+    whole by its SHA-256 (``craits_files``); the tables of the modules beside the roster and
+    its shared documents are in a schema of its own (``participants.tables``). The folder keeps
+    what is made on this machine: the built versions (``versions/``, or ``fetched/`` from the
+    database when built elsewhere), the validation games, and the session key.
 
     When a version is admitted its built folder is packed and stored by its hash too; a ladder
     names it for its workers (:meth:`publish`), and a ``craits worker`` on another machine
@@ -1026,6 +1031,39 @@ class PostgresRoster(Roster):
             except StoreError as err:
                 raise RosterError(str(err)) from None
             self._published.update((tournament, bot, digest) for bot, digest, _ in new)
+
+    def bot_dir(self, version: Version) -> Path:
+        """The version's folder where it was built, else (built on another machine) fetched from
+        the database by its hash and unpacked under ``fetched/`` (as a worker's cache does)."""
+        here = self.version_dir(version)
+        if here.is_dir():
+            return here
+        digest = self.built(version)
+        if digest is None:
+            raise RosterError(f"{version.bot}: its built files are not in the database (not admitted?)")
+        try:
+            return FileCache(self.url, self.folder / "fetched").get(digest)
+        except FilesUnavailable as err:
+            raise RosterError(f"{version.bot}: {err}") from None
+
+    def keep_file(self, data: bytes) -> str:
+        """``data`` kept in the database by its SHA-256 (``craits_files``), for the other machines: its hash."""
+        with self._db() as conn:
+            return put_file(conn, data)
+
+    def fetch_kept(self, digest: str, path: Path) -> bool:
+        """The file kept by :meth:`keep_file` as ``digest``, written whole to ``path`` on this
+        machine (a page served here of something made on another machine); False if there is none."""
+        with self._db() as conn:
+            data = get_file(conn, digest)
+        if data is None:
+            return False
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, temp = tempfile_in(path.parent)
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(temp, path)
+        return True
 
     def built(self, version: Version) -> str | None:
         """The hash of the version's built folder in ``craits_files`` (None until admitted)."""

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from participants.compare import HOUSE, GameRunner, ladder_game, version_spec
-from participants.roster import ORGANIZER, Roster, RosterError
-from participants.tables import RosterTables
+from participants.roster import ORGANIZER, PostgresRoster, Roster, RosterError
+from participants.tables import LEASES, LeaseLost, Queue, lease_holder, leased, take_jobs
 from server.spec import BotSpec, Clocks, GameSpec
 from tournaments.schedule import derive_seed
 
@@ -46,7 +46,7 @@ CREATE TABLE IF NOT EXISTS scrimmages (
     seed INTEGER NOT NULL, status TEXT NOT NULL DEFAULT 'waiting', created REAL NOT NULL,
     results TEXT NOT NULL DEFAULT '[]', message TEXT NOT NULL DEFAULT ''
 );
-"""
+""" + LEASES
 
 
 class ScrimmageError(RosterError):
@@ -86,8 +86,12 @@ def _row(row: Sequence[Any]) -> Scrimmage:
 _COLUMNS = "id, participant, seats, games, seed, status, created, results, message"
 
 
-class Scrimmages(RosterTables):
+class Scrimmages(Queue):
+    """The scrimmages of a roster, each played by one process at a time (:class:`participants.tables.Queue`)."""
+
     SCHEMA = SCHEMA
+    TABLE = "scrimmages"
+    KIND = "scrimmage"
 
     def used(self, name: str, now: float | None = None, *, db: sqlite3.Connection | None = None) -> int:
         """Games ``name`` asked for in the last hour."""
@@ -152,13 +156,41 @@ class Scrimmages(RosterTables):
             return [_row(r) for r in db.execute(
                 f"SELECT {_COLUMNS} FROM scrimmages WHERE status IN ('waiting', 'running') ORDER BY id")]
 
-    def record(self, ident: int, status: str, results: Sequence[dict[str, Any]], message: str = "") -> None:
-        with self._db() as db:
+    def record(self, ident: int, status: str, results: Sequence[dict[str, Any]], message: str = "",
+               holder: str | None = None) -> None:
+        """The scrimmage's progress; ``holder``: written only while that process holds it
+        (LeaseLost otherwise), and its lease ended with a last status (done, failed)."""
+        with self._immediate() if holder is not None else self._db() as db:  # (no claim between check and write)
+            if holder is not None:
+                self.holds(db, ident, holder)
+                if status in ("done", "failed"):
+                    self.release(db, ident)
             db.execute("UPDATE scrimmages SET status = ?, results = ?, message = ? WHERE id = ?",
                        (status, json.dumps(list(results)), message, ident))
 
     def replay_path(self, job: Scrimmage, game_id: str) -> Path:
         return self.roster.folder / "scrimmage" / str(job.id) / f"{game_id}.jsonl"
+
+    def replay_file(self, job: Scrimmage, game_id: str) -> Path:
+        """The game's replay on this machine: where it was played, else (a roster in PostgreSQL,
+        played on another machine) fetched from the database by the hash its result keeps."""
+        path = self.replay_path(job, game_id)
+        digest = next((g.get("replay") for g in job.results if g.get("game_id") == game_id), None)
+        if path.exists() or not digest or not isinstance(self.roster, PostgresRoster):
+            return path
+        self.roster.fetch_kept(str(digest), path)
+        return path
+
+
+def _kept_replay(roster: Roster, path: Path) -> dict[str, str]:
+    """A roster in PostgreSQL keeps the game's replay in its database too (``replay``: its hash),
+    for the pages served on other machines (:meth:`Scrimmages.replay_file`)."""
+    if not isinstance(roster, PostgresRoster):
+        return {}
+    try:
+        return {"replay": roster.keep_file(path.read_bytes())}
+    except OSError:  # (no replay written: the page says it is not kept)
+        return {}
 
 
 def _specs(roster: Roster, seats: Sequence[str]) -> list[BotSpec] | None:
@@ -176,20 +208,24 @@ def _specs(roster: Roster, seats: Sequence[str]) -> list[BotSpec] | None:
     return specs
 
 
-async def play(store: Scrimmages, job: Scrimmage, run_game: GameRunner) -> list[dict[str, Any]]:
-    """The scrimmage's games, one at a time, each recorded as it ends (continuing an interrupted one)."""
-    specs = _specs(store.roster, job.seats)
-    if specs is None:
-        store.record(job.id, "failed", job.results, "a version in it is no longer admitted")
-        return list(job.results)
-    table = len(specs)
+async def play(store: Scrimmages, job: Scrimmage, run_game: GameRunner,
+               holder: str | None = None) -> list[dict[str, Any]]:
+    """The scrimmage's games, one at a time, each recorded as it ends (continuing an interrupted
+    one); ``holder``: the process holding its lease (:meth:`Scrimmages.record`)."""
     try:
-        config = ladder_game(store.roster.folder, table)  # (the ladder's preset and flags)
+        specs = _specs(store.roster, job.seats)
+        if specs is None:
+            store.record(job.id, "failed", job.results, "a version in it is no longer admitted", holder)
+            return list(job.results)
+        table = len(specs)
+        config = ladder_game(store.roster, table)  # (the ladder's preset and flags)
+    except LeaseLost:
+        raise
     except RosterError as err:
-        store.record(job.id, "failed", job.results, str(err))
+        store.record(job.id, "failed", job.results, str(err), holder)
         return list(job.results)
     results = list(job.results)
-    store.record(job.id, "running", results)
+    store.record(job.id, "running", results, holder=holder)
     for number in range(len(results), job.games):
         order = [(seat + number) % table for seat in range(table)]  # (as tournaments.schedule.rotate seats them)
         game_id = f"scrim{job.id}-g{number + 1}"
@@ -199,28 +235,37 @@ async def play(store: Scrimmages, job: Scrimmage, run_game: GameRunner) -> list[
         record = await run_game(spec)
         results.append({"game_id": game_id, "bots": [job.seats[i] for i in order],
                         "placings": list(record.result.placings), "totals": list(record.result.totals),
-                        "statuses": [str(s.status) for s in record.seats], "aborted": record.aborted})
-        store.record(job.id, "running", results)
-    store.record(job.id, "done", results)
+                        "statuses": [str(s.status) for s in record.seats], "aborted": record.aborted,
+                        **_kept_replay(store.roster, store.replay_path(job, game_id))})
+        store.record(job.id, "running", results, holder=holder)
+    store.record(job.id, "done", results, holder=holder)
     return results
 
 
 async def play_pending(roster: Roster, run_game: GameRunner | None = None) -> list[int]:
-    """Play every scrimmage waiting (or interrupted), oldest first."""
+    """Play every scrimmage waiting (or interrupted), oldest first, each claimed by this process
+    alone (one another process holds is taken over if its lease runs out)."""
     from server.transport.service import Arena, ArenaOptions  # (the referee: only this process needs it)
 
     store = Scrimmages(roster)
+    holder = lease_holder()
     arena = None
     done = []
     try:
-        while jobs := store.pending():
+        async for ident in take_jobs(store, holder):
+            job = store.get(ident)
+            assert job is not None
             if run_game is None:
                 arena = await Arena.start("127.0.0.1:0", ArenaOptions(
                     bot_log_dir=roster.folder / "scrimmage" / "bots", sandbox="bwrap"))
                 arena.keep_bots()
                 run_game = arena.run_game
-            await play(store, jobs[0], run_game)
-            done.append(jobs[0].id)
+            try:
+                async with leased(store, ident, holder):
+                    await play(store, job, run_game, holder)
+                done.append(ident)
+            except LeaseLost as err:  # (this process stalled past its lease: the other one plays it)
+                print(f"scrimmage {ident}: {err}", file=sys.stderr, flush=True)
     finally:
         if arena is not None:
             await arena.shutdown(grace_s=0)

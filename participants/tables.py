@@ -9,18 +9,41 @@ process, the ladder and the organizer's commands, on any machine, then read and 
 same pauses, comparisons, scrimmages and final choices (and any table a new module adds by
 subclassing :class:`RosterTables`: a deadline's extensions, say). The modules write SQLite's SQL;
 :class:`_PgTables` says it in PostgreSQL's (``?`` placeholders, ``INSERT OR IGNORE``,
-``lastrowid``, and in a schema, 64-bit integers and double-precision times)."""
+``lastrowid``, and in a schema, 64-bit integers and double-precision times).
+
+Also here, for both stores: :class:`Queue`, the jobs web processes queue (comparisons,
+scrimmages), each played by one process at a time under a lease that another process takes
+over when it runs out; and :class:`RosterFiles`, the documents more than one process reads
+(the final's plan and snapshot, the rubric, the ladder's game): files of the roster folder in
+SQLite, rows of the roster's schema in PostgreSQL."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
+import os
 import re
+import secrets
+import socket
 import sqlite3
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import AsyncIterator, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
-from participants.roster import PostgresRoster, Roster, immediate, private_file
+from participants.roster import (
+    STORE_FILE,
+    PostgresRoster,
+    Roster,
+    RosterError,
+    immediate,
+    private_file,
+    tempfile_in,
+)
+from server.logging import get_logger
+
+log = get_logger(component="roster_tables")
 
 
 class RosterTables:
@@ -123,6 +146,10 @@ class _PgCursor:
             row = cursor.fetchone()
             self.lastrowid = int(row[0]) if row else None
 
+    @property
+    def rowcount(self) -> int:
+        return int(self._cursor.rowcount)
+
     def fetchone(self) -> Any:
         return self._cursor.fetchone()
 
@@ -131,3 +158,267 @@ class _PgCursor:
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self._cursor.fetchall() if self._cursor.description else [])
+
+
+# ---------------------------------------------------------------------------- jobs played by one process
+
+
+def _lease_s(said: str | None, default: float = 30.0) -> float:
+    try:
+        value = float(said) if said else default
+    except ValueError:
+        value = -1.0
+    if not 0.5 <= value <= 3600:
+        log.warning("lease_setting_ignored", CRAITS_LEASE_S=said, why="seconds from 0.5 to 3600", used=default)
+        return default
+    return value
+
+
+LEASE_S = _lease_s(os.environ.get("CRAITS_LEASE_S"))
+"""How long a process's claim on a job (a comparison, a scrimmage) holds without being renewed:
+renewed every third of it while the job plays, so a process that dies (or a machine that
+stops) leaves its job to another process this long after its last renewal."""
+
+POLL_S = 1.0
+"""How often a player waiting for a job another process holds looks for one it may take."""
+
+LEASES = """
+CREATE TABLE IF NOT EXISTS leases (kind TEXT NOT NULL, job INTEGER NOT NULL, holder TEXT NOT NULL,
+                                   until REAL NOT NULL, PRIMARY KEY (kind, job));
+"""
+
+
+class LeaseLost(RosterError):
+    """Another process holds the job now (this one stalled past its lease): it stops playing it."""
+
+
+def lease_holder() -> str:
+    """This process, as a lease names it (the machine, the process, and a random part: a pid is reused)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+
+
+class Queue(RosterTables):
+    """Jobs kept in :attr:`TABLE` (an ``id`` and a ``status``), waiting or running until done
+    or failed, that web processes on any machine start players for: each job is played by one
+    process at a time, the one holding its lease (table ``leases``, one row per job). A claim
+    takes the oldest job whose lease is free or has run out, in a transaction no other claim
+    enters (:meth:`RosterTables._immediate`), so two players never take the same job; a player
+    renews its lease while it plays (:func:`leased`) and writes the job's progress only while
+    it still holds it (:meth:`holds`)."""
+
+    TABLE = ""
+    KIND = ""
+    """The jobs' name in ``leases``."""
+
+    def claim(self, holder: str, now: float | None = None) -> int | None:
+        """The oldest job to play that no live lease holds, now leased to ``holder`` (None: none)."""
+        now = time.time() if now is None else now
+        with self._immediate() as db:
+            row = db.execute(f"SELECT id FROM {self.TABLE} WHERE status IN ('waiting', 'running') AND id NOT IN "
+                             "(SELECT job FROM leases WHERE kind = ? AND until > ?) ORDER BY id LIMIT 1",
+                             (self.KIND, now)).fetchone()
+            if row is None:
+                return None
+            db.execute("INSERT INTO leases (kind, job, holder, until) VALUES (?, ?, ?, ?) ON CONFLICT (kind, job) "
+                       "DO UPDATE SET holder = excluded.holder, until = excluded.until",
+                       (self.KIND, int(row[0]), holder, now + LEASE_S))
+        log.info("job_claimed", kind=self.KIND, job=int(row[0]), holder=holder)
+        return int(row[0])
+
+    def renew(self, job: int, holder: str) -> bool:
+        """The lease of ``holder`` on ``job`` extended; False when another process took it over."""
+        with self._db() as db:
+            renewed = db.execute("UPDATE leases SET until = ? WHERE kind = ? AND job = ? AND holder = ?",
+                                 (time.time() + LEASE_S, self.KIND, job, holder))
+            return int(renewed.rowcount) > 0
+
+    def holds(self, db: Any, job: int, holder: str) -> None:
+        """LeaseLost unless ``holder`` holds ``job`` (in ``db``'s transaction, before a write)."""
+        row = db.execute("SELECT holder FROM leases WHERE kind = ? AND job = ?", (self.KIND, job)).fetchone()
+        if row is None or row[0] != holder:
+            raise LeaseLost(f"{self.KIND} {job} is played by another process now ({row[0] if row else 'none'})")
+
+    def release(self, db: Any, job: int) -> None:
+        db.execute("DELETE FROM leases WHERE kind = ? AND job = ?", (self.KIND, job))
+
+    def free_in(self, now: float | None = None) -> float | None:
+        """Seconds until a job to play can be claimed (0: one can now); None when none is left to play."""
+        now = time.time() if now is None else now
+        with self._db() as db:
+            rows = db.execute(f"SELECT t.id, l.until FROM {self.TABLE} t LEFT JOIN leases l ON l.kind = ? AND "
+                              "l.job = t.id WHERE t.status IN ('waiting', 'running')", (self.KIND,)).fetchall()
+        if not rows:
+            return None
+        return max(0.0, min((float(r[1]) if r[1] is not None else now) - now for r in rows))
+
+
+async def take_jobs(queue: Queue, holder: str) -> AsyncIterator[int]:
+    """Each job of ``queue`` this process claims, in turn, while any is left to play anywhere: a
+    job another process holds is waited for (taken over once its lease runs out) rather than
+    left, so a player that dies does not strand it."""
+    while True:
+        job = await asyncio.to_thread(queue.claim, holder)
+        if job is not None:
+            yield job
+            continue
+        wait = await asyncio.to_thread(queue.free_in)
+        if wait is None:
+            return
+        await asyncio.sleep(min(max(wait, 0.2), POLL_S))  # (a job asked meanwhile: taken within POLL_S)
+
+
+@contextlib.asynccontextmanager
+async def leased(queue: Queue, job: int, holder: str) -> AsyncIterator[None]:
+    """While the block plays ``job``, its lease is renewed every third of :data:`LEASE_S`; should
+    another process have taken it over meanwhile (this one stalled past its lease), the block
+    is cancelled and LeaseLost raised: the job's progress is the other's to write."""
+    player = asyncio.current_task()
+    assert player is not None
+    lost = False
+
+    async def renew() -> None:
+        nonlocal lost
+        while True:
+            await asyncio.sleep(LEASE_S / 3)
+            try:
+                kept = await asyncio.to_thread(queue.renew, job, holder)
+            except RosterError as err:  # (the database away: tried again; the writes wait for it too)
+                log.warning("job_lease_not_renewed", kind=queue.KIND, job=job, error=str(err))
+                continue
+            if not kept:
+                lost = True
+                player.cancel()
+                return
+
+    renewer = asyncio.ensure_future(renew())
+    try:
+        yield
+    except asyncio.CancelledError:
+        if not lost:
+            raise
+    finally:
+        renewer.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await renewer
+        if lost and player.cancelling():
+            player.uncancel()  # (the cancellation was this lease's: the player goes on to its next job)
+    if lost:
+        raise LeaseLost(f"{queue.KIND} {job}: taken over by another process")
+
+
+# ---------------------------------------------------------------------------- a roster's files
+
+
+class RosterFiles(RosterTables):
+    """The documents of a roster that more than one process reads: the organizer's input
+    (``final.toml``, ``rubric.toml``) and the state one process writes for the others (the
+    ladder's game, the final's snapshot and results).
+
+    In SQLite, files in the roster folder, as they always were: every process is on the
+    folder's machine. In PostgreSQL, rows of the roster's schema (table ``roster_files``), so
+    web processes and commands on any machine read the same ones; the organizer still writes
+    their input as a file in their folder on any machine (:meth:`organizer_file`), which is
+    stored when it is newer than the stored copy."""
+
+    SCHEMA = """
+    CREATE TABLE IF NOT EXISTS roster_files (name TEXT PRIMARY KEY, text TEXT NOT NULL, written REAL NOT NULL);
+    """
+
+    def __init__(self, where: Roster | str | Path) -> None:
+        """``where``: a roster, or its folder (a roster in PostgreSQL when it holds ``store.toml``,
+        else the folder's files, a roster there or not)."""
+        if not isinstance(where, Roster) and (Path(where) / STORE_FILE).is_file():
+            where = Roster(where)
+        self.folder = where.folder if isinstance(where, Roster) else Path(where)
+        self.stored = isinstance(where, PostgresRoster)
+        if isinstance(where, PostgresRoster):
+            super().__init__(where)
+
+    def path(self, name: str) -> Path:
+        return self.folder / name
+
+    def text(self, name: str) -> str | None:
+        """The document ``name`` (a path in the roster folder, ``final/snapshot.json``); None if there is none."""
+        if not self.stored:
+            try:
+                return self.path(name).read_text(encoding="utf-8")
+            except FileNotFoundError:
+                return None
+        with self._db() as db:
+            row = db.execute("SELECT text FROM roster_files WHERE name = ?", (name,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def put(self, name: str, text: str, *, first: bool = False) -> str:
+        """``name`` written whole (``first``: only if there is none yet); returns what it holds now."""
+        if not self.stored:
+            path = self.path(name)
+            path.parent.mkdir(mode=0o700, exist_ok=True)
+            fd, temp = tempfile_in(path.parent)
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(text)
+            if not first:
+                os.replace(temp, path)
+                return text
+            try:
+                os.link(temp, path)  # (never replaces: two processes at once keep the first one's)
+            except FileExistsError:
+                pass  # (another process wrote it first: its text is read below)
+            finally:
+                os.unlink(temp)
+            return path.read_text(encoding="utf-8")
+        with self._db() as db:
+            db.execute("INSERT INTO roster_files (name, text, written) VALUES (?, ?, ?) ON CONFLICT (name) DO "
+                       + ("NOTHING" if first else "UPDATE SET text = excluded.text, written = excluded.written"),
+                       (name, text, time.time()))
+            return str(db.execute("SELECT text FROM roster_files WHERE name = ?", (name,)).fetchone()[0])
+
+    def move(self, name: str, to: str) -> bool:
+        """``name`` renamed ``to`` (False: there was none)."""
+        if not self.stored:
+            try:
+                os.replace(self.path(name), self.path(to))
+            except FileNotFoundError:
+                return False
+            return True
+        with self._db() as db:
+            db.execute("DELETE FROM roster_files WHERE name = ?", (to,))
+            return int(db.execute("UPDATE roster_files SET name = ? WHERE name = ?", (to, name)).rowcount) > 0
+
+    def delete(self, name: str) -> None:
+        if not self.stored:
+            self.path(name).unlink(missing_ok=True)
+            return
+        with self._db() as db:
+            db.execute("DELETE FROM roster_files WHERE name = ?", (name,))
+
+    def organizer_file(self, name: str) -> tuple[str, str] | None:
+        """(text, where it was read) of the organizer's file ``name``, None if there is none. In
+        PostgreSQL the stored copy, replaced first by this folder's file if that was written
+        later (by its modification time) and says something else: the organizer edits it on any
+        machine, and an older copy left on another one changes nothing."""
+        path = self.path(name)
+        try:
+            text: str | None = path.read_text(encoding="utf-8")
+            written = path.stat().st_mtime
+        except FileNotFoundError:
+            text, written = None, 0.0
+        except (OSError, UnicodeDecodeError) as err:
+            raise RosterError(f"{path}: {err}") from None
+        if not self.stored:
+            return None if text is None else (text, str(path))
+        with self._db() as db:
+            row = db.execute("SELECT text, written FROM roster_files WHERE name = ?", (name,)).fetchone()
+            if text is not None and (row is None or (written > float(row[1]) and text != row[0])):
+                db.execute("INSERT INTO roster_files (name, text, written) VALUES (?, ?, ?) ON CONFLICT (name) DO "
+                           "UPDATE SET text = excluded.text, written = excluded.written", (name, text, written))
+                log.info("organizer_file_stored", file=name, source=str(path))
+                return text, str(path)
+        if row is None:
+            return None
+        if text is not None and text == row[0]:
+            return text, str(path)
+        return str(row[0]), f"{name} (as stored in the roster's database on {_when(float(row[1]))})"
+
+
+def _when(t: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t))

@@ -166,6 +166,7 @@ def _show(args: argparse.Namespace) -> int:
     print(f"grades: {'the final' if plan.grade_on == 'final' else 'the ladder games up to each deadline'} "
           f"(grade_on = \"{plan.grade_on}\" in final.toml)")
     print(f"results: {'published' if final.published else 'hidden from the participants'}")
+    print(f"the plan: {plan.source}")
     return 0
 
 
@@ -188,7 +189,12 @@ def _run(args: argparse.Namespace) -> int:
     parser = argparse.ArgumentParser(prog="craits")
     tournament.register_cli(parser.add_subparsers())
     parsed = parser.parse_args(argv)
-    return int(parsed.func(parsed) or 0)
+    if args.overwrite:
+        final.forget_results()
+    try:
+        return int(parsed.func(parsed) or 0)
+    finally:  # (a roster in PostgreSQL: its web processes on any machine read the results from there)
+        final.keep_results()
 
 
 def _publish(args: argparse.Namespace) -> int:

@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 import html
 import json
@@ -35,12 +37,15 @@ from participants.dashboard import Row, Rubric, read_rubrics, rows, to_csv
 from participants.final import Final, FinalError, when_text
 from participants.roster import ORGANIZER, RosterError, split_bot
 from participants.scrimmage import Scrimmage, Scrimmages, quota
+from participants.tables import LEASE_S
+from server.logging import get_logger
 from server.storage.replay.faults import hide_others_bot_errors
 from server.storage.replay.reader import Replay, read_replay
 from server.viewer.pages import render_html
 from server.web.participants import CSP, Builder, ParticipantPages
 
 e = html.escape
+log = get_logger(component="classroom")
 
 
 def _signed(value: float) -> str:
@@ -59,6 +64,7 @@ class ClassroomPages:
         self.comparer = Builder(self.roster.folder, module="participants.compare")
         self.scrimmages = Scrimmages(self.roster)
         self.scrimmager = Builder(self.roster.folder, module="participants.scrimmage")
+        self._watcher: asyncio.Task[None] | None = None
 
     def routes(self) -> list[web.RouteDef]:
         return [
@@ -80,13 +86,31 @@ class ClassroomPages:
         ]
 
     def start(self) -> None:
-        """Continue the comparisons an earlier run left unfinished."""
+        """Continue the comparisons an earlier run left unfinished, and keep looking for one
+        that a player elsewhere left (its lease ran out: that process or machine stopped)."""
         if self.comparisons.pending():
             self.comparer.kick()
         if self.scrimmages.pending():
             self.scrimmager.kick()
+        self._watcher = asyncio.ensure_future(self._watch())
+
+    async def _watch(self) -> None:
+        """Every :data:`LEASE_S`, start this process's player for a job waiting that nobody holds
+        (on another web process, its player died with its lease): someone plays every job."""
+        while True:
+            await asyncio.sleep(LEASE_S)
+            for queue, player in ((self.comparisons, self.comparer), (self.scrimmages, self.scrimmager)):
+                try:
+                    if await asyncio.to_thread(queue.free_in) == 0 and not player.running:
+                        player.kick()
+                except RosterError as err:  # (the database away: looked at again later)
+                    log.warning("job_queue_not_read", kind=queue.KIND, error=str(err))
 
     async def close(self) -> None:
+        if self._watcher is not None:
+            self._watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watcher
         await self.comparer.close()
         await self.scrimmager.close()
 
@@ -289,7 +313,7 @@ class ClassroomPages:
         if game_id not in {g["game_id"] for g in job.results}:
             raise web.HTTPNotFound(text="no such page")
         try:
-            page = await self.pages._call(lambda: render_html(_own_errors(read_replay(self.scrimmages.replay_path(job, game_id)),
+            page = await self.pages._call(lambda: render_html(_own_errors(read_replay(self.scrimmages.replay_file(job, game_id)),
                                                                           name)))
         except (OSError, ValueError):
             raise web.HTTPNotFound(text="this game's replay is not kept") from None
@@ -393,7 +417,7 @@ class ClassroomPages:
         ratings = dict(await self.server._board_call(board.ratings)) if board is not None else {}
         said = ""
         try:
-            rubrics = await self.pages._call(read_rubrics, self.roster.folder)
+            rubrics = await self.pages._call(read_rubrics, self.roster)
         except RosterError as err:
             rubrics, said = [], str(err)
         table = await self.pages._call(rows, self.roster, games, standings, rubrics, ratings)

@@ -54,6 +54,7 @@ from participants.fairness import Pauses
 from participants.final import read_plan
 from participants.roster import (
     ORGANIZER,
+    PostgresRoster,
     QuotaError,
     Roster,
     RosterError,
@@ -167,6 +168,11 @@ class Builder:
         self.wanted = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._process: asyncio.subprocess.Process | None = None
+
+    @property
+    def running(self) -> bool:
+        """A run started and not yet over."""
+        return self._task is not None
 
     def kick(self) -> None:
         self.wanted.set()
@@ -415,7 +421,7 @@ class ParticipantPages:
         (per_hour, _), (per_day, _) = await self._call(upload_quota, self.roster)
         csrf = self._csrf(request)
         try:
-            plan = await self._call(read_plan, self.roster.folder)
+            plan = await self._call(read_plan, self.roster)
         except RosterError:  # (a final.toml being written: its own page says what is wrong)
             plan = None
         rows = []
@@ -501,8 +507,13 @@ class ParticipantPages:
         number = request.match_info["number"]
         version = await self._call(self.roster.version, name, int(number)) if number.isdigit() else None
         folder = (self.roster.folder / "validation").resolve()
-        path = (folder / str((version.validation if version else {}).get("replay", ""))).resolve()
-        if version is None or not path.is_file() or folder not in path.parents:
+        game = version.validation if version else {}
+        path = (folder / str(game.get("replay", ""))).resolve()
+        if version is None or folder not in path.parents:
+            raise web.HTTPNotFound(text="no such page")
+        if not path.is_file() and game.get("replay_sha256") and isinstance(self.roster, PostgresRoster):
+            await self._call(self.roster.fetch_kept, str(game["replay_sha256"]), path)  # (validated on another machine)
+        if not path.is_file():
             raise web.HTTPNotFound(text="no such page")
         page = await self._call(lambda: render_html(read_replay(path)))
         return web.Response(text=page, content_type="text/html", headers={"Content-Security-Policy": CSP})

@@ -1,37 +1,64 @@
 """A roster kept in PostgreSQL keeps its side tables there too (comparisons, scrimmages, the
-final's choices and publication, pauses): two folders of one roster, as two machines' web
-processes have, see the same ones; another roster's are kept apart."""
+final's plan, deadlines, snapshot, results and publication, pauses): two folders of one
+roster, as two machines' web processes have, see the same ones; another roster's are kept
+apart. A comparison waiting is played by one process, and taken over when it dies."""
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import psycopg
+import pytest
 
+from participants import tables
 from participants.compare import Comparisons
+from participants.dashboard import read_rubrics
 from participants.fairness import Pauses
 from participants.final import Final
-from participants.roster import PostgresRoster
+from participants.roster import PostgresRoster, Roster
 from participants.scrimmage import Scrimmages
-from participants.tables import schema_of
+from participants.tables import LEASE_S, LeaseLost, leased, schema_of
+from server.cli import main as craits
 from server.storage.postgres import PostgresStore
+from server.storage.replay.reader import read_replay
 from tests.participants.test_participants_web import Client
-from tests.participants.uploads import good_bot
+from tests.participants.uploads import RANDOM_BOT, good_bot
 from tests.tournaments.configs import builtin_tournament
 from tests.web.conftest import start_craits
 from tournaments.config import parse_config
 from tournaments.ladder import open_ladder
 
 
-def admitted_versions(roster: PostgresRoster, name: str, count: int) -> str:
-    """``name`` added with ``count`` admitted versions (their bot, a script that does nothing); their token."""
+def admitted_versions(roster: Roster, name: str, count: int) -> str:
+    """``name`` added with ``count`` admitted versions (the example random bot, built in this
+    roster folder only: another machine's fetches it from the database); their token."""
     token = roster.add(name)
     for i in range(count):
         version = roster.submit(name, good_bot(build="true" if i else None), f"bot{i}.zip")
         roster.version_dir(version).mkdir(parents=True, exist_ok=True)
-        (roster.version_dir(version) / "bot.py").write_text("pass\n")
+        (roster.version_dir(version) / "bot.py").write_text(RANDOM_BOT)
         roster.decide(version, "admitted", command=["python", "bot.py"])
     return token
+
+
+def replays(folder: Path, job: int) -> list[str]:
+    """The games of comparison ``job`` played from this roster folder (one replay each)."""
+    return sorted(p.name for p in (folder / "compare" / str(job)).glob("*.jsonl"))
+
+
+def wait_for(what: object, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not what():  # type: ignore[operator]
+        assert time.monotonic() < deadline, f"still waiting for {what}"
+        time.sleep(0.1)
 
 
 def test_two_folders_of_one_roster_in_postgresql_share_its_comparisons_and_final(tmp_path: Path, pg_url: str) -> None:
@@ -58,26 +85,187 @@ def test_two_folders_of_one_roster_in_postgresql_share_its_comparisons_and_final
     assert schemas == {schema_of("class"), schema_of("other-class")}
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def two_machines(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Roster, Roster]:
+    """The roster as two players see it: on SQLite one folder (one machine), on PostgreSQL two."""
+    if request.param == "sqlite":
+        roster = Roster.create(tmp_path / "class")
+        return roster, Roster(tmp_path / "class")
+    url = request.getfixturevalue("pg_url")
+    return (PostgresRoster.create_in(tmp_path / "here", url, "class"),
+            PostgresRoster.create_in(tmp_path / "there", url, "class"))
+
+
+def test_a_waiting_comparison_or_scrimmage_is_claimed_by_one_player_until_its_lease_runs_out(
+    two_machines: tuple[Roster, Roster]
+) -> None:
+    here, there = two_machines
+    admitted_versions(here, "alice", 2)
+    for queue, other in ((Comparisons(here), Comparisons(there)), (Scrimmages(here), Scrimmages(there))):
+        asked = (queue.ask("alice", 1, 2, games=4) if isinstance(queue, Comparisons)
+                 else queue.ask("alice", ["random"], 2))
+        now = time.time()
+        assert queue.claim("one", now) == asked.id
+        assert other.claim("two", now) is None  # (held: the other player waits)
+        assert other.free_in(now) == pytest.approx(LEASE_S)
+        queue.record(asked.id, "running", [], holder="one")
+        later = now + LEASE_S + 1  # (player one stopped renewing: it died, or its machine did)
+        assert other.claim("two", later) == asked.id
+        with pytest.raises(LeaseLost):  # (one, woken up, writes nothing over two's progress)
+            queue.record(asked.id, "running", [], holder="one")
+        assert not queue.renew(asked.id, "one") and other.renew(asked.id, "two")
+        other.record(asked.id, "done", [], holder="two")
+        assert queue.claim("one", later) is None and other.free_in() is None  # (done: nothing left to play)
+
+
+def test_a_player_whose_job_another_took_over_stops_playing_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Player one stalled past its lease (a machine suspended, say) and player two took the
+    comparison over: one's next renewal finds it gone and stops it, rather than play on."""
+    monkeypatch.setattr(tables, "LEASE_S", 0.3)
+    roster = Roster.create(tmp_path / "class")
+    admitted_versions(roster, "alice", 2)
+    queue = Comparisons(roster)
+    asked = queue.ask("alice", 1, 2)
+    assert queue.claim("one") == asked.id
+
+    async def play() -> None:
+        async with leased(queue, asked.id, "one"):
+            assert queue.claim("two", time.time() + 1) == asked.id  # (one's lease ran out meanwhile)
+            await asyncio.sleep(30)  # (one plays on, unaware)
+
+    started = time.monotonic()
+    with pytest.raises(LeaseLost):
+        asyncio.run(play())
+    assert time.monotonic() - started < 5
+
+
+def test_a_comparison_whose_player_is_killed_mid_play_is_finished_by_a_player_on_another_machine(
+    tmp_path: Path, pg_url: str
+) -> None:
+    here = PostgresRoster.create_in(tmp_path / "here", pg_url, "class")
+    there = PostgresRoster.create_in(tmp_path / "there", pg_url, "class")
+    admitted_versions(here, "alice", 2)
+    job = Comparisons(here).ask("alice", 1, 2, games=12, until_told=False, panel=("random",))  # (3 deals of 4 games)
+    env = {**os.environ, "CRAITS_LEASE_S": "2"}
+    player = [sys.executable, "-m", "participants.compare"]
+    first = subprocess.Popen([*player, str(here.folder)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: len(Comparisons(there).get(job.id).deals) >= 1, 120)  # type: ignore[union-attr]
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait(30)
+    kept = len(Comparisons(there).get(job.id).deals)  # type: ignore[union-attr]
+    assert kept < 3, "the first player finished before it was killed: nothing was taken over"
+    second = subprocess.run([*player, str(there.folder)], env=env, capture_output=True, text=True, timeout=180)
+    assert second.returncode == 0, second.stdout + second.stderr
+    done = Comparisons(here).get(job.id)
+    assert done is not None and done.status == "done" and len(done.deals) == 3, done
+    # the second player went on from the last whole deal, with the versions fetched from the database
+    assert replays(there.folder, job.id) == sorted(f"cmp{job.id}-d{d}-{side}-r{r}.jsonl" for d in range(kept + 1, 4)
+                                                  for side in "ab" for r in (1, 2))
+    assert {f"cmp{job.id}-d1-a-r1.jsonl"} <= set(replays(here.folder, job.id))
+    assert not (there.folder / "versions" / "alice").exists() and any((there.folder / "fetched").iterdir())
+
+
+def test_replays_of_a_scrimmage_and_a_validation_game_played_on_one_machine_are_kept_for_the_other(
+    tmp_path: Path, pg_url: str
+) -> None:
+    here = PostgresRoster.create_in(tmp_path / "here", pg_url, "class")
+    there = PostgresRoster.create_in(tmp_path / "there", pg_url, "class")
+    admitted_versions(here, "alice", 1)
+    here.add("bob")
+    here.submit("bob", good_bot(), "bot.zip")
+    job = Scrimmages(here).ask("alice", ["random"], 2)
+    for module in ("participants.scrimmage", "participants.admission"):
+        played = subprocess.run([sys.executable, "-m", module, str(here.folder)], capture_output=True, text=True,
+                                timeout=120)
+        assert played.returncode == 0, played.stdout + played.stderr
+    bob = there.version("bob", 1)
+    assert bob is not None and bob.status == "admitted", bob
+    validation = there.folder / "validation" / bob.validation["replay"]
+    assert there.fetch_kept(bob.validation["replay_sha256"], validation)
+    assert validation.read_bytes() == (here.folder / "validation" / bob.validation["replay"]).read_bytes()
+    done = Scrimmages(there).get(job.id)
+    assert done is not None and done.status == "done" and len(done.results) == 2
+    for game in done.results:
+        path = Scrimmages(there).replay_file(done, game["game_id"])
+        assert path.is_relative_to(there.folder)
+        assert path.read_bytes() == Scrimmages(here).replay_path(done, game["game_id"]).read_bytes()
+        assert read_replay(path).result is not None
+
+
+def test_the_finals_plan_deadline_snapshot_and_results_are_the_same_on_two_machines(
+    tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The organizer works on one machine ("here": final.toml, rubric.toml, craits final ...);
+    another machine's folder of the roster reads the same final, and may move its deadline too."""
+    here = PostgresRoster.create_in(tmp_path / "here", pg_url, "class")
+    there = PostgresRoster.create_in(tmp_path / "there", pg_url, "class")
+    for name in ("alice", "bob"):
+        admitted_versions(here, name, 1)
+    plan = here.folder / "final.toml"
+    plan.write_text('deadline = 2031-01-01T00:00:00Z\ngames_per_bot = 2\ntable_size = 2\n', encoding="utf-8")
+    (here.folder / "rubric.toml").write_text('[[rubric]]\nopponent = "house-random"\ngames = 5\n', encoding="utf-8")
+    assert read_rubrics(here.folder) == read_rubrics(there.folder) != []
+    assert craits(["final", "deadline", str(here.folder), "now"]) == 0
+    assert Final(there).past_deadline() and Final(there).plan() == Final(here).plan()
+    entries = Final(there).snapshot()  # (the first look, on the other machine, fixes the entrants)
+    assert entries is not None and [e.bot for e in entries] == ["alice.v1", "bob.v1"]
+    assert Final(here).snapshot() == entries
+    assert craits(["final", "run", str(here.folder)]) == 0
+    standings = Final(here).standings()
+    assert standings is not None and Final(there).standings() == standings
+    assert len(Final(there).games()) == 2 and Final(there).games() == Final(here)._games_played_here()
+    assert Final(there).results_for("alice") is None  # (not published)
+    assert craits(["final", "publish", str(here.folder)]) == 0
+    assert Final(there).results_for("alice") == standings
+    capsys.readouterr()
+    assert craits(["final", "show", str(there.folder)]) == 0
+    shown = capsys.readouterr().out
+    assert "in   alice.v1" in shown and "results: published" in shown
+    assert "the plan: final.toml (as stored in the roster's database on " in shown
+    # an older final.toml left on the other machine changes nothing; one edited there later is the plan everywhere
+    stale = there.folder / "final.toml"
+    stale.write_text('deadline = 2030-01-01T00:00:00Z\ngames_per_bot = 4\ntable_size = 2\n', encoding="utf-8")
+    os.utime(stale, (plan.stat().st_mtime - 60,) * 2)
+    assert Final(there).plan().games_per_bot == 2  # type: ignore[union-attr]
+    os.utime(stale, (plan.stat().st_mtime + 60,) * 2)
+    assert Final(there).plan().games_per_bot == 4 and Final(here).plan().games_per_bot == 4  # type: ignore[union-attr]
+    # reopened from the other machine: the entrants are set aside and the results hidden for both
+    assert craits(["final", "deadline", str(there.folder), "+1h", "--reopen"]) == 0
+    assert Final(here).snapshot() is None and not Final(here).published
+
+
 def test_two_craits_web_processes_on_one_postgresql_roster_show_the_comparison_asked_on_either(
     tmp_path: Path, pg_url: str
 ) -> None:
     """Two machines' web processes (each with its own folder of the roster) behind one address:
-    a participant asks for a comparison on one and finds it on the other."""
+    a comparison waiting when they start is played once, by one of them; a participant asks
+    for a comparison on one and finds it on the other; the deadline the organizer moves on
+    one machine is the one the other shows."""
     here = PostgresRoster.create_in(tmp_path / "here", pg_url, "class")
-    PostgresRoster.create_in(tmp_path / "there", pg_url, "class")
+    there = PostgresRoster.create_in(tmp_path / "there", pg_url, "class")
     token = admitted_versions(here, "alice", 2)
+    for version in here.versions("alice"):  # (built on both machines: either may play it)
+        shutil.copytree(here.version_dir(version), there.version_dir(version))
+    waiting = Comparisons(here).ask("alice", 1, 2, games=8, until_told=False, panel=("random",))  # (2 deals of 4 games)
     text = builtin_tournament("classladder", 3, 1, {"r1": "random", "r2": "random"}, table_size=2)
     config = parse_config(text, source=str(tmp_path / "ladder.toml"), base_dir=tmp_path)
     open_ladder(config, text, str(tmp_path / "ladder.toml"), tmp_path / "out",
                 store=PostgresStore(pg_url, "classladder")).close()
-    webs = [start_craits(["web", "classladder", "--store", pg_url, "--roster", str(tmp_path / folder), "--address",
-                          "127.0.0.1:0", "--log-dir", str(tmp_path / f"logs-{folder}")], tmp_path)
-            for folder in ("here", "there")]
+    with concurrent.futures.ThreadPoolExecutor(2) as starting:  # (at once: both find the comparison waiting)
+        webs = list(starting.map(lambda folder: start_craits(
+            ["web", "classladder", "--store", pg_url, "--roster", str(tmp_path / folder), "--address", "127.0.0.1:0",
+             "--log-dir", str(tmp_path / f"logs-{folder}")], tmp_path), ("here", "there")))
+    comparisons = Comparisons(here)
     try:
+        wait_for(lambda: comparisons.get(waiting.id).status == "done", 120)  # type: ignore[union-attr]
+        played = [replays(tmp_path / folder, waiting.id) for folder in ("here", "there")]
+        assert sorted(map(len, played)) == [0, 8], played  # (each game once, all by one web process's player)
         one, other = (Client(web.url) for web in webs)
         for client in (one, other):
             assert client.log_in(token)[0] == 303
-        status, _, headers = one.request("p/alice/compare", {"a": "1", "b": "2", "games": "4",
+        status, _, headers = one.request("p/alice/compare", {"a": "1", "b": "2", "games": "4", "against": "random",
                                                              "csrf": one.csrf("p/alice/compare")})
         assert status == 303, headers
         asked = headers["Location"]
@@ -85,6 +273,11 @@ def test_two_craits_web_processes_on_one_postgresql_roster_show_the_comparison_a
         assert status == 200 and "v2 against v1" in page, page
         status, page, _ = other.request("p/alice/compare")
         assert status == 200 and f'href="{asked}"' in page, page
+        (here.folder / "final.toml").write_text('deadline = 2031-01-01T00:00:00Z\n', encoding="utf-8")
+        assert craits(["final", "deadline", str(here.folder), "2031-02-03T04:05:06Z"]) == 0  # (the organizer, here)
+        status, page, _ = other.request("p/alice/final")
+        assert status == 200 and '<b id="deadline">2031-02-03 04:05:06 UTC</b>' in page, page
+        wait_for(lambda: not comparisons.pending(), 120)  # (no player outlives the test)
     finally:
         for web in webs:
             web.process.terminate()
