@@ -474,6 +474,16 @@ class Roster:
         self._unset("secret")
         return bytes.fromhex(path.read_text(encoding="ascii").strip())
 
+    def new_secret(self) -> bytes:
+        """A new key in :data:`KEY_FILE` (``craits roster rekey``): forms shown before it are
+        refused once (sessions are kept in the store and go on)."""
+        self.check_private()
+        fd, temp = tempfile_in(self.folder)
+        with os.fdopen(fd, "w", encoding="ascii") as out:
+            out.write(secrets.token_hex(32) + "\n")
+        os.replace(temp, self.folder / KEY_FILE)
+        return self.secret()
+
     def check_private(self) -> None:
         """Refuse (RosterError, with the ``chmod`` that fixes it) a roster that other users of this
         machine can read: its folder, database, signing key and store file must be this user's
@@ -679,6 +689,14 @@ def private_file(path: Path) -> None:
     """``path`` made empty and 0600 if it is not there (before SQLite makes it with the umask's mode)."""
     with contextlib.suppress(FileExistsError):
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+
+
+KEY_FINGERPRINT = "session_key_sha256"
+"""The setting that holds the SHA-256 of a PostgreSQL roster's session key (never the key)."""
+
+
+def _key_fingerprint(key: bytes) -> str:
+    return hashlib.sha256(b"craits session key|" + key).hexdigest()
 
 
 def tempfile_in(folder: Path) -> tuple[int, str]:
@@ -898,6 +916,30 @@ class PostgresRoster(Roster):
         with self._db() as conn:
             conn.execute("UPDATE craits_roster_logins SET count = GREATEST(count - 1, 0) WHERE roster = %s AND "
                          "address = %s", (self.name, address))
+
+    def secret(self) -> bytes:
+        """This folder's key, which every web process of the roster must share (each refuses the
+        forms another signed): the first key's fingerprint is kept in the database, and a folder
+        with another key is refused when its server starts, saying what to copy, instead of its
+        forms being refused one by one behind a load balancer."""
+        key = super().secret()
+        fingerprint = _key_fingerprint(key)
+        with self._db() as conn:
+            conn.execute("INSERT INTO craits_roster_settings (roster, key, value) VALUES (%s, %s, %s)"
+                         " ON CONFLICT (roster, key) DO NOTHING", (self.name, KEY_FINGERPRINT, fingerprint))
+            row = conn.execute("SELECT value FROM craits_roster_settings WHERE roster = %s AND key = %s",
+                               (self.name, KEY_FINGERPRINT)).fetchone()
+        if row is not None and row[0] != fingerprint:
+            raise RosterError(
+                f"{self.folder / KEY_FILE}: not the key the roster's other web processes sign their forms with "
+                f"(each would refuse the other's forms): copy {KEY_FILE} from the folder of a machine that serves "
+                f"the roster's pages (chmod 600), or give them all a new one: `craits roster rekey {self.folder}` "
+                f"here, then copy its {KEY_FILE} to the other folders")
+        return key
+
+    def new_secret(self) -> bytes:
+        self._unset(KEY_FINGERPRINT)  # (this folder's new key becomes the one the others must copy)
+        return super().new_secret()
 
     def _get(self, key: str) -> str | None:
         with self._db() as conn:

@@ -41,7 +41,7 @@ from participants.admission import (
     roster_limits,
     upload_quota,
 )
-from participants.roster import ORGANIZER, Roster
+from participants.roster import KEY_FILE, ORGANIZER, PostgresRoster, Roster
 from participants.unpack import Bounds, UploadError, check_manifest
 from server.errors import UserError
 from server.storage.postgres import is_store_url, redact
@@ -105,6 +105,8 @@ def register_cli(subparsers: Any) -> None:
                         "default moves is admitted with a warning (the default) or refused")
     action("organizer", "make a new organizer token (the previous one stops working)", _organizer, who=False,
            tokens=True)
+    action("rekey", "give the web pages' forms a new signing key (session.key; on PostgreSQL, then copy it to "
+           "the roster's other folders)", _rekey, who=False)
 
     submit = subparsers.add_parser(
         "submit", help="submit your bot to a ladder's server: craits submit PATH --server URL",
@@ -264,6 +266,16 @@ def _set(args: argparse.Namespace) -> int:
 
 def _organizer(args: argparse.Namespace) -> int:
     _hand_out(args, [(ORGANIZER, Roster(args.roster).organizer_token())])
+    return 0
+
+
+def _rekey(args: argparse.Namespace) -> int:
+    roster = Roster(args.roster)
+    roster.new_secret()
+    others = ("; copy it (chmod 600) into the roster's folder on every other machine that serves its pages"
+              if isinstance(roster, PostgresRoster) else "")
+    print(f"{roster.folder / KEY_FILE}: a new key; forms open in browsers are refused once (sessions go on), "
+          f"restart the web processes{others}")
     return 0
 
 

@@ -69,6 +69,27 @@ def test_a_roster_in_postgresql_adds_checks_revokes_and_numbers_versions_never_o
     assert roster.authenticate(renewed) == "alice" and roster.authenticate(token) is None
 
 
+def test_two_machines_folders_of_one_roster_must_share_the_forms_key_and_rekey_says_what_to_copy(
+    tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Behind a load balancer each web process refuses the forms another signed: a folder with a
+    key of its own is refused at start, not form by form; `roster rekey` makes the one to copy."""
+    here = PostgresRoster.create_in(tmp_path / "here", pg_url, "keyed")
+    there = PostgresRoster.create_in(tmp_path / "there", pg_url, "keyed")
+    key = here.secret()
+    with pytest.raises(RosterError, match=r"there/session.key: not the key the roster's other web processes sign"):
+        there.secret()
+    (tmp_path / "there" / "session.key").write_bytes((tmp_path / "here" / "session.key").read_bytes())
+    assert there.secret() == key
+    code, out, err = run_cli(capsys, "roster", "rekey", str(tmp_path / "there"))
+    assert code == 0 and "a new key" in out and "copy it (chmod 600)" in out, err
+    assert there.secret() != key and oct((tmp_path / "there" / "session.key").stat().st_mode & 0o777) == "0o600"
+    with pytest.raises(RosterError, match="craits roster rekey"):
+        here.secret()
+    with psycopg.connect(pg_url) as conn:
+        assert there.secret().hex() not in repr(conn.execute("SELECT * FROM craits_roster_settings").fetchall())
+
+
 def test_a_ladder_on_postgresql_refuses_a_roster_kept_in_sqlite_and_says_how(
     tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

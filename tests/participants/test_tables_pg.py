@@ -248,6 +248,8 @@ def test_two_craits_web_processes_on_one_postgresql_roster_show_the_comparison_a
     token = admitted_versions(here, "alice", 2)
     for version in here.versions("alice"):  # (built on both machines: either may play it)
         shutil.copytree(here.version_dir(version), there.version_dir(version))
+    here.secret()  # (the forms' key, made here and copied as docs/operators.md says: each signs what the other checks)
+    shutil.copy2(here.folder / "session.key", there.folder / "session.key")
     waiting = Comparisons(here).ask("alice", 1, 2, games=8, until_told=False, panel=("random",))  # (2 deals of 4 games)
     text = builtin_tournament("classladder", 3, 1, {"r1": "random", "r2": "random"}, table_size=2)
     config = parse_config(text, source=str(tmp_path / "ladder.toml"), base_dir=tmp_path)
