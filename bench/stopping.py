@@ -29,19 +29,21 @@ card it values least), so that eight steps of noise span a clear range of streng
    **The oracle**: the same tables ordered by average placing, with no interval, repeated with
    the model: the fewest games from which its order is wrong (two bots whose chance to place
    above each other is more than ``tie_within`` from 1/2, the wrong way round; all neighbours
-   here are, at the default 0.05, as they were on the pair figure's scale at 0.025) at most as often as the adaptive
-   one's was (floored at one repetition's worth), and at most 1 - confidence. It is the
+   here are, at the default 0.05, as they were on the pair figure's scale at 0.025) at most as
+   often as the adaptive one's was (floored at one repetition's worth), and at most
+   1 - confidence. It is the
    comparison this bench made first; it needs the strengths to pick its length, cannot tell
    when it is right, and moves with the number of repetitions (the floor), so it is reported,
    not the ratio. **What that definition does** (issue 37 measured it; the bench prints the
-   oracle at each level): the oracle needs 640 games to be wrong at most 5% of the time (the
-   promise), 1,000 at 1%, 1,360-1,400 at 1/400, 1,960 at 1/1,000. A rule with a joint 95%
-   promise over every pair is wrong far less often than 5% on this field (0 of 400), so the
+   oracle at each level): the oracle needs 640-680 games to be wrong at most 5% of the time
+   (the promise), 1,000-1,080 at 1%, 1,360-1,400 at 1/400, about 1,760 at 1/1,000. A rule
+   with a joint 95% promise over every pair is wrong far less often than 5% on this field (0 of 400), so the
    oracle is held to the floor 1/reps and grows with the repetitions, not with the rule (the
-   same adaptive runs: oracle_ratio 0.77 at 400 repetitions, about 1.08 at 1,000). Issue 37's
-   "1,400 -> 700" is the oracle at 400 repetitions; held to the promise's 5% it is 640, and
-   half of that is below the ~500 games the issue gives as the floor of any rule wrong at most
-   5%. The definition and the last line are kept as they were, to compare with earlier runs.
+   same adaptive runs: oracle_ratio 0.77 at 400 repetitions, about 0.97 at 1,000). Issue 37's
+   "1,400 -> 700" is the oracle at 400 repetitions; held to the promise's 5% it is 640-680,
+   and 1.5 times fewer (427-453) is below the ~500 games the issue gives as the floor of any
+   rule wrong at most 5%. The definition and the last line are kept as they were, to compare
+   with earlier runs.
 4. **What the promise costs** (model): the same adaptive runs with every pair's intervals alone
    at ``confidence`` (a what-if, no joint promise: the order is then right with no stated
    confidence), and a floor for any bets and seating on this pair figure (:func:`floor_games`).
