@@ -6,7 +6,8 @@ standings, the board and the adaptive schedule read), its placings drawn from a 
 model whose true figures are known exactly (its choice axiom: a bot places above another with
 chance ``w_a / (w_a + w_b)`` whoever else sits at the table, so a bot's expected fraction of
 tablemates beaten, and a pair's figure, are sums over the tables the schedule draws from).
-A run **misses** if any interval shown (the bots' and the pairs', all together) ever excluded
+A run **misses** if any interval shown (the bots', the pairs' and the pairs' head-to-head, which
+the tie reads, all together) ever excluded
 its true figure, at any deal. (An interval only narrows: a value it excludes stays excluded
 while its field lasts. So a run is checked at the end of each field, just before a newcomer
 restarts it, and at its end: the same as checking after every deal, for less.) The promise:
@@ -75,6 +76,7 @@ class Truth:
                 pair.setdefault((a, b), []).append((1 + f[a] - f[b]) / 2)
         self.bot = {b: sum(v) / len(v) for b, v in beaten.items()}
         self.pair = {p: sum(v) / len(v) for p, v in pair.items()}
+        self.above = above  # (the head-to-head, which the tie verdict reads: the same at every table)
 
 
 def pl_rotations(seating: Sequence[str], w: dict[str, float], rng: random.Random) -> list[dict[str, int]]:
@@ -103,6 +105,9 @@ def missed(rankings: Rankings, truth: Truth) -> bool:
     for a, b in itertools.combinations(rankings.bots, 2):
         i = rankings.pair_interval(a, b)
         if i.units and (a, b) in truth.pair and not i.low < truth.pair[a, b] < i.high:
+            return True
+        h = rankings.tie_interval(a, b)
+        if h.units and (a, b) in truth.above and not h.low < truth.above[a, b] < h.high:
             return True
     return False
 

@@ -20,13 +20,17 @@ continuously and stopped on. This module keeps one per bot and one per pair of b
   function of it (placing = 1 + (table size - 1) x (1 - figure) without ties).
 * **A pair's figure** per table they share: (1 + the first's figure - the second's) / 2,
   averaged over the deal's tables they shared. Above 1/2 for certain means the first did
-  better on the very same cards and tables, so it is the one the stopping rules read. It
-  reads how each did against the other *and* against their tablemates there, so its size
+  better on the very same cards and tables, so it is the one the ahead/behind verdicts read.
+  It reads how each did against the other *and* against their tablemates there, so its size
   (not its side, where one bot does at least as well as the other against everyone) depends
-  on who the schedule seated with them: docs/rankings.md. (The fraction of
-  rotations in which one placed above the other, ``pair_statistic = "above"``, uses one of
-  the table's comparisons where this uses all those of the two: ``bench/stopping.py`` needed
-  more games with it.)
+  on who the schedule seated with them: docs/rankings.md. (Its head-to-head alone,
+  ``pair_statistic = "above"``, uses one of the table's comparisons where this uses all those
+  of the two: ``bench/stopping.py`` needed 4-8% more games with it.)
+* **A pair's head-to-head** per deal: the fraction of the games they shared in which the first
+  placed above the second (a tie counts half). The **tie** verdict reads its own interval of
+  it: how often each places above the other is a property of the two (in a Plackett-Luce
+  world exactly; in any game, whoever else sits there only through how they change the two's
+  play against each other), so "tied" does not depend on who the schedule seated with them.
 * **The interval** is the hedged-capital betting confidence sequence of Waudby-Smith & Ramdas
   ("Estimating means of bounded random variables by betting", JRSS B 2023, Theorem 3): one
   bettor for and one against each candidate mean, a candidate excluded for good once a bettor
@@ -37,17 +41,18 @@ continuously and stopped on. This module keeps one per bot and one per pair of b
   the same paper (Theorem 2, :class:`ConfidenceSequence`). The version comparison and the
   rubrics of ``participants`` read it too, betting against 0.
 * **Many at once**: one budget, 1 - confidence, shared (Bonferroni) by every interval: the
-  bots' together take ``BOT_SHARE`` of it, the pairs' the rest (at 95% with 8 bots, each bot's
-  interval at 1 - 0.005/8, each pair's at 1 - 0.045/28; a ``pair:A,B`` stop gives that pair
-  ``FOCUS_SHARE`` of the pairs' share). So *all* the intervals hold together, at every moment,
+  bots' together take ``BOT_SHARE`` of it, the pairs' head-to-head intervals ``TIE_SHARE``,
+  the pairs' figures the rest (at 95% with 8 bots, each bot's interval at 1 - 0.0025/8, each
+  pair's at 1 - 0.045/28 and its head-to-head at 1 - 0.0025/28; a ``pair:A,B`` stop gives that
+  pair ``FOCUS_SHARE`` of the pairs' shares). So *all* the intervals hold together, at every moment,
   with probability at least 95%, and any order read off them (any stopping rule) is wrong
   with probability at most 5%. A ladder's field grows: each new field (a bot's first deal
   starts one) restarts the sequences and spends the next term of a series that sums to the
   budget (:class:`Rankings`).
 
-A pair's **verdict**: ``ahead``/``behind`` when its interval excludes 1/2; ``tied`` when
-it lies within 1/2 +- ``tie_within`` (the two differ by less than that, for certain);
-``open`` otherwise.
+A pair's **verdict**: ``ahead``/``behind`` when its figure's interval excludes 1/2; ``tied``
+when its head-to-head interval lies within 1/2 +- ``tie_within`` (each places above the other
+between 45% and 55% of the time, for certain, at the default 0.05); ``open`` otherwise.
 """
 
 from __future__ import annotations
@@ -61,9 +66,9 @@ from dataclasses import dataclass
 from typing import Any
 
 CONFIDENCE = 0.95
-TIE_WITHIN = 0.025
-"""Default margin of the tie verdict: a pair figure within 0.475..0.525, i.e. their fractions of
-tablemates beaten within 0.05 of each other (0.15 of a place at tables of four)."""
+TIE_WITHIN = 0.05
+"""Default margin of the tie verdict, on the head-to-head scale: each placed above the other in
+45% to 55% of the games they shared (the neighbours of ``bench/stopping.py`` are 56% to 62%)."""
 LABEL = "valid at any time"
 _LAMBDA_CAP = 0.5
 """The bet's cap (the paper's c = 1/2, a usual choice)."""
@@ -118,6 +123,9 @@ class ConfidenceSequence:
 _GRID = 100
 """The betting sequence's candidate means: k/100 (its interval is exact to 1/100 on each side,
 rounded outwards), and the points a verdict reads."""
+_TIE_GRID = 20
+"""A head-to-head interval's candidates: k/20 and the tie's 1/2 +- tie_within (the tie reads only
+those; a fifth of the work of the pairs' grid, and the interval it shows exact to 0.05)."""
 _BET_CAP = 0.75
 """The betting sequence's cap: a bet against mean m risks at most 3/4 of the capital (the paper's c)."""
 
@@ -133,7 +141,8 @@ class BettingSequence:
 
     ``low``/``high`` are the largest excluded candidate below and the smallest above (the true
     mean lies strictly between them, with probability ``1 - alpha`` at every moment at once);
-    ``points``: candidates to track exactly besides the grid (a verdict's 1/2 +- tie_within);
+    ``points``: candidates to track exactly besides the grid of k/``grid`` (a verdict's 1/2 +-
+    tie_within);
     ``centre``: the value a verdict compares the mean with (1/2). Each bettor then splits its
     capital in a **mixture of two bets** (a mixture of martingales is one): ``_FAST`` of it on a
     bet at least Kelly's against the centre, estimated from the earlier values (the bench
@@ -148,7 +157,8 @@ class BettingSequence:
 
     __slots__ = ("_down", "_log", "_mu", "_points", "_sq", "_up", "alpha", "centre", "high", "low", "n", "total")
 
-    def __init__(self, alpha: float, points: Sequence[float] = (), centre: float | None = None) -> None:
+    def __init__(self, alpha: float, points: Sequence[float] = (), centre: float | None = None,
+                 grid: int = _GRID) -> None:
         if not 0 < alpha < 1:
             raise ValueError(f"alpha must be between 0 and 1, got {alpha}")
         self.alpha = alpha
@@ -158,7 +168,7 @@ class BettingSequence:
         self.total = 0.0
         self._mu = 0.5
         self._sq = 0.25
-        self._points = sorted({k / _GRID for k in range(1, _GRID)} | {p for p in points if 0 < p < 1})
+        self._points = sorted({k / grid for k in range(1, grid)} | {p for p in points if 0 < p < 1})
         # log capital of the bettor on "above m" and on "below m": one list per bet of the mixture
         bets = 1 if centre is None else 2
         self._up = [[0.0] * len(self._points) for _ in range(bets)]
@@ -270,7 +280,8 @@ class Neighbour:
     (the order puts a decided pair the right way round)."""
     interval: Interval
     """Of their pair figure: above 1/2, upper did better on the tables the two shared (it also
-    reads how each did against the tablemates there: docs/rankings.md)."""
+    reads how each did against the tablemates there: docs/rankings.md). A tie reads their
+    head-to-head instead (:meth:`Rankings.tie_interval`)."""
 
     @property
     def settled(self) -> bool:
@@ -278,7 +289,8 @@ class Neighbour:
 
 
 PAIR_STATISTICS = ("beaten", "above")
-INTERVALS: dict[str, Any] = {"betting": BettingSequence, "eb": lambda alpha, points=(), centre=None: ConfidenceSequence(alpha)}
+INTERVALS: dict[str, Any] = {"betting": BettingSequence,
+                             "eb": lambda alpha, points=(), centre=None, grid=0: ConfidenceSequence(alpha)}
 """The rankings' intervals: the betting sequence (used), or the empirical-Bernstein one it
 replaced (``bench/stopping.py --interval eb`` measures both)."""
 
@@ -307,12 +319,19 @@ def unit_figures(rotations: Sequence[Mapping[str, int]], pair_statistic: str = "
     return figures, {(a, b): (1 + figures[a] - figures[b]) / 2 for a, b in above}
 
 
-BOT_SHARE = 0.1
-"""The share of the error budget (1 - confidence) the bots' own intervals take together; the
-pairs, which the verdicts and the stopping rules read, take the rest (0.2 took 2.5% more games
-in ``bench/stopping.py``)."""
+BOT_SHARE = 0.05
+"""The share of the error budget (1 - confidence) the bots' own intervals take together (no
+verdict reads them: they are shown)."""
+TIE_SHARE = 0.05
+"""The share the pairs' head-to-head intervals take together (the tie verdict reads them, when
+``tie_within`` is not 0 and the pair's figure is "beaten"; else the bots' share is theirs). The
+pairs' figure intervals, which the ahead/behind verdicts and so the stopping rules read, take
+the rest, 90% as before the tie read the head-to-head: taken from them instead, a tenth of a
+pair's share cost 4.8% more games in ``bench/stopping.py`` (a fifth of the budget for the bots
+had cost 2.5%)."""
 FOCUS_SHARE = 0.75
-"""With ``stop = "pair:A,B"``: the share of the pairs' budget that pair takes (the others share the rest)."""
+"""With ``stop = "pair:A,B"``: the share of the pairs' budget (figure and head-to-head alike)
+that pair takes (the others share the rest)."""
 
 
 def _series(k: int) -> float:
@@ -326,9 +345,10 @@ class Rankings:
     docstring), and the order and verdicts read off them.
 
     ``confidence`` is the one declared level of *all* the intervals together: the bots share
-    ``BOT_SHARE`` of the error 1 - confidence equally, the pairs the rest (``focus``, the pair of
-    ``stop = "pair:A,B"``, takes ``FOCUS_SHARE`` of the pairs'). So every interval shown holds
-    at every moment together with probability at least ``confidence``.
+    ``BOT_SHARE`` of the error 1 - confidence equally, the pairs' head-to-head intervals
+    ``TIE_SHARE``, the pairs' figures the rest (``focus``, the pair of ``stop = "pair:A,B"``,
+    takes ``FOCUS_SHARE`` of the pairs'). So every interval shown holds at every moment
+    together with probability at least ``confidence``.
 
     ``open_field`` (a ladder: bots come in as the ladder runs) restarts every sequence when a
     bot plays its first deal: the field changed, and with it every bot's figure against it
@@ -353,6 +373,8 @@ class Rankings:
         self._sequence = INTERVALS[interval]
         self._index = {b: i for i, b in enumerate(self.bots)}
         self._verdict_points = (0.5 - tie_within, 0.5, 0.5 + tie_within)
+        self._head_to_head = tie_within > 0 and pair_statistic == "beaten"
+        """Ties read each pair's head-to-head interval, its own sequence (see :meth:`verdict`)."""
         self._units = 0
         self.fields_shown = 0
         """Open field: the fields that have shown intervals (this one included once it shows)."""
@@ -377,16 +399,21 @@ class Rankings:
         n = max(bots, 1)
         pairs = max(n * (n - 1) // 2, 1)
         self.field_alpha = alpha
-        self.bot_alpha = alpha * BOT_SHARE / n
+        tie = TIE_SHARE if self._head_to_head else 0.0
+        self.bot_alpha = alpha * (BOT_SHARE + TIE_SHARE - tie) / n
+        figure = 1 - BOT_SHARE - TIE_SHARE
         if self.focus is not None:
-            self.focus_alpha = alpha * (1 - BOT_SHARE) * FOCUS_SHARE
-            self.pair_alpha = alpha * (1 - BOT_SHARE) * (1 - FOCUS_SHARE) / max(pairs - 1, 1)
+            self.focus_alpha, self.focus_tie_alpha = alpha * figure * FOCUS_SHARE, alpha * tie * FOCUS_SHARE
+            rest = (1 - FOCUS_SHARE) / max(pairs - 1, 1)
+            self.pair_alpha, self.tie_alpha = alpha * figure * rest, alpha * tie * rest
         else:
-            self.focus_alpha = self.pair_alpha = alpha * (1 - BOT_SHARE) / pairs
+            self.focus_alpha = self.pair_alpha = alpha * figure / pairs
+            self.focus_tie_alpha = self.tie_alpha = alpha * tie / pairs
         self._units = 0
         self.shown = not self.open_field
         self._bot = {b: self._sequence(self.bot_alpha) for b in self.bots}
         self._pair: dict[tuple[str, str], BettingSequence | ConfidenceSequence] = {}
+        self._tie: dict[tuple[str, str], BettingSequence | ConfidenceSequence] = {}
 
     @property
     def units(self) -> int:
@@ -456,16 +483,21 @@ class Rankings:
         tables of the deal, a pair's over the tables the two shared."""
         bots: dict[str, list[float]] = {}
         pairs: dict[tuple[str, str], list[float]] = {}
+        heads: dict[tuple[str, str], list[float]] = {}
         for rotations in tables:
             kept = [{b: p for b, p in r.items() if b in self._index} for r in rotations]
             if not kept or len(kept[0]) < 2:
                 continue
-            beaten, above = unit_figures(kept, self.pair_statistic)
+            beaten, figures = unit_figures(kept, self.pair_statistic)
             for bot, x in beaten.items():
                 bots.setdefault(bot, []).append(x)
-            for (a, b), x in above.items():
+            for (a, b), x in figures.items():
                 key, flipped = self._key(a, b)
                 pairs.setdefault(key, []).append(1.0 - x if flipped else x)
+            if self._head_to_head:
+                for (a, b), x in unit_figures(kept, "above")[1].items():
+                    key, flipped = self._key(a, b)
+                    heads.setdefault(key, []).append(1.0 - x if flipped else x)
         if not bots:
             return
         if self.open_field and not bots.keys() <= self._seen:
@@ -480,6 +512,13 @@ class Rankings:
                 alpha = self.focus_alpha if self.focus is not None and frozenset(key) == self.focus else self.pair_alpha
                 sequence = self._pair[key] = self._sequence(alpha, self._verdict_points, 0.5)
             sequence.add(sum(xs) / len(xs))
+        for key, xs in heads.items():
+            sequence = self._tie.get(key)
+            if sequence is None:
+                alpha = (self.focus_tie_alpha if self.focus is not None and frozenset(key) == self.focus
+                         else self.tie_alpha)
+                sequence = self._tie[key] = self._sequence(alpha, self._verdict_points, grid=_TIE_GRID)
+            sequence.add(sum(xs) / len(xs))
         if not self.shown and self._units >= len(self._seen):
             self.shown = True
             self.fields_shown += 1
@@ -493,6 +532,7 @@ class Rankings:
             view = copy.copy(self)
             view._bot = {b: s.copy() for b, s in self._bot.items()}
             view._pair = {k: s.copy() for k, s in self._pair.items()}
+            view._tie = {k: s.copy() for k, s in self._tie.items()}
             view._seen = set(self._seen)
             view._closed = set(self._closed)
             view._open_tables = dict(self._open_tables)
@@ -521,7 +561,25 @@ class Rankings:
             return Interval(None if s.mean is None else 1 - s.mean, 1 - high, 1 - low, s.n)
         return Interval(s.mean, low, high, s.n)
 
+    def tie_interval(self, a: str, b: str) -> Interval:
+        """The interval the tie verdict reads: of the fraction of the games they shared in which
+        ``a`` placed above ``b`` (a tie counts half), a property of the two bots whoever sat with
+        them; the pair's own interval where its figure is that already."""
+        if not self._head_to_head:
+            return self.pair_interval(a, b)
+        r = self._read()
+        key, flipped = self._key(a, b)
+        s = r._tie.get(key)
+        if s is None:
+            return Interval(None, 0.0, 1.0, 0)
+        low, high = (s.low, s.high) if r.shown else (0.0, 1.0)
+        if flipped:
+            return Interval(None if s.mean is None else 1 - s.mean, 1 - high, 1 - low, s.n)
+        return Interval(s.mean, low, high, s.n)
+
     def verdict(self, a: str, b: str) -> str:
+        """``ahead``/``behind`` from the pair's interval; ``tied`` from the head-to-head one
+        (:meth:`tie_interval`), so a tie does not depend on who the schedule seated with them."""
         i = self.pair_interval(a, b)  # (its ends are excluded: see BettingSequence)
         if i.drifted:
             return OPEN
@@ -529,7 +587,8 @@ class Rankings:
             return AHEAD
         if i.high <= 0.5 and i.units:
             return BEHIND
-        if i.units and i.low >= 0.5 - self.tie_within and i.high <= 0.5 + self.tie_within:
+        h = self.tie_interval(a, b)
+        if h.units and not h.drifted and h.low >= 0.5 - self.tie_within and h.high <= 0.5 + self.tie_within:
             return TIED
         return OPEN
 
@@ -579,15 +638,21 @@ class Rankings:
                          "one deal combined); per pair: " + ("fraction of shared rotations placed above the other"
                                                              if self.pair_statistic == "above" else
                                                              "(1 + the difference of their fractions beaten) / 2, "
-                                                             "per deal they shared"),
+                                                             "per deal they shared"
+                                                             + ("; ties read the fraction of shared games placed "
+                                                                "above the other" if self._head_to_head else "")),
             "correction": (f"one budget of {1 - self.confidence:.3g} split (Bonferroni): "
                            + (f"this field's share {r.field_alpha:.3g} (6/(pi^2 e^2) of it, e = "
                               f"{r.fields_shown if r.shown else r.fields_shown + 1}); " if self.open_field else "")
                            + f"each bot's interval at {1 - r.bot_alpha:.6g}, each pair's at "
-                           f"{1 - r.pair_alpha:.6g}{focus}"),
+                           f"{1 - r.pair_alpha:.6g}{focus}"
+                           + (f" (and its head-to-head interval, for ties, at {1 - r.tie_alpha:.6g})"
+                              if self._head_to_head else "")),
             "neighbours": [
                 {"upper": n.upper, "lower": n.lower, "verdict": n.verdict, "settled": n.settled,
                  "low": round(n.interval.low, 6), "high": round(n.interval.high, 6), "units": n.interval.units}
+                | ({"head_to_head": [round(h.low, 6), round(h.high, 6)]}
+                   if self._head_to_head and (h := self.tie_interval(n.upper, n.lower)).units else {})
                 | ({"drifted": True} if n.interval.drifted else {})
                 for n in self.neighbours()
             ],
@@ -675,7 +740,8 @@ class StopRule:
             i = rankings.pair_interval(a, b)
             need = min(max(0.5 - i.low, 0.0), max(i.high - 0.5, 0.0))
             if tie > 0:
-                need = min(need, max(0.5 - tie - i.low, i.high - 0.5 - tie, 0.0))
+                h = rankings.tie_interval(a, b)
+                need = min(need, max(0.5 - tie - h.low, h.high - 0.5 - tie, 0.0))
             out[a, b] = need
         return out
 

@@ -184,8 +184,8 @@ class TournamentConfig:
     max_games: int = 0
     """An adaptive schedule's cap (0 for the fixed schedules)."""
     tie_within: float = TIE_WITHIN
-    """Two bots whose pair figure (``tournaments.anytime``) is within 1/2 +- this, for certain,
-    are "tied within" it: a settled verdict."""
+    """Two bots each placed above the other in 1/2 +- this of the games they shared, for
+    certain (their head-to-head, ``tournaments.anytime``), are "tied within" it: a settled verdict."""
     store: str | None = None
     """A PostgreSQL URL (``postgresql://...``) to keep the results in, and queue the games
     for workers; None: SQLite in the output folder."""

@@ -323,7 +323,7 @@ def format_anytime(anytime: dict[str, Any]) -> list[str]:
     order = anytime["neighbours"][0]["upper"] + "".join(signs[n["verdict"]] + n["lower"] for n in anytime["neighbours"])
     lines = ["", *textwrap.wrap(f"order {LABEL} ({anytime['confidence']:.0%}, {anytime['units']} deals): {order}",
                                 width=110, subsequent_indent="  ", break_on_hyphens=False),
-             f"  > settled, = tied within {anytime['tie_within']:g}, ? not settled yet; beaten: fraction of "
+             f"  > settled, = tied within {anytime['tie_within']:g} head to head, ? not settled yet; beaten: fraction of "
              f"tablemates beaten per deal,",
              f"  its interval {LABEL}"]
     if anytime.get("level"):

@@ -220,7 +220,7 @@ def test_a_file_with_a_bad_stopping_rule_is_refused_naming_the_key(extra: str, m
 
 def test_an_adaptive_file_takes_its_defaults() -> None:
     config = parse_config(adaptive_file('schedule = "adaptive"\n'))
-    assert (config.stop, config.confidence, config.max_games, config.tie_within) == ("settled", 0.95, 20_000, 0.025)
+    assert (config.stop, config.confidence, config.max_games, config.tie_within) == ("settled", 0.95, 20_000, 0.05)
 
 
 # ------------------------------------------------------------------ the promise under the schedules people run
@@ -312,6 +312,10 @@ def test_every_interval_shown_holds_together_at_the_stated_confidence() -> None:
         alphas += [rankings._pair[p].alpha if p in rankings._pair else
                    (rankings.focus_alpha if focus and set(p) == set(focus) else rankings.pair_alpha)
                    for p in itertools.combinations(bots, 2)]
+        alphas += [rankings._tie[p].alpha if p in rankings._tie else
+                   (rankings.focus_tie_alpha if focus and set(p) == set(focus) else rankings.tie_alpha)
+                   for p in itertools.combinations(bots, 2)]
+        assert rankings._tie and rankings.tie_alpha > 0  # (the ties' own intervals are in the budget)
         assert sum(alphas) <= 0.05 + 1e-12
         assert "95%" in rankings.to_dict()["level"]
 
@@ -327,7 +331,8 @@ def test_a_ladder_that_grows_never_spends_past_its_budget() -> None:
     for newcomer in ["n1", "n2", "n3", "n4", *(f"m{i}" for i in range(20))]:
         plackett_luce_units(rankings, dict.fromkeys(rankings.bots, 1.0), 60, rng, table=4)
         in_field = len(rankings._seen)
-        assert in_field * rankings.bot_alpha + sum(s.alpha for s in rankings._pair.values()) <= \
+        assert in_field * rankings.bot_alpha + sum(s.alpha for s in [*rankings._pair.values(),
+                                                                     *rankings._tie.values()]) <= \
             rankings.field_alpha + 1e-12
         spent.append(rankings.spent())
         rankings.add_bot(newcomer)
@@ -360,3 +365,36 @@ def test_a_ladder_shows_no_verdict_that_the_deals_since_its_field_changed_contra
         plackett_luce_units(rankings, {"a": 1.0, "b": 4.0, "c": 1.0, "c2": 1.0}, 1, rng)
         assert rankings.verdict("a", "b") != AHEAD, deal
     assert rankings.verdict("b", "a") == AHEAD
+
+
+def test_a_tie_reads_how_often_each_placed_above_the_other_whoever_sat_with_them() -> None:
+    """A pair's figure reads how each did against its tablemates too (issue 37, point 6), so a tie
+    on it would depend on the schedule. Here a and b place above each other equally often; with
+    tablemates a always beats and b only half the time, a did better on those tables (ahead, a
+    true statement);
+    with tablemates both beat, the figure is 1/2. The tie verdict reads the head-to-head, 1/2 in
+    both schedules: even within 0.05 in both, tied where the figure does not tell them apart."""
+    mates = {"between": ("x", "y"), "below": ("u", "v")}
+    readings = {}
+    for schedule, (m1, m2) in mates.items():
+        rankings = Rankings(["a", "b", "x", "y", "u", "v"], tie_within=0.05)
+        for _ in range(120):
+            rotations = []
+            for r in range(4):
+                first, second = ("a", "b") if r % 2 == 0 else ("b", "a")
+                if schedule == "between":  # a beats x and y; b only where it places above a
+                    order = ["a", m1, m2, "b"] if first == "a" else ["b", "a", m1, m2]
+                else:  # both beat u and v
+                    order = [first, second, m1, m2]
+                rotations.append({bot: place + 1 for place, bot in enumerate(order)})
+            rankings.add_unit(rotations)
+        readings[schedule] = rankings
+    for rankings in readings.values():
+        h = rankings.tie_interval("a", "b")
+        assert h.mean == pytest.approx(0.5) and h.low >= 0.45 and h.high <= 0.55
+        assert rankings.tie_interval("b", "a").high == pytest.approx(1 - h.low)
+    assert readings["between"].pair_interval("a", "b").mean > 0.6
+    assert readings["below"].pair_interval("a", "b").mean == pytest.approx(0.5)
+    assert readings["between"].verdict("a", "b") == AHEAD and readings["below"].verdict("a", "b") == TIED
+    assert readings["below"].to_dict()["neighbours"] and "ties read the fraction of shared games" in \
+        readings["below"].to_dict()["statistic"]

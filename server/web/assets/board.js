@@ -163,8 +163,8 @@
       "tablemates it beats in a deal (over every seat rotation), with intervals " + any.label + " (" +
       Math.round(100 * any.confidence) + "%, " + any.units + " deals) that may be looked at after every game" +
       (any.level ? "; " + any.level : "") + ". " +
-      "\u201cahead of X (sure)\u201d: the interval says so; \u201clevel with X\u201d: within " + any.tie_within +
-      " of even; \u201cnot yet separated\u201d: more games are needed.";
+      "\u201cahead of X (sure)\u201d: the interval says so; \u201clevel with X\u201d: each places above the other " +
+      "within " + any.tie_within + " of half the games they share; \u201cnot yet separated\u201d: more games are needed.";
   }
 
   function renderProgress(p) {
