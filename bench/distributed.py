@@ -31,13 +31,19 @@ or ``--store URL`` names an empty database.
 the queue and recorded in PostgreSQL with games that cost nothing: a worker "plays" a game by
 copying a replay recorded beforehand (one per deal, a full four-seat game in format 2) to the
 game's replay path and returning its result, in this process, ``--queue-concurrency`` at a
-time (default 16). What is left is the coordinator queueing the games, procrastinate handing
-them out, and each game recorded in one transaction with its replay: how many games a second
-one database can take, hence how many worker machines it feeds. It also gives the bytes the
-database holds per game (its craits tables over the games recorded).
+time (default 16). What is left is the coordinator queueing the games, the queue handing
+them out in batches (``BatchedJobs``), and each game recorded in one transaction with its
+replay: how many games a second one database can take, hence how many worker machines it
+feeds. The baseline, in the same run and interleaved with it, is procrastinate alone: a job
+taken per round trip and finished by a statement of its own. Each says where a game's time
+goes: this process's CPU, the PostgreSQL server's (when the bench started it), and the waits
+of each call. It also gives the bytes the database holds per game (its craits tables over the
+games recorded), and the queue's share of a real game: the ms an instant game waits on the
+queue and the store over the SQLite run's ms a game (an upper bound: those waits are measured
+16 games at once, and a game's own slot lasts ``--concurrency`` times the SQLite figure).
 
 The last line is machine-readable: ``workers_speedup_2_vs_1=X pg_overhead_ms_per_game=Y
-queue_games_per_s=Q pg_bytes_per_game=B``.
+queue_games_per_s=Q queue_games_per_s_one_job_per_trip=Q0 pg_bytes_per_game=B queue_share_pct=S``.
 """
 
 from __future__ import annotations
@@ -347,9 +353,11 @@ QUEUE_ROUNDS = 2
 load falls on both alike; the best of each is kept."""
 
 
-def queue_ceiling(url: str, args: argparse.Namespace, server: PostgresServer | None) -> tuple[float, float, float]:
+def queue_ceiling(url: str, args: argparse.Namespace, server: PostgresServer | None,
+                  ) -> tuple[float, float, float, float]:
     """(games a second with instant games, the same with procrastinate's one job per round trip,
-    bytes a game in the database); printed, with where a game's time goes."""
+    bytes a game in the database, the ms a game waits on the queue and the store); printed, with
+    where a game's time goes."""
     deals = args.deals or (25 if args.quick else 100)
     games = instant_games(deals)
     pg_cpu = server_cpu(server)
@@ -372,7 +380,8 @@ def queue_ceiling(url: str, args: argparse.Namespace, server: PostgresServer | N
               f"at once): taking the job {per['fetch_job']:.2f} ms, reading its slot {per['game_to_play']:.2f} ms, "
               f"recording it {per['record_game_once']:.2f} ms, finishing the job {per['finish_job']:.2f} ms")
     print(f"postgresql holds {size:,.0f} B per game recorded (results, seats, hands, the replay compressed)")
-    return best.rate, base.rate, size
+    waits = sum(1000 * best.timer.spent[m] / best.games for m in (*StoreTimer.METHODS, *StoreTimer.QUEUE_METHODS))
+    return best.rate, base.rate, size, waits
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -408,7 +417,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         migrate(url)
         if args.queue_only:
-            queue_rate, queue_base, pg_size = queue_ceiling(url, args, server)
+            queue_rate, queue_base, pg_size, _ = queue_ceiling(url, args, server)
             print(f"queue_games_per_s={queue_rate:.0f} queue_games_per_s_one_job_per_trip={queue_base:.0f} "
                   f"pg_bytes_per_game={pg_size:.0f}")
             return 0
@@ -424,7 +433,7 @@ def main(argv: list[str] | None = None) -> int:
                 rates[k] = games / elapsed
                 print(f"postgresql, {k} worker(s): {games} games in {elapsed:.2f} s = {rates[k]:.1f} games/s "
                       f"({rates[k] / sqlite_rate:.2f}x sqlite)")
-        queue_rate, queue_base, pg_size = queue_ceiling(url, args, server)
+        queue_rate, queue_base, pg_size, queue_ms = queue_ceiling(url, args, server)
     finally:
         if server is not None:
             server.cleanup()
@@ -433,9 +442,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"coordination per game: {overhead_ms:.1f} ms more than SQLite's {game_ms:.1f} ms a game "
           f"({100 * overhead_ms / game_ms:.1f}%); 2 workers / 1: {rates[2] / rates[1]:.2f}x, "
           f"3 / 1: {rates[3] / rates[1]:.2f}x (each worker needs a free core to add its own)")
+    share = 100 * queue_ms / game_ms
+    print(f"the queue's share of a game: {queue_ms:.1f} ms a game waits on the queue and the store (taking the job, "
+          f"reading its slot, recording it, finishing the job: the instant games' batched leg, {args.queue_concurrency} "
+          f"at once) over SQLite's {game_ms:.1f} ms a game = {share:.1f}% at most (a game's own slot lasts "
+          f"{args.concurrency}x that)")
     print(f"workers_speedup_2_vs_1={rates[2] / rates[1]:.2f} pg_overhead_ms_per_game={overhead_ms:.1f} "
           f"queue_games_per_s={queue_rate:.0f} queue_games_per_s_one_job_per_trip={queue_base:.0f} "
-          f"pg_bytes_per_game={pg_size:.0f}")
+          f"pg_bytes_per_game={pg_size:.0f} queue_share_pct={share:.1f}")
     return 0
 
 

@@ -14,6 +14,9 @@ no other is running).
   the job back for the others, after ``REFUSED_RETRY_S``, longer after each refusal.
 * **Exactly once**: a game is recorded in one transaction with its replay, and only
   once (``PostgresStore.record_game_once``): a late duplicate is dropped and logged.
+* **Batches**: a worker takes as many games as it has free slots in one statement and
+  finishes the games that end together in one (:class:`BatchedJobs`); a game taken is the
+  worker's from the start, so a batch goes back to the queue as a game in hand does.
 * **Killed workers**: a worker sends a heartbeat every ``heartbeat_s``; the jobs of a
   worker silent for ``stalled_s`` go back to the queue (every worker and the
   coordinator look for them), and another worker plays the game again from its seed. A
