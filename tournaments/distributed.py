@@ -242,6 +242,11 @@ RETURNING *
 _DONE_SQL = "DELETE FROM procrastinate_jobs WHERE id = ANY(%(ids)s) AND status IN ('todo', 'doing') RETURNING id"
 
 
+FLUSHERS = 2
+"""Finishing statements a worker runs at once: the games that end while both run are finished by
+the next (one at a time, a game waited behind a whole batch: a slot held the longer)."""
+
+
 class BatchedJobs(pq_manager.JobManager):
     """procrastinate's jobs, taken and finished many at once: its worker asks for one job per
     free slot, one round trip each, and finishes each in a statement of its own (the queue's
@@ -253,8 +258,8 @@ class BatchedJobs(pq_manager.JobManager):
       worker's id from the start, so a worker that dies holding them loses none: the coordinator
       puts every ``doing`` job of a gone worker back (:func:`find_gone_workers`), and a stopping
       worker puts back those it did not start (:meth:`release_held`).
-    * **Finishing**: the games succeeded while a finishing statement runs are finished by the
-      next one, together (a group commit): no wait is added when the queue is quiet.
+    * **Finishing**: the games succeeded while ``FLUSHERS`` finishing statements run are finished
+      by the next one, together (a group commit): no wait is added when the queue is quiet.
 
     Two workers never take the same job: each statement takes rows still ``todo``, locked
     (``SKIP LOCKED``) until it commits. A job that has a ``lock`` (none of ours) is left to
@@ -268,7 +273,7 @@ class BatchedJobs(pq_manager.JobManager):
         self.out: set[int] = set()
         """Jobs handed out and not yet finished or retried."""
         self._finishing: list[tuple[int, asyncio.Future[None]]] = []
-        self._flusher: asyncio.Task[None] | None = None
+        self._flushers: set[asyncio.Task[None]] = set()
 
     async def fetch_job(self, queues: Any, worker_id: int) -> procrastinate.jobs.Job | None:
         if not self.held:
@@ -307,8 +312,10 @@ class BatchedJobs(pq_manager.JobManager):
                 return
             done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self._finishing.append((job.id, done))
-            if self._flusher is None or self._flusher.done():
-                self._flusher = asyncio.create_task(self._flush())
+            if len(self._flushers) < FLUSHERS:
+                flusher = asyncio.create_task(self._flush())
+                self._flushers.add(flusher)
+                flusher.add_done_callback(self._flushers.discard)
             await asyncio.shield(done)
         finally:
             self.out.discard(job.id)
