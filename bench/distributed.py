@@ -25,18 +25,25 @@ or ``--store URL`` names an empty database.
 
     python bench/distributed.py           # grpc: 6 deals = 24 games per leg; local: 160
     python bench/distributed.py --quick   # grpc: 8 games per leg; local: 40
+    python bench/distributed.py --queue-only   # the queue's ceiling alone
 
 **The queue's ceiling** (issue 29): the same tournament's games, at 25 deals, handed out by
 the queue and recorded in PostgreSQL with games that cost nothing: a worker "plays" a game by
 copying a replay recorded beforehand (one per deal, a full four-seat game in format 2) to the
 game's replay path and returning its result, in this process, ``--queue-concurrency`` at a
-time (default 16). What is left is the coordinator queueing the games, procrastinate handing
-them out, and each game recorded in one transaction with its replay: how many games a second
-one database can take, hence how many worker machines it feeds. It also gives the bytes the
-database holds per game (its craits tables over the games recorded).
+time (default 16). What is left is the coordinator queueing the games, the queue handing
+them out in batches (``BatchedJobs``), and each game recorded in one transaction with its
+replay: how many games a second one database can take, hence how many worker machines it
+feeds. The baseline, in the same run and interleaved with it, is procrastinate alone: a job
+taken per round trip and finished by a statement of its own. Each says where a game's time
+goes: this process's CPU, the PostgreSQL server's (when the bench started it), and the waits
+of each call. It also gives the bytes the database holds per game (its craits tables over the
+games recorded), and the queue's share of a real game: the ms an instant game waits on the
+queue and the store over the SQLite run's ms a game (an upper bound: those waits are measured
+16 games at once, and a game's own slot lasts ``--concurrency`` times the SQLite figure).
 
 The last line is machine-readable: ``workers_speedup_2_vs_1=X pg_overhead_ms_per_game=Y
-queue_games_per_s=Q pg_bytes_per_game=B``.
+queue_games_per_s=Q queue_games_per_s_one_job_per_trip=Q0 pg_bytes_per_game=B queue_share_pct=S``.
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import os
 import signal
 import subprocess
@@ -51,7 +59,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -209,9 +217,8 @@ class StoreTimer:
             self.spent[name] += time.perf_counter() - started
 
     def __enter__(self) -> StoreTimer:
-        from procrastinate.manager import JobManager
-
         from server.storage.postgres import PostgresStore
+        from tournaments.distributed import BatchedJobs as JobManager
 
         for name in self.METHODS:
             original = getattr(PostgresStore, name)
@@ -245,22 +252,89 @@ class StoreTimer:
             setattr(owner, name, original)
 
 
-async def queue_run(url: str, deals: int, concurrency: int, timer: StoreTimer) -> tuple[int, float, float]:
-    """(games, seconds, this process's CPU seconds) of the queue, the coordinator and PostgreSQL
-    handing out and recording games that cost nothing, ``concurrency`` at once in this process."""
-    games = instant_games(deals)
+@contextlib.contextmanager
+def one_job_at_a_time() -> Iterator[None]:
+    """The queue as procrastinate runs it alone (the baseline): a job taken per round trip, each
+    finished in a statement of its own, instead of :class:`~tournaments.distributed.BatchedJobs`'
+    batches."""
+    from procrastinate.manager import JobManager
+
+    from tournaments.distributed import BatchedJobs
+
+    saved = {name: BatchedJobs.__dict__[name] for name in ("fetch_job", "finish_job")}
+    for name in saved:
+        setattr(BatchedJobs, name, getattr(JobManager, name))
+    try:
+        yield
+    finally:
+        for name, method in saved.items():
+            setattr(BatchedJobs, name, method)
+
+
+@dataclasses.dataclass
+class QueueLeg:
+    games: int
+    elapsed: float
+    cpu: float
+    """This process's CPU seconds (the coordinator, the worker, the queue, psycopg)."""
+    pg_cpu: float | None
+    """The PostgreSQL server's CPU seconds (None: not the bench's own server)."""
+    timer: StoreTimer
+
+    @property
+    def rate(self) -> float:
+        return self.games / self.elapsed
+
+
+async def queue_run(url: str, games: dict[int, tuple[Any, str, bytes]], deals: int, concurrency: int,
+                    pg_cpu: Callable[[], float | None]) -> QueueLeg:
+    """The queue, the coordinator and PostgreSQL handing out and recording games that cost
+    nothing, ``concurrency`` at once in this process."""
     text = tournament_text("bench-queue", deals, concurrency, "local")
     config = parse_config(text, source="bench", base_dir=ROOT)
     store = start_tournament_pg(config, text, str(ROOT / "bench.toml"), url, overwrite=True)
+    timer = StoreTimer()
     with store, timer:
-        started, cpu = time.perf_counter(), time.process_time()
+        started, cpu, server = time.perf_counter(), time.process_time(), pg_cpu()
         followed = await play_queued(url, store, local_workers=concurrency,
                                      settings=WorkerSettings(concurrency=concurrency),
                                      runner_for=lambda c: (lambda config, out: instant_runner(games)), poll_s=0.05)
         elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+        server_after = pg_cpu()
     if followed.recorded != followed.scheduled:
         raise SystemExit(f"bench: the instant games did not finish: {followed}")
-    return followed.recorded, elapsed, cpu
+    spent = None if server is None or server_after is None else server_after - server
+    return QueueLeg(followed.recorded, elapsed, cpu, spent, timer)
+
+
+def server_cpu(server: PostgresServer | None) -> Callable[[], float | None]:
+    """The CPU seconds the bench's PostgreSQL server has used so far (its postmaster, the
+    backends alive, and those gone, which the postmaster reaped), read from /proc."""
+    if server is None or not Path("/proc/self/stat").exists():
+        return lambda: None
+    tick = os.sysconf("SC_CLK_TCK")
+    data = str(server.data).encode()
+
+    def stat(pid: str) -> tuple[int, float, float] | None:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        return int(fields[1]), (int(fields[11]) + int(fields[12])) / tick, (int(fields[13]) + int(fields[14])) / tick
+
+    def read() -> float | None:
+        stats = {int(pid): st for pid in os.listdir("/proc") if pid.isdigit() and (st := stat(pid)) is not None}
+        roots = []
+        for pid in stats:
+            with contextlib.suppress(OSError):
+                if data in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    roots.append(pid)
+        if not roots:
+            return None
+        own = sum(stats[p][1] + stats[p][2] for p in roots)
+        return own + sum(st[1] for pid, st in stats.items() if st[0] in roots)
+
+    return read
 
 
 def pg_bytes_per_game(url: str) -> float:
@@ -274,25 +348,40 @@ def pg_bytes_per_game(url: str) -> float:
     return float(size) / max(1, recorded)
 
 
-def queue_ceiling(url: str, args: argparse.Namespace) -> tuple[float, float]:
-    """(games a second with instant games, bytes a game in the database); printed."""
-    deals = args.deals or (5 if args.quick else 25)
-    timer = StoreTimer()
-    games, elapsed, cpu = asyncio.run(queue_run(url, deals, args.queue_concurrency, timer))
-    rate = games / elapsed
+QUEUE_ROUNDS = 2
+"""Legs of each kind, interleaved (baseline, batched, baseline, batched): the machine's other
+load falls on both alike; the best of each is kept."""
+
+
+def queue_ceiling(url: str, args: argparse.Namespace, server: PostgresServer | None,
+                  ) -> tuple[float, float, float, float]:
+    """(games a second with instant games, the same with procrastinate's one job per round trip,
+    bytes a game in the database, the ms a game waits on the queue and the store); printed, with
+    where a game's time goes."""
+    deals = args.deals or (25 if args.quick else 100)
+    games = instant_games(deals)
+    pg_cpu = server_cpu(server)
+    legs: dict[str, list[QueueLeg]] = {"one at a time": [], "batched": []}
+    for _ in range(QUEUE_ROUNDS):
+        with one_job_at_a_time():
+            legs["one at a time"].append(asyncio.run(queue_run(url, games, deals, args.queue_concurrency, pg_cpu)))
+        legs["batched"].append(asyncio.run(queue_run(url, games, deals, args.queue_concurrency, pg_cpu)))
+    base, best = (max(legs[k], key=lambda leg: leg.rate) for k in ("one at a time", "batched"))
     size = pg_bytes_per_game(url)
-    taking, recording = (1000 * timer.spent[m] / games for m in StoreTimer.METHODS)
-    fetching, finishing = (1000 * timer.spent[m] / games for m in StoreTimer.QUEUE_METHODS)
-    print(f"queue ceiling: {games} instant games ({args.queue_concurrency} at once, in this process) in "
-          f"{elapsed:.2f} s = {rate:.0f} games/s: one database feeds about {rate / 5:.0f} workers at 5 games/s each")
-    print(f"  a game waits {recording:.1f} ms on PostgreSQL to be recorded (one statement: result, seats, hands, "
-          f"replay) and {taking:.1f} ms to be taken (one statement), each game on a store connection of its own, so "
-          f"these overlap; the queue (procrastinate) takes {fetching:.1f} ms to hand a job out, one at a time per "
-          f"worker process (so at most {1000 / fetching if fetching else 0:.0f} games/s each), and {finishing:.1f} ms "
-          f"to finish it; this process used {cpu:.2f} s of CPU in the {elapsed:.2f} s: "
-          f"{'it waits on the database' if cpu < 0.7 * elapsed else 'it is busy'}")
+    print(f"queue ceiling: {best.games} instant games ({args.queue_concurrency} at once, in this process), best of "
+          f"{QUEUE_ROUNDS}: {best.rate:.0f} games/s batched ({base.rate:.0f} games/s with procrastinate taking a job "
+          f"per round trip: {best.rate / base.rate:.2f}x); one database feeds about {best.rate / 5:.0f} workers at "
+          "5 games/s each")
+    for what, leg in (("batched", best), ("one at a time", base)):
+        per = {m: 1000 * leg.timer.spent[m] / leg.games for m in (*StoreTimer.METHODS, *StoreTimer.QUEUE_METHODS)}
+        pg = "?" if leg.pg_cpu is None else f"{1000 * leg.pg_cpu / leg.games:.2f}"
+        print(f"  {what}: {1000 / leg.rate:.2f} ms a game; CPU a game: this process {1000 * leg.cpu / leg.games:.2f} "
+              f"ms, PostgreSQL {pg} ms ({os.cpu_count()} cpus); waits a game (overlapping, {args.queue_concurrency} "
+              f"at once): taking the job {per['fetch_job']:.2f} ms, reading its slot {per['game_to_play']:.2f} ms, "
+              f"recording it {per['record_game_once']:.2f} ms, finishing the job {per['finish_job']:.2f} ms")
     print(f"postgresql holds {size:,.0f} B per game recorded (results, seats, hands, the replay compressed)")
-    return rate, size
+    waits = sum(1000 * best.timer.spent[m] / best.games for m in (*StoreTimer.METHODS, *StoreTimer.QUEUE_METHODS))
+    return best.rate, base.rate, size, waits
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -308,6 +397,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--store", metavar="URL", help="an empty PostgreSQL database (default: start a server)")
     parser.add_argument("--queue-concurrency", type=int, default=16,
                         help="instant games at once for the queue's ceiling (default 16)")
+    parser.add_argument("--queue-only", action="store_true",
+                        help="only the queue's ceiling (instant games: 100 deals, --quick 25), not the workers")
     args = parser.parse_args(argv)
     runner = args.runner if args.runner != "auto" else ("grpc" if grpc_available() else "local")
     deals = args.deals or {("grpc", True): 2, ("grpc", False): 6, ("local", True): 10, ("local", False): 40}[
@@ -325,6 +416,11 @@ def main(argv: list[str] | None = None) -> int:
         url = server.new_database()
     try:
         migrate(url)
+        if args.queue_only:
+            queue_rate, queue_base, pg_size, _ = queue_ceiling(url, args, server)
+            print(f"queue_games_per_s={queue_rate:.0f} queue_games_per_s_one_job_per_trip={queue_base:.0f} "
+                  f"pg_bytes_per_game={pg_size:.0f}")
+            return 0
         print(f"distributed bench: 4 bots ({runner} runner, {bots}), tables of 4, {deals} deals x 4 rotations = "
               f"{deals * 4} games per leg, concurrency {args.concurrency} in every process, {os.cpu_count()} cpus")
         games, elapsed = asyncio.run(sqlite_run(deals, args.concurrency, runner))
@@ -337,7 +433,7 @@ def main(argv: list[str] | None = None) -> int:
                 rates[k] = games / elapsed
                 print(f"postgresql, {k} worker(s): {games} games in {elapsed:.2f} s = {rates[k]:.1f} games/s "
                       f"({rates[k] / sqlite_rate:.2f}x sqlite)")
-        queue_rate, pg_size = queue_ceiling(url, args)
+        queue_rate, queue_base, pg_size, queue_ms = queue_ceiling(url, args, server)
     finally:
         if server is not None:
             server.cleanup()
@@ -346,8 +442,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"coordination per game: {overhead_ms:.1f} ms more than SQLite's {game_ms:.1f} ms a game "
           f"({100 * overhead_ms / game_ms:.1f}%); 2 workers / 1: {rates[2] / rates[1]:.2f}x, "
           f"3 / 1: {rates[3] / rates[1]:.2f}x (each worker needs a free core to add its own)")
+    share = 100 * queue_ms / game_ms
+    print(f"the queue's share of a game: {queue_ms:.1f} ms a game waits on the queue and the store (taking the job, "
+          f"reading its slot, recording it, finishing the job: the instant games' batched leg, {args.queue_concurrency} "
+          f"at once) over SQLite's {game_ms:.1f} ms a game = {share:.1f}% at most (a game's own slot lasts "
+          f"{args.concurrency}x that)")
     print(f"workers_speedup_2_vs_1={rates[2] / rates[1]:.2f} pg_overhead_ms_per_game={overhead_ms:.1f} "
-          f"queue_games_per_s={queue_rate:.0f} pg_bytes_per_game={pg_size:.0f}")
+          f"queue_games_per_s={queue_rate:.0f} queue_games_per_s_one_job_per_trip={queue_base:.0f} "
+          f"pg_bytes_per_game={pg_size:.0f} queue_share_pct={share:.1f}")
     return 0
 
 

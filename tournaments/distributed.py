@@ -14,6 +14,9 @@ no other is running).
   the job back for the others, after ``REFUSED_RETRY_S``, longer after each refusal.
 * **Exactly once**: a game is recorded in one transaction with its replay, and only
   once (``PostgresStore.record_game_once``): a late duplicate is dropped and logged.
+* **Batches**: a worker takes as many games as it has free slots in one statement and
+  finishes the games that end together in one (:class:`BatchedJobs`); a game taken is the
+  worker's from the start, so a batch goes back to the queue as a game in hand does.
 * **Killed workers**: a worker sends a heartbeat every ``heartbeat_s``; the jobs of a
   worker silent for ``stalled_s`` go back to the queue (every worker and the
   coordinator look for them), and another worker plays the game again from its seed. A
@@ -38,9 +41,11 @@ no other is running).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import dataclasses
 import datetime
+import functools
 import json
 import logging
 import math
@@ -59,6 +64,7 @@ from typing import Any
 import procrastinate
 import psycopg
 from procrastinate import exceptions as pq_exceptions
+from procrastinate import manager as pq_manager
 from procrastinate import retry as pq_retry
 from procrastinate import worker as pq_worker
 
@@ -211,13 +217,137 @@ after a 90 s outage, and the queue stayed deaf (no heartbeat, no game) that long
 database was back."""
 
 
-def make_app(url: str, *, pool_size: int = 4, tag: str = "") -> procrastinate.App:
+def make_app(url: str, *, pool_size: int = 4, tag: str = "", concurrency: int = 1) -> procrastinate.App:
     """The queue's app; ``tag``: the ``application_name`` of its connections (a worker's, by
-    which it is known to be gone once they are all closed: :func:`find_gone_workers`)."""
+    which it is known to be gone once they are all closed: :func:`find_gone_workers`);
+    ``concurrency``: the games its worker plays at once, the most it takes in one batch
+    (:class:`BatchedJobs`)."""
     kwargs: dict[str, Any] = {"connect_timeout": 5, **({"application_name": tag} if tag else {})}
     connector = procrastinate.PsycopgConnector(conninfo=url, min_size=1, max_size=pool_size, kwargs=kwargs,
                                                reconnect_timeout=POOL_RECONNECT_S)
-    return procrastinate.App(connector=connector)
+    app = procrastinate.App(connector=connector)
+    app.job_manager = BatchedJobs(connector, concurrency)
+    return app
+
+
+_TAKE_SQL = """
+UPDATE procrastinate_jobs SET status = 'doing', worker_id = %(worker_id)s
+ WHERE id IN (SELECT id FROM procrastinate_jobs
+               WHERE status = 'todo' AND lock IS NULL AND queue_name = ANY(%(queues)s::varchar[])
+                 AND (scheduled_at IS NULL OR scheduled_at <= now())
+               ORDER BY priority DESC, id ASC LIMIT %(n)s FOR UPDATE SKIP LOCKED)
+RETURNING *
+"""
+
+_DONE_SQL = "DELETE FROM procrastinate_jobs WHERE id = ANY(%(ids)s) AND status IN ('todo', 'doing') RETURNING id"
+
+
+FLUSHERS = 2
+"""Finishing statements a worker runs at once: the games that end while both run are finished by
+the next (one at a time, a game waited behind a whole batch: a slot held the longer)."""
+
+
+class BatchedJobs(pq_manager.JobManager):
+    """procrastinate's jobs, taken and finished many at once: its worker asks for one job per
+    free slot, one round trip each, and finishes each in a statement of its own (the queue's
+    ceiling was those round trips, one after the other: bench/distributed.py).
+
+    * **Taking**: asked for a job, it takes as many as the worker has free slots (``concurrency``
+      less the jobs handed out and not finished) in one statement, hands out the first and keeps
+      the others for the next asks, which follow at once. The jobs kept are ``doing`` under the
+      worker's id from the start, so a worker that dies holding them loses none: the coordinator
+      puts every ``doing`` job of a gone worker back (:func:`find_gone_workers`), and a stopping
+      worker puts back those it did not start (:meth:`release_held`).
+    * **Finishing**: the games succeeded while ``FLUSHERS`` finishing statements run are finished
+      by the next one, together (a group commit): no wait is added when the queue is quiet.
+
+    Two workers never take the same job: each statement takes rows still ``todo``, locked
+    (``SKIP LOCKED``) until it commits. A job that has a ``lock`` (none of ours) is left to
+    procrastinate's own fetch, which orders them."""
+
+    def __init__(self, connector: Any, concurrency: int = 1) -> None:
+        super().__init__(connector)
+        self.concurrency = max(1, concurrency)
+        self.held: list[procrastinate.jobs.Job] = []
+        """Jobs taken and not yet handed out (``doing`` under this worker's id)."""
+        self.out: set[int] = set()
+        """Jobs handed out and not yet finished or retried."""
+        self._finishing: list[tuple[int, asyncio.Future[None]]] = []
+        self._flushers: set[asyncio.Task[None]] = set()
+
+    async def fetch_job(self, queues: Any, worker_id: int) -> procrastinate.jobs.Job | None:
+        if not self.held:
+            n = max(1, self.concurrency - len(self.out))
+            rows = await self.connector.execute_query_all_async(
+                _TAKE_SQL, queues=list(queues) if queues is not None else [QUEUE], worker_id=worker_id, n=n)
+            self.held = sorted((procrastinate.jobs.Job.from_row(r) for r in rows), key=lambda j: (-j.priority, j.id or 0))
+            if not self.held:
+                return await super().fetch_job(queues, worker_id)  # (a job with a lock, if any)
+        job = self.held.pop(0)
+        assert job.id is not None
+        self.out.add(job.id)
+        return job
+
+    async def release_held(self, held: list[procrastinate.jobs.Job] | None = None) -> int:
+        """Put back in the queue the jobs taken and not started (the worker stops), as they
+        were: to be taken at once, their attempts unchanged. Returns how many. ``held``: those
+        a previous connection kept (the database was lost), if still under that worker's id
+        (if not, they came back as stalled already, and may be another worker's now)."""
+        if held is None:
+            held, self.held = self.held, []
+        if not held:
+            return 0
+        rows = await self.connector.execute_query_all_async(
+            "UPDATE procrastinate_jobs SET status = 'todo', worker_id = NULL WHERE id = ANY(%(ids)s)"
+            " AND status = 'doing' AND worker_id = %(worker_id)s RETURNING id",
+            ids=[j.id for j in held], worker_id=held[0].worker_id)
+        return len(rows)
+
+    async def finish_job(self, job: procrastinate.jobs.Job, status: procrastinate.jobs.Status,
+                         delete_job: bool) -> None:
+        assert job.id is not None
+        try:
+            if status != procrastinate.jobs.Status.SUCCEEDED or not delete_job:
+                await super().finish_job(job, status, delete_job)
+                return
+            done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._finishing.append((job.id, done))
+            if len(self._flushers) < FLUSHERS:
+                flusher = asyncio.create_task(self._flush())
+                self._flushers.add(flusher)
+                flusher.add_done_callback(self._flushers.discard)
+            await asyncio.shield(done)
+        finally:
+            self.out.discard(job.id)
+
+    async def retry_job(self, job: procrastinate.jobs.Job, *args: Any, **kwargs: Any) -> None:
+        try:
+            await super().retry_job(job, *args, **kwargs)
+        finally:
+            self.out.discard(job.id or 0)
+
+    async def _flush(self) -> None:
+        """Finish the jobs waiting to be, in one statement, until none waits."""
+        while self._finishing:
+            batch, self._finishing = self._finishing, []
+            try:
+                rows = await self.connector.execute_query_all_async(_DONE_SQL, ids=[i for i, _ in batch])
+            except BaseException as err:  # (the database lost: every job of the batch says so)
+                for _, done in batch:
+                    if not done.done():
+                        done.cancel() if isinstance(err, asyncio.CancelledError) else done.set_exception(err)
+                if isinstance(err, asyncio.CancelledError):
+                    raise
+                continue
+            found = {r["id"] for r in rows}
+            for job_id, done in batch:
+                if done.done():
+                    continue
+                if job_id in found:
+                    done.set_result(None)
+                else:  # (as procrastinate's own finish says it)
+                    done.set_exception(pq_exceptions.ConnectorException(
+                        f'Job was not found or not in "doing" or "todo" status (job id: {job_id})'))
 
 
 # ------------------------------------------------------------------ tournaments in the store
@@ -481,6 +611,8 @@ class GameWorker:
         """(tournament, bot) -> the hash of the bot's files in the store (a roster's version)."""
         self._giving_up = threading.Event()
         """Set by :meth:`stop_waiting`: a connection being opened is not waited for either."""
+        self._threads: concurrent.futures.ThreadPoolExecutor | None = None
+        """Where the store's calls run, a game's each at once (:meth:`_in_thread`)."""
 
     def stop_waiting(self) -> None:
         """Give up the database at once, if it is lost: a game being recorded is left to come
@@ -492,6 +624,9 @@ class GameWorker:
 
     async def aclose(self) -> None:
         await self._exits.aclose()
+        if self._threads is not None:
+            self._threads.shutdown(wait=False)  # (their calls are done: the games' tasks are)
+            self._threads = None
         for stores in self._stores.values():
             for store in stores:
                 store.close()
@@ -505,12 +640,20 @@ class GameWorker:
         if free:
             store = free.pop()
         else:
-            store = await asyncio.to_thread(self._open_store, tournament)
+            store = await self._in_thread(self._open_store, tournament)
             self._stores.setdefault(tournament, []).append(store)
         try:
-            return await asyncio.to_thread(getattr(store, method), *args, **kwargs)
+            return await self._in_thread(getattr(store, method), *args, **kwargs)
         finally:
             free.append(store)
+
+    async def _in_thread(self, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``call`` in a thread of this worker's own: asyncio's shared pool has ``cpus + 4`` threads,
+        so on two cores the 7th game to be taken or recorded at once waited for a thread."""
+        if self._threads is None:
+            self._threads = concurrent.futures.ThreadPoolExecutor(self.settings.concurrency + 2,
+                                                                  thread_name_prefix="craits-store")
+        return await asyncio.get_running_loop().run_in_executor(self._threads, functools.partial(call, *args, **kwargs))
 
     def _open_store(self, tournament: str) -> PostgresStore:
         """A new connection for a call (a game taken while the database is lost, restarting or
@@ -749,6 +892,22 @@ class WorkerService:
         self._current: pq_worker.Worker | None = None
         self.tag = f"craits-worker-{os.urandom(8).hex()}"
         """The ``application_name`` of this process's queue connections (:func:`find_gone_workers`)."""
+        self._unreleased: list[list[procrastinate.jobs.Job]] = []
+        """Jobs taken and not started that a lost database kept from being put back: put back
+        by the next connection (at most one batch: a connection takes none before that)."""
+
+    async def _release(self, jobs: BatchedJobs, held: list[procrastinate.jobs.Job] | None = None) -> None:
+        """Put back the jobs ``jobs`` took and did not start (``held``: a previous connection's),
+        or keep them for the next connection when the database is lost."""
+        batch = list(jobs.held) if held is None else held
+        try:
+            released = await jobs.release_held(held)
+        except (psycopg.Error, pq_exceptions.ConnectorException, OSError):
+            self._unreleased[:] = [batch]
+            return
+        if released:
+            log.info("games_put_back", worker=self.settings.name, games=released,
+                     why="taken in a batch, not started")
 
     def stop(self) -> None:
         self._stop.set()
@@ -805,7 +964,8 @@ class WorkerService:
         lost, retries = False, Throttle()
         try:
             while not self._stop.is_set():
-                app = make_app(self.url, pool_size=self.settings.concurrency + 3, tag=self.tag)
+                app = make_app(self.url, pool_size=self.settings.concurrency + 3, tag=self.tag,
+                               concurrency=self.settings.concurrency)
                 register_task(app, self.game_worker)
                 try:
                     async with app.open_async():
@@ -817,6 +977,8 @@ class WorkerService:
                         try:
                             if self._stop.is_set():
                                 return
+                            if self._unreleased:
+                                await self._release(app.job_manager, self._unreleased.pop())  # type: ignore[arg-type]
                             bound.info("worker_started", concurrency=self.settings.concurrency,
                                        **(queue_logs_held() if lost else {}))
                             lost = False
@@ -826,6 +988,7 @@ class WorkerService:
                                 return
                         finally:
                             self._current = None
+                            await self._release(app.job_manager)  # type: ignore[arg-type]
                             announcing.cancel()
                             watcher.cancel()
                             with contextlib.suppress(asyncio.CancelledError):
