@@ -452,6 +452,8 @@ class GameEncoder:
         """The hand number and dealer last sent, and their fields with the hands' number."""
         self._clock_fields: list[tuple[tuple[int, int, int, bool], bytes]] = [((-1, -1, -1, False), b"")] * n
         """By seat: the deadline, bank, strikes and repeated flag last sent to it, and their fields."""
+        self._hand_end: tuple[HandResult | None, bytes, int, int] = (None, b"", 0, 0)
+        """The hand result last sent, its HandEnd's scores serialised and its log span."""
 
     def _packed(self, field: int, values: list[int]) -> bytes:
         """:func:`_packed`, remembered: the penalties change rarely, but each request carries them."""
@@ -558,9 +560,15 @@ class GameEncoder:
         ))
 
     def hand_end(self, result: HandResult, seat: int) -> bytes:
-        """:func:`hand_end` for this game, serialised."""
-        head = _hand_end_scores(self.state, result, self.game_id).SerializeToString()
-        start, end = self._hand_span(result.number)
+        """:func:`hand_end` for this game, serialised. (Its scores and its span of the log are
+        the same for every seat: worked out for the first, kept for the others.)"""
+        kept = self._hand_end
+        if kept[0] is not result:
+            kept = self._hand_end = (
+                result, _hand_end_scores(self.state, result, self.game_id).SerializeToString(),
+                *self._hand_span(result.number),
+            )
+        _, head, start, end = kept
         history = self._seen(seat)[start:end]
         if not history:
             return head
