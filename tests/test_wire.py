@@ -128,6 +128,43 @@ def test_the_referees_encoder_sends_byte_for_byte_what_observe_allows(preset, pl
     assert covered["hand_end"] > 0
 
 
+@pytest.mark.parametrize(("preset", "players", "flags", "seed"),
+                         [("craits", 4, {"short_game": True}, 11), ("crazy-eights", 3, {}, 12)])
+def test_every_request_of_a_whole_game_is_the_reference_bytes_as_the_referee_sends_them(
+    preset, players, flags, seed
+) -> None:  # type: ignore[no-untyped-def]
+    """The encoder keeps a seat's slow-changing fields serialised (its clocks, the scores, the
+    hand's number): at every decision of whole games, with the clocks moving as the referee's do
+    (a bank drawn down, a strike, a repeated request from the hand's start), each request is
+    still byte for byte the reference's."""
+    game = new_game(preset, players, seed, **flags)
+    rng = random.Random(seed)
+    encoder = wire.GameEncoder(game, "game-7")
+    sent: dict[int, tuple[int, int]] = {}
+    banks = [30_000] * game.n
+    strikes = [0] * game.n
+    compared = 0
+    while (decision := game.decision) is not None:
+        seat = decision.seat
+        hand, count = sent.get(seat, (0, 0))
+        history_from = count if hand == game.hand_number else 0
+        if rng.random() < 0.1:
+            banks[seat] = max(0, banks[seat] - rng.randrange(2000))
+        if rng.random() < 0.02:
+            strikes[seat] += 1
+        repeated = rng.random() < 0.05
+        fields = {"decision_id": compared + 1, "deadline_ms": 1000, "bank_ms": banks[seat], "strikes": strikes[seat],
+                  "repeated": repeated, "history_from": 0 if repeated else history_from}
+        assert encoder.decision_request(seat, **fields) == _reference_request(game, seat, **fields), (
+            f"seat {seat} at decision {game.decisions}, {fields}"
+        )
+        compared += 1
+        sent[seat] = (game.hand_number, len(game.hand_events))
+        legal = game.legal_action_ids()
+        game.apply(legal[rng.randrange(len(legal))])
+    assert compared > 100 and len(game.hand_results) > 1
+
+
 def test_the_comparison_covers_the_blind_dealers_decisions() -> None:
     """The dealer who names the suit of a turned-up 8 or 9 sees no cards at all: the games
     compared must include such decisions, or the equality above proves nothing about them."""

@@ -9,6 +9,7 @@ Randomness comes only from the game's own seeded generator.
 from __future__ import annotations
 
 import enum
+import functools
 import hashlib
 from dataclasses import dataclass
 
@@ -169,6 +170,12 @@ RawEvent = tuple[str, int, tuple[int, ...], int, int]
 _PRIVATE_KINDS = frozenset(("deal", "draw"))
 
 
+@functools.lru_cache(maxsize=8192)
+def _event_repr(raw: RawEvent) -> str:
+    """``repr`` of a raw event, for :meth:`GameState.digest`: a list's repr is its items' joined by ", "."""
+    return repr(raw)
+
+
 def event_view(raw: RawEvent, viewer: int | None) -> Event:
     """Turn a raw event into what ``viewer`` may see (None: the omniscient view)."""
     kind, seat, cards, suit, value = raw
@@ -229,6 +236,7 @@ class GameState:
     __slots__ = (
         "_crazy",
         "_deck",
+        "_digest",
         "_face",
         "_hand_log_start",
         "_hand_sizes",
@@ -317,6 +325,7 @@ class GameState:
         self.decisions = 0
         self._hand_log_start = 0
         self._legal: list[int] | None = None
+        self._digest: tuple[list[RawEvent] | None, int, str] = (None, 0, "")
         self.dealer = self._choose_first_dealer()
         self._start_hand()
 
@@ -429,8 +438,22 @@ class GameState:
         return CARDS[self.discard[-1]]
 
     def digest(self) -> str:
-        """A hash of the whole event log: equal games have equal digests."""
-        return hashlib.sha256(repr(self.log).encode()).hexdigest()
+        """A hash of the whole event log (SHA-256 of ``repr(log)``): equal games have equal digests.
+
+        Kept until the log grows (it only grows), and written from each event's cached text:
+        the referee, its replay and the store each ask for it at a game's end, and most events
+        recur in every game."""
+        log = self.log
+        kept_log, kept_length, kept = self._digest
+        if kept_log is log and kept_length == len(log):
+            return kept
+        try:
+            text = "[" + ", ".join(map(_event_repr, log)) + "]"
+        except TypeError:  # an event that is not hashable (not the engine's own): as it was
+            text = repr(log)
+        value = hashlib.sha256(text.encode()).hexdigest()
+        self._digest = (log, len(log), value)
+        return value
 
     def result(self) -> GameResult:
         """Totals and placings so far (final once ``game_over``)."""

@@ -352,6 +352,14 @@ def _length_prefixed(body: bytes) -> bytes:
 
 _PACKED_KEYS = tuple(_key(f, 2) for f in range(32))
 
+_SMALL_FIELDS = tuple(tuple(_field(f, v) for v in range(128)) for f in range(32))
+"""``_SMALL_FIELDS[field][value]`` is ``_field(field, value)`` for a value below 128: a tuple
+index where a call would cost the request a microsecond per field."""
+
+
+def _small(field: int, value: int) -> bytes:
+    return _SMALL_FIELDS[field][value] if 0 <= value < 128 else _field(field, value)
+
 
 def _packed(field: int, values: list[int]) -> bytes:
     """A packed repeated varint field (saturating int64 points); empty for an empty list."""
@@ -413,8 +421,11 @@ class GameEncoder:
     """One game's DecisionRequests and HandEnds, serialised straight from its state.
 
     Logged events never change, so each one is serialised once in its public view
-    and, when it hides cards (a draw or a deal), once more in its owner's view; every
-    request and hand end reuses those bytes. What a seat may see stays defined by
+    and, when it hides cards (a draw or a deal), once more in its owner's view, and kept in
+    one list per viewer: a request's history is a slice of its seat's list. The parts of a
+    request that change once a hand or less (the scores, the dealer and the hand's number, the
+    seat, the clocks' fields) are kept serialised until they change (the seat's template); only
+    the fields of the moment are written per request. What a seat may see stays defined by
     ``observe()`` and ``event_view()``: this class reads the same state fields, and
     tests/test_wire.py checks its bytes against :func:`decision_request` and
     :func:`hand_end` at every decision of many games.
@@ -423,20 +434,29 @@ class GameEncoder:
     def __init__(self, state: GameState, game_id: str) -> None:
         self.state = state
         self.game_id = game_id
+        n = state.n
         self._game_id_field = _key(1, 2) + _length_prefixed(game_id.encode()) if game_id else b""
         self._hands_total = _field(17, 0 if state.config.crazy_eights else len(state.config.hand_sizes))
-        self._views: list[tuple[bytes, bytes]] = []
-        """By log index: (public view, the event's own seat's view), each a length-prefixed Event."""
+        self._seen_by: list[list[bytes]] = [[] for _ in range(n + 1)]
+        """By viewer (a seat; last, nobody's: the public view), every logged event as that viewer
+        may see it, a length-prefixed Event, by log index."""
         self._hand_starts: dict[int, int] = {}
         """Hand number -> log index of its hand_start, for the hands scanned so far."""
         self._scanned = 0
         self._packs: dict[int, tuple[list[int], bytes]] = {}
         """By field: the values last packed, and their bytes (see :meth:`_packed`)."""
+        self._seat_field = [_OBS_SEAT + _uv(s) if s else b"" for s in range(n)]
+        self._scores: tuple[list[int], list[int], list[int], bytes] = ([], [], [], b"")
+        """The totals, this hand's pressures and the pressure totals last sent, and their fields."""
+        self._hand_fields: tuple[int, int, bytes] = (-1, -1, b"")
+        """The hand number and dealer last sent, and their fields with the hands' number."""
+        self._clock_fields: list[tuple[tuple[int, int, int, bool], bytes]] = [((-1, -1, -1, False), b"")] * n
+        """By seat: the deadline, bank, strikes and repeated flag last sent to it, and their fields."""
+        self._hand_end: tuple[HandResult | None, bytes, int, int] = (None, b"", 0, 0)
+        """The hand result last sent, its HandEnd's scores serialised and its log span."""
 
     def _packed(self, field: int, values: list[int]) -> bytes:
-        """:func:`_packed`, remembered: the totals and pressures change once a hand and the
-        penalties rarely, but each request carries them (packing a total past 127 costs more
-        than the rest of the observation's numbers together)."""
+        """:func:`_packed`, remembered: the penalties change rarely, but each request carries them."""
         last = self._packs.get(field)
         if last is not None and last[0] == values:
             return last[1]
@@ -444,15 +464,20 @@ class GameEncoder:
         self._packs[field] = (list(values), data)
         return data
 
-    def _history(self, start: int, viewer: int) -> list[bytes]:
-        """Length-prefixed Events of log[start:] as ``viewer`` may see them."""
+    def _seen(self, viewer: int) -> list[bytes]:
+        """Every logged event as ``viewer`` (a seat, or ``_NO_SEAT``) may see it, by log index."""
         log = self.state.log
-        views = self._views
-        if len(views) < len(log):
-            views += map(_event_views, log[len(views) :])
-        return [
-            own if log[i][1] == viewer else public for i, (public, own) in enumerate(views[start:], start)
-        ]
+        lists = self._seen_by
+        done = len(lists[-1])
+        if done < len(log):
+            n = len(lists) - 1
+            for raw in log[done:]:
+                public, own = _event_views(raw)
+                for seen in lists:
+                    seen.append(public)
+                if own is not public and 0 <= raw[1] < n:
+                    lists[raw[1]][-1] = own
+        return lists[viewer] if 0 <= viewer < len(lists) - 1 else lists[-1]
 
     def observation(self, seat: int, history_from: int = 0) -> bytes:
         """``wire.observation(observe(state, seat, history_from)).SerializeToString()``, faster."""
@@ -463,38 +488,45 @@ class GameEncoder:
         kind = state.kind
         blind = not over and kind is DecisionKind.NAME_SUIT and state.to_act == seat
         hands = state.hands
-        packed = self._packed
-        parts = [_OBS_SEAT + _uv(seat)] if seat else []
+        parts = [self._seat_field[seat]]
         if blind:
             parts.append(_OBS_HAND_HIDDEN)
         else:
-            parts += [_OBS_HAND_ENTRY[c] for c in sorted(hands[seat])]
+            parts += map(_OBS_HAND_ENTRY.__getitem__, sorted(hands[seat]))
+        totals, pressures, pressure_totals = state.totals, state.hand_pressures, state.pressure_totals
+        scores = self._scores
+        if scores[0] != totals or scores[1] != pressures or scores[2] != pressure_totals:
+            scores = self._scores = (
+                list(totals), list(pressures), list(pressure_totals),
+                _packed(10, totals) + _packed(11, pressures) + _packed(12, pressure_totals),
+            )
+        number, dealer = state.hand_number, state.dealer
+        hand_fields = self._hand_fields
+        if hand_fields[0] != number or hand_fields[1] != dealer:
+            hand_fields = self._hand_fields = (number, dealer, _field(15, dealer) + _field(16, number) + self._hands_total)
+        small = _SMALL_FIELDS
         parts += (
             _OBS_TOP_CARD[state.discard[-1]],
             _OBS_SUIT[state.suit],
             _OBS_RANK[state.top_rank],
             _OBS_DIRECTION[state.direction],
-            _field(8, state.count),
+            _small(8, state.count),
             _packed(9, [len(h) for h in hands]),
-            packed(10, state.totals),
-            packed(11, state.hand_pressures),
-            packed(12, state.pressure_totals),
-            _field(13, len(state.stock)),
-            _field(14, len(state.discard)),
-            _field(15, state.dealer),
-            _field(16, state.hand_number),
-            self._hands_total,
-            _field(18, state.to_act),
-            _field(19, 0 if over else int(kind)),
-            _field(20, state.king_left if kind is DecisionKind.KING_SEQUENCE else 0),
-            packed(21, state.penalty),
+            scores[3],
+            _small(13, len(state.stock)),
+            _small(14, len(state.discard)),
+            hand_fields[2],
+            small[18][state.to_act],
+            b"" if over else small[19][kind],
+            _small(20, state.king_left) if kind is DecisionKind.KING_SEQUENCE else b"",
+            self._packed(21, state.penalty),
         )
-        start = state.hand_log_start
-        history = self._history(min(start + history_from, len(state.log)), _NO_SEAT if blind else seat)
-        if history:
+        log_length = len(state.log)
+        start = min(state.hand_log_start + history_from, log_length)
+        if start < log_length:
             parts.append(_OBS_HISTORY)
-            parts.append(_OBS_HISTORY.join(history))
-        parts.append(_field(23, history_from))
+            parts.append(_OBS_HISTORY.join(self._seen(_NO_SEAT if blind else seat)[start:]))
+        parts.append(_small(23, history_from))
         return b"".join(parts)
 
     def decision_request(
@@ -510,25 +542,34 @@ class GameEncoder:
     ) -> bytes:
         """:func:`decision_request` for this game, serialised."""
         observation = self.observation(seat, history_from)
+        clock = (_uint32(deadline_ms), _uint32(bank_ms), strikes, repeated)
+        last = self._clock_fields[seat]
+        if last[0] != clock:
+            last = self._clock_fields[seat] = (
+                clock, _field(5, clock[0]) + _field(6, clock[1]) + _field(7, strikes) + (_REQ_REPEATED if repeated else b"")
+            )
         return b"".join((
             self._game_id_field,
             _REQ_DECISION_ID + _uv(decision_id) if decision_id else b"",
             _REQ_OBSERVATION,
             _uv(len(observation)),
             observation,
-            b"".join([_REQ_LEGAL[i] for i in self.state.legal_action_ids()]),
-            _field(5, _uint32(deadline_ms)),
-            _field(6, _uint32(bank_ms)),
-            _field(7, strikes),
-            _REQ_REPEATED if repeated else b"",
+            b"".join(map(_REQ_LEGAL.__getitem__, self.state.legal_action_ids())),
+            last[1],
             _field(9, self.state.decisions + 1),
         ))
 
     def hand_end(self, result: HandResult, seat: int) -> bytes:
-        """:func:`hand_end` for this game, serialised."""
-        head = _hand_end_scores(self.state, result, self.game_id).SerializeToString()
-        start, end = self._hand_span(result.number)
-        history = self._history(start, seat)[: end - start]
+        """:func:`hand_end` for this game, serialised. (Its scores and its span of the log are
+        the same for every seat: worked out for the first, kept for the others.)"""
+        kept = self._hand_end
+        if kept[0] is not result:
+            kept = self._hand_end = (
+                result, _hand_end_scores(self.state, result, self.game_id).SerializeToString(),
+                *self._hand_span(result.number),
+            )
+        _, head, start, end = kept
+        history = self._seen(seat)[start:end]
         if not history:
             return head
         return head + _HAND_END_HISTORY + _HAND_END_HISTORY.join(history)

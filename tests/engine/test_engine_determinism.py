@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -62,3 +64,24 @@ def test_digests_do_not_depend_on_the_process_or_its_hash_seed() -> None:
         out = subprocess.run([sys.executable, "-c", _DIGESTS_PROBE], cwd=root, env=env,
                              capture_output=True, text=True, check=True, timeout=120)
         assert json.loads(out.stdout) == here
+
+
+def test_the_digest_is_the_hash_of_the_whole_log_at_every_moment_and_in_a_clone() -> None:
+    """``digest()`` is SHA-256 of ``repr(log)``, kept until the log grows: asked again after each
+    decision, and of a clone that then plays on differently, it is always the log's own."""
+    def of(game) -> str:  # type: ignore[no-untyped-def]
+        return hashlib.sha256(repr(game.log).encode()).hexdigest()
+
+    game = new_game("craits", 4, seed=21, short_game=True)
+    rng = random.Random(21)
+    clone = None
+    while game.decision is not None:
+        assert game.digest() == game.digest() == of(game)
+        if game.decisions == 40:
+            clone = game.clone()
+        legal = game.legal_action_ids()
+        game.apply(legal[rng.randrange(len(legal))])
+    assert game.digest() == of(game)
+    assert clone is not None and clone.digest() != game.digest()
+    clone.apply(clone.legal_action_ids()[-1])
+    assert clone.digest() == of(clone)

@@ -62,6 +62,13 @@ def _event_text(raw: tuple[Any, ...]) -> str:
     return canonical_json(event_json(raw))
 
 
+@functools.lru_cache(maxsize=4096)
+def _plain_line(action: int, status: str) -> str:
+    """The format 2 line of a decision with no timings, no note and no wire facts (the referee's
+    auto decisions, a third of a game's): the same few hundred lines recur in every game."""
+    return decision_line(action, status, None, None)
+
+
 @functools.lru_cache(maxsize=256)
 def _string_text(value: str) -> str:
     return canonical_json(value)
@@ -296,12 +303,11 @@ class ReplayWriter:
     # ---- recording
 
     def _snapshot(self) -> None:
-        """Remember the decision now pending, to record it once it has been applied."""
-        decision = self.state.decision
-        self._pending = (
-            None if decision is None else (decision.seat, decision.kind, tuple(self.state.legal_action_ids()))
-        )
-        self._pending_hand = self.state.hand_number
+        """Remember the decision now pending, to record it once it has been applied. (The legal
+        list is the engine's own, kept until its next ``apply`` and never changed: no copy.)"""
+        state = self.state
+        self._pending = None if state.game_over else (state.to_act, state.kind, state.legal_action_ids())
+        self._pending_hand = state.hand_number
 
     def _take_new_events(self) -> list[Any]:
         """The raw engine events logged since the last call."""
@@ -342,17 +348,19 @@ class ReplayWriter:
         ``wire``, for a decision asked of a bot, what its requests carried that the engine
         does not derive (docs/replay-format.md, ``wire``).
         """
-        if self._pending is None:
+        pending = self._pending
+        if pending is None:
             raise ReplayUsageError("decision() after the last decision of the game")
-        if self.state.decisions != self._n + 1:
+        n = self._n + 1
+        if self.state.decisions != n:
             raise ReplayUsageError(
                 f"decision() must follow exactly one state.apply(): the game has applied "
                 f"{self.state.decisions} decisions, the replay has {self._n} before this one"
             )
-        p_seat, p_kind, legal = self._pending
+        p_seat, p_kind, legal = pending
         if seat != p_seat:
-            raise ReplayUsageError(f"decision {self._n + 1} belonged to seat {p_seat}, not seat {seat}")
-        if kind is not None and kind is not p_kind:
+            raise ReplayUsageError(f"decision {n} belonged to seat {p_seat}, not seat {seat}")
+        if kind is not p_kind and kind is not None:
             named = (
                 kind.name
                 if isinstance(kind, DecisionKind)
@@ -361,40 +369,43 @@ class ReplayWriter:
                 else kind
             )
             if named != p_kind.name:
-                raise ReplayUsageError(f"decision {self._n + 1} was {p_kind.name}, not {named}")
+                raise ReplayUsageError(f"decision {n} was {p_kind.name}, not {named}")
         if not isinstance(status, str) or not status:
             raise ReplayUsageError(f"status must be a non-empty string, got {status!r}")
-        applied = _applied_id(action_id, legal)
-        if applied is None:
-            raise ReplayUsageError(
-                f"decision {self._n + 1}: action {action_id!r} was not legal, so the game cannot have applied it"
-            )
-        out, compact = self._out, self._compact
+        if action_id in legal:
+            applied, sent = action_id, None
+        else:
+            applied = _applied_id(action_id, legal)  # type: ignore[assignment]
+            if applied is None:
+                raise ReplayUsageError(
+                    f"decision {n}: action {action_id!r} was not legal, so the game cannot have applied it"
+                )
+            sent = None if applied == action_id else action_id
+        out, compact, tap = self._out, self._compact, self._tap
         if out is None and (compact is None or compact.closed):
             raise ReplayUsageError(f"replay {self.path} is already finished or aborted")
-        self._n += 1
+        self._n = n
         hand = self._pending_hand
-        sent = None if applied == action_id else action_id
         think_us = None if think_ms is None else round(think_ms * 1000)
         transport_us = None if transport_ms is None else round(transport_ms * 1000)
-        if compact is not None and self._tap is None:
-            self._seen = len(self.state.log)  # (format 2 keeps no events: the reader re-derives them)
-            raw_events: list[Any] = []
-        else:
-            raw_events = self._take_new_events()
-        if compact is not None:
-            compact.line(decision_line(applied, status, think_us, transport_us, sent, note, wire))
+        if compact is not None:  # (format 2 keeps no events: the reader re-derives them)
+            if think_us is None and transport_us is None and sent is None and not note and not wire:
+                compact.line(_plain_line(applied, status))
+            else:
+                compact.line(decision_line(applied, status, think_us, transport_us, sent, note, wire))
+            raw_events: list[Any] = [] if tap is None else self._take_new_events()
         else:
             assert out is not None
+            raw_events = self._take_new_events()
             events = "[" + ",".join([_event_text(raw) for raw in raw_events]) + "]"
             line, self._prev = _decision_line(
-                self._prev, self._n, hand, seat, p_kind, len(legal), applied, sent,
+                self._prev, n, hand, seat, p_kind, len(legal), applied, sent,
                 status, think_us, transport_us, events, note,
                 _wire_text(wire) if wire else "",
             )
             out.write(line + "\n")
-        if self._tap is not None:
-            fields = (self._n, hand, seat, p_kind.name, applied, _ACTION_TEXT[applied], status, think_us, transport_us)
+        if tap is not None:
+            fields = (n, hand, seat, p_kind.name, applied, _ACTION_TEXT[applied], status, think_us, transport_us)
             self._tell_tap("decision", fields, raw_events)
         self._snapshot()
         if self._pending_hand != hand or self._pending is None:
