@@ -18,6 +18,7 @@ size, the ratios, and how each grew from the smallest size to the largest.
 
     python bench/ladder.py            # 1,000 to 32,000 recorded games
     python bench/ladder.py --quick    # 500 to 4,000
+    python bench/ladder.py --sizes 100,200,400,800   # any sizes (the tests' quick look)
 
 Last line: ``afresh_vs_kept_at_largest=X afresh_growth=G kept_growth=K games_largest=N
 board_afresh_vs_kept_at_largest=B``
@@ -69,12 +70,24 @@ def record_made_up(db: sqlite3.Connection, games: list[tuple[str, tuple[str, ...
     db.commit()
 
 
+def _sizes(text: str) -> list[int]:
+    try:
+        sizes = [int(size) for size in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"sizes are whole numbers separated by commas, got {text!r}") from None
+    if len(sizes) < 2 or sizes != sorted(set(sizes)) or sizes[0] < 1:
+        raise argparse.ArgumentTypeError(f"at least two growing sizes of 1 or more, got {text!r}")
+    return sizes
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="500 to 4,000 recorded games")
+    parser.add_argument("--sizes", type=_sizes, metavar="N,N,...",
+                        help="recorded games to time at instead, growing (the tests run small ones)")
     parser.add_argument("--repeat", type=int, default=5, help="rounds timed each way at each size (median)")
     args = parser.parse_args()
-    sizes = [500, 1000, 2000, 4000] if args.quick else [1000, 4000, 16000, 32000]
+    sizes = args.sizes or ([500, 1000, 2000, 4000] if args.quick else [1000, 4000, 16000, 32000])
     rng = random.Random(7)
     with tempfile.TemporaryDirectory(prefix="craits-bench-ladder-") as tmp:
         folder = Path(tmp)

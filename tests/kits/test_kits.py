@@ -16,6 +16,7 @@ import pytest
 
 from server.checker.driver import CheckOptions, check_bot
 from server.checker.report import Status
+from server.cli import main as craits_main
 from server.transport import sandbox
 from tests.kits.conftest import ROOT, Kits
 
@@ -25,6 +26,8 @@ pytestmark = pytest.mark.skipif(sandbox.problem() is not None, reason=f"no sandb
 
 
 def craits(*args: str, cwd: Path | None = None, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    """The installed ``craits`` command (``craits_main``: the same in this process, where a test
+    needs only its output file and not the command's own start-up)."""
     return subprocess.run([CRAITS, *args], capture_output=True, text=True, timeout=timeout, cwd=cwd, check=False)
 
 
@@ -60,8 +63,7 @@ def test_the_java_and_cpp_heuristics_are_ports_of_the_python_one_they_answer_its
     replay = languages / "replays" / "d0001-t00001-r1.jsonl.gz"
     seat = json.loads((languages / "standings.json").read_text())["games"][0]["bots"].index("python-heuristic")
     messages = tmp_path / "seat.jsonl"
-    done = craits("replay", "messages", str(replay), "--seat", str(seat), "-o", str(messages))
-    assert done.returncode == 0, done.stderr
+    assert craits_main(["replay", "messages", str(replay), "--seat", str(seat), "-o", str(messages)]) == 0
     port = subprocess.run([str(kits.java.parent / bot), "--offline", str(messages)], capture_output=True, text=True,
                           timeout=60, check=False)
     assert port.returncode == 0 and "every answer is the recorded one" in port.stdout, port.stdout + port.stderr
@@ -186,8 +188,7 @@ def test_the_offline_runner_gives_the_recorded_answers_for_the_same_bot_and_show
     replay = languages / "replays" / "d0001-t00001-r1.jsonl.gz"
     seat = json.loads((languages / "standings.json").read_text())["games"][0]["bots"].index(seat_bot)
     messages = tmp_path / "seat.jsonl"
-    done = craits("replay", "messages", str(replay), "--seat", str(seat), "-o", str(messages))
-    assert done.returncode == 0, done.stderr
+    assert craits_main(["replay", "messages", str(replay), "--seat", str(seat), "-o", str(messages)]) == 0
     same = subprocess.run([str(kits.java.parent / bot), "--offline", str(messages)], capture_output=True, text=True,
                           timeout=60, check=False)
     assert same.returncode == 0 and "every answer is the recorded one" in same.stdout, same.stdout + same.stderr
@@ -197,7 +198,8 @@ def test_the_offline_runner_gives_the_recorded_answers_for_the_same_bot_and_show
                              text=True, timeout=60, check=False)
     assert another.returncode == 1 and "first difference at decision " in another.stdout, another.stdout
     binary = tmp_path / "seat.bin"
-    craits("replay", "messages", str(replay), "--seat", str(seat), "--format", "binary", "-o", str(binary))
+    assert craits_main(["replay", "messages", str(replay), "--seat", str(seat), "--format", "binary", "-o",
+                        str(binary)]) == 0
     unrecorded = subprocess.run([str(kits.java.parent / bot), "--offline", str(binary)], capture_output=True,
                                 text=True, timeout=60, check=False)
     assert unrecorded.stdout.startswith(f"{count} requests answered, 0 with a recorded answer"), unrecorded.stdout
