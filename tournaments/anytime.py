@@ -651,7 +651,7 @@ class Rankings:
             "neighbours": [
                 {"upper": n.upper, "lower": n.lower, "verdict": n.verdict, "settled": n.settled,
                  "low": round(n.interval.low, 6), "high": round(n.interval.high, 6), "units": n.interval.units}
-                | ({"head_to_head": [round(h.low, 6), round(h.high, 6)]}
+                | ({"tie_interval": [round(h.low, 6), round(h.high, 6)]}  # (the head-to-head share a tie reads)
                    if self._head_to_head and (h := self.tie_interval(n.upper, n.lower)).units else {})
                 | ({"drifted": True} if n.interval.drifted else {})
                 for n in self.neighbours()
