@@ -16,6 +16,8 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
+import craits.grpc_io  # noqa: F401  # before any command imports grpc: it chooses gRPC's I/O layer
+
 from server import __version__
 from server.engine import ConfigError
 from server.errors import UserError
