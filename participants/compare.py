@@ -331,13 +331,8 @@ class Comparisons(Queue):
                holder: str | None = None) -> None:
         """The comparison's progress; ``holder``: written only while that process holds it
         (LeaseLost otherwise), and its lease ended with a last status (done, failed)."""
-        with self._immediate() if holder is not None else self._db() as db:  # (no claim between check and write)
-            if holder is not None:
-                self.holds(db, ident, holder)
-                if status in ("done", "failed"):
-                    self.release(db, ident)
-            db.execute("UPDATE comparisons SET status = ?, deals = ?, message = ? WHERE id = ?",
-                       (status, json.dumps([asdict(d) for d in deals]), message, ident))
+        self.write_progress(ident, status, {"deals": json.dumps([asdict(d) for d in deals]), "message": message},
+                            holder)
 
 
 # ------------------------------------------------------------------ playing them

@@ -160,13 +160,7 @@ class Scrimmages(Queue):
                holder: str | None = None) -> None:
         """The scrimmage's progress; ``holder``: written only while that process holds it
         (LeaseLost otherwise), and its lease ended with a last status (done, failed)."""
-        with self._immediate() if holder is not None else self._db() as db:  # (no claim between check and write)
-            if holder is not None:
-                self.holds(db, ident, holder)
-                if status in ("done", "failed"):
-                    self.release(db, ident)
-            db.execute("UPDATE scrimmages SET status = ?, results = ?, message = ? WHERE id = ?",
-                       (status, json.dumps(list(results)), message, ident))
+        self.write_progress(ident, status, {"results": json.dumps(list(results)), "message": message}, holder)
 
     def replay_path(self, job: Scrimmage, game_id: str) -> Path:
         return self.roster.folder / "scrimmage" / str(job.id) / f"{game_id}.jsonl"

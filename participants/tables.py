@@ -241,6 +241,18 @@ class Queue(RosterTables):
     def release(self, db: Any, job: int) -> None:
         db.execute("DELETE FROM leases WHERE kind = ? AND job = ?", (self.KIND, job))
 
+    def write_progress(self, job: int, status: str, columns: dict[str, str], holder: str | None) -> None:
+        """``job``'s status and ``columns``; with ``holder``, only while that process holds it
+        (LeaseLost otherwise), its lease ended with a last status (done, failed), and no claim
+        between the check and the write."""
+        with self._immediate() if holder is not None else self._db() as db:
+            if holder is not None:
+                self.holds(db, job, holder)
+                if status in ("done", "failed"):
+                    self.release(db, job)
+            settings = "".join(f", {name} = ?" for name in columns)
+            db.execute(f"UPDATE {self.TABLE} SET status = ?{settings} WHERE id = ?", (status, *columns.values(), job))
+
     def free_in(self, now: float | None = None) -> float | None:
         """Seconds until a job to play can be claimed (0: one can now); None when none is left to play."""
         now = time.time() if now is None else now

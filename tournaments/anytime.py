@@ -340,6 +340,20 @@ def _series(k: int) -> float:
     return 6 / (math.pi**2 * k * k)
 
 
+def _oriented(sequences: Mapping[tuple[str, str], BettingSequence | ConfidenceSequence],
+              key: tuple[tuple[str, str], bool], shown: bool) -> Interval:
+    """A pair's interval as (a, b) asks for it: its stored pair is kept one way round, and
+    reversed reads 1 minus the figure; an interval not shown yet (a new field) is [0, 1]."""
+    (stored, flipped) = key
+    s = sequences.get(stored)
+    if s is None:
+        return Interval(None, 0.0, 1.0, 0)
+    low, high = (s.low, s.high) if shown else (0.0, 1.0)
+    if flipped:
+        return Interval(None if s.mean is None else 1 - s.mean, 1 - high, 1 - low, s.n)
+    return Interval(s.mean, low, high, s.n)
+
+
 class Rankings:
     """Confidence sequences for every bot and every pair, fed deal by deal (see the module
     docstring), and the order and verdicts read off them.
@@ -552,14 +566,7 @@ class Rankings:
     def pair_interval(self, a: str, b: str) -> Interval:
         """Of the pair's figure (above 1/2: ``a`` does better than ``b`` at the tables they share)."""
         r = self._read()
-        key, flipped = self._key(a, b)
-        s = r._pair.get(key)
-        if s is None:
-            return Interval(None, 0.0, 1.0, 0)
-        low, high = (s.low, s.high) if r.shown else (0.0, 1.0)
-        if flipped:
-            return Interval(None if s.mean is None else 1 - s.mean, 1 - high, 1 - low, s.n)
-        return Interval(s.mean, low, high, s.n)
+        return _oriented(r._pair, self._key(a, b), r.shown)
 
     def tie_interval(self, a: str, b: str) -> Interval:
         """The interval the tie verdict reads: of the fraction of the games they shared in which
@@ -568,14 +575,7 @@ class Rankings:
         if not self._head_to_head:
             return self.pair_interval(a, b)
         r = self._read()
-        key, flipped = self._key(a, b)
-        s = r._tie.get(key)
-        if s is None:
-            return Interval(None, 0.0, 1.0, 0)
-        low, high = (s.low, s.high) if r.shown else (0.0, 1.0)
-        if flipped:
-            return Interval(None if s.mean is None else 1 - s.mean, 1 - high, 1 - low, s.n)
-        return Interval(s.mean, low, high, s.n)
+        return _oriented(r._tie, self._key(a, b), r.shown)
 
     def verdict(self, a: str, b: str) -> str:
         """``ahead``/``behind`` from the pair's interval; ``tied`` from the head-to-head one
