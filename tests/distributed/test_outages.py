@@ -25,6 +25,7 @@ from server.web.board import Board, postgres_source
 from tests.cli import run_cli
 from tests.distributed.test_workers import (
     ROOT,
+    SLOW_BOTS,
     Procs,
     finished,
     live_workers,
@@ -47,16 +48,7 @@ concurrency = 2
 [flags]
 short_game = true
 
-[[bots]]
-name = "slow-a"
-command = ["python", "slow_bot.py", "0.002"]
-cwd = "bots"
-
-[[bots]]
-name = "slow-b"
-command = ["python", "slow_bot.py", "0.002"]
-cwd = "bots"
-"""
+""" + SLOW_BOTS
 """A ladder of two bots that think 2 ms a move: a round is two games of about five seconds."""
 
 

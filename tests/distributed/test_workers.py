@@ -35,16 +35,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SLOW_BOT = Path(__file__).resolve().parent / "bots" / "slow_bot.py"
 HEARTBEAT = ("--heartbeat", "0.5", "--stalled-after", "3")
 
-SLOW_FILE = """name = "slowcup"
-table_size = 2
-deals = 1
-seed = 5
-concurrency = 2
-
-[flags]
-short_game = true
-
-[[bots]]
+SLOW_BOTS = """[[bots]]
 name = "slow-a"
 command = ["python", "slow_bot.py", "0.002"]
 cwd = "bots"
@@ -54,7 +45,18 @@ name = "slow-b"
 command = ["python", "slow_bot.py", "0.002"]
 cwd = "bots"
 """
-"""Two games of about five seconds each (two deterministic bots that think 2 ms a move)."""
+"""Two deterministic bots that think 2 ms a move (slow_bot.py in the run's bots/ folder)."""
+SLOW_FILE = """name = "slowcup"
+table_size = 2
+deals = 1
+seed = 5
+concurrency = 2
+
+[flags]
+short_game = true
+
+""" + SLOW_BOTS
+"""Two games of about five seconds each."""
 
 
 class Procs:
