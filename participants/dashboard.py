@@ -72,12 +72,16 @@ def read_rubrics(roster: Roster | str | Path) -> list[Rubric]:
     in PostgreSQL as stored in its database (the organizer writes it on any machine: see
     :meth:`participants.tables.RosterFiles.organizer_file`)."""
     try:
-        found = RosterFiles(roster).organizer_file(RUBRIC_FILE)
+        found = RosterFiles(roster).organizer_file(RUBRIC_FILE, check=parse_rubrics)
+    except RubricError:
+        raise
     except RosterError as err:
         raise RubricError(str(err)) from None
-    if found is None:
-        return []
-    text, path = found
+    return [] if found is None else parse_rubrics(found.text, found.source)
+
+
+def parse_rubrics(text: str, path: str) -> list[Rubric]:
+    """The rubrics a ``rubric.toml`` states (``path``: where it was read, for the errors)."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:

@@ -23,14 +23,15 @@ the final. Once the deadline has passed, the first look at the entrants writes t
 every later look reads it, so what enters the final cannot change afterwards.
 
 ``craits final run ROSTER`` plays the final as a tournament of the snapshot's versions (a
-balanced schedule, fresh ratings, in ``final/out``), beside any running ladder. Its results
-are the organizer's until ``craits final publish ROSTER``: the participants' pages show
-nothing of them before.
+balanced schedule, fresh ratings, in ``final/out``), beside any running ladder; run again
+after a stop or a crash, it goes on from the games recorded. Its results are the organizer's
+until ``craits final publish ROSTER``: the participants' pages show nothing of them before.
 
 A roster kept in PostgreSQL keeps all of this in its database (:class:`participants.tables.RosterFiles`),
-so web processes and commands on any machine agree: the plan (``final.toml`` written on any
-machine is stored once read, when it is newer than the stored one), the deadlines, the
-snapshot, and the results (copied there when ``craits final run`` ends).
+so web processes and commands on any machine agree: the plan (stored by ``craits final plan``
+from any machine; no file's time decides, and a different ``final.toml`` in a folder is
+reported, not used), the deadlines, the snapshot, and the results, copied there game by game
+while ``craits final run`` plays (:class:`ResultsKeeper`).
 """
 
 from __future__ import annotations
@@ -51,9 +52,9 @@ from tournaments.schedule import balanced_arithmetic_problem, buildable_games_pe
 PLAN_FILE = "final.toml"
 SNAPSHOT = "final/snapshot.json"
 STANDINGS = "final/out/standings.json"
-"""The final's standings as its tournament wrote them (in PostgreSQL: copied there once it ran)."""
+"""The final's standings so far (:class:`ResultsKeeper`; in PostgreSQL a row of the roster's database)."""
 GAMES = "final/games.json"
-"""In PostgreSQL: the final's games as the grades count them (:meth:`Final.games`), copied once it ran."""
+"""In PostgreSQL: the final's games so far as the grades count them (:meth:`Final.games`, :class:`ResultsKeeper`)."""
 PLAN_KEYS = ("deadline", "games_per_bot", "table_size", "house", "seed", "short_game", "concurrency", "grade_on")
 GRADE_ON = ("deadline", "final")
 """What the grades count: the ladder's games up to each participant's deadline, or the final's games."""
@@ -86,6 +87,9 @@ class Plan:
     """(participant, their own deadline): extensions given with ``craits final deadline --for``."""
     source: str = field(default="", compare=False)
     """Where it was read: the roster folder's final.toml, or the copy stored in the roster's database."""
+    note: str = field(default="", compare=False)
+    """A ``final.toml`` in this folder that says something else than the stored plan, which holds:
+    what to do about it (``craits final show`` and the dashboard say it)."""
 
     @property
     def deadline_text(self) -> str:
@@ -167,17 +171,22 @@ class Place:
 
 def read_plan(roster: Roster | str | Path) -> Plan | None:
     """The roster's ``final.toml`` (None when there is none), from its folder, or for a roster
-    kept in PostgreSQL as stored in its database (:meth:`RosterFiles.organizer_file`: the
-    organizer writes it on any machine); a mistake names the key."""
+    kept in PostgreSQL the copy stored in its database (:meth:`RosterFiles.organizer_file`:
+    the organizer stores it with ``craits final plan`` from any machine; a different file in
+    this folder is reported in :attr:`Plan.note`); a mistake names the key."""
     try:
-        found = RosterFiles(roster).organizer_file(PLAN_FILE)
+        found = RosterFiles(roster).organizer_file(PLAN_FILE, check=parse_plan)
     except FinalError:
         raise
     except RosterError as err:
         raise FinalError(str(err)) from None
     if found is None:
         return None
-    text, path = found
+    return replace(parse_plan(found.text, found.source), note=found.note)
+
+
+def parse_plan(text: str, path: str) -> Plan:
+    """The plan a ``final.toml`` says (``path``: where it was read, for the errors)."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
@@ -475,29 +484,24 @@ class Final(RosterTables):
             return [] if held is None else list(json.loads(held))
         return self._games_played_here()
 
-    def keep_results(self) -> None:
-        """In PostgreSQL, the results of the final played here (``craits final run``, into
-        :attr:`out_dir`) copied into the database, for every web process on any machine; in
-        SQLite they are read where they are."""
-        if not self.files.stored:
-            return
-        try:
-            standings = (self.out_dir / "standings.json").read_text(encoding="utf-8")
-        except FileNotFoundError:
-            self.forget_results()
-            return
-        self.files.put(GAMES, json.dumps(self._games_played_here()))
-        self.files.put(STANDINGS, standings)
+    def progress(self) -> tuple[int, int, bool] | None:
+        """(games recorded, games scheduled, complete) of the final's results so far; None: none yet."""
+        standings = self.standings()
+        return None if standings is None else progress_of(standings)
 
     def forget_results(self) -> None:
         """No results kept (a final played again from the start: ``--overwrite``)."""
+        self.files.delete(STANDINGS)
         if self.files.stored:
-            self.files.delete(STANDINGS)
             self.files.delete(GAMES)
+
+    def keeper(self, *, besides: float | None = None) -> ResultsKeeper:
+        """What keeps the results of the final played here where every process reads them, as
+        they are recorded (``besides``: when an earlier run, being replaced, was started)."""
+        return ResultsKeeper(self, besides)
 
     def _games_played_here(self) -> list[dict[str, Any]]:
         from server.storage.store import Store, StoreError
-        from tournaments.standings import seat_faults
 
         path = self.out_dir / Store.FILENAME
         if not path.is_file():
@@ -507,9 +511,7 @@ class Final(RosterTables):
         except StoreError:
             return []
         try:
-            return [{"game_id": r.game_id, "bots": list(r.bots), "placings": list(r.placings),
-                     "faults": [seat_faults(s) for s in r.seats], "aborted": r.aborted, "recorded": r.recorded_at}
-                    for r in store.results()]
+            return _games_of(store)
         finally:
             store.close()
 
@@ -532,3 +534,74 @@ class Final(RosterTables):
         if who != ORGANIZER and not self.published:
             return None
         return self.standings()
+
+
+def progress_of(standings: dict[str, Any]) -> tuple[int, int, bool]:
+    """(games recorded, games scheduled, complete) of a final's standings."""
+    return (int(standings.get("games_recorded", 0)), int(standings.get("games_scheduled", 0)),
+            bool(standings.get("complete")))
+
+
+def _games_of(store: Any) -> list[dict[str, Any]]:
+    """A final's recorded games as :meth:`Final.games` lists them."""
+    from tournaments.standings import seat_faults
+
+    return [{"game_id": r.game_id, "bots": list(r.bots), "placings": list(r.placings),
+             "faults": [seat_faults(s) for s in r.seats], "aborted": r.aborted, "recorded": r.recorded_at}
+            for r in store.results()]
+
+
+class ResultsKeeper:
+    """The results of the final that ``craits final run`` plays here (its tournament's database
+    in :attr:`Final.out_dir`), kept as its games are recorded where every process of the roster
+    reads them: the standings (``final/out/standings.json`` in SQLite, as the run itself writes
+    them at its end), and in PostgreSQL the games too, in the roster's database. Web processes
+    on any machine then show the final in progress, and a run killed halfway leaves there what
+    it recorded; the tournament's database stays the one truth of what was played (a run again
+    resumes from it), of which this is a copy kept up to date by its one writer."""
+
+    def __init__(self, final: Final, besides: float | None = None) -> None:
+        self.final = final
+        self.besides = besides
+        self._open: tuple[Any, Any, int] | None = None
+        self._kept = -1
+
+    def keep(self) -> int | None:
+        """Copy the results if games were recorded since the last copy; the games recorded (None: no run yet)."""
+        from server.storage.store import Store, StoreError
+        from tournaments.pages import game_links
+        from tournaments.runner import TournamentError, load_standings, open_tournament
+
+        out_dir = self.final.out_dir
+        try:
+            inode = (out_dir / Store.FILENAME).stat().st_ino
+        except FileNotFoundError:
+            return None
+        if self._open is not None and self._open[2] != inode:
+            self.close()  # (replaced: --overwrite)
+        if self._open is None:
+            try:
+                config, store = open_tournament(out_dir, readonly=True)
+            except (TournamentError, StoreError):
+                return None  # (its schedule not stored yet)
+            row = store.tournament()
+            if row is None or row.created_at == self.besides:
+                store.close()
+                return None  # (the earlier run's, being replaced)
+            self._open = (config, store, inode)
+        config, store, _ = self._open
+        done, _ = store.counts()
+        if done == self._kept:
+            return done
+        document = load_standings(config, store).to_dict()
+        document["games"] = game_links(store, out_dir)
+        if self.final.files.stored:
+            self.final.files.put(GAMES, json.dumps(_games_of(store)))
+        self.final.files.put(STANDINGS, json.dumps(document, indent=2, sort_keys=True) + "\n")  # (as the run writes it)
+        self._kept = done
+        return done
+
+    def close(self) -> None:
+        if self._open is not None:
+            self._open[1].close()
+            self._open = None

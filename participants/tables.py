@@ -28,7 +28,8 @@ import secrets
 import socket
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -329,11 +330,13 @@ class RosterFiles(RosterTables):
     In SQLite, files in the roster folder, as they always were: every process is on the
     folder's machine. In PostgreSQL, rows of the roster's schema (table ``roster_files``), so
     web processes and commands on any machine read the same ones; the organizer still writes
-    their input as a file in their folder on any machine (:meth:`organizer_file`), which is
-    stored when it is newer than the stored copy."""
+    their input as a file in their folder on any machine and stores it (:meth:`store_organizer_file`,
+    ``craits final plan``); every process reads the stored copy (:meth:`organizer_file`)."""
 
     SCHEMA = """
     CREATE TABLE IF NOT EXISTS roster_files (name TEXT PRIMARY KEY, text TEXT NOT NULL, written REAL NOT NULL);
+    CREATE TABLE IF NOT EXISTS organizer_files (name TEXT PRIMARY KEY, text TEXT NOT NULL, stored REAL NOT NULL,
+                                                source TEXT NOT NULL);
     """
 
     def __init__(self, where: Roster | str | Path) -> None:
@@ -403,33 +406,99 @@ class RosterFiles(RosterTables):
         with self._db() as db:
             db.execute("DELETE FROM roster_files WHERE name = ?", (name,))
 
-    def organizer_file(self, name: str) -> tuple[str, str] | None:
-        """(text, where it was read) of the organizer's file ``name``, None if there is none. In
-        PostgreSQL the stored copy, replaced first by this folder's file if that was written
-        later (by its modification time) and says something else: the organizer edits it on any
-        machine, and an older copy left on another one changes nothing."""
+    def organizer_file(self, name: str, check: Callable[[str, str], object] | None = None) -> OrganizerFile | None:
+        """The organizer's file ``name`` (None if there is none). In SQLite, this folder's file.
+        In PostgreSQL, the copy stored in the roster's database, which only the organizer
+        replaces (:meth:`store_organizer_file`, ``craits final plan``): no clock decides, so a
+        copy left on another machine, newer by its time or not, changes nothing. This folder's
+        file is stored only when none is yet (the first plan, written before any process read
+        it; ``check`` first, which raises RosterError for a file that cannot be one); a file
+        here that says something else is reported (:attr:`OrganizerFile.note`, logged once)."""
         path = self.path(name)
         try:
             text: str | None = path.read_text(encoding="utf-8")
-            written = path.stat().st_mtime
         except FileNotFoundError:
-            text, written = None, 0.0
+            text = None
         except (OSError, UnicodeDecodeError) as err:
             raise RosterError(f"{path}: {err}") from None
         if not self.stored:
-            return None if text is None else (text, str(path))
+            return None if text is None else OrganizerFile(text, str(path))
         with self._db() as db:
-            row = db.execute("SELECT text, written FROM roster_files WHERE name = ?", (name,)).fetchone()
-            if text is not None and (row is None or (written > float(row[1]) and text != row[0])):
-                db.execute("INSERT INTO roster_files (name, text, written) VALUES (?, ?, ?) ON CONFLICT (name) DO "
-                           "UPDATE SET text = excluded.text, written = excluded.written", (name, text, written))
-                log.info("organizer_file_stored", file=name, source=str(path))
-                return text, str(path)
+            row = self._stored_row(db, name)
+            if row is None and text is not None:
+                if check is not None:
+                    check(text, str(path))
+                source = f"{socket.gethostname()}:{path.resolve()}"
+                db.execute("INSERT INTO organizer_files (name, text, stored, source) VALUES (?, ?, ?, ?) "
+                           "ON CONFLICT (name) DO NOTHING", (name, text, time.time(), source))
+                row = self._stored_row(db, name)
+                if row is not None and row[0] == text:
+                    log.info("organizer_file_stored", file=name, source=source, why="none was stored yet")
         if row is None:
             return None
-        if text is not None and text == row[0]:
-            return text, str(path)
-        return str(row[0]), f"{name} (as stored in the roster's database on {_when(float(row[1]))})"
+        stored_text, stored_at, source = str(row[0]), float(row[1]), str(row[2])
+        said = f"{name} (as stored in the roster's database on {_when(stored_at)}" + (f", from {source})" if source else ")")
+        if text is None or text == stored_text:
+            return OrganizerFile(stored_text, said)
+        note = (f"{path} differs from the {name} stored in the roster's database on {_when(stored_at)}; the stored "
+                f"one holds (every machine reads it); to store this file instead: craits final plan {self.folder}")
+        told = (str(path.resolve()), hashlib.sha256(text.encode()).hexdigest(), hashlib.sha256(stored_text.encode()).hexdigest())
+        if told not in _TOLD:
+            _TOLD.add(told)
+            log.warning("organizer_file_differs", file=name, here=str(path), stored_on=_when(stored_at),
+                        stored_from=source, used="the stored copy")
+        return OrganizerFile(stored_text, said, note)
+
+    def store_organizer_file(self, name: str, text: str, source: Path) -> bool:
+        """``text`` made the organizer's file ``name`` (read from ``source``): in PostgreSQL the
+        copy every process reads, in SQLite this folder's file. False: it already was."""
+        if not self.stored:
+            path = self.path(name)
+            try:
+                if path.read_text(encoding="utf-8") == text:
+                    return False
+            except FileNotFoundError:
+                pass
+            self.put(name, text)
+            return True
+        with self._db() as db:
+            row = self._stored_row(db, name)
+            if row is not None and row[0] == text:
+                return False
+            where = f"{socket.gethostname()}:{source.resolve()}"
+            db.execute("INSERT INTO organizer_files (name, text, stored, source) VALUES (?, ?, ?, ?) ON CONFLICT (name) "
+                       "DO UPDATE SET text = excluded.text, stored = excluded.stored, source = excluded.source",
+                       (name, text, time.time(), where))
+        log.info("organizer_file_stored", file=name, source=where, why="the organizer stored it")
+        return True
+
+    def _stored_row(self, db: Any, name: str) -> Any:
+        """(text, stored, source) of the stored organizer's file ``name``, or None; a copy an
+        earlier version kept in ``roster_files`` is taken over as it was."""
+        row = db.execute("SELECT text, stored, source FROM organizer_files WHERE name = ?", (name,)).fetchone()
+        if row is not None:
+            return row
+        old = db.execute("SELECT text, written FROM roster_files WHERE name = ?", (name,)).fetchone()
+        if old is None:
+            return None
+        db.execute("INSERT INTO organizer_files (name, text, stored, source) VALUES (?, ?, ?, '') "
+                   "ON CONFLICT (name) DO NOTHING", (name, str(old[0]), float(old[1])))
+        return db.execute("SELECT text, stored, source FROM organizer_files WHERE name = ?", (name,)).fetchone()
+
+
+_TOLD: set[tuple[str, str, str]] = set()
+"""(this folder's file, its text's hash, the stored text's hash) already reported by this process."""
+
+
+@dataclass(frozen=True, slots=True)
+class OrganizerFile:
+    """An organizer's file as the roster's processes read it."""
+
+    text: str
+    source: str
+    """Where it was read, in words: this folder's file, or the copy stored in the database."""
+    note: str = ""
+    """A file in this folder that says something else, which is not used: how to make it the one."""
 
 
 def _when(t: float) -> str:

@@ -2,6 +2,7 @@
 
     craits compare OLD NEW --server URL [--games N] [--against default,random] [--all]
     craits scrimmage OPPONENT... --server URL [--games N]   unrated games against participants or house bots
+    craits final plan ROSTER [FILE]   make FILE (default: the folder's final.toml) the final's plan
     craits final show ROSTER          the deadline, and the versions entered (the snapshot once past it)
     craits final run ROSTER           play the final: the snapshot's versions, a balanced schedule
     craits final publish ROSTER       show the final's results to the participants (--hide: not any more)
@@ -17,16 +18,21 @@ import argparse
 import json
 import os
 import sys
+import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from participants.compare import DEFAULT_GAMES, DEFAULT_PANEL, verdict_words
-from participants.final import Final, parse_when, when_text
-from participants.roster import Roster
+from participants.dashboard import RUBRIC_FILE, parse_rubrics
+from participants.final import PLAN_FILE, Final, parse_plan, parse_when, when_text
+from participants.roster import Roster, RosterError
 from server.cli.roster import _request, ask_token, server_base
 from server.errors import UserError
+from server.logging import get_logger
 
 WAIT_S = 3600.0
+log = get_logger(component="final")
 
 
 def register_cli(subparsers: Any) -> None:
@@ -58,6 +64,13 @@ def register_cli(subparsers: Any) -> None:
     final = subparsers.add_parser("final", help="the deadline and the final of a roster (docs/teachers.md)",
                                   description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = final.add_subparsers(dest="final_command", metavar="ACTION", required=True)
+    plan = sub.add_parser(
+        "plan", help="check a final.toml and make it the final's plan (a roster kept in PostgreSQL: on every machine)",
+        description="Check FILE (default: final.toml in the roster folder) and make it the final's plan. A roster kept "
+        "in PostgreSQL reads the plan stored in its database on every machine: this command stores a new one (with "
+        "the folder's rubric.toml, when FILE is not given), and a different final.toml left in any folder changes "
+        "nothing (craits final show says so). In SQLite the roster folder's final.toml is the plan: FILE is copied "
+        "there.")
     show = sub.add_parser("show", help="the deadline and the versions in the final")
     run = sub.add_parser("run", help="play the final (after the deadline)")
     run.add_argument("--overwrite", action="store_true", help="play it again from the start")
@@ -68,9 +81,10 @@ def register_cli(subparsers: Any) -> None:
         description="Set the deadline of final.toml anew without editing it, for the class or (--for NAME) one "
         "participant. Each change is logged and listed on the dashboard. Once the entrants are fixed (the deadline "
         "passed and someone looked), a deadline after now reopens the final: say so with --reopen.")
-    for parser, func in ((show, _show), (run, _run), (publish, _publish), (deadline, _deadline)):
+    for parser, func in ((plan, _store_plan), (show, _show), (run, _run), (publish, _publish), (deadline, _deadline)):
         parser.add_argument("roster", help="the roster folder")
         parser.set_defaults(func=func)
+    plan.add_argument("file", nargs="?", metavar="FILE", help="the plan to store (default: ROSTER/final.toml)")
     deadline.add_argument("when", metavar="WHEN",
                           help="a date and time with its zone (2026-12-11T18:00:00Z), now, or +30m / +2h / +3d")
     deadline.add_argument("--for", dest="who", default="", metavar="NAME", help="an extension for this participant")
@@ -138,6 +152,33 @@ def _json_bytes(data: Any) -> bytes:
     return json.dumps(data).encode()
 
 
+def _store_plan(args: argparse.Namespace) -> int:
+    final = Final(Roster(args.roster))
+    path = Path(args.file) if args.file else final.roster.folder / PLAN_FILE
+    for name, parse, source in ((PLAN_FILE, parse_plan, path),
+                                *(((RUBRIC_FILE, parse_rubrics, final.roster.folder / RUBRIC_FILE),)
+                                  if args.file is None and final.files.stored else ())):
+        try:
+            text = source.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            if name == RUBRIC_FILE:
+                continue
+            raise UserError(f"{source}: no such file (write the final's plan there: docs/teachers.md)") from None
+        except (OSError, UnicodeDecodeError) as err:
+            raise UserError(f"{source}: {err}") from None
+        parse(text, str(source))  # (a mistake is said, and nothing is stored)
+        stored = final.files.store_organizer_file(name, text, source)
+        where = ("in the roster's database: every machine's web processes and commands read it" if final.files.stored
+                 else f"as {final.roster.folder / name}")
+        print(f"{name}: {source} {'stored' if stored else 'is already the one stored'} {where}")
+    plan = final.plan()
+    assert plan is not None
+    print(f"the final's plan: deadline {plan.deadline_text} ({'passed' if final.past_deadline() else 'to come'}), "
+          f"{plan.games_per_bot} games per bot at tables of {plan.table_size}"
+          + ("; the deadline as last moved by craits final deadline" if final.deadline_log() else ""))
+    return 0
+
+
 def _show(args: argparse.Namespace) -> int:
     final = Final(Roster(args.roster))
     plan = final.plan()
@@ -167,34 +208,99 @@ def _show(args: argparse.Namespace) -> int:
           f"(grade_on = \"{plan.grade_on}\" in final.toml)")
     print(f"results: {'published' if final.published else 'hidden from the participants'}")
     print(f"the plan: {plan.source}")
+    if plan.note:
+        print(f"note: {plan.note}")
     return 0
 
 
 def _deadline(args: argparse.Namespace) -> int:
     final = Final(Roster(args.roster))
+    _say_note(final)
     print(final.set_deadline(parse_when(args.when), args.who, reopen=args.reopen, note=args.note))
     return 0
 
 
+def _say_note(final: Final) -> None:
+    """A final.toml in this folder that is not the stored plan, said where the organizer works."""
+    plan = final.plan()
+    if plan is not None and plan.note:
+        print(f"note: {plan.note}", file=sys.stderr)
+
+
 def _run(args: argparse.Namespace) -> int:
     from server.cli import tournament  # (the tournament command plays it: one way to run a tournament)
+    from server.storage.store import Store
 
     final = Final(Roster(args.roster))
+    _say_note(final)
     path = final.tournament_file()
     shown = (f"published: the participants see them as they are recorded (`craits final publish --hide "
              f"{args.roster}` takes them back)" if final.published else
              f"hidden from the participants until `craits final publish {args.roster}`")
     print(f"the final: {path} (results in {final.out_dir}, {shown})", file=sys.stderr)
-    argv = ["tournament", "run", str(path), "--out", str(final.out_dir)] + (["--overwrite"] if args.overwrite else [])
+    db = final.out_dir / Store.FILENAME
+    earlier = _started_at(db)  # (a final started here, killed or stopped: it goes on, unless --overwrite)
+    started = earlier is not None and not args.overwrite
+    argv = (["tournament", "resume", str(path), "--out", str(final.out_dir)] if started else
+            ["tournament", "run", str(path), "--out", str(final.out_dir)] + (["--overwrite"] if args.overwrite else []))
     parser = argparse.ArgumentParser(prog="craits")
     tournament.register_cli(parser.add_subparsers())
     parsed = parser.parse_args(argv)
     if args.overwrite:
         final.forget_results()
+    keeper = final.keeper(besides=earlier if args.overwrite else None)
+    stop = threading.Event()
+    failed: list[Exception] = []
+
+    def keep() -> None:  # (the results where every web process reads them, as the games are recorded)
+        said = ""
+        try:
+            while not stop.wait(KEEP_S):
+                try:
+                    keeper.keep()
+                except Exception as err:  # (the roster's database away, say: the next try copies what this missed)
+                    if str(err) != said:
+                        said = str(err)
+                        log.warning("final_results_not_kept", error=said, again_in_s=KEEP_S)
+            try:
+                keeper.keep()  # (the last games)
+            except Exception as err:
+                failed.append(err)
+        finally:
+            keeper.close()  # (in this thread: its SQLite connection is this thread's)
+
+    keeping = threading.Thread(target=keep, name="craits-final-results", daemon=True)
+    keeping.start()
     try:
         return int(parsed.func(parsed) or 0)
-    finally:  # (a roster in PostgreSQL: its web processes on any machine read the results from there)
-        final.keep_results()
+    finally:
+        stop.set()
+        keeping.join()
+        if failed and sys.exc_info()[1] is not None:
+            log.warning("final_results_not_kept", error=str(failed[0]))  # (the run's own error is the one said)
+        elif failed and isinstance(failed[0], RosterError):
+            raise UserError(f"{failed[0]}; the final's results are safe in {db}: `craits final run {args.roster}` again "
+                            "copies them once the roster's database is back (it plays no game twice)")
+        elif failed:
+            raise failed[0]
+
+
+KEEP_S = 0.5
+"""How often ``craits final run`` copies the games recorded since its last copy."""
+
+
+def _started_at(db: Path) -> float | None:
+    """When the final held in ``db`` was started (None: none is, its schedule not stored)."""
+    from server.storage.store import Store, StoreError
+
+    if not db.is_file():
+        return None
+    try:
+        with Store(db, readonly=True) as store:
+            row = store.tournament()
+    except StoreError:
+        return None
+    return None if row is None else row.created_at
 
 
 def _publish(args: argparse.Namespace) -> int:

@@ -34,7 +34,7 @@ from participants.compare import (
     verdict_words,
 )
 from participants.dashboard import Row, Rubric, read_rubrics, rows, to_csv
-from participants.final import Final, FinalError, when_text
+from participants.final import Final, FinalError, progress_of, when_text
 from participants.roster import ORGANIZER, RosterError, split_bot
 from participants.scrimmage import Scrimmage, Scrimmages, quota
 from participants.tables import LEASE_S
@@ -383,7 +383,9 @@ class ClassroomPages:
                  '<h2>Results</h2><table id="final-results"><tr><th>rank</th><th>bot</th><th>games</th>'
                  '<th>average placing</th><th>rating</th></tr>' + "".join(
                      f'<tr><td>{r["rank"]}</td><td>{e(r["bot"])}</td><td>{r["games"]}</td><td>{_two(r.get("avg_placing"))}</td>'
-                     f'<td>{_two(r.get("rating_ordinal"))}</td></tr>' for r in results.get("standings", [])) + "</table>")
+                     f'<td>{_two(r.get("rating_ordinal"))}</td></tr>' for r in results.get("standings", [])) + "</table>"
+                 + ("" if results.get("complete") else
+                    f'<p class="meta" id="final-progress">So far{_progress_text(progress_of(results))}.</p>'))
         body = (f'<main class="board participant">{self._back(name)}<h1>The final</h1>'
                 + (f'<p class="meta error" id="final-error">{e(said)}</p>' if said else "")
                 + f'<p>Deadline: <b id="deadline">{e(when_text(plan.deadline_for(name)))}</b>'
@@ -456,6 +458,7 @@ class ClassroomPages:
                                                             if past else "to come; the final column is what would "
                                                             "enter if it were now."))
         log = await self.pages._call(self.final.deadline_log) if plan is not None else []
+        progress = await self.pages._call(self.final.progress)
         changes = ('<h2>Deadline changes</h2><ul id="deadline-log">' + "".join(
             f"<li>{e(change.text())}</li>" for change in log) + "</ul>") if log else ""
         left_out = [row for row in table if row.in_final.startswith("left out")]
@@ -464,8 +467,10 @@ class ClassroomPages:
             for row in left_out) + "</ul>") if left_out else ""
         body = ('<main class="board"><h1>Dashboard</h1>'
                 + (f'<p class="meta error" id="dashboard-error">{e(said)}</p>' if said else "")
+                + (f'<p class="meta error" id="plan-note">{e(plan.note)}</p>' if plan is not None and plan.note else "")
                 + f'<p class="meta" id="dashboard-deadline">{deadline} Results of the final: '
-                  f'{"published" if self.final.published else "hidden from the participants"}.</p>'
+                  f'{"published" if self.final.published else "hidden from the participants"}'
+                  f'{_progress_text(progress)}.</p>'
                 + '<p><a id="csv" href="/organizer.csv" download>download as CSV</a></p>'
                 '<table id="dashboard"><tr><th>participant</th><th>team</th><th>submitted</th><th>latest</th>'
                 '<th>playing</th><th>final</th><th>games</th><th>games with faults</th><th>rating</th><th>rank</th>'
@@ -516,6 +521,14 @@ def _to_them(why: str) -> str:
 
 def _json(data: Any, status: int = 200) -> web.Response:
     return web.Response(text=json.dumps(data), status=status, content_type="application/json")
+
+
+def _progress_text(progress: tuple[int, int, bool] | None) -> str:
+    """How far the final has been played, as its results say (every web process reads the same)."""
+    if progress is None:
+        return ""
+    recorded, scheduled, complete = progress
+    return f": {recorded} of {scheduled} games recorded" + (" (complete)" if complete else ", still playing or stopped")
 
 
 def _two(value: Any) -> str:

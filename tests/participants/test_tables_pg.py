@@ -17,6 +17,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from structlog.testing import capture_logs
 
 from participants import tables
 from participants.compare import Comparisons
@@ -224,12 +225,10 @@ def test_the_finals_plan_deadline_snapshot_and_results_are_the_same_on_two_machi
     shown = capsys.readouterr().out
     assert "in   alice.v1" in shown and "results: published" in shown
     assert "the plan: final.toml (as stored in the roster's database on " in shown
-    # an older final.toml left on the other machine changes nothing; one edited there later is the plan everywhere
-    stale = there.folder / "final.toml"
-    stale.write_text('deadline = 2030-01-01T00:00:00Z\ngames_per_bot = 4\ntable_size = 2\n', encoding="utf-8")
-    os.utime(stale, (plan.stat().st_mtime - 60,) * 2)
-    assert Final(there).plan().games_per_bot == 2  # type: ignore[union-attr]
-    os.utime(stale, (plan.stat().st_mtime + 60,) * 2)
+    # a final.toml stored from the other machine is the plan everywhere
+    (there.folder / "final.toml").write_text('deadline = 2030-01-01T00:00:00Z\ngames_per_bot = 4\ntable_size = 2\n',
+                                            encoding="utf-8")
+    assert craits(["final", "plan", str(there.folder)]) == 0
     assert Final(there).plan().games_per_bot == 4 and Final(here).plan().games_per_bot == 4  # type: ignore[union-attr]
     # reopened from the other machine: the entrants are set aside and the results hidden for both
     assert craits(["final", "deadline", str(there.folder), "+1h", "--reopen"]) == 0
@@ -284,3 +283,116 @@ def test_two_craits_web_processes_on_one_postgresql_roster_show_the_comparison_a
         for web in webs:
             web.process.terminate()
             web.process.wait(30)
+
+
+FIRST_PLAN = 'deadline = 2031-01-01T00:00:00Z\ngames_per_bot = 2\ntable_size = 2\n'
+EDITED_PLAN = 'deadline = 2031-01-01T00:00:00Z\ngames_per_bot = 4\ntable_size = 2\n'
+
+
+def test_the_finals_plan_is_the_one_the_organizer_stored_whatever_the_machines_clocks_say(
+    tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No file's time decides which final.toml is the plan: the organizer stores it (`craits final
+    plan`) from any machine, a laptop whose clock runs late included; a copy left in another
+    folder, however new its time, changes nothing, and is reported (logged once, and by `craits
+    final show` every time) rather than used."""
+    here = PostgresRoster.create_in(tmp_path / "here", pg_url, "class")
+    there = PostgresRoster.create_in(tmp_path / "there", pg_url, "class")
+    plan = here.folder / "final.toml"
+    plan.write_text(FIRST_PLAN, encoding="utf-8")
+    assert craits(["final", "plan", str(here.folder)]) == 0
+    assert Final(there).plan().games_per_bot == 2  # type: ignore[union-attr]
+    # a stale copy on another machine whose clock runs ahead: newer by its time, and not the plan
+    stale = there.folder / "final.toml"
+    stale.write_text(FIRST_PLAN.replace("2031", "2030"), encoding="utf-8")
+    os.utime(stale, (time.time() + 3600,) * 2)
+    with capture_logs() as logs:
+        for _ in range(3):
+            seen = Final(there).plan()
+            assert seen is not None and seen.deadline_text == "2031-01-01 00:00:00 UTC"
+    assert [e["event"] for e in logs if e["event"].startswith("organizer_file")] == ["organizer_file_differs"]
+    assert "differs from the final.toml stored in the roster's database" in seen.note
+    assert Final(here).plan().deadline_text == "2031-01-01 00:00:00 UTC"  # type: ignore[union-attr]
+    capsys.readouterr()
+    assert craits(["final", "show", str(there.folder)]) == 0
+    shown = capsys.readouterr().out
+    assert f"note: {stale} differs from the final.toml stored" in shown and f"craits final plan {there.folder}" in shown
+    # the organizer edits the plan on a laptop whose clock is an hour late, and stores it: it is the plan everywhere
+    plan.write_text(EDITED_PLAN, encoding="utf-8")
+    os.utime(plan, (time.time() - 3600,) * 2)
+    assert Final(there).plan().games_per_bot == 2  # type: ignore[union-attr]  # (not stored yet: not the plan)
+    assert craits(["final", "plan", str(here.folder)]) == 0
+    assert "stored in the roster's database" in capsys.readouterr().out
+    assert Final(there).plan().games_per_bot == 4 and Final(here).plan().games_per_bot == 4  # type: ignore[union-attr]
+    assert Final(here).plan().note == ""  # type: ignore[union-attr]
+    # a mistaken plan is refused whole, and the stored one stays
+    (tmp_path / "typo.toml").write_text(EDITED_PLAN.replace("games_per_bot", "games_per_bots"), encoding="utf-8")
+    assert craits(["final", "plan", str(here.folder), str(tmp_path / "typo.toml")]) == 2
+    assert "unknown key(s) games_per_bots" in capsys.readouterr().err
+    assert Final(there).plan().games_per_bot == 4  # type: ignore[union-attr]
+    # one machine (SQLite): the folder's file is the plan, as it always was
+    solo = Roster.create(tmp_path / "solo")
+    (solo.folder / "final.toml").write_text(FIRST_PLAN, encoding="utf-8")
+    assert Final(solo).plan().games_per_bot == 2  # type: ignore[union-attr]
+    assert craits(["final", "plan", str(solo.folder), str(here.folder / "final.toml")]) == 0
+    assert (solo.folder / "final.toml").read_text(encoding="utf-8") == EDITED_PLAN
+    assert Final(solo).plan().games_per_bot == 4  # type: ignore[union-attr]
+
+
+def test_a_final_in_progress_is_seen_from_another_machine_and_a_killed_run_goes_on_without_replaying(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """`craits final run` keeps its games and standings in the roster's database as they are
+    recorded: another machine's web process shows the organizer the final in progress, shows a
+    participant nothing of it until it is published, and a run killed halfway, run again, plays
+    only the games it had not recorded."""
+    here = PostgresRoster.create_in(tmp_path / "here", pg_url, "class")
+    there = PostgresRoster.create_in(tmp_path / "there", pg_url, "class")
+    alice = admitted_versions(here, "alice", 1)
+    admitted_versions(here, "bob", 1)
+    (here.version_dir(here.versions("bob")[0]) / "bot.py").write_text(  # (thinks 2 ms a move: time to kill the run)
+        "import time\n" + RANDOM_BOT.replace("        return self.rng", "        time.sleep(0.002)\n        return self.rng"))
+    (here.folder / "final.toml").write_text(
+        'deadline = 2031-01-01T00:00:00Z\ngames_per_bot = 6\ntable_size = 2\nconcurrency = 1\n', encoding="utf-8")
+    assert craits(["final", "plan", str(here.folder)]) == 0
+    assert craits(["final", "deadline", str(here.folder), "now"]) == 0
+    text = builtin_tournament("classladder", 3, 1, {"r1": "random", "r2": "random"}, table_size=2)
+    config = parse_config(text, source=str(tmp_path / "ladder.toml"), base_dir=tmp_path)
+    open_ladder(config, text, str(tmp_path / "ladder.toml"), tmp_path / "out",
+                store=PostgresStore(pg_url, "classladder")).close()
+    web = start_craits(["web", "classladder", "--store", pg_url, "--roster", str(there.folder), "--address",
+                        "127.0.0.1:0", "--log-dir", str(tmp_path / "logs-there")], tmp_path)
+    run = subprocess.Popen([sys.executable, "-m", "server.cli", "final", "run", str(here.folder)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    final = Final(there)
+    try:
+        wait_for(lambda: (final.progress() or (0, 0, False))[0] >= 1, 120)
+    finally:
+        os.killpg(run.pid, signal.SIGKILL)  # (the command and the bots it launched, halfway)
+        run.wait(30)
+    try:
+        kept = final.games()
+        assert 1 <= len(kept) < 6, "the run finished before it was killed: nothing to go on with"
+        organizer, participant = Client(web.url), Client(web.url)
+        assert organizer.log_in(here.organizer_token())[0] == 303 and participant.log_in(alice)[0] == 303
+        status, page, _ = organizer.request("organizer")
+        assert status == 200 and f"hidden from the participants: {len(kept)} of 6 games recorded, still playing" in page
+        status, page, _ = participant.request("p/alice/final")  # (the participant, hostile: nothing of the results)
+        assert status == 200 and "The results are not published yet." in page and "bob.v1" not in page, page
+        for path in ("organizer", "organizer.csv", "p/bob/final"):
+            status, page, _ = participant.request(path)
+            assert status in (403, 404) and "bob.v1" not in page and "avg_placing" not in page, (path, status)
+        assert craits(["final", "publish", str(here.folder)]) == 0  # (published halfway: what is kept shows)
+        status, page, _ = participant.request("p/alice/final")
+        assert status == 200 and '<table id="final-results">' in page and "bob.v1" in page, page
+        assert f"So far: {len(kept)} of 6 games recorded" in page, page
+        assert craits(["final", "run", str(here.folder)]) == 0  # (run again: it goes on)
+        games = final.games()
+        assert len(games) == 6 and len({g["game_id"] for g in games}) == 6
+        assert [g for g in games if g["game_id"] in {k["game_id"] for k in kept}] == kept  # (none played again)
+        assert final.progress() == (6, 6, True)
+        status, page, _ = participant.request("p/alice/final")
+        assert status == 200 and "So far" not in page and page.count("<tr><td>") == 2, page
+    finally:
+        web.process.terminate()
+        web.process.wait(30)
