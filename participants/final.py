@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import socket
 import time
 import tomllib
 from dataclasses import asdict, dataclass, field, replace
@@ -55,6 +56,8 @@ STANDINGS = "final/out/standings.json"
 """The final's standings so far (:class:`ResultsKeeper`; in PostgreSQL a row of the roster's database)."""
 GAMES = "final/games.json"
 """In PostgreSQL: the final's games so far as the grades count them (:meth:`Final.games`, :class:`ResultsKeeper`)."""
+PLAYED_IN = "final/played_in"
+"""In PostgreSQL: the machine and folder whose ``craits final run`` recorded the results kept (the organizer's only)."""
 PLAN_KEYS = ("deadline", "games_per_bot", "table_size", "house", "seed", "short_game", "concurrency", "grade_on")
 GRADE_ON = ("deadline", "final")
 """What the grades count: the ladder's games up to each participant's deadline, or the final's games."""
@@ -494,6 +497,16 @@ class Final(RosterTables):
         self.files.delete(STANDINGS)
         if self.files.stored:
             self.files.delete(GAMES)
+            self.files.delete(PLAYED_IN)
+
+    def played_elsewhere(self) -> str | None:
+        """In PostgreSQL, the machine and folder where the results kept were played when it is not
+        this folder (and this folder has not played the final): a run here would start it anew."""
+        from server.storage.store import Store
+
+        if not self.files.stored or (self.out_dir / Store.FILENAME).is_file() or self.standings() is None:
+            return None
+        return self.files.text(PLAYED_IN) or "another machine"
 
     def keeper(self, *, besides: float | None = None) -> ResultsKeeper:
         """What keeps the results of the final played here where every process reads them, as
@@ -596,6 +609,8 @@ class ResultsKeeper:
         document = load_standings(config, store).to_dict()
         document["games"] = game_links(store, out_dir)
         if self.final.files.stored:
+            if self._kept < 0:
+                self.final.files.put(PLAYED_IN, f"{socket.gethostname()}:{out_dir.resolve()}")
             self.final.files.put(GAMES, json.dumps(_games_of(store)))
         self.final.files.put(STANDINGS, json.dumps(document, indent=2, sort_keys=True) + "\n")  # (as the run writes it)
         self._kept = done

@@ -238,6 +238,11 @@ def _run(args: argparse.Namespace) -> int:
              f"{args.roster}` takes them back)" if final.published else
              f"hidden from the participants until `craits final publish {args.roster}`")
     print(f"the final: {path} (results in {final.out_dir}, {shown})", file=sys.stderr)
+    if not args.overwrite and (elsewhere := final.played_elsewhere()):
+        done, total, _ = final.progress() or (0, 0, False)
+        raise UserError(f"the final's results in the roster's database ({done} of {total} games) were played in "
+                        f"{elsewhere}: run `craits final run` there to go on with them, or add --overwrite to play "
+                        "the final afresh here (its results so far are then dropped)")
     db = final.out_dir / Store.FILENAME
     earlier = _started_at(db)  # (a final started here, killed or stopped: it goes on, unless --overwrite)
     started = earlier is not None and not args.overwrite

@@ -130,7 +130,7 @@ def test_the_final_results_are_hidden_from_participants_until_published(
         assert "alice.v1" in results and "bob.v1" in results and "alice.v2" not in results
         assert not re.search(r"<td>\d+\.\d{3,}</td>", results)  # (2.39, not 2.388889)
         capsys.readouterr()
-        craits(["final", "run", str(course.roster.folder)])  # (played already: refused, but says what is shown)
+        craits(["final", "run", str(course.roster.folder)])  # (played already: nothing to play, but says what is shown)
         assert "published: the participants see them as they are recorded" in capsys.readouterr().err
     finally:
         assert craits(["final", "publish", "--hide", str(course.roster.folder)]) == 0

@@ -10,6 +10,7 @@ import concurrent.futures
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -340,7 +341,7 @@ def test_the_finals_plan_is_the_one_the_organizer_stored_whatever_the_machines_c
 
 
 def test_a_final_in_progress_is_seen_from_another_machine_and_a_killed_run_goes_on_without_replaying(
-    tmp_path: Path, pg_url: str
+    tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`craits final run` keeps its games and standings in the roster's database as they are
     recorded: another machine's web process shows the organizer the final in progress, shows a
@@ -386,7 +387,10 @@ def test_a_final_in_progress_is_seen_from_another_machine_and_a_killed_run_goes_
         status, page, _ = participant.request("p/alice/final")
         assert status == 200 and '<table id="final-results">' in page and "bob.v1" in page, page
         assert f"So far: {len(kept)} of 6 games recorded" in page, page
-        assert craits(["final", "run", str(here.folder)]) == 0  # (run again: it goes on)
+        capsys.readouterr()
+        assert craits(["final", "run", str(there.folder)]) == 2  # (not where it was played: it would start anew)
+        assert f"were played in {socket.gethostname()}:{here.folder.resolve() / 'final' / 'out'}" in capsys.readouterr().err
+        assert craits(["final", "run", str(here.folder)]) == 0  # (run again where it was played: it goes on)
         games = final.games()
         assert len(games) == 6 and len({g["game_id"] for g in games}) == 6
         assert [g for g in games if g["game_id"] in {k["game_id"] for k in kept}] == kept  # (none played again)
