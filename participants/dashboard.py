@@ -69,8 +69,8 @@ class Verdict:
 
 def read_rubrics(roster: Roster | str | Path) -> list[Rubric]:
     """The roster's ``rubric.toml`` (none: an empty list), from its folder, or for a roster kept
-    in PostgreSQL as stored in its database (the organizer writes it on any machine: see
-    :meth:`participants.tables.RosterFiles.organizer_file`)."""
+    in PostgreSQL as stored in its database (the organizer stores it from any machine with
+    ``craits final plan``: see :meth:`participants.tables.RosterFiles.organizer_file`)."""
     try:
         found = RosterFiles(roster).organizer_file(RUBRIC_FILE, check=parse_rubrics)
     except RubricError:

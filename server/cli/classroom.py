@@ -154,28 +154,37 @@ def _json_bytes(data: Any) -> bytes:
 
 def _store_plan(args: argparse.Namespace) -> int:
     final = Final(Roster(args.roster))
-    path = Path(args.file) if args.file else final.roster.folder / PLAN_FILE
-    for name, parse, source in ((PLAN_FILE, parse_plan, path),
-                                *(((RUBRIC_FILE, parse_rubrics, final.roster.folder / RUBRIC_FILE),)
-                                  if args.file is None and final.files.stored else ())):
+    folder = final.roster.folder
+    wanted: list[tuple[str, Any, Path]] = [(PLAN_FILE, parse_plan, Path(args.file) if args.file else folder / PLAN_FILE)]
+    if args.file is None and final.files.stored:
+        wanted.append((RUBRIC_FILE, parse_rubrics, folder / RUBRIC_FILE))
+    found = []
+    for name, parse, source in wanted:  # (every file checked before any is stored: a mistake stores nothing)
         try:
             text = source.read_text(encoding="utf-8")
         except FileNotFoundError:
-            if name == RUBRIC_FILE:
+            if args.file is None:
                 continue
-            raise UserError(f"{source}: no such file (write the final's plan there: docs/teachers.md)") from None
+            raise UserError(f"{source}: no such file") from None
         except (OSError, UnicodeDecodeError) as err:
             raise UserError(f"{source}: {err}") from None
-        parse(text, str(source))  # (a mistake is said, and nothing is stored)
+        parse(text, str(source))
+        found.append((name, text, source))
+    if not found:
+        raise UserError(f"{folder / PLAN_FILE}: no such file (write the final's plan there: docs/teachers.md)")
+    for name, text, source in found:
         stored = final.files.store_organizer_file(name, text, source)
-        where = ("in the roster's database: every machine's web processes and commands read it" if final.files.stored
-                 else f"as {final.roster.folder / name}")
-        print(f"{name}: {source} {'stored' if stored else 'is already the one stored'} {where}")
+        if final.files.stored:
+            print(f"{name}: {source} " + ("stored in the roster's database: every machine's web processes and "
+                                         "commands read it" if stored else "is already the one stored"))
+        else:
+            print(f"{name}: {'copied to ' if stored else ''}{folder / name}, the plan (one machine: the roster "
+                  "folder's file is the plan)")
     plan = final.plan()
-    assert plan is not None
-    print(f"the final's plan: deadline {plan.deadline_text} ({'passed' if final.past_deadline() else 'to come'}), "
-          f"{plan.games_per_bot} games per bot at tables of {plan.table_size}"
-          + ("; the deadline as last moved by craits final deadline" if final.deadline_log() else ""))
+    if plan is not None:
+        print(f"the final's plan: deadline {plan.deadline_text} ({'passed' if final.past_deadline() else 'to come'}), "
+              f"{plan.games_per_bot} games per bot at tables of {plan.table_size}"
+              + ("; the deadline as last moved by craits final deadline" if final.deadline_log() else ""))
     return 0
 
 
@@ -208,8 +217,10 @@ def _show(args: argparse.Namespace) -> int:
           f"(grade_on = \"{plan.grade_on}\" in final.toml)")
     print(f"results: {'published' if final.published else 'hidden from the participants'}")
     print(f"the plan: {plan.source}")
-    if plan.note:
-        print(f"note: {plan.note}")
+    rubric = final.files.organizer_file(RUBRIC_FILE)
+    for note in (plan.note, rubric.note if rubric is not None else ""):
+        if note:
+            print(f"note: {note}")
     return 0
 
 
