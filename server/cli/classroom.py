@@ -215,7 +215,10 @@ def _show(args: argparse.Namespace) -> int:
         print(problem if fixed else f"with these entrants, {problem}")
     print(f"grades: {'the final' if plan.grade_on == 'final' else 'the ladder games up to each deadline'} "
           f"(grade_on = \"{plan.grade_on}\" in final.toml)")
-    print(f"results: {'published' if final.published else 'hidden from the participants'}")
+    progress = final.progress()
+    print(f"results: {'published' if final.published else 'hidden from the participants'}" + (
+        "" if progress is None else f"; {progress[0]} of {progress[1]} games recorded"
+        + (" (complete)" if progress[2] else f" (still playing, or stopped: craits final run {args.roster} goes on)")))
     print(f"the plan: {plan.source}")
     rubric = final.files.organizer_file(RUBRIC_FILE)
     for note in (plan.note, rubric.note if rubric is not None else ""):

@@ -383,6 +383,9 @@ def test_a_final_in_progress_is_seen_from_another_machine_and_a_killed_run_goes_
         for path in ("organizer", "organizer.csv", "p/bob/final"):
             status, page, _ = participant.request(path)
             assert status in (403, 404) and "bob.v1" not in page and "avg_placing" not in page, (path, status)
+        capsys.readouterr()
+        assert craits(["final", "show", str(there.folder)]) == 0
+        assert f"results: hidden from the participants; {len(kept)} of 6 games recorded (still playing" in capsys.readouterr().out
         assert craits(["final", "publish", str(here.folder)]) == 0  # (published halfway: what is kept shows)
         status, page, _ = participant.request("p/alice/final")
         assert status == 200 and '<table id="final-results">' in page and "bob.v1" in page, page
