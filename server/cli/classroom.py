@@ -272,15 +272,17 @@ def _run(args: argparse.Namespace) -> int:
     failed: list[Exception] = []
 
     def keep() -> None:  # (the results where every web process reads them, as the games are recorded)
-        said = ""
+        said, wait = "", KEEP_S
         try:
-            while not stop.wait(KEEP_S):
+            while not stop.wait(wait):
+                started = time.monotonic()
                 try:
                     keeper.keep()
                 except Exception as err:  # (the roster's database away, say: the next try copies what this missed)
                     if str(err) != said:
                         said = str(err)
-                        log.warning("final_results_not_kept", error=said, again_in_s=KEEP_S)
+                        log.warning("final_results_not_kept", error=said)
+                wait = max(KEEP_S, 9 * (time.monotonic() - started))  # (a large final's standings take a while)
             try:
                 keeper.keep()  # (the last games)
             except Exception as err:
@@ -305,7 +307,9 @@ def _run(args: argparse.Namespace) -> int:
 
 
 KEEP_S = 0.5
-"""How often ``craits final run`` copies the games recorded since its last copy."""
+"""How often ``craits final run`` copies the games recorded since its last copy: at most every
+half second, and never more than a tenth of the time (the standings of a final of 144 games take
+0.2-0.3 s to make, in the process that referees its games)."""
 
 
 def _started_at(db: Path) -> float | None:
