@@ -21,6 +21,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,9 +42,9 @@ seed = 4
 [flags]
 short_game = true
 
-""" + SLOW_BOTS
-"""Two bots that think 2 ms a move: a round is two games of a few seconds, long enough to stop
-a worker holding one."""
+""" + SLOW_BOTS.replace('"0.002"', '"0.0005"')
+"""Two bots that think half a millisecond a move: a round is two games of a second or two, long
+enough to stop a worker holding one."""
 
 COMPOSE_ENV = {"CRAITS_LADDER": LADDER, "CRAITS_DOMAIN": "localhost"}
 """What the operator exports before `docker compose up` (the password left at its default)."""
@@ -198,20 +199,20 @@ def deploy(pg_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory) 
                        "CRAITS_HTTP_PORT": str(free_port()), "CRAITS_HTTPS_PORT": str(https_port),
                        "CRAITS_CADDY_ADMIN": f"127.0.0.1:{free_port()}", "XDG_DATA_HOME": str(caddy_data),
                        "XDG_CONFIG_HOME": str(folder / "caddy-config"), "HOME": str(folder)}, compose)
-        for name in ("caddy", "worker"):
+        for name in ("worker", "caddy"):  # (the workers first: they need the database only)
             up(name)
         yield done
     finally:
-        for name, proc in done.running.items():
+        for proc in done.running.values():
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
-        for name, proc in done.running.items():
+        deadline = time.monotonic() + 3.0  # (a worker would finish its games in hand: not waited for here)
+        for proc in done.running.values():
             try:
-                proc.wait(10)
+                proc.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-
 
 class Up:
     """`docker compose up`: each service started once what it depends on is there (healthy, or
@@ -225,8 +226,10 @@ class Up:
     def __call__(self, name: str) -> None:
         if name in self.done:
             return
-        for other, condition in (self.compose["services"][name].get("depends_on") or {}).items():
+        needs = self.compose["services"][name].get("depends_on") or {}
+        for other in needs:
             self(other)
+        for other, condition in needs.items():  # (once all are started: web1 and web2 start together)
             if condition["condition"] == "service_healthy":
                 passes(self.deploy, other)
         deploy, service = self.deploy, self.deploy.services[name]
@@ -272,9 +275,10 @@ def recorded(url: str) -> list[tuple[str, str]]:
 
 
 def test_every_service_starts_and_its_health_check_passes(deploy: Deploy) -> None:
-    for name, service in (("db", None), ("web1", None), ("web2", None), ("ladder", None),
-                          *((worker, "worker") for worker in WORKERS)):
-        passes(deploy, name, service)
+    checks = [("db", None), ("ladder", None), ("web1", None), ("web2", None), *((w, "worker") for w in WORKERS)]
+    with ThreadPoolExecutor(len(checks)) as pool:  # (at once, as Docker runs them)
+        for done in [pool.submit(passes, deploy, name, service) for name, service in checks]:
+            done.result()
 
 
 def test_a_page_comes_through_caddy_over_https_with_its_own_certificate(deploy: Deploy) -> None:
