@@ -6,7 +6,8 @@
 #                                  browser tests (no browser download from elsewhere) and
 #                                  PostgreSQL's server binaries for the store and worker tests
 #                                  (the tests start their own server in a temporary folder),
-#                                  and what the kits need (below)
+#                                  Caddy for the test that runs deploy/ (its Caddyfile in front
+#                                  of two web processes), and what the kits need (below)
 #   scripts/system-deps.sh kits    the Java and C++ bot kits' Debian build (`make kits`): a JDK,
 #                                  grpc-java and its jars (netty, perfmark: libgrpc-java does not
 #                                  pull them in; javax.annotation for the 1.41 plugin's code),
@@ -45,6 +46,9 @@ if [ "$what" = test ]; then
   fi
   if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; then
     missing+=(postgresql)
+  fi
+  if ! command -v caddy >/dev/null 2>&1; then
+    missing+=(caddy)
   fi
 fi
 if [ ${#missing[@]} -eq 0 ]; then
