@@ -27,11 +27,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.distributed.test_workers import ROOT, SLOW_BOT, SLOW_BOTS, query, wait_for
 from tests.postgres_server import PostgresServer, free_port
-
-yaml = pytest.importorskip("yaml")  # (a dev extra: pyproject.toml)
 
 DEPLOY = ROOT / "deploy"
 LADDER = "deployladder"
@@ -256,6 +255,14 @@ def passes(deploy: Deploy, name: str, service: str | None = None, timeout: float
     return check
 
 
+def answered(deploy: Deploy, path: str) -> tuple[int, bytes] | None:
+    """What Caddy answers, or None while it does not listen yet."""
+    try:
+        return deploy.https(path)
+    except (urllib.error.URLError, ConnectionError):
+        return None
+
+
 def holding(url: str) -> dict[str, list[str]]:
     """Each worker's games in hand, by its name."""
     rows = query(url, "SELECT c.name, j.args->>'game_id' FROM procrastinate_jobs j JOIN craits_workers c"
@@ -282,7 +289,7 @@ def test_every_service_starts_and_its_health_check_passes(deploy: Deploy) -> Non
 
 
 def test_a_page_comes_through_caddy_over_https_with_its_own_certificate(deploy: Deploy) -> None:
-    status, body = wait_for("Caddy's certificate", lambda: deploy.root_cert.exists() and deploy.https("/"), 30)
+    status, body = wait_for("Caddy's certificate", lambda: deploy.root_cert.exists() and answered(deploy, "/"), 30)
     assert status == 200 and LADDER.encode() in body, body[:500]
     status, body = deploy.https("/api/progress")
     assert status == 200 and json.loads(body)["name"] == LADDER
