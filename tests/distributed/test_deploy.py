@@ -20,9 +20,9 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +84,6 @@ class Service:
     argv: list[str]
     env: dict[str, str]
     health: list[str] | None
-    here: dict[str, str] = field(repr=False)
 
     @classmethod
     def of(cls, compose: dict[str, Any], name: str, here: dict[str, str], entrypoint: list[str]) -> Service:
@@ -105,11 +104,14 @@ class Service:
         if test is not None:
             kind, *check = [local(part) for part in test]
             health = {"CMD": check, "CMD-SHELL": ["sh", "-c", *check]}[kind]
-        return cls(name, argv, env, health, here)
+        return cls(name, argv, env, health)
 
 
 @dataclass
 class Deploy:
+    """The running topology: its folder (/competition), database, Caddy's HTTPS port and root
+    certificate, and each process by its name (web1, web2, ladder, worker1, worker2, caddy)."""
+
     folder: Path
     url: str
     https_port: int
@@ -162,6 +164,47 @@ def dockerfile_entrypoint() -> list[str]:
     return list(json.loads(line.removeprefix("ENTRYPOINT ")))
 
 
+class Up:
+    """`docker compose up`: each service started once what it depends on is there (healthy, or
+    run to its end), ``--scale worker=2``; the caddy service with this machine's ports, given
+    by the environment to deploy/Caddyfile."""
+
+    def __init__(self, deploy: Deploy, caddy_env: dict[str, str], compose: dict[str, Any]) -> None:
+        self.deploy, self.caddy_env, self.compose = deploy, caddy_env, compose
+        self.done: set[str] = {"db"}  # (the tests' PostgreSQL)
+
+    def __call__(self, name: str) -> None:
+        if name in self.done:
+            return
+        needs = self.compose["services"][name].get("depends_on") or {}
+        for other in needs:
+            self(other)
+        for other, condition in needs.items():  # (once all are started: web1 and web2 start together)
+            if condition["condition"] == "service_healthy":
+                passes(self.deploy, other)
+        deploy, service = self.deploy, self.deploy.services[name]
+        if name == "migrate":  # (service_completed_successfully: the one that runs to its end)
+            done = subprocess.run(service.argv, cwd=deploy.folder, env=deploy.env(service), capture_output=True,
+                                  text=True, timeout=120, check=False)
+            assert done.returncode == 0, done.stderr
+        elif name == "worker":
+            for worker in WORKERS:
+                deploy.start(replace(service, name=worker), HOSTNAME=worker)
+        else:
+            deploy.start(service, **(self.caddy_env if name == "caddy" else {}))
+        self.done.add(name)
+
+
+def passes(deploy: Deploy, name: str, service: str | None = None, timeout: float = 60.0) -> None:
+    """Waits for the health check of ``name`` to pass (as Docker would, until its process exits)."""
+    def check() -> bool:
+        proc = deploy.running.get(name)
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"{name} exited {proc.returncode}:\n{deploy.output(name)[-3000:]}")
+        return deploy.healthy(name, service) == 0
+    wait_for(f"{name}'s health check", check, timeout)
+
+
 @pytest.fixture(scope="module")
 def deploy(pg_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deploy]:
     find_caddy()
@@ -212,47 +255,6 @@ def deploy(pg_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory) 
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-
-class Up:
-    """`docker compose up`: each service started once what it depends on is there (healthy, or
-    run to its end), ``--scale worker=2``; the caddy service with this machine's ports, given
-    by the environment to deploy/Caddyfile."""
-
-    def __init__(self, deploy: Deploy, caddy_env: dict[str, str], compose: dict[str, Any]) -> None:
-        self.deploy, self.caddy_env, self.compose = deploy, caddy_env, compose
-        self.done: set[str] = {"db"}  # (the tests' PostgreSQL)
-
-    def __call__(self, name: str) -> None:
-        if name in self.done:
-            return
-        needs = self.compose["services"][name].get("depends_on") or {}
-        for other in needs:
-            self(other)
-        for other, condition in needs.items():  # (once all are started: web1 and web2 start together)
-            if condition["condition"] == "service_healthy":
-                passes(self.deploy, other)
-        deploy, service = self.deploy, self.deploy.services[name]
-        if name == "migrate":  # (service_completed_successfully: the one that runs to its end)
-            done = subprocess.run(service.argv, cwd=deploy.folder, env=deploy.env(service), capture_output=True,
-                                  text=True, timeout=120, check=False)
-            assert done.returncode == 0, done.stderr
-        elif name == "worker":
-            for worker in WORKERS:
-                deploy.start(Service(worker, service.argv, service.env, service.health, service.here),
-                             HOSTNAME=worker)
-        else:
-            deploy.start(service, **(self.caddy_env if name == "caddy" else {}))
-        self.done.add(name)
-
-
-def passes(deploy: Deploy, name: str, service: str | None = None, timeout: float = 60.0) -> Callable[[], bool]:
-    def check() -> bool:
-        proc = deploy.running.get(name)
-        if proc is not None and proc.poll() is not None:
-            raise AssertionError(f"{name} exited {proc.returncode}:\n{deploy.output(name)[-3000:]}")
-        return deploy.healthy(name, service) == 0
-    wait_for(f"{name}'s health check", check, timeout)
-    return check
 
 
 def answered(deploy: Deploy, path: str) -> tuple[int, bytes] | None:
