@@ -45,8 +45,8 @@ short_game = true
 """Two bots that think half a millisecond a move: a round is two games of a second or two, long
 enough to stop a worker holding one."""
 
-COMPOSE_ENV = {"CRAITS_LADDER": LADDER, "CRAITS_DOMAIN": "localhost"}
-"""What the operator exports before `docker compose up` (the password left at its default)."""
+COMPOSE_ENV = {"CRAITS_DB_PASSWORD": "0123abcd", "CRAITS_LADDER": LADDER, "CRAITS_DOMAIN": "localhost"}
+"""What the operator exports before `docker compose up`."""
 WORKERS = ("worker1", "worker2")
 """`--scale worker=2`: their $HOSTNAME."""
 
