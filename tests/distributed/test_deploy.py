@@ -2,16 +2,19 @@
 started as processes on this machine from the commands and health checks written there (the
 compose-only names, db, web1, web2 and /competition, put to this machine's), Caddy from
 Debian running deploy/Caddyfile as shipped (its host-specific parts set by the environment),
-on the tests' PostgreSQL with real bots. One topology for the whole file: every health check
+on the tests' PostgreSQL with real bots; web2 and worker2 run the commands of deploy/systemd's
+units instead (the same processes without Docker). One topology for the whole file: every health check
 passes, a page comes over HTTPS through Caddy, the workers play the ladder's games, a worker
 stopped with SIGTERM finishes its games in hand, and with one web process stopped the other
 answers every page. Docker itself (the images, the network) is not run here."""
 
 from __future__ import annotations
 
+import configparser
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import ssl
@@ -159,6 +162,19 @@ class Deploy:
             raise AssertionError(f"{name} did not stop on SIGTERM:\n{self.output(name)[-3000:]}") from None
 
 
+def unit_command(unit: str, key: str, instance: str, here: dict[str, str], env: dict[str, str]) -> list[str]:
+    """A deploy/systemd unit's ``key`` (ExecStart, ExecStartPre) as systemd runs it: ``%i`` its
+    instance, ``${NAME}`` from its EnvironmentFile (``env``), then the unit's paths put to this
+    machine's (``here``)."""
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read_string((DEPLOY / "systemd" / unit).read_text(encoding="utf-8"))
+    argv = shlex.split(parser["Service"][key].replace("%i", instance))
+    argv = [re.sub(r"\$\{(\w+)\}", lambda m: env[m.group(1)], arg) for arg in argv]
+    for there, instead in here.items():
+        argv = [arg.replace(there, instead) for arg in argv]
+    return argv
+
+
 def dockerfile_entrypoint() -> list[str]:
     line = next(line for line in (DEPLOY / "Dockerfile").read_text().splitlines() if line.startswith("ENTRYPOINT "))
     return list(json.loads(line.removeprefix("ENTRYPOINT ")))
@@ -167,10 +183,12 @@ def dockerfile_entrypoint() -> list[str]:
 class Up:
     """`docker compose up`: each service started once what it depends on is there (healthy, or
     run to its end), ``--scale worker=2``; the caddy service with this machine's ports, given
-    by the environment to deploy/Caddyfile."""
+    by the environment to deploy/Caddyfile; the processes in ``units`` with their systemd
+    unit's command."""
 
-    def __init__(self, deploy: Deploy, caddy_env: dict[str, str], compose: dict[str, Any]) -> None:
-        self.deploy, self.caddy_env, self.compose = deploy, caddy_env, compose
+    def __init__(self, deploy: Deploy, caddy_env: dict[str, str], compose: dict[str, Any],
+                 units: dict[str, list[str]]) -> None:
+        self.deploy, self.caddy_env, self.compose, self.units = deploy, caddy_env, compose, units
         self.done: set[str] = {"db"}  # (the tests' PostgreSQL)
 
     def __call__(self, name: str) -> None:
@@ -189,8 +207,9 @@ class Up:
             assert done.returncode == 0, done.stderr
         elif name == "worker":
             for worker in WORKERS:
-                deploy.start(replace(service, name=worker), HOSTNAME=worker)
+                deploy.start(replace(service, name=worker, argv=self.units.get(worker, service.argv)), HOSTNAME=worker)
         else:
+            service = replace(service, argv=self.units.get(name, service.argv))
             deploy.start(service, **(self.caddy_env if name == "caddy" else {}))
         self.done.add(name)
 
@@ -230,6 +249,14 @@ def deploy(pg_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory) 
         said = " ".join([*service.argv, *(service.health or []), *service.env.values()])
         assert not re.search(r"@db:|\bweb[12]:|:8080|/competition\b", said), (service.name, said)
     bin_dir = Path(sys.executable).parent  # (craits and python, as in the image)
+    unit_env = {"CRAITS_STORE": url, "CRAITS_LADDER": LADDER}  # (deploy/systemd/craits.env, filled in)
+    unit_here = {"/opt/craits/.venv/bin/": f"{bin_dir}/", "/srv/competition": str(folder)}
+    units = {"web2": unit_command("craits-web@.service", "ExecStart", str(web["web2"]), unit_here, unit_env),
+             "worker2": unit_command("craits-worker@.service", "ExecStart", "worker2", unit_here, unit_env)}
+    for unit, key, service in (("craits-ladder.service", "ExecStartPre", "migrate"),
+                               ("craits-ladder.service", "ExecStart", "ladder")):  # (the same as compose's)
+        assert unit_command(unit, key, "", unit_here, unit_env) == [str(bin_dir / "craits"),
+                                                                      *services[service].argv[1:]], (unit, key)
     path = os.pathsep.join([str(bin_dir), str(pg_server.bin), os.environ.get("PATH", "")])
     base = {**os.environ, "PATH": path, "PYTHONUNBUFFERED": "1", "PGHOST": "127.0.0.1", "PGPORT": str(pg_server.port),
             "CRAITS_LADDER": LADDER}
@@ -240,7 +267,7 @@ def deploy(pg_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory) 
         up = Up(done, {"CRAITS_WEB": " ".join(f"127.0.0.1:{p}" for p in web.values()),
                        "CRAITS_HTTP_PORT": str(free_port()), "CRAITS_HTTPS_PORT": str(https_port),
                        "CRAITS_CADDY_ADMIN": f"127.0.0.1:{free_port()}", "XDG_DATA_HOME": str(caddy_data),
-                       "XDG_CONFIG_HOME": str(folder / "caddy-config"), "HOME": str(folder)}, compose)
+                       "XDG_CONFIG_HOME": str(folder / "caddy-config"), "HOME": str(folder)}, compose, units)
         for name in ("worker", "caddy"):  # (the workers first: they need the database only)
             up(name)
         yield done
