@@ -73,4 +73,10 @@ export DEBIAN_FRONTEND=noninteractive
 if ! { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >/dev/null; then
   echo "$what: could not install ${missing[*]}; try: $line" >&2
 fi
+# Debian's caddy package starts a system-wide Caddy on port 80; the tests run their own.
+if [[ " ${missing[*]} " == *" caddy "* ]] && command -v systemctl >/dev/null 2>&1 \
+   && systemctl is-enabled caddy >/dev/null 2>&1; then
+  systemctl disable --now caddy >/dev/null 2>&1 \
+    && echo "$what: disabled the caddy service the package started (the tests start their own Caddy)" >&2
+fi
 exit 0

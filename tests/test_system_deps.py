@@ -19,6 +19,7 @@ def run_script(tmp_path: Path, what: str, *, uid: int, have: tuple[str, ...] = (
     calls = tmp_path / "apt-calls"
     fake_program(bin_dir, "apt-get", f'echo "$*" >> {calls}')
     fake_program(bin_dir, "id", f'[ "$1" = "-u" ] && echo {uid}')
+    fake_program(bin_dir, "systemctl", f'echo "systemctl $*" >> {calls}')  # (as if each unit were enabled)
     for program in have:
         fake_program(bin_dir, program, "echo DejaVuSans.ttf")  # (fc-list: the font the tests need)
     done = subprocess.run(["/bin/bash", str(SCRIPT), what], env={"PATH": path}, capture_output=True, text=True,
@@ -48,7 +49,8 @@ def test_the_tests_get_bubblewrap_chromium_postgresql_and_caddy(tmp_path: Path) 
     _, calls = run_script(tmp_path, "test", uid=0)
     postgresql = [] if list(Path("/usr/lib/postgresql").glob("*/bin/initdb")) else ["postgresql"]  # (found there too)
     assert calls == ["update -qq", " ".join(["install -y -qq --no-install-recommends bubblewrap chromium",
-                                             "fonts-dejavu-core fontconfig", *postgresql, "caddy"])]
+                                             "fonts-dejavu-core fontconfig", *postgresql, "caddy"]),
+                     "systemctl is-enabled caddy", "systemctl disable --now caddy"]  # (Debian's starts on port 80)
 
 
 def test_the_tests_packages_the_machine_has_are_not_installed_again(tmp_path: Path) -> None:
