@@ -292,14 +292,18 @@ def answered(deploy: Deploy, path: str) -> tuple[int, bytes] | None:
         return None
 
 
-def holding(url: str) -> dict[str, list[str]]:
-    """Each worker's games in hand, by its name."""
-    rows = query(url, "SELECT c.name, j.args->>'game_id' FROM procrastinate_jobs j JOIN craits_workers c"
-                 " ON c.queue_id = j.worker_id WHERE j.status = 'doing' ORDER BY 2")
-    games: dict[str, list[str]] = {}
-    for name, game in rows:
-        games.setdefault(name, []).append(game)
-    return games
+def in_hand(deploy: Deploy) -> dict[str, set[str]]:
+    """Each worker's games in hand: started by it and not yet ended (its log, worker.jsonl)."""
+    hands = {}
+    for name in WORKERS:
+        log = deploy.folder / "logs" / name / "worker.jsonl"
+        lines = log.read_text().split("\n")[:-1] if log.exists() else []  # (whole lines only)
+        events = [json.loads(line) for line in lines if line.strip()]
+        started = {e["game"] for e in events if e["event"] == "game_started"}
+        ended = {e["game"] for e in events if e["event"] in ("game_recorded", "duplicate_result_dropped")}
+        if started - ended:
+            hands[name] = started - ended
+    return hands
 
 
 def recorded(url: str) -> list[tuple[str, str]]:
@@ -332,11 +336,11 @@ def test_the_workers_play_the_ladders_games_and_the_pages_show_them(deploy: Depl
 
 
 def test_a_worker_stopped_with_sigterm_finishes_its_games_in_hand(deploy: Deploy) -> None:
-    hands = wait_for("a worker holding a game", lambda: holding(deploy.url), 60)
+    hands = wait_for("a worker playing a game", lambda: in_hand(deploy), 60)
     name, games = next(iter(hands.items()))
     assert deploy.stop(name, 60) == 0, deploy.output(name)
     mine = {game for game, worker in recorded(deploy.url) if worker == name}
-    assert set(games) <= mine, (games, mine)
+    assert games <= mine, (games, mine)
     assert deploy.healthy(name, "worker") != 0, "a stopped worker's health check fails"
     other = next(worker for worker in WORKERS if worker != name)
     assert deploy.healthy(other, "worker") == 0
