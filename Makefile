@@ -30,7 +30,7 @@ proto: $(STAMP)  ## regenerate the Python protocol code from proto/ (the one cod
 demo: setup proto  ## run the demo tournament of the bundled bots (SQLite, replays and logs under logs/)
 	$(VENV)/bin/craits demo
 
-test-deps:  ## install what the tests need from Debian (chromium, bubblewrap, postgresql; needs root)
+test-deps:  ## install what the tests need from Debian (chromium, bubblewrap, postgresql, caddy; needs root)
 	@bash scripts/system-deps.sh test
 
 kits:  ## build the Java and C++ bot kits and their example bots with Debian's packages (build/kits/)

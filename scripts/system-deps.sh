@@ -6,7 +6,8 @@
 #                                  browser tests (no browser download from elsewhere) and
 #                                  PostgreSQL's server binaries for the store and worker tests
 #                                  (the tests start their own server in a temporary folder),
-#                                  and what the kits need (below)
+#                                  Caddy for the test that runs deploy/ (its Caddyfile in front
+#                                  of two web processes), and what the kits need (below)
 #   scripts/system-deps.sh kits    the Java and C++ bot kits' Debian build (`make kits`): a JDK,
 #                                  grpc-java and its jars (netty, perfmark: libgrpc-java does not
 #                                  pull them in; javax.annotation for the 1.41 plugin's code),
@@ -46,6 +47,9 @@ if [ "$what" = test ]; then
   if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; then
     missing+=(postgresql)
   fi
+  if ! command -v caddy >/dev/null 2>&1; then
+    missing+=(caddy)
+  fi
 fi
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
@@ -68,5 +72,11 @@ echo "$what: installing Debian's ${missing[*]} for $for_what (one time)..." >&2
 export DEBIAN_FRONTEND=noninteractive
 if ! { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >/dev/null; then
   echo "$what: could not install ${missing[*]}; try: $line" >&2
+fi
+# Debian's caddy package starts a system-wide Caddy on port 80; the tests run their own.
+if [[ " ${missing[*]} " == *" caddy "* ]] && command -v systemctl >/dev/null 2>&1 \
+   && systemctl is-enabled caddy >/dev/null 2>&1; then
+  systemctl disable --now caddy >/dev/null 2>&1 \
+    && echo "$what: disabled the caddy service the package started (the tests start their own Caddy)" >&2
 fi
 exit 0

@@ -186,6 +186,16 @@ def check_chromium() -> Finding:
     return Finding("chromium", "ok", version, used_for=used)
 
 
+def check_caddy() -> Finding:
+    used = "the test that runs deploy/ (its Caddyfile, with TLS, in front of two web processes)"
+    if shutil.which("caddy") is None:
+        return Finding("caddy", "missing", "caddy not found", apt("caddy"), (TEST,), used)
+    version = _version(["caddy", "version"])
+    if not version:
+        return Finding("caddy", "broken", "caddy version fails", apt("--reinstall", "caddy"), (TEST,), used)
+    return Finding("caddy", "ok", version, used_for=used)
+
+
 def check_port(port: int, used: str, host: str = "127.0.0.1") -> Finding:
     item = f"port {port}"
     with socket.socket() as sock:
@@ -228,6 +238,7 @@ def diagnose(logs: Path | None = None) -> list[Finding]:
     """Every check, in the order `craits doctor` prints them."""
     checks: list[Callable[[], Finding]] = [
         check_python, check_sandbox, check_node, check_java, check_cpp, check_postgres_client, check_postgres_server, check_chromium,
+        check_caddy,
         *(lambda port=port, used=used: check_port(port, used) for port, used in DEFAULT_PORTS),
         check_grpc_io, lambda: check_disk(logs or Path("logs")),
     ]

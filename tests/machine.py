@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-FRESH_MACHINE_LACKS = ("bwrap", "chromium", "initdb", "pg_ctl", "postgres")
+FRESH_MACHINE_LACKS = ("bwrap", "chromium", "initdb", "pg_ctl", "postgres", "caddy")
 
 
 def fresh_path(folder: Path, lacking: Iterable[str] = FRESH_MACHINE_LACKS) -> str:

@@ -28,7 +28,7 @@ def _forget_the_sandbox_verdict() -> Iterator[None]:
 
 @pytest.fixture
 def bare(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A PATH without bubblewrap, chromium and PostgreSQL's server; its folder, for fakes."""
+    """A PATH without bubblewrap, chromium, PostgreSQL's server and Caddy; its folder, for fakes."""
     folder = tmp_path / "bin"
     monkeypatch.setenv("PATH", fresh_path(folder))
     return folder
@@ -117,6 +117,16 @@ def test_the_grpc_layer_and_the_disk_are_reported(tmp_path: Path) -> None:
     assert disk.status in ("ok", "warn") and "GiB free" in disk.detail
 
 
+def test_caddy_present_absent_and_broken(bare: Path) -> None:
+    absent = doctor.check_caddy()
+    assert (absent.status, absent.needed_by) == ("missing", ("make test",))
+    assert absent.fix.endswith("apt-get install -y caddy")
+    fake_program(bare, "caddy", "exit 1")
+    assert doctor.check_caddy().status == "broken"
+    fake_program(bare, "caddy", "echo 2.6.2")
+    assert (doctor.check_caddy().status, doctor.check_caddy().detail) == ("ok", "2.6.2")
+
+
 def doctor_cli(path: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "server.cli", "doctor"], cwd=ROOT, env={**os.environ, "PATH": path},
                           capture_output=True, text=True, timeout=120, check=False)
@@ -130,7 +140,7 @@ def test_on_a_fresh_machine_the_demo_can_run_and_the_tests_say_what_they_need(tm
     assert any(line.startswith("make test: cannot run here: needs sandbox") and "chromium" in line for line in lines)
     items = [line.split()[1] for line in lines if line.split() and line.split()[0] in ("ok", "MISSING", "BROKEN", "warn")]
     assert items[:2] == ["python", "sandbox"]
-    for item in ("node.js", "postgresql", "chromium", "port", "grpc", "disk"):
+    for item in ("node.js", "postgresql", "chromium", "caddy", "port", "grpc", "disk"):
         assert item in items, items
     assert any("fix: " in line and "apt-get install -y bubblewrap" in line for line in lines)
 

@@ -13,12 +13,13 @@ SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "system-deps.sh"
 
 def run_script(tmp_path: Path, what: str, *, uid: int, have: tuple[str, ...] = ()) -> tuple[str, list[str]]:
     """Its standard error and the apt-get calls it made, on a machine lacking bubblewrap,
-    chromium and PostgreSQL (less those in ``have``), as user ``uid``."""
+    chromium, PostgreSQL and Caddy (less those in ``have``), as user ``uid``."""
     bin_dir = tmp_path / "bin"
-    path = fresh_path(bin_dir, lacking=("bwrap", "chromium", "initdb", "pg_ctl", "apt-get", "id"))
+    path = fresh_path(bin_dir, lacking=("bwrap", "chromium", "initdb", "pg_ctl", "caddy", "apt-get", "id"))
     calls = tmp_path / "apt-calls"
     fake_program(bin_dir, "apt-get", f'echo "$*" >> {calls}')
     fake_program(bin_dir, "id", f'[ "$1" = "-u" ] && echo {uid}')
+    fake_program(bin_dir, "systemctl", f'echo "systemctl $*" >> {calls}')  # (as if each unit were enabled)
     for program in have:
         fake_program(bin_dir, program, "echo DejaVuSans.ttf")  # (fc-list: the font the tests need)
     done = subprocess.run(["/bin/bash", str(SCRIPT), what], env={"PATH": path}, capture_output=True, text=True,
@@ -44,15 +45,16 @@ def test_setup_with_bubblewrap_there_does_nothing(tmp_path: Path) -> None:
     assert (said, calls) == ("", [])
 
 
-def test_the_tests_get_bubblewrap_chromium_and_postgresql(tmp_path: Path) -> None:
+def test_the_tests_get_bubblewrap_chromium_postgresql_and_caddy(tmp_path: Path) -> None:
     _, calls = run_script(tmp_path, "test", uid=0)
     postgresql = [] if list(Path("/usr/lib/postgresql").glob("*/bin/initdb")) else ["postgresql"]  # (found there too)
     assert calls == ["update -qq", " ".join(["install -y -qq --no-install-recommends bubblewrap chromium",
-                                             "fonts-dejavu-core fontconfig", *postgresql])]
+                                             "fonts-dejavu-core fontconfig", *postgresql, "caddy"]),
+                     "systemctl is-enabled caddy", "systemctl disable --now caddy"]  # (Debian's starts on port 80)
 
 
 def test_the_tests_packages_the_machine_has_are_not_installed_again(tmp_path: Path) -> None:
-    _, calls = run_script(tmp_path, "test", uid=0, have=("bwrap", "chromium", "fc-list", "initdb"))
+    _, calls = run_script(tmp_path, "test", uid=0, have=("bwrap", "chromium", "fc-list", "initdb", "caddy"))
     assert calls == []
 
 
