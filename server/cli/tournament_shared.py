@@ -185,8 +185,14 @@ def _play_ladder(
               f"continue with: {again}", file=sys.stderr)
         return 1
     written = _report(ladder_standings(config, store, out_dir), store, out_dir, f"Craits ladder {config.name}")
-    print(f"stopped after {summary.rounds} new round(s) ({summary.why}; {summary.games} games recorded by this run); "
-          f"continue with: {again}", file=sys.stderr)
+    left = len(store.pending_games())
+    unplayed = ""
+    if left:  # (a stop mid-round: its games are not lost, say where they went)
+        unplayed = (f"; {left} game(s) of the round in flight stay queued: the workers play them, and the next start "
+                    "continues the ladder" if play_pending is not None else
+                    f"; {left} game(s) of the round in flight are stored unplayed: the next start plays them first")
+    print(f"stopped after {summary.rounds} new round(s) ({summary.why}; {summary.games} games recorded by this run"
+          f"{unplayed}); continue with: {again}", file=sys.stderr)
     return 0 if written else 1
 
 

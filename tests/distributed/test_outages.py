@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from server.storage.postgres import PostgresStore, migrate
 from server.web.board import Board, postgres_source
@@ -125,10 +126,10 @@ def test_a_killed_worker_is_named_within_seconds_and_its_game_played_again(
 def compose_worker_health(url: str, name: str) -> int:
     """The exit status of deploy/compose.yaml's health check of a worker (its heartbeat in the
     database), run here for the worker ``name``."""
-    compose = (ROOT / "deploy" / "compose.yaml").read_text(encoding="utf-8")
-    check = re.search(r'"python", "-c", "(import os, sys, psycopg;.*?)"\]', compose)
-    assert check is not None, "the worker's health check is a python -c"
-    code = json.loads(f'"{check.group(1)}"')  # (YAML's double-quoted string: JSON's escapes here)
+    compose = yaml.safe_load((ROOT / "deploy" / "compose.yaml").read_text(encoding="utf-8"))
+    test = compose["services"]["worker"]["healthcheck"]["test"]
+    assert test[:3] == ["CMD", "python", "-c"], f"the worker's health check is a python -c: {test}"
+    code = test[3]
     env = {**os.environ, "CRAITS_STORE": url, "HOSTNAME": name}
     return subprocess.run([sys.executable, "-c", code], env=env, check=False, timeout=30).returncode
 

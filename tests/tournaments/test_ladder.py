@@ -370,6 +370,8 @@ def test_sigterm_stops_a_ladder_cleanly_and_running_it_again_finishes_the_interr
         done, scheduled = store.counts()
         assert all(len(result.seats) == 3 for result in store.results())  # every game whole
     assert 7 <= done <= scheduled
+    assert (f"; {scheduled - done} game(s) of the round in flight are stored unplayed: the next start plays them first"
+            in err.decode()) == (done < scheduled), err.decode()
     # ladder standings: how it stopped, not "INCOMPLETE" (issue 30)
     shown = subprocess.run([sys.executable, "-m", "server.cli", "ladder", "standings", str(out)], cwd=ROOT,
                            capture_output=True, text=True, timeout=60)
