@@ -200,15 +200,16 @@ async def instant_runner(games: dict[int, tuple[Any, str, bytes]]) -> AsyncItera
 
 
 class StoreTimer:
-    """Wall time spent in the calls a worker makes per game, by wrapping them for the run: the
-    store's (taking a game, recording it) and the queue's (procrastinate fetching the job,
-    finishing it): where the queue's ceiling goes."""
+    """Wall time a game waits in the calls a worker makes for it, by wrapping them for the run:
+    the store's (reading its slot, recording it, each gathered with other games' in one
+    statement) and the queue's (procrastinate fetching the job, finishing it): where the queue's
+    ceiling goes. A call made for many games at once counts for each game that waited on it."""
 
-    METHODS = ("game_to_play", "record_game_once")
-    QUEUE_METHODS = ("fetch_job", "finish_job")
+    CALLS = (("GameWorker", "_read_slot"), ("GameWorker", "_record"),
+             ("BatchedJobs", "fetch_job"), ("BatchedJobs", "finish_job"))
 
     def __init__(self) -> None:
-        self.spent = dict.fromkeys((*self.METHODS, *self.QUEUE_METHODS), 0.0)
+        self.spent = {name: 0.0 for _, name in self.CALLS}
         self._lock = threading.Lock()
         self._saved: list[tuple[Any, str, Any]] = []
 
@@ -217,34 +218,21 @@ class StoreTimer:
             self.spent[name] += time.perf_counter() - started
 
     def __enter__(self) -> StoreTimer:
-        from server.storage.postgres import PostgresStore
-        from tournaments.distributed import BatchedJobs as JobManager
+        from tournaments import distributed
 
-        for name in self.METHODS:
-            original = getattr(PostgresStore, name)
-            self._saved.append((PostgresStore, name, original))
+        for owner_name, name in self.CALLS:
+            owner = getattr(distributed, owner_name)
+            original = owner.__dict__[name]
+            self._saved.append((owner, name, original))
 
-            def timed(store: Any, *args: Any, _original: Any = original, _name: str = name, **kwargs: Any) -> Any:
+            async def timed(self_: Any, *args: Any, _original: Any = original, _name: str = name, **kwargs: Any) -> Any:
                 started = time.perf_counter()
                 try:
-                    return _original(store, *args, **kwargs)
+                    return await _original(self_, *args, **kwargs)
                 finally:
                     self._add(_name, started)
 
-            setattr(PostgresStore, name, timed)
-        for name in self.QUEUE_METHODS:
-            original = getattr(JobManager, name)
-            self._saved.append((JobManager, name, original))
-
-            async def timed_async(manager: Any, *args: Any, _original: Any = original, _name: str = name,
-                                  **kwargs: Any) -> Any:
-                started = time.perf_counter()
-                try:
-                    return await _original(manager, *args, **kwargs)
-                finally:
-                    self._add(_name, started)
-
-            setattr(JobManager, name, timed_async)
+            setattr(owner, name, timed)
         return self
 
     def __exit__(self, *_: object) -> None:
@@ -373,14 +361,14 @@ def queue_ceiling(url: str, args: argparse.Namespace, server: PostgresServer | N
           f"per round trip: {best.rate / base.rate:.2f}x); one database feeds about {best.rate / 5:.0f} workers at "
           "5 games/s each")
     for what, leg in (("batched", best), ("one at a time", base)):
-        per = {m: 1000 * leg.timer.spent[m] / leg.games for m in (*StoreTimer.METHODS, *StoreTimer.QUEUE_METHODS)}
+        per = {m: 1000 * spent / leg.games for m, spent in leg.timer.spent.items()}
         pg = "?" if leg.pg_cpu is None else f"{1000 * leg.pg_cpu / leg.games:.2f}"
         print(f"  {what}: {1000 / leg.rate:.2f} ms a game; CPU a game: this process {1000 * leg.cpu / leg.games:.2f} "
               f"ms, PostgreSQL {pg} ms ({os.cpu_count()} cpus); waits a game (overlapping, {args.queue_concurrency} "
-              f"at once): taking the job {per['fetch_job']:.2f} ms, reading its slot {per['game_to_play']:.2f} ms, "
-              f"recording it {per['record_game_once']:.2f} ms, finishing the job {per['finish_job']:.2f} ms")
+              f"at once): taking the job {per['fetch_job']:.2f} ms, reading its slot {per['_read_slot']:.2f} ms, "
+              f"recording it {per['_record']:.2f} ms, finishing the job {per['finish_job']:.2f} ms")
     print(f"postgresql holds {size:,.0f} B per game recorded (results, seats, hands, the replay compressed)")
-    waits = sum(1000 * best.timer.spent[m] / best.games for m in (*StoreTimer.METHODS, *StoreTimer.QUEUE_METHODS))
+    waits = sum(1000 * spent / best.games for spent in best.timer.spent.values())
     return best.rate, base.rate, size, waits
 
 
