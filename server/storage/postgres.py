@@ -232,8 +232,8 @@ class Refusal:
 
 _RECORD_SQL = """
 WITH g (game_id, digest, replay_path, lower_wins, team_placings, aborted, seats) AS (
-    SELECT * FROM unnest(%(g)s::text[], %(digest)s::text[], %(path)s::text[], %(lower)s::bool[], %(teams)s::text[],
-                         %(aborted)s::text[], %(seats)s::text[])
+    SELECT * FROM unnest(%(g)b::text[], %(digest)b::text[], %(path)b::text[], %(lower)b::bool[], %(teams)b::text[],
+                         %(aborted)b::text[], %(seats)b::text[])
 ), r AS (
     INSERT INTO craits_results (tournament, game_id, recorded_at, digest, replay_path, lower_wins, team_placings,
                                 aborted, worker)
@@ -245,23 +245,23 @@ WITH g (game_id, digest, replay_path, lower_wins, team_placings, aborted, seats)
     INSERT INTO craits_seats (tournament, game_id, seat, bot, total, "placing", status, COUNTERS, bot_error,
                               think_s, transport_s)
     SELECT %(t)s, u.*
-      FROM unnest(%(s_game)s::text[], %(seat_no)s::int[], %(bots)s::text[], %(totals)s::numeric[],
-                  %(placings)s::int[], %(statuses)s::text[], C_ARRAYS, %(bot_errors_text)s::text[],
-                  %(think)s::float8[], %(transport)s::float8[]) AS u (game_id)
+      FROM unnest(%(s_game)b::text[], %(seat_no)b::int[], %(bots)b::text[], %(totals)b::numeric[],
+                  %(placings)b::int[], %(statuses)b::text[], C_ARRAYS, %(bot_errors_text)b::text[],
+                  %(think)b::float8[], %(transport)b::float8[]) AS u (game_id)
      WHERE u.game_id IN (SELECT game_id FROM r)
 ), h AS (
     INSERT INTO craits_hands (tournament, game_id, number, dealer, reason, scores, pressures)
     SELECT %(t)s, u.*
-      FROM unnest(%(h_game)s::text[], %(h_number)s::int[], %(h_dealer)s::int[], %(h_reason)s::text[],
-                  %(h_scores)s::text[], %(h_pressures)s::text[]) AS u (game_id)
+      FROM unnest(%(h_game)b::text[], %(h_number)b::int[], %(h_dealer)b::int[], %(h_reason)b::text[],
+                  %(h_scores)b::text[], %(h_pressures)b::text[]) AS u (game_id)
      WHERE u.game_id IN (SELECT game_id FROM r)
 ), p AS (
     INSERT INTO craits_replays (tournament, game_id, body)
-    SELECT %(t)s, u.game_id, u.body FROM unnest(%(p_game)s::text[], %(p_body)s::bytea[]) AS u (game_id, body)
+    SELECT %(t)s, u.game_id, u.body FROM unnest(%(p_game)b::text[], %(p_body)b::bytea[]) AS u (game_id, body)
      WHERE u.game_id IN (SELECT game_id FROM r)
 )
 SELECT game_id FROM r
-""".replace("C_ARRAYS", ", ".join(f"%(c_{c})s::int[]" for c in COUNTERS)).replace("COUNTERS", ", ".join(COUNTERS))
+""".replace("C_ARRAYS", ", ".join(f"%(c_{c})b::int[]" for c in COUNTERS)).replace("COUNTERS", ", ".join(COUNTERS))
 """Games recorded in one statement (:meth:`PostgresStore.record_games_once`): the result of each
 game scheduled with these seats and not yet recorded, and then its seats, hands and replay; the
 games recorded are returned. Each array holds a row per game, seat, hand or replay, a seat's,
@@ -514,7 +514,7 @@ class PostgresStore:
             "totals": [str(result.totals[j]) if j < len(result.totals) else "0" for j in range(n)],
             "placings": [result.placings[j] if j < len(result.placings) else 0 for j in range(n)],
             "statuses": [str(r.status) for r in record.seats], "bot_errors_text": [r.bot_error for r in record.seats],
-            "think": [r.think_s for r in record.seats], "transport": [r.transport_s for r in record.seats],
+            "think": [float(r.think_s) for r in record.seats], "transport": [float(r.transport_s) for r in record.seats],
             **{f"c_{c}": [getattr(r, c) for r in record.seats] for c in COUNTERS},
             "h_game": [game_id] * len(result.hands), "h_number": [h.number for h in result.hands],
             "h_dealer": [h.dealer for h in result.hands], "h_reason": [h.reason for h in result.hands],
