@@ -296,36 +296,46 @@ class Gathered(Generic[A, R]):
         self.run = run
         self.at_once = at_once
         self._waiting: list[tuple[A, asyncio.Future[R]]] = []
-        self._running: set[asyncio.Task[None]] = set()
+        self._running = 0
+        """Batches under way: counted down by the batch's own task as it finds nothing waiting,
+        in the same step (a done callback, a step later, left a call that came in between
+        waiting for good: no batch started for it, none running to take it)."""
+        self._tasks: set[asyncio.Task[None]] = set()
 
     async def __call__(self, item: A) -> R:
         done: asyncio.Future[R] = asyncio.get_running_loop().create_future()
         self._waiting.append((item, done))
-        if len(self._running) < self.at_once:
+        if self._running < self.at_once:
+            self._running += 1
             task = asyncio.create_task(self._drain())
-            self._running.add(task)
-            task.add_done_callback(self._running.discard)
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
         return await asyncio.shield(done)  # (a caller cancelled: its item goes with its batch all the same)
 
     async def _drain(self) -> None:
-        while self._waiting:
-            batch, self._waiting = self._waiting, []
-            try:
-                outcomes = await self.run([item for item, _ in batch])
-            except BaseException as err:  # (the database lost, say: every call of the batch says so)
-                for _, done in batch:
-                    if not done.done():
-                        done.cancel() if isinstance(err, asyncio.CancelledError) else done.set_exception(err)
-                if isinstance(err, asyncio.CancelledError):
-                    raise
-                continue
-            for (_, done), outcome in zip(batch, outcomes, strict=True):
-                if done.done():
+        try:
+            while self._waiting:
+                batch, self._waiting = self._waiting, []
+                try:
+                    outcomes = await self.run([item for item, _ in batch])
+                except BaseException as err:  # (the database lost, say: every call of the batch says so)
+                    if isinstance(err, asyncio.CancelledError):  # (and those waiting for a next batch)
+                        batch, self._waiting = batch + self._waiting, []
+                    for _, done in batch:
+                        if not done.done():
+                            done.cancel() if isinstance(err, asyncio.CancelledError) else done.set_exception(err)
+                    if isinstance(err, asyncio.CancelledError):
+                        raise
                     continue
-                if isinstance(outcome, BaseException):
-                    done.set_exception(outcome)
-                else:
-                    done.set_result(outcome)
+                for (_, done), outcome in zip(batch, outcomes, strict=True):
+                    if done.done():
+                        continue
+                    if isinstance(outcome, BaseException):
+                        done.set_exception(outcome)
+                    else:
+                        done.set_result(outcome)
+        finally:
+            self._running -= 1
 
 
 class BatchedJobs(pq_manager.JobManager):

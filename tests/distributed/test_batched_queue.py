@@ -30,6 +30,7 @@ from tournaments.distributed import (
     QUEUE,
     TASK,
     BatchedJobs,
+    Gathered,
     WorkerService,
     WorkerSettings,
     find_gone_workers,
@@ -234,3 +235,21 @@ def test_two_workers_play_every_game_once_recording_the_games_that_end_together_
     with psycopg.connect(url) as conn:
         workers = Counter(w for (w,) in conn.execute("SELECT worker FROM craits_results").fetchall())
     assert set(workers) == {"local", "other"}, workers
+
+
+def test_a_call_that_comes_as_the_last_batch_ends_is_not_left_waiting() -> None:
+    """The second call comes in the step where the only batch allowed finds nothing more to do
+    and ends: it must start a batch of its own (it waited for good: a game never recorded)."""
+    async def main() -> list[int]:
+        async def run(items: list[int]) -> list[int]:
+            return items
+
+        gathered: Gathered[int, int] = Gathered(run, at_once=1)
+
+        async def second() -> int:
+            await asyncio.sleep(0)  # (queued behind the batch's task)
+            return await gathered(2)
+
+        return list(await asyncio.wait_for(asyncio.gather(gathered(1), second()), 5))
+
+    assert asyncio.run(main()) == [1, 2]
