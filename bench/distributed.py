@@ -282,17 +282,40 @@ async def queue_run(url: str, games: dict[int, tuple[Any, str, bytes]], deals: i
     config = parse_config(text, source="bench", base_dir=ROOT)
     store = start_tournament_pg(config, text, str(ROOT / "bench.toml"), url, overwrite=True)
     timer = StoreTimer()
+    stop = asyncio.Event()
     with store, timer:
         started, cpu, server = time.perf_counter(), time.process_time(), pg_cpu()
+        watchdog = asyncio.get_running_loop().call_later(QUEUE_LEG_LIMIT_S, stop.set)
         followed = await play_queued(url, store, local_workers=concurrency,
-                                     settings=WorkerSettings(concurrency=concurrency),
+                                     settings=WorkerSettings(concurrency=concurrency), stop=stop,
                                      runner_for=lambda c: (lambda config, out: instant_runner(games)), poll_s=0.05)
         elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+        watchdog.cancel()
         server_after = pg_cpu()
-    if followed.recorded != followed.scheduled:
-        raise SystemExit(f"bench: the instant games did not finish: {followed}")
+        if followed.recorded != followed.scheduled or followed.failed:
+            raise SystemExit(f"bench: the instant games did not finish within {QUEUE_LEG_LIMIT_S:.0f} s: {followed}; "
+                             "no figures")
+        played_as_recorded(store, games)
+    spent = None if server is None or server_after is None else server_after - server
     spent = None if server is None or server_after is None else server_after - server
     return QueueLeg(followed.recorded, elapsed, cpu, spent, timer)
+
+
+QUEUE_LEG_LIMIT_S = 300.0
+"""A leg of instant games that has not ended by then is stopped, and the bench prints no figure
+(a game never recorded would otherwise keep it waiting for good)."""
+
+
+def played_as_recorded(store: Any, games: dict[int, tuple[Any, str, bytes]]) -> None:
+    """Every scheduled game is recorded once, as the deal's game recorded beforehand (its digest),
+    with its replay in the database: else no figure (the games did not happen)."""
+    slots = {g.game_id: g.seed for g in store.games()}
+    results = store.results()
+    wrong = [r.game_id for r in results if games[slots[r.game_id]][1] != r.digest]
+    replays = set(store.replay_ids())
+    if len(results) != len(slots) or wrong or replays != set(slots):
+        raise SystemExit(f"bench: {len(results)} results and {len(replays)} replays for {len(slots)} games, "
+                         f"{len(wrong)} not the game played; no figures")
 
 
 def server_cpu(server: PostgresServer | None) -> Callable[[], float | None]:
