@@ -39,8 +39,10 @@ taken per round trip and finished by a statement of its own. Each says where a g
 goes: this process's CPU, the PostgreSQL server's (when the bench started it), and the waits
 of each call. It also gives the bytes the database holds per game (its craits tables over the
 games recorded), and the queue's share of a real game: the ms an instant game waits on the
-queue and the store over the SQLite run's ms a game (an upper bound: those waits are measured
-16 games at once, and a game's own slot lasts ``--concurrency`` times the SQLite figure).
+queue and the store, in a leg of its own at the real games' ``--concurrency`` (a worker's games
+at once), over the SQLite run's ms a game (an upper bound: a game's own slot lasts
+``--concurrency`` times the SQLite figure); the same waits at the ceiling, 16 games at once, are
+printed beside it (there a game also waits for the batch ahead of its own).
 
 The last line is machine-readable: ``workers_speedup_2_vs_1=X pg_overhead_ms_per_game=Y
 queue_games_per_s=Q queue_games_per_s_one_job_per_trip=Q0 pg_bytes_per_game=B queue_share_pct=S``.
@@ -367,8 +369,8 @@ load falls on both alike; the best of each is kept."""
 def queue_ceiling(url: str, args: argparse.Namespace, server: PostgresServer | None,
                   ) -> tuple[float, float, float, float]:
     """(games a second with instant games, the same with procrastinate's one job per round trip,
-    bytes a game in the database, the ms a game waits on the queue and the store); printed, with
-    where a game's time goes."""
+    bytes a game in the database, the ms a game waits on the queue and the store at the real
+    games' concurrency); printed, with where a game's time goes."""
     deals = args.deals or (25 if args.quick else 100)
     games = instant_games(deals)
     pg_cpu = server_cpu(server)
@@ -391,8 +393,13 @@ def queue_ceiling(url: str, args: argparse.Namespace, server: PostgresServer | N
               f"at once): taking the job {per['fetch_job']:.2f} ms, reading its slot {per['_read_slot']:.2f} ms, "
               f"recording it {per['_record']:.2f} ms, finishing the job {per['finish_job']:.2f} ms")
     print(f"postgresql holds {size:,.0f} B per game recorded (results, seats, hands, the replay compressed)")
-    waits = sum(1000 * spent / best.games for spent in best.timer.spent.values())
-    return best.rate, base.rate, size, waits
+    real = asyncio.run(queue_run(url, games, deals, args.concurrency, pg_cpu))
+    waits = {what: sum(1000 * spent / leg.games for spent in leg.timer.spent.values())
+             for what, leg in (("real", real), ("ceiling", best))}
+    print(f"waits a game on the queue and the store (taking the job, reading its slot, recording it, finishing the "
+          f"job): {waits['real']:.2f} ms with {args.concurrency} instant games at once, as a worker plays real ones "
+          f"({real.rate:.0f} games/s); {waits['ceiling']:.2f} ms at the ceiling, {args.queue_concurrency} at once")
+    return best.rate, base.rate, size, waits["real"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -455,8 +462,8 @@ def main(argv: list[str] | None = None) -> int:
           f"3 / 1: {rates[3] / rates[1]:.2f}x (each worker needs a free core to add its own)")
     share = 100 * queue_ms / game_ms
     print(f"the queue's share of a game: {queue_ms:.1f} ms a game waits on the queue and the store (taking the job, "
-          f"reading its slot, recording it, finishing the job: the instant games' batched leg, {args.queue_concurrency} "
-          f"at once) over SQLite's {game_ms:.1f} ms a game = {share:.1f}% at most (a game's own slot lasts "
+          f"reading its slot, recording it, finishing the job: instant games, {args.concurrency} at once as the real "
+          f"ones) over SQLite's {game_ms:.1f} ms a game = {share:.1f}% at most (a game's own slot lasts "
           f"{args.concurrency}x that)")
     print(f"workers_speedup_2_vs_1={rates[2] / rates[1]:.2f} pg_overhead_ms_per_game={overhead_ms:.1f} "
           f"queue_games_per_s={queue_rate:.0f} queue_games_per_s_one_job_per_trip={queue_base:.0f} "
