@@ -39,8 +39,10 @@ taken per round trip and finished by a statement of its own. Each says where a g
 goes: this process's CPU, the PostgreSQL server's (when the bench started it), and the waits
 of each call. It also gives the bytes the database holds per game (its craits tables over the
 games recorded), and the queue's share of a real game: the ms an instant game waits on the
-queue and the store over the SQLite run's ms a game (an upper bound: those waits are measured
-16 games at once, and a game's own slot lasts ``--concurrency`` times the SQLite figure).
+queue and the store, in a leg of its own at the real games' ``--concurrency`` (a worker's games
+at once), over the SQLite run's ms a game (an upper bound: a game's own slot lasts
+``--concurrency`` times the SQLite figure); the same waits at the ceiling, 16 games at once, are
+printed beside it (there a game also waits for the batch ahead of its own).
 
 The last line is machine-readable: ``workers_speedup_2_vs_1=X pg_overhead_ms_per_game=Y
 queue_games_per_s=Q queue_games_per_s_one_job_per_trip=Q0 pg_bytes_per_game=B queue_share_pct=S``.
@@ -200,15 +202,16 @@ async def instant_runner(games: dict[int, tuple[Any, str, bytes]]) -> AsyncItera
 
 
 class StoreTimer:
-    """Wall time spent in the calls a worker makes per game, by wrapping them for the run: the
-    store's (taking a game, recording it) and the queue's (procrastinate fetching the job,
-    finishing it): where the queue's ceiling goes."""
+    """Wall time a game waits in the calls a worker makes for it, by wrapping them for the run:
+    the store's (reading its slot, recording it, each gathered with other games' in one
+    statement) and the queue's (procrastinate fetching the job, finishing it): where the queue's
+    ceiling goes. A call made for many games at once counts for each game that waited on it."""
 
-    METHODS = ("game_to_play", "record_game_once")
-    QUEUE_METHODS = ("fetch_job", "finish_job")
+    CALLS = (("GameWorker", "_read_slot"), ("GameWorker", "_record"),
+             ("BatchedJobs", "fetch_job"), ("BatchedJobs", "finish_job"))
 
     def __init__(self) -> None:
-        self.spent = dict.fromkeys((*self.METHODS, *self.QUEUE_METHODS), 0.0)
+        self.spent = {name: 0.0 for _, name in self.CALLS}
         self._lock = threading.Lock()
         self._saved: list[tuple[Any, str, Any]] = []
 
@@ -217,34 +220,21 @@ class StoreTimer:
             self.spent[name] += time.perf_counter() - started
 
     def __enter__(self) -> StoreTimer:
-        from server.storage.postgres import PostgresStore
-        from tournaments.distributed import BatchedJobs as JobManager
+        from tournaments import distributed
 
-        for name in self.METHODS:
-            original = getattr(PostgresStore, name)
-            self._saved.append((PostgresStore, name, original))
+        for owner_name, name in self.CALLS:
+            owner = getattr(distributed, owner_name)
+            original = owner.__dict__[name]
+            self._saved.append((owner, name, original))
 
-            def timed(store: Any, *args: Any, _original: Any = original, _name: str = name, **kwargs: Any) -> Any:
+            async def timed(self_: Any, *args: Any, _original: Any = original, _name: str = name, **kwargs: Any) -> Any:
                 started = time.perf_counter()
                 try:
-                    return _original(store, *args, **kwargs)
+                    return await _original(self_, *args, **kwargs)
                 finally:
                     self._add(_name, started)
 
-            setattr(PostgresStore, name, timed)
-        for name in self.QUEUE_METHODS:
-            original = getattr(JobManager, name)
-            self._saved.append((JobManager, name, original))
-
-            async def timed_async(manager: Any, *args: Any, _original: Any = original, _name: str = name,
-                                  **kwargs: Any) -> Any:
-                started = time.perf_counter()
-                try:
-                    return await _original(manager, *args, **kwargs)
-                finally:
-                    self._add(_name, started)
-
-            setattr(JobManager, name, timed_async)
+            setattr(owner, name, timed)
         return self
 
     def __exit__(self, *_: object) -> None:
@@ -294,17 +284,40 @@ async def queue_run(url: str, games: dict[int, tuple[Any, str, bytes]], deals: i
     config = parse_config(text, source="bench", base_dir=ROOT)
     store = start_tournament_pg(config, text, str(ROOT / "bench.toml"), url, overwrite=True)
     timer = StoreTimer()
+    stop = asyncio.Event()
     with store, timer:
         started, cpu, server = time.perf_counter(), time.process_time(), pg_cpu()
+        watchdog = asyncio.get_running_loop().call_later(QUEUE_LEG_LIMIT_S, stop.set)
         followed = await play_queued(url, store, local_workers=concurrency,
-                                     settings=WorkerSettings(concurrency=concurrency),
+                                     settings=WorkerSettings(concurrency=concurrency), stop=stop,
                                      runner_for=lambda c: (lambda config, out: instant_runner(games)), poll_s=0.05)
         elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+        watchdog.cancel()
         server_after = pg_cpu()
-    if followed.recorded != followed.scheduled:
-        raise SystemExit(f"bench: the instant games did not finish: {followed}")
+        if followed.recorded != followed.scheduled or followed.failed:
+            raise SystemExit(f"bench: the instant games did not finish within {QUEUE_LEG_LIMIT_S:.0f} s: {followed}; "
+                             "no figures")
+        played_as_recorded(store, games)
+    spent = None if server is None or server_after is None else server_after - server
     spent = None if server is None or server_after is None else server_after - server
     return QueueLeg(followed.recorded, elapsed, cpu, spent, timer)
+
+
+QUEUE_LEG_LIMIT_S = 300.0
+"""A leg of instant games that has not ended by then is stopped, and the bench prints no figure
+(a game never recorded would otherwise keep it waiting for good)."""
+
+
+def played_as_recorded(store: Any, games: dict[int, tuple[Any, str, bytes]]) -> None:
+    """Every scheduled game is recorded once, as the deal's game recorded beforehand (its digest),
+    with its replay in the database: else no figure (the games did not happen)."""
+    slots = {g.game_id: g.seed for g in store.games()}
+    results = store.results()
+    wrong = [r.game_id for r in results if games[slots[r.game_id]][1] != r.digest]
+    replays = set(store.replay_ids())
+    if len(results) != len(slots) or wrong or replays != set(slots):
+        raise SystemExit(f"bench: {len(results)} results and {len(replays)} replays for {len(slots)} games, "
+                         f"{len(wrong)} not the game played; no figures")
 
 
 def server_cpu(server: PostgresServer | None) -> Callable[[], float | None]:
@@ -356,8 +369,8 @@ load falls on both alike; the best of each is kept."""
 def queue_ceiling(url: str, args: argparse.Namespace, server: PostgresServer | None,
                   ) -> tuple[float, float, float, float]:
     """(games a second with instant games, the same with procrastinate's one job per round trip,
-    bytes a game in the database, the ms a game waits on the queue and the store); printed, with
-    where a game's time goes."""
+    bytes a game in the database, the ms a game waits on the queue and the store at the real
+    games' concurrency); printed, with where a game's time goes."""
     deals = args.deals or (25 if args.quick else 100)
     games = instant_games(deals)
     pg_cpu = server_cpu(server)
@@ -373,15 +386,20 @@ def queue_ceiling(url: str, args: argparse.Namespace, server: PostgresServer | N
           f"per round trip: {best.rate / base.rate:.2f}x); one database feeds about {best.rate / 5:.0f} workers at "
           "5 games/s each")
     for what, leg in (("batched", best), ("one at a time", base)):
-        per = {m: 1000 * leg.timer.spent[m] / leg.games for m in (*StoreTimer.METHODS, *StoreTimer.QUEUE_METHODS)}
+        per = {m: 1000 * spent / leg.games for m, spent in leg.timer.spent.items()}
         pg = "?" if leg.pg_cpu is None else f"{1000 * leg.pg_cpu / leg.games:.2f}"
         print(f"  {what}: {1000 / leg.rate:.2f} ms a game; CPU a game: this process {1000 * leg.cpu / leg.games:.2f} "
               f"ms, PostgreSQL {pg} ms ({os.cpu_count()} cpus); waits a game (overlapping, {args.queue_concurrency} "
-              f"at once): taking the job {per['fetch_job']:.2f} ms, reading its slot {per['game_to_play']:.2f} ms, "
-              f"recording it {per['record_game_once']:.2f} ms, finishing the job {per['finish_job']:.2f} ms")
+              f"at once): taking the job {per['fetch_job']:.2f} ms, reading its slot {per['_read_slot']:.2f} ms, "
+              f"recording it {per['_record']:.2f} ms, finishing the job {per['finish_job']:.2f} ms")
     print(f"postgresql holds {size:,.0f} B per game recorded (results, seats, hands, the replay compressed)")
-    waits = sum(1000 * best.timer.spent[m] / best.games for m in (*StoreTimer.METHODS, *StoreTimer.QUEUE_METHODS))
-    return best.rate, base.rate, size, waits
+    real = asyncio.run(queue_run(url, games, deals, args.concurrency, pg_cpu))
+    waits = {what: sum(1000 * spent / leg.games for spent in leg.timer.spent.values())
+             for what, leg in (("real", real), ("ceiling", best))}
+    print(f"waits a game on the queue and the store (taking the job, reading its slot, recording it, finishing the "
+          f"job): {waits['real']:.2f} ms with {args.concurrency} instant games at once, as a worker plays real ones "
+          f"({real.rate:.0f} games/s); {waits['ceiling']:.2f} ms at the ceiling, {args.queue_concurrency} at once")
+    return best.rate, base.rate, size, waits["real"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -444,8 +462,8 @@ def main(argv: list[str] | None = None) -> int:
           f"3 / 1: {rates[3] / rates[1]:.2f}x (each worker needs a free core to add its own)")
     share = 100 * queue_ms / game_ms
     print(f"the queue's share of a game: {queue_ms:.1f} ms a game waits on the queue and the store (taking the job, "
-          f"reading its slot, recording it, finishing the job: the instant games' batched leg, {args.queue_concurrency} "
-          f"at once) over SQLite's {game_ms:.1f} ms a game = {share:.1f}% at most (a game's own slot lasts "
+          f"reading its slot, recording it, finishing the job: instant games, {args.concurrency} at once as the real "
+          f"ones) over SQLite's {game_ms:.1f} ms a game = {share:.1f}% at most (a game's own slot lasts "
           f"{args.concurrency}x that)")
     print(f"workers_speedup_2_vs_1={rates[2] / rates[1]:.2f} pg_overhead_ms_per_game={overhead_ms:.1f} "
           f"queue_games_per_s={queue_rate:.0f} queue_games_per_s_one_job_per_trip={queue_base:.0f} "

@@ -13,10 +13,12 @@ no other is running).
   A worker lacking a bot's files (or program) refuses that game: it logs why and puts
   the job back for the others, after ``REFUSED_RETRY_S``, longer after each refusal.
 * **Exactly once**: a game is recorded in one transaction with its replay, and only
-  once (``PostgresStore.record_game_once``): a late duplicate is dropped and logged.
+  once (``PostgresStore.record_games_once``): a late duplicate is dropped and logged.
 * **Batches**: a worker takes as many games as it has free slots in one statement and
   finishes the games that end together in one (:class:`BatchedJobs`); a game taken is the
-  worker's from the start, so a batch goes back to the queue as a game in hand does.
+  worker's from the start, so a batch goes back to the queue as a game in hand does. The
+  games that start together read their slots in one statement, and those that end together
+  are recorded in one (:class:`Gathered`), each game whole or not at all.
 * **Killed workers**: a worker sends a heartbeat every ``heartbeat_s``; the jobs of a
   worker silent for ``stalled_s`` go back to the queue (every worker and the
   coordinator look for them), and another worker plays the game again from its seed. A
@@ -56,13 +58,15 @@ import socket
 import tempfile
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Collection
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import procrastinate
 import psycopg
+import psycopg_pool
 from procrastinate import exceptions as pq_exceptions
 from procrastinate import manager as pq_manager
 from procrastinate import retry as pq_retry
@@ -70,7 +74,7 @@ from procrastinate import worker as pq_worker
 
 from server.errors import UserError
 from server.logging import Throttle, get_logger
-from server.spec import GameSpec
+from server.spec import GameRecord, GameSpec
 from server.storage.bot_files import CACHE_MAX, FileCache, FilesUnavailable
 from server.storage.postgres import GoneWorker, PostgresStore, Refusal, redact
 from server.storage.replay import REPLAY_SUFFIX
@@ -217,6 +221,35 @@ after a 90 s outage, and the queue stayed deaf (no heartbeat, no game) that long
 database was back."""
 
 
+CHECKED_WITHIN_S = 1.0
+"""A pooled connection handed back this recently is lent again without a check: the pool's check
+is a round trip of its own before every statement, a quarter of the queue's round trips. One
+that died since fails its statement as one that dies during it does (the worker reconnects)."""
+
+_returned_at: weakref.WeakKeyDictionary[psycopg.AsyncConnection[Any], float] = weakref.WeakKeyDictionary()
+
+
+async def _autocommit(conn: psycopg.AsyncConnection[Any]) -> None:
+    """The queue's statements each stand alone: without a transaction around each, it costs no
+    ``BEGIN`` and ``COMMIT`` round trips (two of every three the queue made)."""
+    await conn.set_autocommit(True)
+
+
+async def _check_unless_fresh(conn: psycopg.AsyncConnection[Any]) -> None:
+    if time.monotonic() - _returned_at.get(conn, -math.inf) > CHECKED_WITHIN_S:
+        await psycopg_pool.AsyncConnectionPool.check_connection(conn)
+
+
+async def _note_returned(conn: psycopg.AsyncConnection[Any]) -> None:
+    _returned_at[conn] = time.monotonic()
+
+
+def _queue_pool(**kwargs: Any) -> psycopg_pool.AsyncConnectionPool:
+    """procrastinate's pool, its connections in autocommit and checked only when idle a while."""
+    return psycopg_pool.AsyncConnectionPool(
+        **{**kwargs, "configure": _autocommit, "check": _check_unless_fresh, "reset": _note_returned})
+
+
 def make_app(url: str, *, pool_size: int = 4, tag: str = "", concurrency: int = 1) -> procrastinate.App:
     """The queue's app; ``tag``: the ``application_name`` of its connections (a worker's, by
     which it is known to be gone once they are all closed: :func:`find_gone_workers`);
@@ -224,7 +257,7 @@ def make_app(url: str, *, pool_size: int = 4, tag: str = "", concurrency: int = 
     (:class:`BatchedJobs`)."""
     kwargs: dict[str, Any] = {"connect_timeout": 5, **({"application_name": tag} if tag else {})}
     connector = procrastinate.PsycopgConnector(conninfo=url, min_size=1, max_size=pool_size, kwargs=kwargs,
-                                               reconnect_timeout=POOL_RECONNECT_S)
+                                               reconnect_timeout=POOL_RECONNECT_S, pool_factory=_queue_pool)
     app = procrastinate.App(connector=connector)
     app.job_manager = BatchedJobs(connector, concurrency)
     return app
@@ -243,8 +276,66 @@ _DONE_SQL = "DELETE FROM procrastinate_jobs WHERE id = ANY(%(ids)s) AND status I
 
 
 FLUSHERS = 2
-"""Finishing statements a worker runs at once: the games that end while both run are finished by
-the next (one at a time, a game waited behind a whole batch: a slot held the longer)."""
+"""Statements of one kind (finishing jobs, reading slots, recording games) a worker runs at once:
+the calls that come while both run go together in the next (one at a time, a game waited behind
+a whole batch: a slot held the longer)."""
+
+
+A = TypeVar("A")
+R = TypeVar("R")
+
+
+class Gathered(Generic[A, R]):
+    """A group commit: calls that come while ``at_once`` batches are under way wait, and go
+    together in the next batch, so a quiet worker waits for nothing and a busy one makes one
+    round trip for many games. ``run`` gets a batch's items and returns each one's outcome in
+    order (an exception: that call raises it); an exception of its own fails the whole batch."""
+
+    def __init__(self, run: Callable[[list[A]], Awaitable[Sequence[R | BaseException]]],
+                 at_once: int = FLUSHERS) -> None:
+        self.run = run
+        self.at_once = at_once
+        self._waiting: list[tuple[A, asyncio.Future[R]]] = []
+        self._running = 0
+        """Batches under way: counted down by the batch's own task as it finds nothing waiting,
+        in the same step (a done callback, a step later, left a call that came in between
+        waiting for good: no batch started for it, none running to take it)."""
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def __call__(self, item: A) -> R:
+        done: asyncio.Future[R] = asyncio.get_running_loop().create_future()
+        self._waiting.append((item, done))
+        if self._running < self.at_once:
+            self._running += 1
+            task = asyncio.create_task(self._drain())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        return await asyncio.shield(done)  # (a caller cancelled: its item goes with its batch all the same)
+
+    async def _drain(self) -> None:
+        try:
+            while self._waiting:
+                batch, self._waiting = self._waiting, []
+                try:
+                    outcomes = await self.run([item for item, _ in batch])
+                except BaseException as err:  # (the database lost, say: every call of the batch says so)
+                    if isinstance(err, asyncio.CancelledError):  # (and those waiting for a next batch)
+                        batch, self._waiting = batch + self._waiting, []
+                    for _, done in batch:
+                        if not done.done():
+                            done.cancel() if isinstance(err, asyncio.CancelledError) else done.set_exception(err)
+                    if isinstance(err, asyncio.CancelledError):
+                        raise
+                    continue
+                for (_, done), outcome in zip(batch, outcomes, strict=True):
+                    if done.done():
+                        continue
+                    if isinstance(outcome, BaseException):
+                        done.set_exception(outcome)
+                    else:
+                        done.set_result(outcome)
+        finally:
+            self._running -= 1
 
 
 class BatchedJobs(pq_manager.JobManager):
@@ -272,8 +363,7 @@ class BatchedJobs(pq_manager.JobManager):
         """Jobs taken and not yet handed out (``doing`` under this worker's id)."""
         self.out: set[int] = set()
         """Jobs handed out and not yet finished or retried."""
-        self._finishing: list[tuple[int, asyncio.Future[None]]] = []
-        self._flushers: set[asyncio.Task[None]] = set()
+        self._finish: Gathered[int, None] = Gathered(self._delete_done)
 
     async def fetch_job(self, queues: Any, worker_id: int) -> procrastinate.jobs.Job | None:
         if not self.held:
@@ -310,13 +400,7 @@ class BatchedJobs(pq_manager.JobManager):
             if status != procrastinate.jobs.Status.SUCCEEDED or not delete_job:
                 await super().finish_job(job, status, delete_job)
                 return
-            done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            self._finishing.append((job.id, done))
-            if len(self._flushers) < FLUSHERS:
-                flusher = asyncio.create_task(self._flush())
-                self._flushers.add(flusher)
-                flusher.add_done_callback(self._flushers.discard)
-            await asyncio.shield(done)
+            await self._finish(job.id)
         finally:
             self.out.discard(job.id)
 
@@ -326,28 +410,12 @@ class BatchedJobs(pq_manager.JobManager):
         finally:
             self.out.discard(job.id or 0)
 
-    async def _flush(self) -> None:
-        """Finish the jobs waiting to be, in one statement, until none waits."""
-        while self._finishing:
-            batch, self._finishing = self._finishing, []
-            try:
-                rows = await self.connector.execute_query_all_async(_DONE_SQL, ids=[i for i, _ in batch])
-            except BaseException as err:  # (the database lost: every job of the batch says so)
-                for _, done in batch:
-                    if not done.done():
-                        done.cancel() if isinstance(err, asyncio.CancelledError) else done.set_exception(err)
-                if isinstance(err, asyncio.CancelledError):
-                    raise
-                continue
-            found = {r["id"] for r in rows}
-            for job_id, done in batch:
-                if done.done():
-                    continue
-                if job_id in found:
-                    done.set_result(None)
-                else:  # (as procrastinate's own finish says it)
-                    done.set_exception(pq_exceptions.ConnectorException(
-                        f'Job was not found or not in "doing" or "todo" status (job id: {job_id})'))
+    async def _delete_done(self, ids: list[int]) -> list[BaseException | None]:
+        """Finish these succeeded jobs in one statement."""
+        rows = await self.connector.execute_query_all_async(_DONE_SQL, ids=ids)
+        found = {r["id"] for r in rows}
+        return [None if job_id in found else pq_exceptions.ConnectorException(  # (as procrastinate's own finish says it)
+                    f'Job was not found or not in "doing" or "todo" status (job id: {job_id})') for job_id in ids]
 
 
 # ------------------------------------------------------------------ tournaments in the store
@@ -613,6 +681,10 @@ class GameWorker:
         """Set by :meth:`stop_waiting`: a connection being opened is not waited for either."""
         self._threads: concurrent.futures.ThreadPoolExecutor | None = None
         """Where the store's calls run, a game's each at once (:meth:`_in_thread`)."""
+        self._reads: dict[str, Gathered[str, tuple[GameSlot | None, bool, dict[str, str]]]] = {}
+        self._records: dict[str, Gathered[GameRecord, bool]] = {}
+        """Per tournament, the games' slots read and their records written many at once (a
+        batch taken together starts together, and instant games end together)."""
 
     def stop_waiting(self) -> None:
         """Give up the database at once, if it is lost: a game being recorded is left to come
@@ -646,6 +718,27 @@ class GameWorker:
             return await self._in_thread(getattr(store, method), *args, **kwargs)
         finally:
             free.append(store)
+
+    async def _read_slot(self, tournament: str, game_id: str) -> tuple[GameSlot | None, bool, dict[str, str]]:
+        """A game's slot (None: not in the schedule), whether it is recorded, and the bots' tokens:
+        the games asked for together read in one statement."""
+        if (reads := self._reads.get(tournament)) is None:
+            async def read(game_ids: list[str]) -> list[tuple[GameSlot | None, bool, dict[str, str]]]:
+                games, tokens = await self._store_call(tournament, "games_to_play", game_ids)
+                return [(*games[g], tokens) if g in games else (None, False, {}) for g in game_ids]
+
+            reads = self._reads[tournament] = Gathered(read)
+        return await reads(game_id)
+
+    async def _record(self, tournament: str, record: GameRecord) -> bool:
+        """Record a game once (False: recorded already), the games ending together in one statement."""
+        if (records := self._records.get(tournament)) is None:
+            async def write(batch: list[GameRecord]) -> list[bool | Exception]:
+                return await self._store_call(  # type: ignore[no-any-return]
+                    tournament, "record_games_once", batch, worker=self.settings.name)
+
+            records = self._records[tournament] = Gathered(write)
+        return await records(record)
 
     async def _in_thread(self, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """``call`` in a thread of this worker's own: asyncio's shared pool has ``cpus + 4`` threads,
@@ -748,7 +841,7 @@ class GameWorker:
 
     async def _play(self, tournament: str, game_id: str) -> str:
         bound = log.bind(tournament=tournament, game=game_id, worker=self.settings.name)
-        slot, done, tokens = await self._store_call(tournament, "game_to_play", game_id)
+        slot, done, tokens = await self._read_slot(tournament, game_id)
         if slot is None:
             bound.warning("game_not_scheduled")
             return "not scheduled"
@@ -764,7 +857,7 @@ class GameWorker:
             record = await run_game(spec)
         if record.game_id != slot.game_id:
             raise StoreError(f"the runner returned game {record.game_id!r} for {slot.game_id!r}")
-        recorded = await self._store_call(tournament, "record_game_once", record, worker=self.settings.name)
+        recorded = await self._record(tournament, record)
         if spec.replay_path is not None:
             with contextlib.suppress(OSError):
                 Path(spec.replay_path).unlink()

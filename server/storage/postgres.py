@@ -231,33 +231,44 @@ class Refusal:
 
 
 _RECORD_SQL = """
-WITH r AS (
+WITH g (game_id, digest, replay_path, lower_wins, team_placings, aborted, seats) AS (
+    SELECT * FROM unnest(%(g)b::text[], %(digest)b::text[], %(path)b::text[], %(lower)b::bool[], %(teams)b::text[],
+                         %(aborted)b::text[], %(seats)b::text[])
+), r AS (
     INSERT INTO craits_results (tournament, game_id, recorded_at, digest, replay_path, lower_wins, team_placings,
                                 aborted, worker)
-    SELECT %(t)s, %(g)s, %(at)s, %(digest)s, %(path)s, %(lower)s, %(teams)s, %(aborted)s, %(worker)s
-      FROM craits_games WHERE tournament = %(t)s AND game_id = %(g)s AND seats::jsonb = %(seats)s::jsonb
+    SELECT %(t)s, g.game_id, %(at)s, g.digest, g.replay_path, g.lower_wins, g.team_placings, g.aborted, %(worker)s
+      FROM g JOIN craits_games s ON s.tournament = %(t)s AND s.game_id = g.game_id AND s.seats::jsonb = g.seats::jsonb
     ON CONFLICT (tournament, game_id) DO NOTHING
     RETURNING game_id
 ), s AS (
     INSERT INTO craits_seats (tournament, game_id, seat, bot, total, "placing", status, COUNTERS, bot_error,
                               think_s, transport_s)
-    SELECT %(t)s, r.game_id, u.*
-      FROM r, unnest(%(seat_no)s::int[], %(bots)s::text[], %(totals)s::numeric[], %(placings)s::int[],
-                     %(statuses)s::text[], C_ARRAYS, %(bot_errors_text)s::text[], %(think)s::float8[],
-                     %(transport)s::float8[]) AS u
+    SELECT %(t)s, u.*
+      FROM unnest(%(s_game)b::text[], %(seat_no)b::int[], %(bots)b::text[], %(totals)b::numeric[],
+                  %(placings)b::int[], %(statuses)b::text[], C_ARRAYS, %(bot_errors_text)b::text[],
+                  %(think)b::float8[], %(transport)b::float8[]) AS u (game_id)
+     WHERE u.game_id IN (SELECT game_id FROM r)
 ), h AS (
     INSERT INTO craits_hands (tournament, game_id, number, dealer, reason, scores, pressures)
-    SELECT %(t)s, r.game_id, u.*
-      FROM r, unnest(%(h_number)s::int[], %(h_dealer)s::int[], %(h_reason)s::text[], %(h_scores)s::text[],
-                     %(h_pressures)s::text[]) AS u
+    SELECT %(t)s, u.*
+      FROM unnest(%(h_game)b::text[], %(h_number)b::int[], %(h_dealer)b::int[], %(h_reason)b::text[],
+                  %(h_scores)b::text[], %(h_pressures)b::text[]) AS u (game_id)
+     WHERE u.game_id IN (SELECT game_id FROM r)
 ), p AS (
     INSERT INTO craits_replays (tournament, game_id, body)
-    SELECT %(t)s, r.game_id, %(replay)s::bytea FROM r WHERE %(replay)s::bytea IS NOT NULL
+    SELECT %(t)s, u.game_id, u.body FROM unnest(%(p_game)b::text[], %(p_body)b::bytea[]) AS u (game_id, body)
+     WHERE u.game_id IN (SELECT game_id FROM r)
 )
-SELECT count(*) FROM r
-""".replace("C_ARRAYS", ", ".join(f"%(c_{c})s::int[]" for c in COUNTERS)).replace("COUNTERS", ", ".join(COUNTERS))
-"""A game recorded in one statement (:meth:`PostgresStore.record_game_once`): the result if the
-game is scheduled with these seats and not yet recorded, and then its seats, hands and replay."""
+SELECT game_id FROM r
+""".replace("C_ARRAYS", ", ".join(f"%(c_{c})b::int[]" for c in COUNTERS)).replace("COUNTERS", ", ".join(COUNTERS))
+"""Games recorded in one statement (:meth:`PostgresStore.record_games_once`): the result of each
+game scheduled with these seats and not yet recorded, and then its seats, hands and replay; the
+games recorded are returned. Each array holds a row per game, seat, hand or replay, a seat's,
+hand's and replay's first column naming its game."""
+_RECORD_COLUMNS = ("g", "digest", "path", "lower", "teams", "aborted", "seats", "s_game", "seat_no", "bots", "totals",
+                   "placings", "statuses", "bot_errors_text", "think", "transport", *(f"c_{c}" for c in COUNTERS),
+                   "h_game", "h_number", "h_dealer", "h_reason", "h_scores", "h_pressures", "p_game", "p_body")
 
 
 @dataclass(frozen=True, slots=True)
@@ -401,58 +412,124 @@ class PostgresStore:
             raise StoreError(f"game {record.game_id} is already recorded")
 
     def record_game_once(self, record: GameRecord, *, worker: str = "") -> bool:
-        """As ``record_game``; False (and nothing written) when the game is already recorded.
+        """As ``record_game``; False (and nothing written) when the game is already recorded."""
+        [outcome] = self.record_games_once([record], worker=worker)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
 
-        One statement, so one round trip to the database (it was seven: a queue feeding many
-        workers waited on them): the result is inserted only if the game is in the schedule
-        with these seats and not yet recorded, and its seats, hands and replay only with it
-        (:data:`_RECORD_SQL`); a statement is atomic, so the game is recorded whole or not at all.
-        Nothing inserted, a second query says why (not scheduled, other seats: an error)."""
-        replay = self._read_replay(record)
-        stored_path = None if record.replay_path is None else f"replays/{Path(record.replay_path).name}"
-        result = record.result
-        seats = [r.bot for r in record.seats]
+    def record_games_once(self, records: Sequence[GameRecord], *, worker: str = "") -> list[bool | Exception]:
+        """Record games as ``record_game_once`` does, many in one statement: for each, in order,
+        True (recorded now), False (recorded already: nothing written) or the error that
+        ``record_game`` would raise (not in the schedule, other seats, a replay that cannot be read).
+
+        One statement, so one round trip and one commit for them all (a worker finishing games
+        together waited on a statement each: the queue's ceiling, bench/distributed.py): each
+        game's result is inserted only if the game is in the schedule with these seats and not yet
+        recorded, and its seats, hands and replay only with it (:data:`_RECORD_SQL`); a statement
+        is atomic, so each game is recorded whole or not at all, and a connection lost during it
+        records none (the statement is run again on a new one). A game the database refuses does
+        not refuse the others: they are then recorded one by one. A game twice in ``records`` is
+        recorded once, its second copy found recorded. A database that stays lost raises
+        ``Unreachable`` for them all."""
+        outcomes: list[bool | Exception | None] = [None] * len(records)
+        params = self._record_params(records, worker, outcomes)
+        tries: list[bool] = []
+
+        def attempt(conn: psycopg.Connection[Any]) -> set[str]:
+            # A commit whose answer was lost to a dropped connection is retried: then the
+            # games are found recorded, with these very digests, which count as this call's.
+            tries.append(True)
+            return {row[0] for row in conn.execute(_RECORD_SQL, params).fetchall()}
+
+        left = [i for i, o in enumerate(outcomes) if o is None]
+        if params is not None:
+            what = (f"recording game {records[0].game_id}" if len(records) == 1
+                    else f"recording {len(records)} games ({records[0].game_id} ...)")
+            try:
+                recorded = self._retrying(what, attempt)
+            except Unreachable:
+                raise
+            except StoreError as err:
+                if len(left) == 1:
+                    outcomes[left[0]] = err
+                for i in left if len(left) > 1 else ():
+                    outcomes[i] = self.record_games_once([records[i]], worker=worker)[0]
+                return [o for o in outcomes if o is not None]
+            for i in list(left):
+                if records[i].game_id in recorded:
+                    outcomes[i] = True
+                    recorded.discard(records[i].game_id)  # (a second copy in this call: checked as a duplicate)
+                    left.remove(i)
+        if left:
+            found = self._scheduled_and_recorded([records[i].game_id for i in left])
+            for i in left:
+                record = records[i]
+                seats, digest = found.get(record.game_id, (None, None))
+                if seats is None:
+                    outcomes[i] = StoreError(f"game {record.game_id!r} is not in the schedule")
+                elif seats != [r.bot for r in record.seats]:
+                    outcomes[i] = StoreError(f"game {record.game_id}: the record's seats {[r.bot for r in record.seats]}"
+                                             f" are not the schedule's {seats}")
+                else:
+                    outcomes[i] = len(tries) > 1 and digest == record.digest
+        return [o for o in outcomes if o is not None]
+
+    def _record_params(self, records: Sequence[GameRecord], worker: str,
+                       outcomes: list[bool | Exception | None]) -> dict[str, Any] | None:
+        """:data:`_RECORD_SQL`'s arrays for ``records``; a record that fails before the statement
+        (its replay unreadable, say) gets its error in ``outcomes`` and stays out; so does a
+        game's second copy (left None). None: no game left to insert."""
+        columns: dict[str, list[Any]] = {k: [] for k in _RECORD_COLUMNS}
+        seen: set[str] = set()
+        for i, record in enumerate(records):
+            if record.game_id in seen:
+                continue
+            try:
+                rows = self._record_rows(record)
+            except Exception as err:  # (this game's alone: the others go on)
+                outcomes[i] = err
+                continue
+            seen.add(record.game_id)
+            for key, values in rows.items():
+                columns[key] += values
+        if not seen:
+            return None
+        return {"t": self.name, "at": time.time(), "worker": worker, **columns}
+
+    def _record_rows(self, record: GameRecord) -> dict[str, list[Any]]:
+        """One game's entries in :data:`_RECORD_SQL`'s arrays: a result, a row per seat and hand, its replay."""
+        game_id, result, seats = record.game_id, record.result, [r.bot for r in record.seats]
         if not record.aborted and len(result.totals) != len(seats):
-            raise StoreError(f"game {record.game_id}: {len(result.totals)} totals for {len(seats)} seats")
-        n = len(record.seats)
-        params = {
-            "t": self.name, "g": record.game_id, "at": time.time(), "digest": record.digest, "path": stored_path,
-            "lower": bool(result.lower_wins), "worker": worker, "aborted": record.aborted,
-            "teams": None if result.team_placings is None else json.dumps(list(result.team_placings)),
-            "seats": json.dumps(seats), "bots": seats, "seat_no": list(range(n)),
-            "totals": [str(result.totals[i]) if i < len(result.totals) else "0" for i in range(n)],
-            "placings": [result.placings[i] if i < len(result.placings) else 0 for i in range(n)],
+            raise StoreError(f"game {game_id}: {len(result.totals)} totals for {len(seats)} seats")
+        replay = self._read_replay(record)
+        n = len(seats)
+        return {
+            "g": [game_id], "digest": [record.digest],
+            "path": [None if record.replay_path is None else f"replays/{Path(record.replay_path).name}"],
+            "lower": [bool(result.lower_wins)],
+            "teams": [None if result.team_placings is None else json.dumps(list(result.team_placings))],
+            "aborted": [record.aborted], "seats": [json.dumps(seats)],
+            "s_game": [game_id] * n, "seat_no": list(range(n)), "bots": seats,
+            "totals": [str(result.totals[j]) if j < len(result.totals) else "0" for j in range(n)],
+            "placings": [result.placings[j] if j < len(result.placings) else 0 for j in range(n)],
             "statuses": [str(r.status) for r in record.seats], "bot_errors_text": [r.bot_error for r in record.seats],
-            "think": [r.think_s for r in record.seats], "transport": [r.transport_s for r in record.seats],
+            "think": [float(r.think_s) for r in record.seats], "transport": [float(r.transport_s) for r in record.seats],
             **{f"c_{c}": [getattr(r, c) for r in record.seats] for c in COUNTERS},
-            "h_number": [h.number for h in result.hands], "h_dealer": [h.dealer for h in result.hands],
-            "h_reason": [h.reason for h in result.hands],
+            "h_game": [game_id] * len(result.hands), "h_number": [h.number for h in result.hands],
+            "h_dealer": [h.dealer for h in result.hands], "h_reason": [h.reason for h in result.hands],
             "h_scores": [json.dumps(list(h.scores)) for h in result.hands],
             "h_pressures": [json.dumps(list(h.pressures)) for h in result.hands],
-            "replay": replay,
+            "p_game": [] if replay is None else [game_id], "p_body": [] if replay is None else [replay],
         }
-        outcome: list[bool] = []
 
-        def attempt(conn: psycopg.Connection[Any]) -> bool:
-            # A commit whose answer was lost to a dropped connection is retried: then the
-            # game is found recorded, with this very digest, which counts as this call's.
-            row = conn.execute(_RECORD_SQL, params).fetchone()
-            done = bool(row and row[0])
-            outcome.append(done)
-            return done
-
-        done = self._retrying(f"recording game {record.game_id}", attempt)
-        if done:
-            return True
-        if len(outcome) > 1 and self._recorded_digest(record.game_id) == record.digest:
-            return True
-        scheduled = self.game(record.game_id)
-        if scheduled is None:
-            raise StoreError(f"game {record.game_id!r} is not in the schedule")
-        if list(scheduled.seats) != seats:
-            raise StoreError(f"game {record.game_id}: the record's seats {seats} are not the schedule's "
-                             f"{list(scheduled.seats)}")
-        return False
+    def _scheduled_and_recorded(self, game_ids: Sequence[str]) -> dict[str, tuple[list[str], str | None]]:
+        """game -> (its scheduled seats, the digest recorded or None), for those in the schedule."""
+        rows = self._retrying("reading games", lambda c: c.execute(
+            "SELECT g.game_id, g.seats, r.digest FROM craits_games g LEFT JOIN craits_results r"
+            " ON r.tournament = g.tournament AND r.game_id = g.game_id"
+            " WHERE g.tournament = %s AND g.game_id = ANY(%s)", (self.name, list(game_ids))).fetchall())
+        return {r[0]: (json.loads(r[1]), r[2]) for r in rows}
 
     def _recorded_digest(self, game_id: str) -> str | None:
         row = self._retrying("reading a result", lambda c: c.execute(
@@ -650,6 +727,24 @@ class PostgresStore:
             return None, False, {}
         slot = GameSlot(row[0], row[1], row[2], row[3], row[4], row[5], tuple(json.loads(row[6])))
         return slot, bool(row[7]), dict(row[8] or {})
+
+    def games_to_play(self, game_ids: Sequence[str]) -> tuple[dict[str, tuple[GameSlot, bool]], dict[str, str]]:
+        """:meth:`game_to_play` for many games in one round trip: each game's slot and whether it
+        is recorded already (a game not in the schedule is left out), and the bots' tokens."""
+        rows = self._retrying("reading games", lambda c: c.execute(
+            "SELECT g.game_id, g.ordinal, g.table_no, g.deal, g.rotation, g.seed, g.seats,"
+            " EXISTS (SELECT 1 FROM craits_results r WHERE r.tournament = g.tournament AND r.game_id = g.game_id),"
+            " NULL::json FROM craits_games g WHERE g.tournament = %(t)s AND g.game_id = ANY(%(ids)s)"
+            " UNION ALL SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"  # (the tokens, in a row of their own)
+            " (SELECT json_object_agg(b.name, b.token) FROM craits_bots b WHERE b.tournament = %(t)s)",
+            {"t": self.name, "ids": list(game_ids)}).fetchall())
+        games, tokens = {}, {}
+        for r in rows:
+            if r[0] is None:
+                tokens = dict(r[8] or {})
+            else:
+                games[r[0]] = (GameSlot(r[0], r[1], r[2], r[3], r[4], r[5], tuple(json.loads(r[6]))), bool(r[7]))
+        return games, tokens
 
     def is_recorded(self, game_id: str) -> bool:
         return self._recorded_digest(game_id) is not None

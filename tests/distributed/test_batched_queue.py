@@ -1,24 +1,45 @@
 """The queue takes and finishes games many at once (``BatchedJobs``), on a real PostgreSQL
 server: two workers taking batches at the same moment never take the same game, a worker
 stopping puts back the games it took and did not start, and a worker killed holding a batch
-is named and every game of its batch goes back to the queue."""
+is named and every game of its batch goes back to the queue. Two workers reading their
+games' slots and recording the games that end together in one statement each play every game
+once."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections import Counter
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import procrastinate
 import psycopg
 import pytest
 
-from server.storage.postgres import migrate
-from tournaments.distributed import QUEUE, TASK, BatchedJobs, find_gone_workers, make_app, queueing_lock
+from server.storage.postgres import PostgresStore, migrate
+from tests.tournaments.configs import builtin_tournament
+from tournaments.config import parse_config
+from tournaments.distributed import (
+    QUEUE,
+    TASK,
+    BatchedJobs,
+    Gathered,
+    WorkerService,
+    WorkerSettings,
+    find_gone_workers,
+    make_app,
+    play_queued,
+    queueing_lock,
+    start_tournament_pg,
+)
+from tournaments.runner import local_runner
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -157,3 +178,78 @@ def test_a_worker_killed_holding_a_batch_is_named_and_every_game_of_it_goes_back
     assert len(games) == 4
     left = jobs_by_status(url)
     assert "doing" not in left and len(left["todo"]) == 6
+
+
+def test_two_workers_play_every_game_once_recording_the_games_that_end_together_together(
+    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = builtin_tournament("batched", 3, 8, {"a": "random", "b": "random", "c": "random"})  # 24 games
+    config = parse_config(text, source=str(tmp_path / "batched.toml"), base_dir=tmp_path)
+    store = start_tournament_pg(config, text, str(tmp_path / "batched.toml"), url)
+    played: Counter[str] = Counter()
+    statements: list[int] = []
+    record_games_once = PostgresStore.record_games_once
+
+    def counted_statement(self: PostgresStore, records: Any, **kwargs: Any) -> Any:
+        statements.append(len(records))
+        return record_games_once(self, records, **kwargs)
+
+    monkeypatch.setattr(PostgresStore, "record_games_once", counted_statement)
+    in_hand = [0]
+
+    @contextlib.asynccontextmanager
+    async def runner(config: Any, out: Path) -> AsyncIterator[Any]:
+        ready = asyncio.Condition()
+
+        async def run_game(spec: Any) -> Any:  # (a game ends once four are in hand, or after 0.3 s)
+            played[spec.game_id] += 1
+            async with ready:
+                in_hand[0] += 1
+                ready.notify_all()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(ready.wait_for(lambda: in_hand[0] >= 4), 0.3)
+            try:
+                return await game(spec)
+            finally:
+                in_hand[0] -= 1
+
+        async with local_runner(config, out) as game:
+            yield run_game
+
+    async def main() -> Any:
+        other = WorkerService(url, WorkerSettings(concurrency=8, name="other", heartbeat_s=0.5), lambda c: runner)
+        serving = asyncio.create_task(other.run())
+        try:
+            return await play_queued(url, store, local_workers=8, settings=WorkerSettings(concurrency=8, name="local"),
+                                     runner_for=lambda c: runner, poll_s=0.05)
+        finally:
+            other.stop()
+            await serving
+
+    with store:
+        followed = asyncio.run(main())
+        games = {g.game_id for g in store.games()}
+    assert followed.recorded == followed.scheduled == len(games) == 24 and not followed.failed
+    assert set(played) == games and set(played.values()) == {1}, played
+    assert sum(statements) == 24 and max(statements) > 1, statements
+    with psycopg.connect(url) as conn:
+        workers = Counter(w for (w,) in conn.execute("SELECT worker FROM craits_results").fetchall())
+    assert set(workers) == {"local", "other"}, workers
+
+
+def test_a_call_that_comes_as_the_last_batch_ends_is_not_left_waiting() -> None:
+    """The second call comes in the step where the only batch allowed finds nothing more to do
+    and ends: it must start a batch of its own (it waited for good: a game never recorded)."""
+    async def main() -> list[int]:
+        async def run(items: list[int]) -> list[int]:
+            return items
+
+        gathered: Gathered[int, int] = Gathered(run, at_once=1)
+
+        async def second() -> int:
+            await asyncio.sleep(0)  # (queued behind the batch's task)
+            return await gathered(2)
+
+        return list(await asyncio.wait_for(asyncio.gather(gathered(1), second()), 5))
+
+    assert asyncio.run(main()) == [1, 2]

@@ -95,6 +95,69 @@ def test_a_game_is_recorded_once_a_late_duplicate_is_dropped(pg_url: str) -> Non
             store.record_game(dataclasses.replace(play(SLOTS[1]), game_id="g3"))
 
 
+def recorded_whole(store: PostgresStore, record: GameRecord) -> bool:
+    """The game's result is stored with this digest, every seat, every hand and its replay."""
+    [result] = [r for r in store.results() if r.game_id == record.game_id]
+    return (result.digest == record.digest and result.bots == tuple(r.bot for r in record.seats)
+            and [h.scores for h in store.hands(record.game_id)] == [h.scores for h in record.result.hands]
+            and store.replay(record.game_id) == Path(record.replay_path or "").read_bytes())
+
+
+def test_games_ending_together_are_recorded_in_one_call_each_once_and_whole(pg_url: str, tmp_path: Path) -> None:
+    with new_store(pg_url) as store:
+        g1, g2, g3 = (play(slot, tmp_path) for slot in SLOTS)
+        store.record_game(g2)
+        other_seats = dataclasses.replace(g3, seats=g1.seats)
+        outcomes = store.record_games_once(
+            [g1, dataclasses.replace(g2, digest="late"), dataclasses.replace(g1, game_id="nope"), other_seats, g1],
+            worker="w1")
+        assert outcomes[:2] == [True, False] and outcomes[4] is False  # (g1's second copy: found recorded)
+        assert isinstance(outcomes[2], StoreError) and "not in the schedule" in str(outcomes[2])
+        assert isinstance(outcomes[3], StoreError) and "not the schedule's" in str(outcomes[3])
+        assert store.counts() == (2, 3) and recorded_whole(store, g1) and recorded_whole(store, g2)
+        assert store.record_games_once([g3, g1]) == [True, False] and recorded_whole(store, g3)
+
+
+def test_a_game_the_database_refuses_does_not_refuse_the_others_of_its_call(pg_url: str, tmp_path: Path) -> None:
+    with new_store(pg_url) as store:
+        g1, g2, g3 = (play(slot, tmp_path) for slot in SLOTS)
+        hands = g2.result.hands
+        twice = dataclasses.replace(g2, result=dataclasses.replace(g2.result, hands=(*hands, hands[-1])))
+        [first, refused, third] = store.record_games_once([g1, twice, g3])
+        assert first is True and third is True and isinstance(refused, StoreError), refused
+        assert store.counts() == (2, 3) and store.hands("g2") == [] and store.replay("g2") is None
+
+
+def test_a_connection_lost_while_recording_many_games_leaves_none_half_written(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """The recording statement is held (a row it must lock is locked elsewhere), its connection
+    is cut mid-statement, the lock freed: nothing of the games was written, and the retry on a
+    new connection records each of them once and whole."""
+    with new_store(pg_url) as store, psycopg.connect(pg_url) as blocker, psycopg.connect(pg_url, autocommit=True) as admin:
+        records = [play(slot, tmp_path) for slot in SLOTS]
+        blocker.execute("SELECT 1 FROM craits_games WHERE game_id = 'g3' FOR UPDATE")  # (the results' key check waits)
+        outcome: list[object] = []
+        recording = threading.Thread(target=lambda: outcome.append(store.record_games_once(records)))
+        recording.start()
+        try:
+            waiting = None
+            for _ in range(200):
+                waiting = admin.execute("SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                                        " AND query LIKE '%%craits_results%%'").fetchone()
+                if waiting:
+                    break
+                threading.Event().wait(0.05)
+            assert waiting, "the recording statement did not wait on the lock"
+            assert admin.execute("SELECT pg_terminate_backend(%s)", waiting).fetchone() == (True,)
+            assert admin.execute("SELECT count(*) FROM craits_seats").fetchone() == (0,)
+        finally:
+            blocker.rollback()
+            recording.join(30)
+        assert outcome == [[True, True, True]]
+        assert store.counts() == (3, 3) and all(recorded_whole(store, r) for r in records)
+
+
 class Exploding(tuple):  # type: ignore[type-arg]
     """Hand scores that fail while the transaction is half-written."""
 
