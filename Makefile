@@ -51,7 +51,7 @@ TEST_WORKERS ?= 3
 test: setup proto test-deps  ## run the whole test suite (TEST_WORKERS=N files at a time, default 3)
 	-@$(MAKE) --no-print-directory kits
 	$(PY) -m compileall -q -j 0 server tournaments participants clients/python/craits_bot proto/python/craits tests >/dev/null
-	$(PY) -m pytest -q $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+	$(PY) -m pytest -q $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 lint: setup  ## ruff and mypy
 	$(VENV)/bin/ruff check server tournaments participants tests bench clients/python/craits_bot
