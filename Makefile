@@ -50,7 +50,8 @@ TEST_WORKERS ?= 3
 # import (PYTHONDONTWRITEBYTECODE set), so they are compiled once here (Python still reads them).
 test: setup proto test-deps  ## run the whole test suite (TEST_WORKERS=N files at a time, default 3)
 	-@$(MAKE) --no-print-directory kits
-	$(PY) -m compileall -q -j 0 server tournaments participants clients/python/craits_bot proto/python/craits tests >/dev/null
+	@# (-qq || true: a file that does not compile is pytest's to report, with its test)
+	@$(PY) -m compileall -qq -j 0 server tournaments participants clients/python/craits_bot proto/python/craits tests || true
 	$(PY) -m pytest -q $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 lint: setup  ## ruff and mypy
