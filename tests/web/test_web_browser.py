@@ -186,6 +186,7 @@ def test_the_leaderboard_changes_while_the_tournament_plays(page: Any, live: Run
     before = int(page.get_attribute("#standings", "data-recorded") or 0)
     games_before = page.eval_on_selector_all("#standings tbody tr", "rows => rows.map(r => r.dataset.games)")
     assert before < 6, "the tournament is still playing"
+    _until(page, "document.querySelector('#conn').className === 'conn on'")
     page.evaluate("() => { window.notReloaded = true; }")
     _until(page, f"Number(document.querySelector('#standings').dataset.recorded) > {before}", 90)
     assert page.evaluate("() => window.notReloaded === true"), "the page changed without a reload"
@@ -193,7 +194,9 @@ def test_the_leaderboard_changes_while_the_tournament_plays(page: Any, live: Run
     assert games_after != games_before
     progress = page.inner_text("#progress-text")
     assert "/ 6 games" in progress
-    assert page.get_attribute("#conn", "class") == "conn on"
+    # (still on after the update, unless that update was the last game's: the run over, it says done)
+    conn = page.get_attribute("#conn", "class")
+    assert conn == "conn on" or (conn == "conn done" and len(live.get("/api/games")["recorded"]) == 6), conn
     standings = live.get("/api/standings")
     assert standings["tournament"] == "webcup" and len(standings["standings"]) == 3
     assert all(row["issues"]["default_actions"] == 0 for row in standings["standings"]), "the bots played"
@@ -286,12 +289,14 @@ def test_the_leaderboard_on_postgresql_changes_while_its_workers_play(page: Any,
     before = int(page.get_attribute("#standings", "data-recorded") or 0)
     assert before < 6, "the tournament is still playing"
     assert "shown live only by the process that plays them" in page.inner_text("#live-note")
+    _until(page, "document.querySelector('#conn').className === 'conn on'")
     page.evaluate("() => { window.notReloaded = true; }")
     _until(page, "document.querySelector('#live tbody a') !== null", 90)  # this process's own game, live
     _until(page, f"Number(document.querySelector('#standings').dataset.recorded) > {before}", 90)
     assert page.evaluate("() => window.notReloaded === true"), "the page changed without a reload"
     assert "/ 6 games" in page.inner_text("#progress-text")
-    assert page.get_attribute("#conn", "class") == "conn on"
+    conn = page.get_attribute("#conn", "class")  # (done only when that update was the last game's)
+    assert conn == "conn on" or (conn == "conn done" and len(live_pg.get("/api/games")["recorded"]) == 6), conn
     standings = live_pg.get("/api/standings")
     assert standings["tournament"] == "pgwebcup" and len(standings["standings"]) == 3
     _shot(page, "board-postgresql")
