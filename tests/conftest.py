@@ -19,11 +19,12 @@ import pytest
 from tests.postgres_server import PostgresServer, find_pg_bin
 
 LONGEST_FIRST = (
-    "tests/distributed/test_outages.py",  # (a database stopped 90 s)
+    "tests/distributed/test_outages.py",  # (a database stopped 90 s, twice)
     "tests/distributed/test_workers.py",
     "tests/tournaments/test_fair_play.py",
     "tests/tournaments/test_tournament_kept_bots.py",
     "tests/web/test_web_postgres.py",
+    "tests/distributed/test_deploy.py",
     "tests/tournaments/test_tournament_cli.py",
     "tests/web/test_web_server.py",
     "tests/kits/test_handouts.py",
