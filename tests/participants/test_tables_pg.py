@@ -18,6 +18,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+import structlog
 from structlog.testing import capture_logs
 
 from participants import tables
@@ -291,7 +292,7 @@ EDITED_PLAN = 'deadline = 2031-01-01T00:00:00Z\ngames_per_bot = 4\ntable_size = 
 
 
 def test_the_finals_plan_is_the_one_the_organizer_stored_whatever_the_machines_clocks_say(
-    tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """No file's time decides which final.toml is the plan: the organizer stores it (`craits final
     plan`) from any machine, a laptop whose clock runs late included; a copy left in another
@@ -308,6 +309,8 @@ def test_the_finals_plan_is_the_one_the_organizer_stored_whatever_the_machines_c
     stale.write_text(FIRST_PLAN.replace("2031", "2030"), encoding="utf-8")
     os.utime(stale, (time.time() + 3600,) * 2)
     with capture_logs() as logs:
+        # (a logger made here: the module's may be bound already, to the processors of a CLI run in this process)
+        monkeypatch.setattr(tables, "log", structlog.get_logger(component="roster_tables"))
         for _ in range(3):
             seen = Final(there).plan()
             assert seen is not None and seen.deadline_text == "2031-01-01 00:00:00 UTC"
