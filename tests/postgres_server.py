@@ -36,6 +36,8 @@ class PostgresServer:
         self.port = free_port()
         self._names = itertools.count(1)
         self._as_postgres = os.geteuid() == 0
+        self._holder: socket.socket | None = None
+        """The server's port, held while it is stopped (:meth:`stop`)."""
         if self._as_postgres:
             self.root.chmod(0o755)
             shutil.chown(self.root, "postgres")
@@ -50,16 +52,45 @@ class PostgresServer:
         return done
 
     def start(self) -> None:
+        self._release_port()
         if not self.data.exists():
             self._run(self.bin / "initdb", "-D", self.data, "-A", "trust", "-U", "postgres", "--no-sync",
                       "-E", "UTF8", "--locale", "C")
         options = (f"-k {self.root} -h 127.0.0.1 -p {self.port} -c fsync=off "
                    "-c full_page_writes=off -c max_connections=200")
-        self._run(self.bin / "pg_ctl", "-D", self.data, "-l", self.log, "-o", options, "-w", "-t", "60", "start")
+        try:
+            self._run(self.bin / "pg_ctl", "-D", self.data, "-l", self.log, "-o", options, "-w", "-t", "60", "start")
+        except RuntimeError as err:
+            try:
+                said = self.log.read_text(errors="replace")[-1500:]
+            except OSError:
+                said = "(no server log)"
+            raise RuntimeError(f"{err}\nthe server's log ends:\n{said}") from None
 
     def stop(self, mode: str = "fast") -> None:
-        """``fast``: disconnect everyone and stop; ``immediate``: as if the server died."""
+        """``fast``: disconnect everyone and stop; ``immediate``: as if the server died. Its port
+        stays held (a bound socket) until :meth:`start`: a test's outage lasts long enough for
+        another process's connection to be given the free port as its own, and the server
+        could not come back on it."""
         self._run(self.bin / "pg_ctl", "-D", self.data, "-m", mode, "-w", "-t", "60", "stop", check=False)
+        self._hold_port()
+
+    def _hold_port(self) -> None:
+        if self._holder is not None:
+            return
+        holder = socket.socket()
+        holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # (past the stopped server's closing connections)
+        try:
+            holder.bind(("127.0.0.1", self.port))
+        except OSError:
+            holder.close()  # (still taken by the server's last connections: nothing to hold)
+            return
+        self._holder = holder
+
+    def _release_port(self) -> None:
+        if self._holder is not None:
+            self._holder.close()
+            self._holder = None
 
     def is_running(self) -> bool:
         return self._run(self.bin / "pg_ctl", "-D", self.data, "status", check=False).returncode == 0
@@ -82,4 +113,5 @@ class PostgresServer:
 
     def cleanup(self) -> None:
         self.stop("immediate")
+        self._release_port()
         shutil.rmtree(self.root, ignore_errors=True)
