@@ -303,6 +303,113 @@ async def queue_run(url: str, games: dict[int, tuple[Any, str, bytes]], deals: i
     return QueueLeg(followed.recorded, elapsed, cpu, spent, timer)
 
 
+
+def instant_worker(url: str, games_file: Path, concurrency: int, name: str) -> int:
+    """A worker process of the queue's ceiling (``--instant-worker``): ``craits worker``'s service
+    with the instant runner, until SIGTERM; it then finishes the games in hand, as a worker does."""
+    import pickle
+
+    from tournaments.distributed import WorkerService
+
+    games = pickle.loads(games_file.read_bytes())
+
+    async def serve() -> None:
+        service = WorkerService(url, WorkerSettings(concurrency=concurrency, name=name),
+                                lambda config: (lambda c, out: instant_runner(games)))
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, service.stop)
+        await service.run_until_stopped()
+
+    configure_logging(None, console=False)
+    asyncio.run(serve())
+    return 0
+
+
+def process_cpu(pids: list[int]) -> float:
+    """CPU seconds these live processes have used so far (user and system, from /proc)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+@dataclasses.dataclass
+class ProcessLeg:
+    games: int
+    elapsed: float
+    cpu: float
+    """The coordinator's CPU seconds (this process)."""
+    workers_cpu: float
+    """The worker processes' CPU seconds."""
+    pg_cpu: float | None
+
+    @property
+    def rate(self) -> float:
+        return self.games / self.elapsed
+
+
+def queue_run_processes(url: str, games: dict[int, tuple[Any, str, bytes]], games_file: Path, deals: int,
+                        workers: int, concurrency: int, pg_cpu: Callable[[], float | None]) -> ProcessLeg:
+    """The queue's ceiling as a competition runs it: ``workers`` worker processes of their own
+    (``concurrency`` instant games at once each), started and connected before the clock starts,
+    this process the coordinator that queues the games and follows them."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("CRAITS_STORE", None)
+    errs = [(games_file.parent / f"worker-{i}.err").open("w+b") for i in range(workers)]
+    procs = [subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--instant-worker", url,
+                               "--games-file", str(games_file), "--concurrency", str(concurrency),
+                               "--name", f"bench-instant-{i}"],
+                              env=env, stdout=subprocess.DEVNULL, stderr=errors, start_new_session=True)
+             for i, errors in enumerate(errs)]
+    try:
+        deadline = time.monotonic() + 60
+        while live_workers(url) < workers:
+            if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
+                said = "".join(f"\n{Path(e.name).read_text(errors='replace')[-2000:]}" for e in errs)
+                raise SystemExit(f"bench: the instant workers did not start; no figures{said}")
+            time.sleep(0.05)
+        text = tournament_text("bench-queue-procs", deals, concurrency, "local")
+        config = parse_config(text, source="bench", base_dir=ROOT)
+        store = start_tournament_pg(config, text, str(ROOT / "bench.toml"), url, overwrite=True)
+        pids = [p.pid for p in procs]
+
+        async def follow() -> Any:
+            stop = asyncio.Event()
+            watchdog = asyncio.get_running_loop().call_later(QUEUE_LEG_LIMIT_S, stop.set)
+            try:
+                return await play_queued(url, store, local_workers=0, settings=WorkerSettings(concurrency=concurrency),
+                                         runner_for=lambda c: local_runner, poll_s=0.05, stop=stop,
+                                         wait_for_workers=False)
+            finally:
+                watchdog.cancel()
+
+        with store:
+            started, cpu, workers_cpu, server = time.perf_counter(), time.process_time(), process_cpu(pids), pg_cpu()
+            followed = asyncio.run(follow())
+            elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+            workers_cpu, server_after = process_cpu(pids) - workers_cpu, pg_cpu()
+            if followed.refused:
+                raise SystemExit(f"bench: {refusals_text(store.name, followed.refused)}; no figures")
+            if followed.recorded != followed.scheduled or followed.failed:
+                raise SystemExit(f"bench: the instant games did not finish within {QUEUE_LEG_LIMIT_S:.0f} s: "
+                                 f"{followed}; no figures")
+            played_as_recorded(store, games)
+        spent = None if server is None or server_after is None else server_after - server
+        return ProcessLeg(followed.recorded, elapsed, cpu, workers_cpu, spent)
+    finally:
+        for proc in procs:
+            proc.send_signal(signal.SIGTERM)
+        for proc in procs:
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        for errors in errs:
+            errors.close()
+
+
 QUEUE_LEG_LIMIT_S = 300.0
 """A leg of instant games that has not ended by then is stopped, and the bench prints no figure
 (a game never recorded would otherwise keep it waiting for good)."""
@@ -367,29 +474,45 @@ load falls on both alike; the best of each is kept."""
 
 
 def queue_ceiling(url: str, args: argparse.Namespace, server: PostgresServer | None,
-                  ) -> tuple[float, float, float, float]:
-    """(games a second with instant games, the same with procrastinate's one job per round trip,
-    bytes a game in the database, the ms a game waits on the queue and the store at the real
-    games' concurrency); printed, with where a game's time goes."""
+                  ) -> tuple[float, float, float, float, float]:
+    """(games a second with instant games played by worker processes, the same in this one
+    process, the same with procrastinate's one job per round trip, bytes a game in the database,
+    the ms a game waits on the queue and the store at the real games' concurrency); printed,
+    with where a game's time goes."""
+    import pickle
+
     deals = args.deals or (25 if args.quick else 100)
     games = instant_games(deals)
     pg_cpu = server_cpu(server)
     legs: dict[str, list[QueueLeg]] = {"one at a time": [], "batched": []}
-    for _ in range(QUEUE_ROUNDS):
-        with one_job_at_a_time():
-            legs["one at a time"].append(asyncio.run(queue_run(url, games, deals, args.queue_concurrency, pg_cpu)))
-        legs["batched"].append(asyncio.run(queue_run(url, games, deals, args.queue_concurrency, pg_cpu)))
+    procs: list[ProcessLeg] = []
+    each = max(1, args.queue_concurrency // args.queue_workers)
+    with tempfile.TemporaryDirectory(prefix="craits-bench-instant-") as tmp:
+        games_file = Path(tmp) / "games.pickle"
+        games_file.write_bytes(pickle.dumps(games))
+        for _ in range(QUEUE_ROUNDS):
+            with one_job_at_a_time():
+                legs["one at a time"].append(asyncio.run(queue_run(url, games, deals, args.queue_concurrency, pg_cpu)))
+            legs["batched"].append(asyncio.run(queue_run(url, games, deals, args.queue_concurrency, pg_cpu)))
+            procs.append(queue_run_processes(url, games, games_file, deals, args.queue_workers, each, pg_cpu))
     base, best = (max(legs[k], key=lambda leg: leg.rate) for k in ("one at a time", "batched"))
+    top = max(procs, key=lambda leg: leg.rate)
     size = pg_bytes_per_game(url)
-    print(f"queue ceiling: {best.games} instant games ({args.queue_concurrency} at once, in this process), best of "
-          f"{QUEUE_ROUNDS}: {best.rate:.0f} games/s batched ({base.rate:.0f} games/s with procrastinate taking a job "
-          f"per round trip: {best.rate / base.rate:.2f}x); one database feeds about {best.rate / 5:.0f} workers at "
-          "5 games/s each")
+    pg = "?" if top.pg_cpu is None else f"{1000 * top.pg_cpu / top.games:.2f}"
+    print(f"queue ceiling: {top.games} instant games, best of {QUEUE_ROUNDS}: {top.rate:.0f} games/s with "
+          f"{args.queue_workers} worker processes ({each} at once each), as a competition's workers play them; "
+          f"one database feeds about {top.rate / 5:.0f} workers at 5 games/s each")
+    print(f"  worker processes: {1000 / top.rate:.2f} ms a game; CPU a game: the workers {1000 * top.workers_cpu / top.games:.2f}"
+          f" ms, the coordinator {1000 * top.cpu / top.games:.2f} ms, PostgreSQL {pg} ms ({os.cpu_count()} cpus, "
+          "shared by them all)")
+    print(f"  in this one process ({args.queue_concurrency} at once, the coordinator and the worker on one core): "
+          f"{best.rate:.0f} games/s batched, {base.rate:.0f} games/s with procrastinate taking a job per round "
+          f"trip ({best.rate / base.rate:.2f}x)")
     for what, leg in (("batched", best), ("one at a time", base)):
         per = {m: 1000 * spent / leg.games for m, spent in leg.timer.spent.items()}
         pg = "?" if leg.pg_cpu is None else f"{1000 * leg.pg_cpu / leg.games:.2f}"
         print(f"  {what}: {1000 / leg.rate:.2f} ms a game; CPU a game: this process {1000 * leg.cpu / leg.games:.2f} "
-              f"ms, PostgreSQL {pg} ms ({os.cpu_count()} cpus); waits a game (overlapping, {args.queue_concurrency} "
+              f"ms, PostgreSQL {pg} ms; waits a game (overlapping, {args.queue_concurrency} "
               f"at once): taking the job {per['fetch_job']:.2f} ms, reading its slot {per['_read_slot']:.2f} ms, "
               f"recording it {per['_record']:.2f} ms, finishing the job {per['finish_job']:.2f} ms")
     print(f"postgresql holds {size:,.0f} B per game recorded (results, seats, hands, the replay compressed)")
@@ -399,7 +522,7 @@ def queue_ceiling(url: str, args: argparse.Namespace, server: PostgresServer | N
     print(f"waits a game on the queue and the store (taking the job, reading its slot, recording it, finishing the "
           f"job): {waits['real']:.2f} ms with {args.concurrency} instant games at once, as a worker plays real ones "
           f"({real.rate:.0f} games/s); {waits['ceiling']:.2f} ms at the ceiling, {args.queue_concurrency} at once")
-    return best.rate, base.rate, size, waits["real"]
+    return top.rate, best.rate, base.rate, size, waits["real"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -415,9 +538,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--store", metavar="URL", help="an empty PostgreSQL database (default: start a server)")
     parser.add_argument("--queue-concurrency", type=int, default=16,
                         help="instant games at once for the queue's ceiling (default 16)")
+    parser.add_argument("--queue-workers", type=int, default=2,
+                        help="worker processes for the queue's ceiling, sharing --queue-concurrency (default 2)")
+    parser.add_argument("--instant-worker", metavar="URL", help=argparse.SUPPRESS)  # (the ceiling's worker processes)
+    parser.add_argument("--games-file", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--name", default="bench-instant", help=argparse.SUPPRESS)
     parser.add_argument("--queue-only", action="store_true",
                         help="only the queue's ceiling (instant games: 100 deals, --quick 25), not the workers")
     args = parser.parse_args(argv)
+    if args.instant_worker:
+        return instant_worker(args.instant_worker, args.games_file, args.concurrency, args.name)
     runner = args.runner if args.runner != "auto" else ("grpc" if grpc_available() else "local")
     deals = args.deals or {("grpc", True): 2, ("grpc", False): 6, ("local", True): 10, ("local", False): 40}[
         (runner, args.quick)]
@@ -435,9 +565,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         migrate(url)
         if args.queue_only:
-            queue_rate, queue_base, pg_size, _ = queue_ceiling(url, args, server)
-            print(f"queue_games_per_s={queue_rate:.0f} queue_games_per_s_one_job_per_trip={queue_base:.0f} "
-                  f"pg_bytes_per_game={pg_size:.0f}")
+            queue_rate, queue_one, queue_base, pg_size, _ = queue_ceiling(url, args, server)
+            print(f"queue_games_per_s={queue_rate:.0f} queue_games_per_s_one_process={queue_one:.0f} "
+                  f"queue_games_per_s_one_job_per_trip={queue_base:.0f} pg_bytes_per_game={pg_size:.0f}")
             return 0
         print(f"distributed bench: 4 bots ({runner} runner, {bots}), tables of 4, {deals} deals x 4 rotations = "
               f"{deals * 4} games per leg, concurrency {args.concurrency} in every process, {os.cpu_count()} cpus")
@@ -451,7 +581,7 @@ def main(argv: list[str] | None = None) -> int:
                 rates[k] = games / elapsed
                 print(f"postgresql, {k} worker(s): {games} games in {elapsed:.2f} s = {rates[k]:.1f} games/s "
                       f"({rates[k] / sqlite_rate:.2f}x sqlite)")
-        queue_rate, queue_base, pg_size, queue_ms = queue_ceiling(url, args, server)
+        queue_rate, queue_one, queue_base, pg_size, queue_ms = queue_ceiling(url, args, server)
     finally:
         if server is not None:
             server.cleanup()
@@ -466,8 +596,9 @@ def main(argv: list[str] | None = None) -> int:
           f"ones) over SQLite's {game_ms:.1f} ms a game = {share:.1f}% at most (a game's own slot lasts "
           f"{args.concurrency}x that)")
     print(f"workers_speedup_2_vs_1={rates[2] / rates[1]:.2f} pg_overhead_ms_per_game={overhead_ms:.1f} "
-          f"queue_games_per_s={queue_rate:.0f} queue_games_per_s_one_job_per_trip={queue_base:.0f} "
-          f"pg_bytes_per_game={pg_size:.0f} queue_share_pct={share:.1f}")
+          f"queue_games_per_s={queue_rate:.0f} queue_games_per_s_one_process={queue_one:.0f} "
+          f"queue_games_per_s_one_job_per_trip={queue_base:.0f} pg_bytes_per_game={pg_size:.0f} "
+          f"queue_share_pct={share:.1f}")
     return 0
 
 

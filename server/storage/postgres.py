@@ -231,9 +231,9 @@ class Refusal:
 
 
 _RECORD_SQL = """
-WITH g (game_id, digest, replay_path, lower_wins, team_placings, aborted, seats) AS (
-    SELECT * FROM unnest(%(g)b::text[], %(digest)b::text[], %(path)b::text[], %(lower)b::bool[], %(teams)b::text[],
-                         %(aborted)b::text[], %(seats)b::text[])
+WITH g AS (
+    SELECT * FROM json_to_recordset(%(games)s::json)
+        AS g (game_id text, digest text, replay_path text, lower_wins bool, team_placings text, aborted text, seats text)
 ), r AS (
     INSERT INTO craits_results (tournament, game_id, recorded_at, digest, replay_path, lower_wins, team_placings,
                                 aborted, worker)
@@ -245,15 +245,15 @@ WITH g (game_id, digest, replay_path, lower_wins, team_placings, aborted, seats)
     INSERT INTO craits_seats (tournament, game_id, seat, bot, total, "placing", status, COUNTERS, bot_error,
                               think_s, transport_s)
     SELECT %(t)s, u.*
-      FROM unnest(%(s_game)b::text[], %(seat_no)b::int[], %(bots)b::text[], %(totals)b::numeric[],
-                  %(placings)b::int[], %(statuses)b::text[], C_ARRAYS, %(bot_errors_text)b::text[],
-                  %(think)b::float8[], %(transport)b::float8[]) AS u (game_id)
+      FROM json_to_recordset(%(seats)s::json) AS u (game_id text, seat int, bot text, total numeric, "placing" int,
+                                                     status text, COUNTER_TYPES, bot_error text, think_s float8,
+                                                     transport_s float8)
      WHERE u.game_id IN (SELECT game_id FROM r)
 ), h AS (
     INSERT INTO craits_hands (tournament, game_id, number, dealer, reason, scores, pressures)
-    SELECT %(t)s, u.*
-      FROM unnest(%(h_game)b::text[], %(h_number)b::int[], %(h_dealer)b::int[], %(h_reason)b::text[],
-                  %(h_scores)b::text[], %(h_pressures)b::text[]) AS u (game_id)
+    SELECT %(t)s, u.game_id, u.number, u.dealer, u.reason, u.scores::text, u.pressures::text
+      FROM json_to_recordset(%(hands)s::json)
+        AS u (game_id text, number int, dealer int, reason text, scores json, pressures json)
      WHERE u.game_id IN (SELECT game_id FROM r)
 ), p AS (
     INSERT INTO craits_replays (tournament, game_id, body)
@@ -261,14 +261,13 @@ WITH g (game_id, digest, replay_path, lower_wins, team_placings, aborted, seats)
      WHERE u.game_id IN (SELECT game_id FROM r)
 )
 SELECT game_id FROM r
-""".replace("C_ARRAYS", ", ".join(f"%(c_{c})b::int[]" for c in COUNTERS)).replace("COUNTERS", ", ".join(COUNTERS))
+""".replace("COUNTER_TYPES", ", ".join(f"{c} int" for c in COUNTERS)).replace("COUNTERS", ", ".join(COUNTERS))
 """Games recorded in one statement (:meth:`PostgresStore.record_games_once`): the result of each
 game scheduled with these seats and not yet recorded, and then its seats, hands and replay; the
-games recorded are returned. Each array holds a row per game, seat, hand or replay, a seat's,
-hand's and replay's first column naming its game."""
-_RECORD_COLUMNS = ("g", "digest", "path", "lower", "teams", "aborted", "seats", "s_game", "seat_no", "bots", "totals",
-                   "placings", "statuses", "bot_errors_text", "think", "transport", *(f"c_{c}" for c in COUNTERS),
-                   "h_game", "h_number", "h_dealer", "h_reason", "h_scores", "h_pressures", "p_game", "p_body")
+games recorded are returned. A game's, seat's and hand's rows come as one JSON document each
+(one ``json.dumps`` for a batch: as arrays, psycopg dumped them an element at a time in Python,
+the worker's largest cost per game, bench/distributed.py); a hand's scores and pressures stay
+their JSON text as written; the replays come as a bytea array."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -477,51 +476,57 @@ class PostgresStore:
 
     def _record_params(self, records: Sequence[GameRecord], worker: str,
                        outcomes: list[bool | Exception | None]) -> dict[str, Any] | None:
-        """:data:`_RECORD_SQL`'s arrays for ``records``; a record that fails before the statement
-        (its replay unreadable, say) gets its error in ``outcomes`` and stays out; so does a
-        game's second copy (left None). None: no game left to insert."""
-        columns: dict[str, list[Any]] = {k: [] for k in _RECORD_COLUMNS}
+        """:data:`_RECORD_SQL`'s parameters for ``records``; a record that fails before the
+        statement (its replay unreadable, say) gets its error in ``outcomes`` and stays out; so
+        does a game's second copy (left None). None: no game left to insert."""
+        games: list[dict[str, Any]] = []
+        seats: list[dict[str, Any]] = []
+        hands: list[dict[str, Any]] = []
+        replay_games: list[str] = []
+        replays: list[bytes] = []
         seen: set[str] = set()
         for i, record in enumerate(records):
             if record.game_id in seen:
                 continue
             try:
-                rows = self._record_rows(record)
+                game, game_seats, game_hands = self._record_rows(record)
+                replay = self._read_replay(record)
             except Exception as err:  # (this game's alone: the others go on)
                 outcomes[i] = err
                 continue
             seen.add(record.game_id)
-            for key, values in rows.items():
-                columns[key] += values
+            games.append(game)
+            seats += game_seats
+            hands += game_hands
+            if replay is not None:
+                replay_games.append(record.game_id)
+                replays.append(replay)
         if not seen:
             return None
-        return {"t": self.name, "at": time.time(), "worker": worker, **columns}
+        return {"t": self.name, "at": time.time(), "worker": worker, "games": json.dumps(games),
+                "seats": json.dumps(seats), "hands": json.dumps(hands), "p_game": replay_games, "p_body": replays}
 
-    def _record_rows(self, record: GameRecord) -> dict[str, list[Any]]:
-        """One game's entries in :data:`_RECORD_SQL`'s arrays: a result, a row per seat and hand, its replay."""
+    @staticmethod
+    def _record_rows(record: GameRecord) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+        """One game's rows in :data:`_RECORD_SQL`'s documents: its result, a row per seat, a row per hand."""
         game_id, result, seats = record.game_id, record.result, [r.bot for r in record.seats]
         if not record.aborted and len(result.totals) != len(seats):
             raise StoreError(f"game {game_id}: {len(result.totals)} totals for {len(seats)} seats")
-        replay = self._read_replay(record)
-        n = len(seats)
-        return {
-            "g": [game_id], "digest": [record.digest],
-            "path": [None if record.replay_path is None else f"replays/{Path(record.replay_path).name}"],
-            "lower": [bool(result.lower_wins)],
-            "teams": [None if result.team_placings is None else json.dumps(list(result.team_placings))],
-            "aborted": [record.aborted], "seats": [json.dumps(seats)],
-            "s_game": [game_id] * n, "seat_no": list(range(n)), "bots": seats,
-            "totals": [str(result.totals[j]) if j < len(result.totals) else "0" for j in range(n)],
-            "placings": [result.placings[j] if j < len(result.placings) else 0 for j in range(n)],
-            "statuses": [str(r.status) for r in record.seats], "bot_errors_text": [r.bot_error for r in record.seats],
-            "think": [float(r.think_s) for r in record.seats], "transport": [float(r.transport_s) for r in record.seats],
-            **{f"c_{c}": [getattr(r, c) for r in record.seats] for c in COUNTERS},
-            "h_game": [game_id] * len(result.hands), "h_number": [h.number for h in result.hands],
-            "h_dealer": [h.dealer for h in result.hands], "h_reason": [h.reason for h in result.hands],
-            "h_scores": [json.dumps(list(h.scores)) for h in result.hands],
-            "h_pressures": [json.dumps(list(h.pressures)) for h in result.hands],
-            "p_game": [] if replay is None else [game_id], "p_body": [] if replay is None else [replay],
-        }
+        game = {"game_id": game_id, "digest": record.digest,
+                "replay_path": None if record.replay_path is None else f"replays/{Path(record.replay_path).name}",
+                "lower_wins": bool(result.lower_wins),
+                "team_placings": None if result.team_placings is None else json.dumps(list(result.team_placings)),
+                "aborted": record.aborted, "seats": json.dumps(seats)}
+        seat_rows = [
+            {"game_id": game_id, "seat": j, "bot": r.bot,
+             "total": str(result.totals[j]) if j < len(result.totals) else "0",
+             "placing": result.placings[j] if j < len(result.placings) else 0, "status": str(r.status),
+             **{c: getattr(r, c) for c in COUNTERS}, "bot_error": r.bot_error, "think_s": float(r.think_s),
+             "transport_s": float(r.transport_s)}
+            for j, r in enumerate(record.seats)]
+        hand_rows = [{"game_id": game_id, "number": h.number, "dealer": h.dealer, "reason": h.reason,
+                      "scores": list(h.scores), "pressures": list(h.pressures)} for h in result.hands]
+        return game, seat_rows, hand_rows
 
     def _scheduled_and_recorded(self, game_ids: Sequence[str]) -> dict[str, tuple[list[str], str | None]]:
         """game -> (its scheduled seats, the digest recorded or None), for those in the schedule."""

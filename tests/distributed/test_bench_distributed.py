@@ -25,7 +25,8 @@ def test_the_distributed_bench_runs_and_prints_its_last_line(pg_url: str) -> Non
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.strip().splitlines()
     assert re.fullmatch(r"workers_speedup_2_vs_1=\d+\.\d\d pg_overhead_ms_per_game=-?\d+\.\d "
-                        r"queue_games_per_s=\d+ queue_games_per_s_one_job_per_trip=\d+ pg_bytes_per_game=\d+ "
+                        r"queue_games_per_s=\d+ queue_games_per_s_one_process=\d+ queue_games_per_s_one_job_per_trip=\d+ "
+                        r"pg_bytes_per_game=\d+ "
                         r"queue_share_pct=\d+\.\d",
                         lines[-1]), lines
     assert sum("worker(s): 4 games" in line for line in lines) == 3
