@@ -246,14 +246,15 @@ class StoreTimer:
 def one_job_at_a_time() -> Iterator[None]:
     """The queue as procrastinate runs it alone (the baseline): a job taken per round trip, each
     finished in a statement of its own, instead of :class:`~tournaments.distributed.BatchedJobs`'
-    batches."""
+    batches and a job finished in its game's recording."""
     from procrastinate.manager import JobManager
 
     from tournaments.distributed import BatchedJobs
 
-    saved = {name: BatchedJobs.__dict__[name] for name in ("fetch_job", "finish_job")}
-    for name in saved:
+    saved = {name: BatchedJobs.__dict__[name] for name in ("fetch_job", "finish_job", "finish_in_record")}
+    for name in ("fetch_job", "finish_job"):
         setattr(BatchedJobs, name, getattr(JobManager, name))
+    BatchedJobs.finish_in_record = False  # (each job finished by a statement of its own)
     try:
         yield
     finally:

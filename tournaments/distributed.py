@@ -364,6 +364,18 @@ class BatchedJobs(pq_manager.JobManager):
         self.out: set[int] = set()
         """Jobs handed out and not yet finished or retried."""
         self._finish: Gathered[int, None] = Gathered(self._delete_done)
+        self.finished: set[int] = set()
+        """Jobs whose game's recording finished them (:meth:`finished_in_record`): nothing left to do."""
+
+    finish_in_record = True
+    """A game's job is finished by the statement that records the game
+    (``PostgresStore.record_games_once``'s ``jobs``), not by a statement of its own: one
+    statement fewer a game for the database and the worker's event loop."""
+
+    def finished_in_record(self, job_id: int) -> None:
+        """This job's game is recorded and the recording finished it: :meth:`finish_job` has
+        nothing to write."""
+        self.finished.add(job_id)
 
     async def fetch_job(self, queues: Any, worker_id: int) -> procrastinate.jobs.Job | None:
         if not self.held:
@@ -397,12 +409,15 @@ class BatchedJobs(pq_manager.JobManager):
                          delete_job: bool) -> None:
         assert job.id is not None
         try:
+            if job.id in self.finished and status == procrastinate.jobs.Status.SUCCEEDED and delete_job:
+                return
             if status != procrastinate.jobs.Status.SUCCEEDED or not delete_job:
                 await super().finish_job(job, status, delete_job)
                 return
             await self._finish(job.id)
         finally:
             self.out.discard(job.id)
+            self.finished.discard(job.id)
 
     async def retry_job(self, job: procrastinate.jobs.Job, *args: Any, **kwargs: Any) -> None:
         try:
@@ -682,7 +697,7 @@ class GameWorker:
         self._threads: concurrent.futures.ThreadPoolExecutor | None = None
         """Where the store's calls run, a game's each at once (:meth:`_in_thread`)."""
         self._reads: dict[str, Gathered[str, tuple[GameSlot | None, bool, dict[str, str]]]] = {}
-        self._records: dict[str, Gathered[GameRecord, bool]] = {}
+        self._records: dict[str, Gathered[tuple[GameRecord, int | None], bool]] = {}
         """Per tournament, the games' slots read and their records written many at once (a
         batch taken together starts together, and instant games end together)."""
 
@@ -730,15 +745,17 @@ class GameWorker:
             reads = self._reads[tournament] = Gathered(read)
         return await reads(game_id)
 
-    async def _record(self, tournament: str, record: GameRecord) -> bool:
-        """Record a game once (False: recorded already), the games ending together in one statement."""
+    async def _record(self, tournament: str, record: GameRecord, job: int | None = None) -> bool:
+        """Record a game once (False: recorded already), the games ending together in one statement;
+        ``job``: the queue's job it was played for, finished in that statement once it is recorded."""
         if (records := self._records.get(tournament)) is None:
-            async def write(batch: list[GameRecord]) -> list[bool | Exception]:
+            async def write(batch: list[tuple[GameRecord, int | None]]) -> list[bool | Exception]:
                 return await self._store_call(  # type: ignore[no-any-return]
-                    tournament, "record_games_once", batch, worker=self.settings.name)
+                    tournament, "record_games_once", [r for r, _ in batch], worker=self.settings.name,
+                    jobs=[j for _, j in batch])
 
             records = self._records[tournament] = Gathered(write)
-        return await records(record)
+        return await records((record, job))
 
     async def _in_thread(self, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """``call`` in a thread of this worker's own: asyncio's shared pool has ``cpus + 4`` threads,
@@ -832,14 +849,16 @@ class GameWorker:
         with contextlib.suppress(StoreError, psycopg.Error):
             await self._store_call(tournament, "note_refusal", self.settings.name, reason, game_id)
 
-    async def play(self, tournament: str, game_id: str) -> str:
+    async def play(self, tournament: str, game_id: str, job: int | None = None) -> str:
+        """Play a game and record it: "recorded", "duplicate dropped" (both finish ``job``, the
+        queue's job it was played for, in the recording), "already recorded" or "not scheduled"."""
         self.in_hand += 1
         try:
-            return await self._play(tournament, game_id)
+            return await self._play(tournament, game_id, job)
         finally:
             self.in_hand -= 1
 
-    async def _play(self, tournament: str, game_id: str) -> str:
+    async def _play(self, tournament: str, game_id: str, job: int | None) -> str:
         bound = log.bind(tournament=tournament, game=game_id, worker=self.settings.name)
         slot, done, tokens = await self._read_slot(tournament, game_id)
         if slot is None:
@@ -857,7 +876,7 @@ class GameWorker:
             record = await run_game(spec)
         if record.game_id != slot.game_id:
             raise StoreError(f"the runner returned game {record.game_id!r} for {slot.game_id!r}")
-        recorded = await self._record(tournament, record)
+        recorded = await self._record(tournament, record, job)
         if spec.replay_path is not None:
             with contextlib.suppress(OSError):
                 Path(spec.replay_path).unlink()
@@ -944,15 +963,25 @@ class RefusalLog:
 def register_task(app: procrastinate.App, game_worker: GameWorker) -> None:
     @app.task(
         name=TASK, queue=QUEUE,
-        retry=RefusedRetry(),
+        retry=RefusedRetry(), pass_context=True,
     )
-    async def play_game(tournament: str, game_id: str) -> str:
+    async def play_game(context: procrastinate.JobContext, tournament: str, game_id: str) -> str:
+        jobs = context.app.job_manager
+        batched = jobs if isinstance(jobs, BatchedJobs) and jobs.finish_in_record else None
+        job = context.job.id if batched is not None else None
         try:
-            return await game_worker.play(tournament, game_id)
+            outcome = await game_worker.play(tournament, game_id, job)
+            if batched is not None and job is not None and outcome in FINISHED_IN_RECORD:
+                batched.finished_in_record(job)
+            return outcome
         except GameRefused as err:
             game_worker.refusals.refused(game_worker.settings.name, tournament, game_id, str(err))
             await game_worker.note_refusal(tournament, game_id, str(err))
             raise
+
+
+FINISHED_IN_RECORD = ("recorded", "duplicate dropped")
+"""What :meth:`GameWorker.play` says when the recording statement finished the game's job."""
 
 
 def procrastinate_worker(app: procrastinate.App, settings: WorkerSettings) -> pq_worker.Worker:

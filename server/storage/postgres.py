@@ -259,12 +259,22 @@ WITH g AS (
     INSERT INTO craits_replays (tournament, game_id, body)
     SELECT %(t)s, u.game_id, u.body FROM unnest(%(p_game)b::text[], %(p_body)b::bytea[]) AS u (game_id, body)
      WHERE u.game_id IN (SELECT game_id FROM r)
+), q AS (
+    DELETE FROM procrastinate_jobs j USING json_to_recordset(%(jobs)s::json) AS u (game_id text, job bigint)
+     WHERE j.id = u.job AND j.status IN ('todo', 'doing')
+       AND (u.game_id IN (SELECT game_id FROM r) OR EXISTS (
+            SELECT 1 FROM g JOIN craits_games s ON s.tournament = %(t)s AND s.game_id = g.game_id
+                        AND s.seats::jsonb = g.seats::jsonb
+                       JOIN craits_results x ON x.tournament = %(t)s AND x.game_id = g.game_id
+             WHERE g.game_id = u.game_id))
 )
 SELECT game_id FROM r
 """.replace("COUNTER_TYPES", ", ".join(f"{c} int" for c in COUNTERS)).replace("COUNTERS", ", ".join(COUNTERS))
 """Games recorded in one statement (:meth:`PostgresStore.record_games_once`): the result of each
 game scheduled with these seats and not yet recorded, and then its seats, hands and replay; the
-games recorded are returned. A game's, seat's and hand's rows come as one JSON document each
+games recorded are returned; so are the queue's jobs the games were played for, of the games
+recorded now or before (a worker's job finished in the statement that records its game, not in
+one of its own). A game's, seat's and hand's rows come as one JSON document each
 (one ``json.dumps`` for a batch: as arrays, psycopg dumped them an element at a time in Python,
 the worker's largest cost per game, bench/distributed.py); a hand's scores and pressures stay
 their JSON text as written; the replays come as a bytea array."""
@@ -417,7 +427,8 @@ class PostgresStore:
             raise outcome
         return outcome
 
-    def record_games_once(self, records: Sequence[GameRecord], *, worker: str = "") -> list[bool | Exception]:
+    def record_games_once(self, records: Sequence[GameRecord], *, worker: str = "",
+                          jobs: Sequence[int | None] | None = None) -> list[bool | Exception]:
         """Record games as ``record_game_once`` does, many in one statement: for each, in order,
         True (recorded now), False (recorded already: nothing written) or the error that
         ``record_game`` would raise (not in the schedule, other seats, a replay that cannot be read).
@@ -430,9 +441,13 @@ class PostgresStore:
         records none (the statement is run again on a new one). A game the database refuses does
         not refuse the others: they are then recorded one by one. A game twice in ``records`` is
         recorded once, its second copy found recorded. A database that stays lost raises
-        ``Unreachable`` for them all."""
+        ``Unreachable`` for them all.
+
+        ``jobs``: the queue's job (procrastinate's) each game was played for, or None: a game's
+        job is finished (deleted) in the same statement exactly when its outcome is True or False
+        (its game recorded, now or before), and left to its worker otherwise."""
         outcomes: list[bool | Exception | None] = [None] * len(records)
-        params = self._record_params(records, worker, outcomes)
+        params = self._record_params(records, worker, outcomes, jobs)
         tries: list[bool] = []
 
         def attempt(conn: psycopg.Connection[Any]) -> set[str]:
@@ -453,7 +468,8 @@ class PostgresStore:
                 if len(left) == 1:
                     outcomes[left[0]] = err
                 for i in left if len(left) > 1 else ():
-                    outcomes[i] = self.record_games_once([records[i]], worker=worker)[0]
+                    outcomes[i] = self.record_games_once([records[i]], worker=worker,
+                                                         jobs=None if jobs is None else [jobs[i]])[0]
                 return [o for o in outcomes if o is not None]
             for i in list(left):
                 if records[i].game_id in recorded:
@@ -474,8 +490,8 @@ class PostgresStore:
                     outcomes[i] = len(tries) > 1 and digest == record.digest
         return [o for o in outcomes if o is not None]
 
-    def _record_params(self, records: Sequence[GameRecord], worker: str,
-                       outcomes: list[bool | Exception | None]) -> dict[str, Any] | None:
+    def _record_params(self, records: Sequence[GameRecord], worker: str, outcomes: list[bool | Exception | None],
+                       jobs: Sequence[int | None] | None = None) -> dict[str, Any] | None:
         """:data:`_RECORD_SQL`'s parameters for ``records``; a record that fails before the
         statement (its replay unreadable, say) gets its error in ``outcomes`` and stays out; so
         does a game's second copy (left None). None: no game left to insert."""
@@ -484,9 +500,13 @@ class PostgresStore:
         hands: list[dict[str, Any]] = []
         replay_games: list[str] = []
         replays: list[bytes] = []
+        finished: list[dict[str, Any]] = []
         seen: set[str] = set()
         for i, record in enumerate(records):
+            job = None if jobs is None else jobs[i]
             if record.game_id in seen:
+                if job is not None:
+                    finished.append({"game_id": record.game_id, "job": job})
                 continue
             try:
                 game, game_seats, game_hands = self._record_rows(record)
@@ -494,6 +514,8 @@ class PostgresStore:
             except Exception as err:  # (this game's alone: the others go on)
                 outcomes[i] = err
                 continue
+            if job is not None:
+                finished.append({"game_id": record.game_id, "job": job})
             seen.add(record.game_id)
             games.append(game)
             seats += game_seats
@@ -504,7 +526,8 @@ class PostgresStore:
         if not seen:
             return None
         return {"t": self.name, "at": time.time(), "worker": worker, "games": json.dumps(games),
-                "seats": json.dumps(seats), "hands": json.dumps(hands), "p_game": replay_games, "p_body": replays}
+                "seats": json.dumps(seats), "hands": json.dumps(hands), "p_game": replay_games, "p_body": replays,
+                "jobs": json.dumps(finished)}
 
     @staticmethod
     def _record_rows(record: GameRecord) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:

@@ -234,7 +234,9 @@ def test_two_workers_play_every_game_once_recording_the_games_that_end_together_
     assert sum(statements) == 24 and max(statements) > 1, statements
     with psycopg.connect(url) as conn:
         workers = Counter(w for (w,) in conn.execute("SELECT worker FROM craits_results").fetchall())
+        jobs_left = conn.execute("SELECT count(*) FROM procrastinate_jobs").fetchone()
     assert set(workers) == {"local", "other"}, workers
+    assert jobs_left == (0,)  # (each finished by its game's recording)
 
 
 def test_a_call_that_comes_as_the_last_batch_ends_is_not_left_waiting() -> None:

@@ -118,6 +118,27 @@ def test_games_ending_together_are_recorded_in_one_call_each_once_and_whole(pg_u
         assert store.record_games_once([g3, g1]) == [True, False] and recorded_whole(store, g3)
 
 
+def test_a_games_queue_job_is_finished_by_the_statement_that_records_it_and_only_then(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """A worker's job ends with its game's recording, one statement for both: the jobs of games
+    recorded now or before are gone, those of games the store refused stay for their worker to fail."""
+    with new_store(pg_url) as store:
+        g1, g2, g3 = (play(slot, tmp_path) for slot in SLOTS)
+        store.record_game(g2)
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            jobs = [conn.execute("INSERT INTO procrastinate_jobs (queue_name, task_name, args, status) VALUES"
+                                 " ('craits', 'craits.play_game', '{}', 'doing') RETURNING id").fetchone()[0]
+                    for _ in range(5)]
+            outcomes = store.record_games_once(
+                [g1, dataclasses.replace(g2, digest="late"), dataclasses.replace(g3, game_id="nope"),
+                 dataclasses.replace(g3, seats=g1.seats), g1], worker="w1", jobs=jobs)
+            left = {row[0] for row in conn.execute("SELECT id FROM procrastinate_jobs").fetchall()}
+        assert outcomes[0] is True and outcomes[1] is False and outcomes[4] is False
+        assert all(isinstance(o, StoreError) for o in outcomes[2:4]), outcomes
+        assert left == {jobs[2], jobs[3]}, (jobs, left)
+
+
 def test_a_game_the_database_refuses_does_not_refuse_the_others_of_its_call(pg_url: str, tmp_path: Path) -> None:
     with new_store(pg_url) as store:
         g1, g2, g3 = (play(slot, tmp_path) for slot in SLOTS)
