@@ -30,14 +30,16 @@ or ``--store URL`` names an empty database.
 **The queue's ceiling** (issue 29): the same tournament's games, at 25 deals, handed out by
 the queue and recorded in PostgreSQL with games that cost nothing: a worker "plays" a game by
 copying a replay recorded beforehand (one per deal, a full four-seat game in format 2) to the
-game's replay path and returning its result, in this process, ``--queue-concurrency`` at a
-time (default 16). What is left is the coordinator queueing the games, the queue handing
-them out in batches (``BatchedJobs``), and each game recorded in one transaction with its
-replay: how many games a second one database can take, hence how many worker machines it
+game's replay path and returning its result, ``--queue-concurrency`` at a time (default 16):
+in ``--queue-workers`` worker processes of their own (default 2), as a competition runs them
+(``queue_games_per_s``), and in this one process (``queue_games_per_s_one_process``). What is
+left is the coordinator queueing the games, the queue handing them out in batches
+(``BatchedJobs``), and each game recorded in one transaction with its replay, its job finished
+in it: how many games a second one database can take, hence how many worker machines it
 feeds. The baseline, in the same run and interleaved with it, is procrastinate alone: a job
 taken per round trip and finished by a statement of its own. Each says where a game's time
-goes: this process's CPU, the PostgreSQL server's (when the bench started it), and the waits
-of each call. It also gives the bytes the database holds per game (its craits tables over the
+goes: the processes' CPU, the PostgreSQL server's (when the bench started it), and (in this
+process) the waits of each call. It also gives the bytes the database holds per game (its craits tables over the
 games recorded), and the queue's share of a real game: the ms an instant game waits on the
 queue and the store, in a leg of its own at the real games' ``--concurrency`` (a worker's games
 at once), over the SQLite run's ms a game (an upper bound: a game's own slot lasts
@@ -45,7 +47,8 @@ at once), over the SQLite run's ms a game (an upper bound: a game's own slot las
 printed beside it (there a game also waits for the batch ahead of its own).
 
 The last line is machine-readable: ``workers_speedup_2_vs_1=X pg_overhead_ms_per_game=Y
-queue_games_per_s=Q queue_games_per_s_one_job_per_trip=Q0 pg_bytes_per_game=B queue_share_pct=S``.
+queue_games_per_s=Q queue_games_per_s_one_process=Q1 queue_games_per_s_one_job_per_trip=Q0 pg_bytes_per_game=B
+queue_share_pct=S``.
 """
 
 from __future__ import annotations
