@@ -155,13 +155,18 @@ async def workers_run(
             raise SystemExit(f"bench: {k} worker(s) did not finish: {followed}")
         return followed.recorded, elapsed
     finally:
-        for proc in procs:
-            proc.send_signal(signal.SIGTERM)
-        for proc in procs:
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_workers(procs)
+
+
+def stop_workers(procs: list[subprocess.Popen[bytes]]) -> None:
+    """SIGTERM every worker process (each finishes its games in hand), then wait; kill those that hang."""
+    for proc in procs:
+        proc.send_signal(signal.SIGTERM)
+    for proc in procs:
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 
 def instant_games(deals: int) -> dict[int, tuple[Any, str, bytes]]:
@@ -403,13 +408,7 @@ def queue_run_processes(url: str, games: dict[int, tuple[Any, str, bytes]], game
         spent = None if server is None or server_after is None else server_after - server
         return ProcessLeg(followed.recorded, elapsed, cpu, workers_cpu, spent)
     finally:
-        for proc in procs:
-            proc.send_signal(signal.SIGTERM)
-        for proc in procs:
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_workers(procs)
         for errors in errs:
             errors.close()
 
