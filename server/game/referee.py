@@ -88,9 +88,15 @@ def _seat_entry(seat: Seat) -> dict[str, Any]:
     return entry
 
 
+_CONTROLS = {c: "\ufffd" for c in (*range(0x20), 0x7F) if c != 0x09}
+"""Control characters a bot's text may carry, each kept as U+FFFD: a NUL cannot be stored in
+PostgreSQL at all (the game's record was refused, and the tournament stopped on it), and terminal
+escapes would reach the organizer's terminal and logs."""
+
+
 def _one_line(text: str, limit: int = 200) -> str:
-    """A bot's text for a record: its first line, at most ``limit`` characters."""
-    line = text.strip().split("\n", 1)[0].strip()
+    """A bot's text for a record: its first line, at most ``limit`` characters, no control characters."""
+    line = text.strip().split("\n", 1)[0].strip().translate(_CONTROLS)
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 

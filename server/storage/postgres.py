@@ -544,7 +544,8 @@ class PostgresStore:
             {"game_id": game_id, "seat": j, "bot": r.bot,
              "total": str(result.totals[j]) if j < len(result.totals) else "0",
              "placing": result.placings[j] if j < len(result.placings) else 0, "status": str(r.status),
-             **{c: getattr(r, c) for c in COUNTERS}, "bot_error": r.bot_error, "think_s": float(r.think_s),
+             **{c: getattr(r, c) for c in COUNTERS}, "bot_error": r.bot_error.replace("\x00", "\ufffd"),
+             "think_s": float(r.think_s),
              "transport_s": float(r.transport_s)}
             for j, r in enumerate(record.seats)]
         hand_rows = [{"game_id": game_id, "number": h.number, "dealer": h.dealer, "reason": h.reason,

@@ -18,6 +18,7 @@ import pytest
 
 from server.engine import make_config
 from server.spec import BotSpec, Clocks, GameRecord, GameSpec, SeatStatus
+from server.storage.postgres import PostgresStore
 from server.storage.store import GameSlot, Store
 from server.transport.service import Arena, ArenaOptions
 from server.web.app import _bot_body
@@ -127,6 +128,44 @@ def test_a_python_kit_bot_that_raises_is_recorded_as_a_bot_error_down_to_its_pag
     finally:
         board.close()
     assert f"bot errors {record.seats[0].bot_errors} (first: ZeroDivisionError: division by zero" in page
+
+
+PY_HOSTILE = '''
+from craits_bot import Bot, run
+
+class Hostile(Bot):
+    """Fails with a NUL and a terminal escape in its error's message (a NUL cannot be stored
+    in PostgreSQL: recording the game failed, and a tournament on it stopped)."""
+    def choose(self, request):
+        if request.kind == 1:
+            raise ValueError("a\\x00b\\x1b[2J\\x07c")
+        return request.legal_actions[0]
+
+run(Hostile())
+'''
+
+
+def test_control_characters_in_a_bot_error_reach_no_record_and_its_game_is_stored_in_postgresql(
+    tmp_path: Path, pg_url: str
+) -> None:
+    script = tmp_path / "hostile.py"
+    script.write_text(PY_HOSTILE)
+    seats = (
+        BotSpec("hostile", "token-hostile", command=(sys.executable, str(script)), cwd=str(tmp_path)),
+        BotSpec("random", "", builtin="random"),
+    )
+    record = asyncio.run(_play(seats, tmp_path / "logs", tmp_path / "g.jsonl"))
+    said = record.seats[0].bot_error
+    assert said.startswith("ValueError: a\ufffdb\ufffd[2J\ufffdc at hostile.py:"), said
+    assert not any(ord(c) < 0x20 or c == "\x7f" for c in said + "".join(record.seats[0].events)), said
+    with PostgresStore(pg_url, "hostile") as store:
+        store.create_tournament(
+            name="hostile", source_text="", source_path="", schedule_digest="", settings={},
+            bots=[("hostile", "remote", ""), ("random", "builtin", "")],
+            games=[GameSlot("g-crash", 0, 0, 0, 0, 5, ("hostile", "random"))],
+        )
+        store.record_game(record)
+        assert store.results()[0].seats[0].bot_error == said
 
 
 def test_a_javascript_bot_that_throws_is_recorded_as_a_bot_error(tmp_path: Path) -> None:
