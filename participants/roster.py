@@ -48,6 +48,7 @@ from server.storage.postgres import (
     migrate,
     redact,
     server_not_there,
+    without_nul,
 )
 from server.storage.store import StoreError, Unreachable
 
@@ -805,7 +806,7 @@ class PostgresRoster(Roster):
         delay = 0.2
         while True:
             try:
-                return psycopg.connect(self.url, autocommit=True, connect_timeout=10)
+                return without_nul(psycopg.connect(self.url, autocommit=True, connect_timeout=10))
             except psycopg.OperationalError as err:
                 if not server_not_there(err) or time.monotonic() + delay > deadline:
                     raise self._error(err) from None

@@ -40,6 +40,8 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
+from psycopg.abc import Buffer
+from psycopg.adapt import Dumper, PyFormat
 
 from server.logging import Throttle, get_logger
 from server.spec import GameRecord
@@ -61,6 +63,7 @@ MIGRATIONS_PACKAGE = "server.storage.migrations"
 _MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 _LOCK_KEY = 0x43524149  # pg_advisory_xact_lock key while migrating ("CRAI")
 T = TypeVar("T")
+C = TypeVar("C", bound=psycopg.Connection[Any])
 log = get_logger(component="store")
 _retries = Throttle()
 """A lost database's retries: logged once, then at most once a minute, until it is back."""
@@ -96,9 +99,31 @@ def migrations() -> list[tuple[int, str, str]]:
 SCHEMA_VERSION = len(migrations())
 
 
+class TextWithoutNul(Dumper):
+    """A text parameter with each NUL kept as U+FFFD: PostgreSQL's text cannot hold a NUL (SQLite's
+    can), and a participant's build printing one, or any text of theirs carrying one, failed the
+    statement that stored it (a version never decided, the builder stopped for everyone)."""
+
+    _inner = psycopg.adapters.get_dumper(str, PyFormat.TEXT)
+
+    def __init__(self, cls: type, context: Any = None) -> None:
+        super().__init__(cls, context)
+        self._dumper = self._inner(cls, context)
+        self.oid = self._dumper.oid
+
+    def dump(self, obj: str) -> Buffer | None:
+        return self._dumper.dump(obj.replace("\x00", "\ufffd") if "\x00" in obj else obj)
+
+
+def without_nul(conn: C) -> C:
+    """``conn``, its text parameters kept free of NUL (:class:`TextWithoutNul`)."""
+    conn.adapters.register_dumper(str, TextWithoutNul)
+    return conn
+
+
 def connect(url: str, *, timeout_s: float = 10.0) -> psycopg.Connection[Any]:
     try:
-        return psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(timeout_s)))
+        return without_nul(psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(timeout_s))))
     except psycopg.Error as err:
         kind = Unreachable if isinstance(err, psycopg.OperationalError) and server_not_there(err) else StoreError
         raise kind(f"{redact(url)}: cannot connect: {_one_line(err)}") from None
@@ -342,7 +367,7 @@ class PostgresStore:
             try:
                 if self._conn is None or self._conn.closed or self._conn.broken:
                     self.close()
-                    self._conn = psycopg.connect(self.url, autocommit=True, connect_timeout=5)
+                    self._conn = without_nul(psycopg.connect(self.url, autocommit=True, connect_timeout=5))
                 done = op(self._conn)
                 if tries:
                     log.info("store_reconnected", what=what, lost_s=round(time.monotonic() - began, 1), tries=tries,

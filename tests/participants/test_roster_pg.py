@@ -122,6 +122,21 @@ def test_a_version_admitted_while_a_ladder_runs_on_postgresql_is_played_by_a_wor
             worker.wait()
 
 
+def test_a_build_printing_a_nul_is_refused_with_its_log_and_the_next_participant_is_built_on_postgresql(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """PostgreSQL's text cannot hold a NUL: a hostile build printing one failed its version's
+    decision, which stopped the builder, for everyone's uploads."""
+    roster = Roster.create(tmp_path / "roster", pg_url)
+    roster.add("mallory")
+    roster.add("alice")
+    roster.submit("mallory", good_bot(build="printf 'x\\000y\\n'; exit 1"), "evil\x00.zip")
+    roster.submit("alice", good_bot(), "mybot.zip")
+    assert {v.participant: o.status for v, o in admit_pending(roster)} == {"mallory": "refused", "alice": "admitted"}
+    [evil] = roster.versions("mallory")
+    assert evil.status == "refused" and "x\ufffdy" in evil.build_log, evil.build_log
+
+
 def played_by_the_worker(tmp_path: Path, pg_url: str, out: Path, cache: Path) -> None:
     roster = Roster.create(tmp_path / "roster", pg_url)
     roster.add("alice")
