@@ -31,20 +31,27 @@ A roster kept in PostgreSQL keeps all of this in its database (:class:`participa
 so web processes and commands on any machine agree: the plan (stored by ``craits final plan``
 from any machine; no file's time decides, and a different ``final.toml`` in a folder is
 reported, not used), the deadlines, the snapshot, and the results, copied there game by game
-while ``craits final run`` plays (:class:`ResultsKeeper`).
+while ``craits final run`` plays (:class:`ResultsKeeper`), with what another machine needs to
+go on with them: a final killed on one machine, its folder gone with it, is resumed by ``craits
+final run`` from any folder of the roster (:meth:`Final.take_over`).
 """
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import json
+import os
 import socket
+import sqlite3
 import time
 import tomllib
+import zlib
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from participants import tables
 from participants.roster import Roster, RosterError, Version
 from participants.tables import RosterFiles, RosterTables
 from server.game.policies import POLICY_NAMES
@@ -58,6 +65,12 @@ GAMES = "final/games.json"
 """In PostgreSQL: the final's games so far as the grades count them (:meth:`Final.games`, :class:`ResultsKeeper`)."""
 PLAYED_IN = "final/played_in"
 """In PostgreSQL: the machine and folder whose ``craits final run`` recorded the results kept (the organizer's only)."""
+RUN_COPY = "final/tournament"
+"""In PostgreSQL: the final's tournament as last kept (its database, compressed, and its replays
+by hash), from which another machine's ``craits final run`` goes on (:meth:`Final.take_over`)."""
+RUNNING = "final/running"
+"""In PostgreSQL: the place of the ``craits final run`` playing now and until when it holds the
+final (renewed while it plays, as a lease is: :data:`participants.tables.LEASE_S`)."""
 PLAN_KEYS = ("deadline", "games_per_bot", "table_size", "house", "seed", "short_game", "concurrency", "grade_on")
 GRADE_ON = ("deadline", "final")
 """What the grades count: the ladder's games up to each participant's deadline, or the final's games."""
@@ -498,15 +511,67 @@ class Final(RosterTables):
         if self.files.stored:
             self.files.delete(GAMES)
             self.files.delete(PLAYED_IN)
+            self.files.delete(RUN_COPY)
+
+    @property
+    def run_place(self) -> str:
+        """This machine and this folder's results folder, as :data:`PLAYED_IN` names them."""
+        return f"{socket.gethostname()}:{self.out_dir.resolve()}"
 
     def played_elsewhere(self) -> str | None:
         """In PostgreSQL, the machine and folder where the results kept were played when it is not
-        this folder (and this folder has not played the final): a run here would start it anew."""
+        this folder: a run here goes on from their copy (:meth:`take_over`), not from a final this
+        folder may hold from before (another machine has played on since)."""
         from server.storage.store import Store
 
-        if not self.files.stored or (self.out_dir / Store.FILENAME).is_file() or self.standings() is None:
+        if not self.files.stored or self.standings() is None:
             return None
-        return self.files.text(PLAYED_IN) or "another machine"
+        where = self.files.text(PLAYED_IN)
+        if where == self.run_place or (where is None and (self.out_dir / Store.FILENAME).is_file()):
+            return None
+        return where or "another machine"
+
+    def playing_elsewhere(self, now: float | None = None) -> tuple[str, float, float] | None:
+        """In PostgreSQL, where a ``craits final run`` of another folder plays the final now, when
+        it last renewed its claim and until when that holds (None: none does, or it stopped, or
+        died longer ago than its claim lasts)."""
+        if not self.files.stored or (held := self.files.text(RUNNING)) is None:
+            return None
+        mark = json.loads(held)
+        if mark["where"] == self.run_place or float(mark["until"]) <= (time.time() if now is None else now):
+            return None
+        return str(mark["where"]), float(mark["renewed"]), float(mark["until"])
+
+    def take_over(self, tournament_file: Path) -> tuple[int, int, str] | None:
+        """In PostgreSQL, the final played elsewhere (:meth:`played_elsewhere`) put in this folder
+        from the copy its run kept in the roster's database, to be resumed here: its tournament's
+        database as of its last recorded game (schedule, deal key, results) and those games'
+        replays, its bots read from ``tournament_file`` (this machine's folders of the same
+        versions). Returns (games recorded, games scheduled, where they were played); None when
+        the database holds no such copy (results kept by an older ``craits final run``)."""
+        from server.storage.store import Store
+        from tournaments.pages import REPLAY_DIR
+
+        held = self.files.text(RUN_COPY)
+        if not self.files.stored or held is None:
+            return None
+        copy = json.loads(held)
+        replays = self.out_dir / REPLAY_DIR
+        replays.mkdir(mode=0o700, parents=True, exist_ok=True)
+        for name, digest in copy["replays"].items():
+            if Path(name).name != name or not self.roster.fetch_kept(digest, replays / name):  # type: ignore[attr-defined]
+                raise FinalError(f"the final's copy in the roster's database lacks the replay {name!r}: "
+                                 "add --overwrite to play the final afresh here")
+        db = self.out_dir / Store.FILENAME
+        temp = db.with_name(f".{db.name}.{os.getpid()}")
+        temp.write_bytes(zlib.decompress(base64.b64decode(copy["db"])))
+        with Store(temp) as store:  # (its bots as this machine has them; the schedule, deals and results as kept)
+            store.set_bots([], tournament_file.read_text(encoding="utf-8"), str(tournament_file.resolve()))
+            done, total = store.counts()
+        for stale in ("-wal", "-shm"):  # (of a final this folder played before the other machine went on)
+            db.with_name(db.name + stale).unlink(missing_ok=True)
+        temp.replace(db)  # (whole, last: a folder half taken over holds no final to resume)
+        return done, total, str(copy.get("played_in") or "another machine")
 
     def keeper(self, *, besides: float | None = None) -> ResultsKeeper:
         """What keeps the results of the final played here where every process reads them, as
@@ -571,13 +636,33 @@ class ResultsKeeper:
     them at its end), and in PostgreSQL the games too, in the roster's database. Web processes
     on any machine then show the final in progress, and a run killed halfway leaves there what
     it recorded; the tournament's database stays the one truth of what was played (a run again
-    resumes from it), of which this is a copy kept up to date by its one writer."""
+    resumes from it), of which this is a copy kept up to date by its one writer. In PostgreSQL
+    that database is kept too, with its games' replays (:data:`RUN_COPY`), so that a run killed
+    with its machine goes on from another one (:meth:`Final.take_over`)."""
 
     def __init__(self, final: Final, besides: float | None = None) -> None:
         self.final = final
         self.besides = besides
         self._open: tuple[Any, Any, int] | None = None
         self._kept = -1
+        self._replays: dict[str, str] = {}
+        """The replays kept in the roster's database so far: file name -> hash."""
+        self._renewed = 0.0
+
+    def hold(self) -> None:
+        """In PostgreSQL, this run's claim on the final renewed (every third of its length), so
+        that no other folder takes it over while it plays (:meth:`Final.playing_elsewhere`)."""
+        now = time.time()
+        if self.final.files.stored and now - self._renewed >= tables.LEASE_S / 3:
+            self.final.files.put(RUNNING, json.dumps({"where": self.final.run_place, "renewed": now,
+                                                        "until": now + tables.LEASE_S}))
+            self._renewed = now
+
+    def release(self) -> None:
+        """The claim given up (the run stopped): another folder may go on with the final at once."""
+        held = self.final.files.text(RUNNING) if self.final.files.stored else None
+        if held is not None and json.loads(held)["where"] == self.final.run_place:
+            self.final.files.delete(RUNNING)
 
     def keep(self) -> int | None:
         """Copy the results if games were recorded since the last copy; the games recorded (None: no run yet)."""
@@ -586,6 +671,7 @@ class ResultsKeeper:
         from tournaments.runner import TournamentError, load_standings, open_tournament
 
         out_dir = self.final.out_dir
+        self.hold()
         try:
             inode = (out_dir / Store.FILENAME).stat().st_ino
         except FileNotFoundError:
@@ -609,12 +695,35 @@ class ResultsKeeper:
         document = load_standings(config, store).to_dict()
         document["games"] = game_links(store, out_dir)
         if self.final.files.stored:
+            played_in = self.final.run_place
             if self._kept < 0:
-                self.final.files.put(PLAYED_IN, f"{socket.gethostname()}:{out_dir.resolve()}")
+                self.final.files.put(PLAYED_IN, played_in)
             self.final.files.put(GAMES, json.dumps(_games_of(store)))
+            self.final.files.put(RUN_COPY, json.dumps(self._run_copy(store, played_in)))
         self.final.files.put(STANDINGS, json.dumps(document, indent=2, sort_keys=True) + "\n")  # (as the run writes it)
         self._kept = done
         return done
+
+    def _run_copy(self, store: Any, played_in: str) -> dict[str, Any]:
+        """The tournament's database as it is now (SQLite's backup: whole, at one transaction) and
+        the replays of the games it holds (each kept once, by hash), for :meth:`Final.take_over`."""
+        from server.storage.store import Store
+        from tournaments.pages import REPLAY_DIR
+
+        source = sqlite3.connect(f"{(self.final.out_dir / Store.FILENAME).resolve().as_uri()}?mode=ro", uri=True)
+        copy = sqlite3.connect(":memory:")
+        try:
+            source.backup(copy)
+            data = copy.serialize()
+            names = [Path(r[0]).name for r in copy.execute("SELECT replay_path FROM results WHERE replay_path IS NOT NULL")]
+        finally:
+            source.close()
+            copy.close()
+        for name in names:
+            if name not in self._replays and (path := self.final.out_dir / REPLAY_DIR / name).is_file():
+                self._replays[name] = self.final.roster.keep_file(path.read_bytes())  # type: ignore[attr-defined]
+        return {"played_in": played_in, "db": base64.b64encode(zlib.compress(data)).decode("ascii"),
+                "replays": {n: self._replays[n] for n in names if n in self._replays}}
 
     def close(self) -> None:
         if self._open is not None:

@@ -15,11 +15,14 @@ See docs/teachers.md. ``craits compare`` reads the token as ``craits submit`` do
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import math
 import os
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +33,7 @@ from participants.roster import Roster, RosterError
 from server.cli.roster import _request, ask_token, server_base
 from server.errors import UserError
 from server.logging import get_logger
+from server.storage.postgres import STORE_ENV
 
 WAIT_S = 3600.0
 log = get_logger(component="final")
@@ -252,11 +256,28 @@ def _run(args: argparse.Namespace) -> int:
              f"{args.roster}` takes them back)" if final.published else
              f"hidden from the participants until `craits final publish {args.roster}`")
     print(f"the final: {path} (results in {final.out_dir}, {shown})", file=sys.stderr)
+    if playing := final.playing_elsewhere():
+        where, renewed, until = playing
+        raise UserError(f"the final is being played in {where} (its run renewed its claim "
+                        f"{max(0, round(time.time() - renewed))} s ago): stop it there first; if its machine is gone, "
+                        f"try again in {max(1, math.ceil(until - time.time()))} s (the games it recorded are kept in "
+                        "the roster's database: the final goes on here from them)")
     if not args.overwrite and (elsewhere := final.played_elsewhere()):
-        done, total, _ = final.progress() or (0, 0, False)
-        raise UserError(f"the final's results in the roster's database ({done} of {total} games) were played in "
-                        f"{elsewhere}: run `craits final run` there to go on with them, or add --overwrite to play "
-                        "the final afresh here (its results so far are then dropped)")
+        taken = final.take_over(path)  # (its machine, and the folder it played in, may be gone: it goes on here)
+        if taken is None:
+            done, total, _ = final.progress() or (0, 0, False)
+            raise UserError(f"the final's results in the roster's database ({done} of {total} games) were played in "
+                            f"{elsewhere} by an older craits, which kept no copy to go on from: run `craits final "
+                            "run` there to go on with them, or add --overwrite to play the final afresh here (its "
+                            "results so far are then dropped)")
+        done, total, where = taken
+        print(f"the final: resuming {total - done} of {total} games here; the {done} recorded so far were played in "
+              f"{where}" if done < total else f"the final: its {total} games were played in {where}: its results "
+              "are written here from them", file=sys.stderr)
+    if os.environ.get(STORE_ENV):
+        print(f"the final: plays in {final.out_dir} on this machine, not in ${STORE_ENV}" + (
+              " (its results, and what another machine needs to go on with them, are kept in the roster's database)"
+              if final.files.stored else ""), file=sys.stderr)
     db = final.out_dir / Store.FILENAME
     earlier = _started_at(db)  # (a final started here, killed or stopped: it goes on, unless --overwrite)
     started = earlier is not None and not args.overwrite
@@ -268,6 +289,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.overwrite:
         final.forget_results()
     keeper = final.keeper(besides=earlier if args.overwrite else None)
+    keeper.hold()  # (before a game: no other folder takes the final over while this one plays it)
     stop = threading.Event()
     failed: list[Exception] = []
 
@@ -289,11 +311,16 @@ def _run(args: argparse.Namespace) -> int:
                 failed.append(err)
         finally:
             keeper.close()  # (in this thread: its SQLite connection is this thread's)
+            try:
+                keeper.release()
+            except Exception as err:  # (the roster's database away: the claim runs out on its own)
+                log.warning("final_claim_not_released", error=str(err))
 
     keeping = threading.Thread(target=keep, name="craits-final-results", daemon=True)
     keeping.start()
     try:
-        return int(parsed.func(parsed) or 0)
+        with _without(STORE_ENV):  # (one place for the final's games: this folder's, whatever the shell says)
+            return int(parsed.func(parsed) or 0)
     finally:
         stop.set()
         keeping.join()
@@ -310,6 +337,17 @@ KEEP_S = 0.5
 """How often ``craits final run`` copies the games recorded since its last copy: at most every
 half second, and never more than a tenth of the time (the standings of a final of 144 games take
 0.2-0.3 s to make, in the process that referees its games)."""
+
+
+@contextlib.contextmanager
+def _without(name: str) -> Iterator[None]:
+    """The environment without ``name`` while the block runs (a command run inside this one)."""
+    said = os.environ.pop(name, None)
+    try:
+        yield
+    finally:
+        if said is not None:
+            os.environ[name] = said
 
 
 def _started_at(db: Path) -> float | None:

@@ -30,8 +30,9 @@ from participants.roster import PostgresRoster, Roster
 from participants.scrimmage import Scrimmages
 from participants.tables import LEASE_S, LeaseLost, leased, schema_of
 from server.cli import main as craits
-from server.storage.postgres import PostgresStore
+from server.storage.postgres import STORE_ENV, PostgresStore
 from server.storage.replay.reader import read_replay
+from server.storage.store import Store
 from tests.participants.test_participants_web import Client
 from tests.participants.uploads import RANDOM_BOT, good_bot
 from tests.tournaments.configs import builtin_tournament
@@ -40,16 +41,23 @@ from tournaments.config import parse_config
 from tournaments.ladder import open_ladder
 
 
-def admitted_versions(roster: Roster, name: str, count: int) -> str:
-    """``name`` added with ``count`` admitted versions (the example random bot, built in this
-    roster folder only: another machine's fetches it from the database); their token."""
+def admitted_versions(roster: Roster, name: str, count: int, bot: str = RANDOM_BOT) -> str:
+    """``name`` added with ``count`` admitted versions (``bot``: the example random bot, built in
+    this roster folder only: another machine's fetches it from the database); their token."""
     token = roster.add(name)
     for i in range(count):
         version = roster.submit(name, good_bot(build="true" if i else None), f"bot{i}.zip")
         roster.version_dir(version).mkdir(parents=True, exist_ok=True)
-        (roster.version_dir(version) / "bot.py").write_text(RANDOM_BOT)
+        (roster.version_dir(version) / "bot.py").write_text(bot)
         roster.decide(version, "admitted", command=["python", "bot.py"])
     return token
+
+
+def standing_rows(final: Final) -> list[dict[str, object]]:
+    """The final's standings table (its rows, without when it was made)."""
+    standings = final.standings()
+    assert standings is not None
+    return list(standings["standings"])
 
 
 def replays(folder: Path, job: int) -> list[str]:
@@ -343,21 +351,30 @@ def test_the_finals_plan_is_the_one_the_organizer_stored_whatever_the_machines_c
     assert Final(solo).plan().games_per_bot == 4  # type: ignore[union-attr]
 
 
-def test_a_final_in_progress_is_seen_from_another_machine_and_a_killed_run_goes_on_without_replaying(
-    tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str]
+SEEDED_BOT = RANDOM_BOT.replace("    def choose(self, request):", "    def on_game_start(self, game):\n"
+                                "        self.rng = random.Random(1)\n\n    def choose(self, request):")
+"""The example random bot, drawing afresh each game (its process plays many): the same moves
+in the same deal, so a final plays the same games however its runs were cut."""
+assert SEEDED_BOT != RANDOM_BOT
+FINAL_PLAN = 'deadline = 2031-01-01T00:00:00Z\ngames_per_bot = 6\ntable_size = 2\nconcurrency = 1\nseed = 7\n'
+
+
+def test_a_final_in_progress_is_seen_from_another_machine_and_a_killed_run_goes_on_there_without_replaying(
+    tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`craits final run` keeps its games and standings in the roster's database as they are
     recorded: another machine's web process shows the organizer the final in progress, shows a
-    participant nothing of it until it is published, and a run killed halfway, run again, plays
-    only the games it had not recorded."""
+    participant nothing of it until it is published, and a run killed halfway with its machine
+    and folder is run again from another machine's folder: it plays only the games not recorded,
+    and ends with the standings of the same final played in one go. $CRAITS_STORE, set for a
+    ladder in the organizer's shell, changes nothing: a final plays in its roster folder."""
     here = PostgresRoster.create_in(tmp_path / "here", pg_url, "class")
     there = PostgresRoster.create_in(tmp_path / "there", pg_url, "class")
-    alice = admitted_versions(here, "alice", 1)
-    admitted_versions(here, "bob", 1)
+    alice = admitted_versions(here, "alice", 1, SEEDED_BOT)
+    admitted_versions(here, "bob", 1, SEEDED_BOT)
     (here.version_dir(here.versions("bob")[0]) / "bot.py").write_text(  # (thinks 2 ms a move: time to kill the run)
-        "import time\n" + RANDOM_BOT.replace("        return self.rng", "        time.sleep(0.002)\n        return self.rng"))
-    (here.folder / "final.toml").write_text(
-        'deadline = 2031-01-01T00:00:00Z\ngames_per_bot = 6\ntable_size = 2\nconcurrency = 1\n', encoding="utf-8")
+        "import time\n" + SEEDED_BOT.replace("        return self.rng", "        time.sleep(0.002)\n        return self.rng"))
+    (here.folder / "final.toml").write_text(FINAL_PLAN, encoding="utf-8")
     assert craits(["final", "plan", str(here.folder)]) == 0
     assert craits(["final", "deadline", str(here.folder), "now"]) == 0
     text = builtin_tournament("classladder", 3, 1, {"r1": "random", "r2": "random"}, table_size=2)
@@ -367,7 +384,8 @@ def test_a_final_in_progress_is_seen_from_another_machine_and_a_killed_run_goes_
     web = start_craits(["web", "classladder", "--store", pg_url, "--roster", str(there.folder), "--address",
                         "127.0.0.1:0", "--log-dir", str(tmp_path / "logs-there")], tmp_path)
     run = subprocess.Popen([sys.executable, "-m", "server.cli", "final", "run", str(here.folder)],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                           env={**os.environ, "CRAITS_LEASE_S": "3"})  # (its claim on the final: 3 s unrenewed)
     final = Final(there)
     try:
         wait_for(lambda: (final.progress() or (0, 0, False))[0] >= 1, 120)
@@ -375,6 +393,10 @@ def test_a_final_in_progress_is_seen_from_another_machine_and_a_killed_run_goes_
         os.killpg(run.pid, signal.SIGKILL)  # (the command and the bots it launched, halfway)
         run.wait(30)
     try:
+        capsys.readouterr()
+        assert craits(["final", "run", str(there.folder)]) == 2  # (its claim not run out: it may be playing still)
+        assert f"the final is being played in {socket.gethostname()}:{here.folder.resolve() / 'final' / 'out'}" in (
+            capsys.readouterr().err)
         kept = final.games()
         assert 1 <= len(kept) < 6, "the run finished before it was killed: nothing to go on with"
         organizer, participant = Client(web.url), Client(web.url)
@@ -393,14 +415,37 @@ def test_a_final_in_progress_is_seen_from_another_machine_and_a_killed_run_goes_
         status, page, _ = participant.request("p/alice/final")
         assert status == 200 and '<table id="final-results">' in page and "bob.v1" in page, page
         assert f"So far: {len(kept)} of 6 games recorded" in page, page
+        shutil.rmtree(here.folder / "final")  # (its machine gone, and the folder with it)
+        wait_for(lambda: final.playing_elsewhere() is None, 10)  # (its claim ran out)
+        monkeypatch.setenv(STORE_ENV, pg_url)
         capsys.readouterr()
-        assert craits(["final", "run", str(there.folder)]) == 2  # (not where it was played: it would start anew)
-        assert f"were played in {socket.gethostname()}:{here.folder.resolve() / 'final' / 'out'}" in capsys.readouterr().err
-        assert craits(["final", "run", str(here.folder)]) == 0  # (run again where it was played: it goes on)
+        assert craits(["final", "run", str(there.folder)]) == 0  # (another machine's folder: it goes on there)
+        told = capsys.readouterr().err
+        assert (f"resuming {6 - len(kept)} of 6 games here; the {len(kept)} recorded so far were played in "
+                f"{socket.gethostname()}:{here.folder.resolve() / 'final' / 'out'}") in told, told
         games = final.games()
         assert len(games) == 6 and len({g["game_id"] for g in games}) == 6
         assert [g for g in games if g["game_id"] in {k["game_id"] for k in kept}] == kept  # (none played again)
         assert final.progress() == (6, 6, True)
+        played = Store(there.folder / "final" / "out" / Store.FILENAME, readonly=True)
+        with played:
+            assert all(read_replay(there.folder / "final" / "out" / "replays" / Path(r.replay_path).name)
+                       for r in played.results() if r.replay_path)  # (the first machine's replays came along)
+        # the same final played in one go (on one machine: a SQLite roster) has the same standings
+        solo = Roster.create(tmp_path / "solo")
+        for name in ("alice", "bob"):
+            admitted_versions(solo, name, 1, SEEDED_BOT)
+        (solo.folder / "final.toml").write_text(FINAL_PLAN, encoding="utf-8")
+        assert craits(["final", "deadline", str(solo.folder), "now"]) == 0
+        capsys.readouterr()
+        assert craits(["final", "run", str(solo.folder)]) == 0
+        assert f"the final: plays in {solo.folder / 'final' / 'out'} on this machine, not in ${STORE_ENV}\n" in (
+            capsys.readouterr().err)
+        assert os.environ[STORE_ENV] == pg_url
+        with psycopg.connect(pg_url) as db:  # (nothing of it in the database the shell named)
+            assert db.execute("SELECT count(*) FROM craits_tournaments WHERE name = 'final'").fetchone() == (0,)
+        assert standing_rows(Final(solo)) == standing_rows(final)
+        assert [(g["game_id"], g["placings"]) for g in Final(solo).games()] == [(g["game_id"], g["placings"]) for g in games]
         status, page, _ = participant.request("p/alice/final")
         assert status == 200 and "So far" not in page and page.count("<tr><td>") == 2, page
     finally:
