@@ -76,7 +76,11 @@ def register_cli(subparsers: Any) -> None:
         "nothing (craits final show says so). In SQLite the roster folder's final.toml is the plan: FILE is copied "
         "there.")
     show = sub.add_parser("show", help="the deadline and the versions in the final")
-    run = sub.add_parser("run", help="play the final (after the deadline)")
+    run = sub.add_parser(
+        "run", help="play the final (after the deadline)",
+        description="Play the final in ROSTER/final/out on this machine (whatever $CRAITS_STORE says). Run again after "
+        "a stop or a crash, it goes on from the games recorded; a roster kept in PostgreSQL goes on from any machine's "
+        "folder, once the run that played it has stopped or its claim has run out (docs/teachers.md).")
     run.add_argument("--overwrite", action="store_true", help="play it again from the start")
     publish = sub.add_parser("publish", help="show the final's results on the participants' pages")
     publish.add_argument("--hide", action="store_true", help="hide them again")
