@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from participants import tables
 from participants.compare import DEFAULT_GAMES, DEFAULT_PANEL, verdict_words
 from participants.dashboard import RUBRIC_FILE, parse_rubrics
 from participants.final import PLAN_FILE, Final, parse_plan, parse_when, when_text
@@ -309,6 +310,7 @@ def _run(args: argparse.Namespace) -> int:
                         said = str(err)
                         log.warning("final_results_not_kept", error=said)
                 wait = max(KEEP_S, 9 * (time.monotonic() - started))  # (a large final's standings take a while)
+                wait = min(wait, tables.LEASE_S / 3)  # (its claim on the final renewed in time, however large)
             try:
                 keeper.keep()  # (the last games)
             except Exception as err:

@@ -415,6 +415,7 @@ def test_a_final_in_progress_is_seen_from_another_machine_and_a_killed_run_goes_
         status, page, _ = participant.request("p/alice/final")
         assert status == 200 and '<table id="final-results">' in page and "bob.v1" in page, page
         assert f"So far: {len(kept)} of 6 games recorded" in page, page
+        shutil.copytree(here.folder / "final", tmp_path / "stale")  # (kept for the end: the machine comes back)
         shutil.rmtree(here.folder / "final")  # (its machine gone, and the folder with it)
         wait_for(lambda: final.playing_elsewhere() is None, 10)  # (its claim ran out)
         monkeypatch.setenv(STORE_ENV, pg_url)
@@ -446,6 +447,13 @@ def test_a_final_in_progress_is_seen_from_another_machine_and_a_killed_run_goes_
             assert db.execute("SELECT count(*) FROM craits_tournaments WHERE name = 'final'").fetchone() == (0,)
         assert standing_rows(Final(solo)) == standing_rows(final)
         assert [(g["game_id"], g["placings"]) for g in Final(solo).games()] == [(g["game_id"], g["placings"]) for g in games]
+        # the first machine back, its folder as it was killed: a run there goes on from the final as played since
+        shutil.copytree(tmp_path / "stale", here.folder / "final")
+        capsys.readouterr()
+        assert craits(["final", "run", str(here.folder)]) == 0
+        assert (f"its 6 games were played in {socket.gethostname()}:{there.folder.resolve() / 'final' / 'out'}"
+                in capsys.readouterr().err)
+        assert final.games() == games and final.progress() == (6, 6, True)
         status, page, _ = participant.request("p/alice/final")
         assert status == 200 and "So far" not in page and page.count("<tr><td>") == 2, page
     finally:
