@@ -9,13 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from server.checker import driver
-from server.checker.driver import (
-    DEFAULT_CONNECT_TIMEOUT_S,
-    DEFAULT_EXIT_TIMEOUT_S,
-    DEFAULT_TIMEOUT_S,
-    CheckOptions,
-    check_bot,
-)
+from server.checker.driver import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_EXIT_TIMEOUT_S, DEFAULT_TIMEOUT_S
 from server.errors import UserError
 from server.transport import sandbox as sandboxes
 from server.transport.commands import bot_command_help
@@ -56,6 +50,8 @@ def _progress_line(number: int, of: int, title: str) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from server.checker.driver import CheckOptions, check_bot
+
     for name in ("timeout", "connect_timeout", "exit_timeout"):
         if not getattr(args, name) > 0:
             raise UserError(f"--{name.replace('_', '-')} must be a positive number of seconds")

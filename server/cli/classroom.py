@@ -21,15 +21,14 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from participants.compare import DEFAULT_GAMES, DEFAULT_PANEL, verdict_words
-from participants.dashboard import RUBRIC_FILE, parse_rubrics
-from participants.final import PLAN_FILE, Final, parse_plan, parse_when, when_text
-from participants.roster import Roster, RosterError
-from server.cli.roster import _request, ask_token, server_base
+from participants.compare import DEFAULT_GAMES, DEFAULT_PANEL
 from server.errors import UserError
 from server.logging import get_logger
+
+if TYPE_CHECKING:
+    from participants.final import Final
 
 WAIT_S = 3600.0
 log = get_logger(component="final")
@@ -95,6 +94,9 @@ def register_cli(subparsers: Any) -> None:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    from participants.compare import verdict_words
+    from server.cli.roster import _request, ask_token, server_base
+
     token = ask_token()
     base = server_base(args.server)
     asked = {"a": args.old, "b": args.new, "games": args.games, "until_told": not args.all,
@@ -126,6 +128,8 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _scrimmage(args: argparse.Namespace) -> int:
+    from server.cli.roster import _request, ask_token, server_base
+
     token = ask_token()
     base = server_base(args.server)
     job = _request(f"{base}/api/scrimmage", token, _json_bytes({"against": args.opponents, "games": args.games}),
@@ -153,6 +157,10 @@ def _json_bytes(data: Any) -> bytes:
 
 
 def _store_plan(args: argparse.Namespace) -> int:
+    from participants.dashboard import RUBRIC_FILE, parse_rubrics
+    from participants.final import PLAN_FILE, Final, parse_plan
+    from participants.roster import Roster
+
     final = Final(Roster(args.roster))
     folder = final.roster.folder
     wanted: list[tuple[str, Any, Path]] = [(PLAN_FILE, parse_plan, Path(args.file) if args.file else folder / PLAN_FILE)]
@@ -189,6 +197,10 @@ def _store_plan(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
+    from participants.dashboard import RUBRIC_FILE
+    from participants.final import Final, when_text
+    from participants.roster import Roster
+
     final = Final(Roster(args.roster))
     plan = final.plan()
     if plan is None:
@@ -228,6 +240,9 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _deadline(args: argparse.Namespace) -> int:
+    from participants.final import Final, parse_when
+    from participants.roster import Roster
+
     final = Final(Roster(args.roster))
     _say_note(final)
     print(final.set_deadline(parse_when(args.when), args.who, reopen=args.reopen, note=args.note))
@@ -242,6 +257,8 @@ def _say_note(final: Final) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from participants.final import Final
+    from participants.roster import Roster, RosterError
     from server.cli import tournament  # (the tournament command plays it: one way to run a tournament)
     from server.storage.store import Store
 
@@ -327,6 +344,9 @@ def _started_at(db: Path) -> float | None:
 
 
 def _publish(args: argparse.Namespace) -> int:
+    from participants.final import Final
+    from participants.roster import Roster
+
     final = Final(Roster(args.roster))
     if not args.hide and final.standings() is None:
         raise UserError(f"the final has no results yet: craits final run {args.roster}")
