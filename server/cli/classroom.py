@@ -23,15 +23,13 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from participants.compare import DEFAULT_GAMES, DEFAULT_PANEL
+from participants.settings import DEFAULT_GAMES, DEFAULT_PANEL
 from server.errors import UserError
-from server.logging import get_logger
 
 if TYPE_CHECKING:
     from participants.final import Final
 
 WAIT_S = 3600.0
-log = get_logger(component="final")
 
 
 def register_cli(subparsers: Any) -> None:
@@ -260,8 +258,10 @@ def _run(args: argparse.Namespace) -> int:
     from participants.final import Final
     from participants.roster import Roster, RosterError
     from server.cli import tournament  # (the tournament command plays it: one way to run a tournament)
+    from server.logging import get_logger
     from server.storage.store import Store
 
+    log = get_logger(component="final")
     final = Final(Roster(args.roster))
     _say_note(final)
     path = final.tournament_file()

@@ -31,7 +31,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from participants.admission import FAULTY_KEY, LIMIT_KEYS, UPLOADS_PER_DAY, UPLOADS_PER_HOUR
+from participants.settings import FAULTY_KEY, LIMIT_KEYS, UPLOADS_PER_DAY, UPLOADS_PER_HOUR
 from participants.unpack import Bounds, UploadError, check_manifest
 from server.errors import UserError
 
