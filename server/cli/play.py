@@ -371,7 +371,6 @@ def register_cli(subparsers: Any) -> None:
 
 
 def _cmd_play(args: argparse.Namespace) -> int:
-
     from server.logging import configure_logging
 
     if args.games < 1:
@@ -383,7 +382,6 @@ def _cmd_play(args: argparse.Namespace) -> int:
 
 
 async def _play(args: argparse.Namespace, bots: list[BotSpec], settings: GameSettings) -> int:
-
     from server.transport import sandbox as sandboxes
     from server.transport.service import Arena, ArenaError, ArenaOptions, listening_text, security_notes
 

@@ -18,19 +18,58 @@ import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+import psycopg
 from craits import grpc_io
+from psycopg.conninfo import conninfo_to_dict
 
+from participants.roster import PostgresRoster, Roster
+from server.cli.tournament_shared import (
+    _announce_resume,
+    _check_output_unseen,
+    _locked,
+    _play_ladder,
+    _report,
+    _show_standings,
+    _with_address,
+    bot_commands,
+    choose_runner,
+    say_reproducible,
+)
 from server.cli.web_options import web_options
 from server.errors import UserError
-
-if TYPE_CHECKING:
-    from server.spec import GameRecord, GameSpec
-    from server.storage.postgres import GoneWorker, PostgresStore, Refusal
-    from tournaments.config import TournamentConfig
-    from tournaments.distributed import Followed, WorkerSettings
-    from tournaments.runner import RunGame, RunnerFactory, RunSummary
+from server.logging import configure_logging
+from server.spec import GameRecord, GameSpec
+from server.storage.postgres import GoneWorker, PostgresStore, Refusal, redact
+from server.storage.store import StoreError
+from server.web.serve import board_place, run_watched
+from tournaments.config import TournamentConfig, load_config
+from tournaments.distributed import (
+    HOSTED,
+    Followed,
+    GameRefused,
+    WorkerSettings,
+    adopt_queue_logs,
+    forget,
+    open_tournament_pg,
+    play_queued,
+    refusal_lines,
+    refusals_text,
+    start_tournament_pg,
+)
+from tournaments.grpc_runner import tournament_runner
+from tournaments.ladder import ladder_standings, open_ladder
+from tournaments.pages import fault_links, game_links
+from tournaments.runner import (
+    Progress,
+    RunGame,
+    RunnerFactory,
+    RunSummary,
+    TournamentError,
+    clear_output,
+    install_stop_handlers,
+    load_standings,
+)
 
 LOG_NAME = "organizer"
 """``<out>/organizer.jsonl``: this command's events, the queue's and its local workers' (the
@@ -40,9 +79,6 @@ workers elsewhere keep their own ``worker.jsonl``)."""
 @contextlib.contextmanager
 def _errors(again: str = "") -> Iterator[None]:
     """Store and tournament errors as one line; ``again``: how to continue after a lost database."""
-    from server.storage.store import StoreError
-    from tournaments.runner import TournamentError
-
     try:
         yield
     except (TournamentError, StoreError) as err:
@@ -53,9 +89,6 @@ def _errors(again: str = "") -> Iterator[None]:
 def runner_for(runner: str) -> Callable[[TournamentConfig], RunnerFactory]:
     """What a worker plays a tournament's games with: a bot whose program is missing on this
     machine makes it refuse the game (``GameRefused``), which leaves it to other workers."""
-
-    from server.cli.tournament_shared import choose_runner
-    from tournaments.distributed import GameRefused
 
     def choose(config: TournamentConfig) -> RunnerFactory:
         try:
@@ -76,18 +109,11 @@ def hosts_bots(config: TournamentConfig, *, ladder: bool = False) -> bool:
 def _check_runnable(args: argparse.Namespace, config: TournamentConfig, out_dir: Path, hosting: bool) -> None:
     """A bot that cannot run here, or could read the output, refused first: when this
     command plays games (local workers, or the games of bots that connect to it)."""
-    from server.cli.tournament_shared import choose_runner
-
     if args.local_workers != 0 or hosting:
         choose_runner(args.runner, config, out_dir)
 
 
 def cmd_run(args: argparse.Namespace, config: TournamentConfig, url: str) -> int:
-    from server.cli.tournament_shared import _locked, say_reproducible
-    from server.storage.postgres import redact
-    from tournaments.distributed import start_tournament_pg
-    from tournaments.runner import clear_output
-
     out_dir = config.output_dir(args.out)
     text = Path(args.file).read_text(encoding="utf-8")
     _check_runnable(args, config, out_dir, hosts_bots(config))
@@ -105,8 +131,6 @@ def cmd_run(args: argparse.Namespace, config: TournamentConfig, url: str) -> int
 
 def _name_and_out(target: str, out: str | None) -> tuple[str, Path | None]:
     """A command's target: a tournament file (its name and output folder) or a stored name."""
-    from tournaments.config import load_config
-
     path = Path(target)
     if path.is_file():
         config = load_config(path)
@@ -117,9 +141,6 @@ def _name_and_out(target: str, out: str | None) -> tuple[str, Path | None]:
 
 
 def cmd_resume(args: argparse.Namespace, url: str) -> int:
-    from server.cli.tournament_shared import _announce_resume, _check_output_unseen, _locked, _with_address
-    from tournaments.distributed import open_tournament_pg
-
     name, out = _name_and_out(args.target, getattr(args, "out", None))
     with _errors():
         config, store = open_tournament_pg(url, name)
@@ -136,13 +157,6 @@ def cmd_resume(args: argparse.Namespace, url: str) -> int:
 def _play_and_report(
     args: argparse.Namespace, config: TournamentConfig, store: PostgresStore, out_dir: Path, url: str
 ) -> int:
-    from server.cli.tournament_shared import _report
-    from server.logging import configure_logging
-    from server.storage.store import StoreError
-    from server.web.serve import board_place, run_watched
-    from tournaments.distributed import adopt_queue_logs, play_queued, refusals_text
-    from tournaments.runner import Progress, install_stop_handlers, load_standings
-
     configure_logging(out_dir, name=LOG_NAME, console=False)  # (the queue's and local workers' events)
     adopt_queue_logs()
     settings = _settings(args, config, out_dir)
@@ -200,8 +214,6 @@ def _play_and_report(
 @contextlib.asynccontextmanager
 async def _hosting(config: TournamentConfig, out_dir: Path) -> AsyncIterator[RunGame | None]:
     """The referee the bots that connect on their own connect to, for the whole run (None: none may)."""
-    from tournaments.grpc_runner import tournament_runner
-
     if not hosts_bots(config):
         yield None
         return
@@ -212,8 +224,6 @@ async def _hosting(config: TournamentConfig, out_dir: Path) -> AsyncIterator[Run
 def failed_text(failed: list[tuple[str, str]]) -> str:
     """Which games failed, and whose log says why (a worker's, or this command's own for the
     games it played: ``distributed.play_hosted``)."""
-    from tournaments.distributed import HOSTED
-
     games = ", ".join(game for game, _ in failed[:5])
     here = any(worker == HOSTED for _, worker in failed)
     return (f"{len(failed)} game(s) failed on a worker ({games}); the worker's log says why"
@@ -225,12 +235,6 @@ def _duration(seconds: float) -> str:
 
 
 def cmd_standings(args: argparse.Namespace, url: str, *, ladder: bool = False) -> int:
-    from server.cli.tournament_shared import _show_standings, bot_commands
-    from tournaments.distributed import open_tournament_pg
-    from tournaments.ladder import ladder_standings
-    from tournaments.pages import fault_links, game_links
-    from tournaments.runner import load_standings
-
     name, out = _name_and_out(args.target, None)
     with _errors():
         config, store = open_tournament_pg(url, name, ladder=ladder, readonly=True)
@@ -245,14 +249,6 @@ def cmd_standings(args: argparse.Namespace, url: str, *, ladder: bool = False) -
 def cmd_ladder_run(args: argparse.Namespace, config: TournamentConfig, url: str) -> int:
     """Rounds are stored and their games queued: workers anywhere play them (this command
     too, when none is running), and may come and go while the ladder runs."""
-    from server.cli.tournament_shared import _locked, _play_ladder, say_reproducible
-    from server.logging import configure_logging
-    from server.storage.postgres import PostgresStore
-    from tournaments.distributed import adopt_queue_logs, forget, play_queued, refusals_text
-    from tournaments.grpc_runner import tournament_runner
-    from tournaments.ladder import open_ladder
-    from tournaments.runner import RunSummary, TournamentError, clear_output
-
     if config.roster is not None:
         _check_roster(args.file, config.roster, url)
     out_dir = config.output_dir(args.out)
@@ -300,9 +296,6 @@ def cmd_ladder_run(args: argparse.Namespace, config: TournamentConfig, url: str)
 def _check_roster(file: str, folder: str, url: str) -> None:
     """A ladder's workers fetch its participants' versions from its database: the roster must
     be kept there (participants.roster_pg), not in a folder on this machine."""
-    from participants.roster import PostgresRoster, Roster
-    from server.storage.postgres import redact
-
     roster = Roster(folder)
     if not isinstance(roster, PostgresRoster):
         raise UserError(f"{file}: its roster {folder} is kept in SQLite on this machine, where workers elsewhere "
@@ -316,9 +309,6 @@ def _check_roster(file: str, folder: str, url: str) -> None:
 
 def same_database(a: str, b: str) -> bool:
     """Whether two PostgreSQL URLs name the same database (host, port, database, user)."""
-    import psycopg
-    from psycopg.conninfo import conninfo_to_dict
-
     keys = ("host", "port", "dbname", "user")
     try:
         left, right = conninfo_to_dict(a), conninfo_to_dict(b)
@@ -331,8 +321,6 @@ def same_database(a: str, b: str) -> bool:
 async def _no_runner(config: TournamentConfig, out_dir: Path) -> AsyncIterator[RunGame]:
     """The ladder's own runner, unused: its games go through the queue."""
 
-    from tournaments.runner import TournamentError
-
     async def refuse(spec: GameSpec) -> GameRecord:
         raise TournamentError("a ladder on a PostgreSQL store plays through the queue")
 
@@ -344,8 +332,6 @@ def _tellers(name: str, progress_shown: bool | None, settings: WorkerSettings, a
     """What the organizer's terminal says while the queue's games wait: games workers refused
     (once, again if it grows, with each new reason) and a database lost (then once a minute
     while it is) and back."""
-    from tournaments.distributed import refusal_lines
-
     clear = "\r\x1b[K" if progress_shown else ""
     told = 0
     lost_at: float | None = None
@@ -399,8 +385,6 @@ def tell_gone(name: str, progress_shown: bool | None = False) -> Callable[[GoneW
 
 
 def _settings(args: argparse.Namespace, config: TournamentConfig, out_dir: Path) -> WorkerSettings:
-    from tournaments.distributed import WorkerSettings
-
     if args.stalled_after <= 0:
         raise UserError("--stalled-after must be positive")
     return WorkerSettings(concurrency=args.concurrency or config.concurrency, work_dir=out_dir / "worker",
