@@ -120,13 +120,13 @@ def main(argv: list[str] | None = None) -> int:
             for name in order:
                 run_once(checkouts[name], case, runs[case.key, name])
 
-    print(f"{'command':44} {'new ms':>8} {'base ms':>8} {'ratio':>6} {'new MB':>7} {'base MB':>7}  same output")
+    print(f"{'command':52} {'new ms':>8} {'base ms':>8} {'ratio':>6} {'new MB':>7} {'base MB':>7}  same output")
     figures: dict[str, float] = {}
     for case in CASES:
         new = runs[case.key, "new"]
         new_ms = statistics.median(new.seconds) * 1000
         figures[f"{case.key}_ms"] = new_ms
-        line = f"{'craits ' + ' '.join(case.args):44} {new_ms:8.0f}"
+        line = f"{'craits ' + ' '.join(case.args):52} {new_ms:8.0f}"
         if args.baseline:
             base = runs[case.key, "baseline"]
             base_ms = statistics.median(base.seconds) * 1000
