@@ -31,6 +31,20 @@ from typing import TYPE_CHECKING, Any
 from craits import grpc_io
 
 from server.cli.tls_options import add_tls_options
+from server.cli.tournament_shared import (
+    _announce_resume,
+    _first_and_more,
+    _locked,
+    _play_ladder,
+    _quiet_referee_logs,
+    _report,
+    _s,
+    _show_standings,
+    _with_address,
+    bot_commands,
+    choose_runner,
+    say_reproducible,
+)
 from server.cli.web_options import add_web_options, web_options
 from server.errors import UserError
 from server.storage.settings import STORE_ENV
@@ -211,7 +225,6 @@ def _whole(text: str, low: int) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from server.cli.tournament_shared import _locked, _with_address, choose_runner, say_reproducible
     from server.storage.store import StoreError
     from tournaments.config import load_config
     from tournaments.runner import TournamentError, start_tournament
@@ -249,7 +262,6 @@ def _deals_text(config: TournamentConfig) -> str:
 
 def _plan_text(config: TournamentConfig) -> str:
     """Bots, tables and games of the file's schedule, in one line."""
-    from server.cli.tournament_shared import _s
     from tournaments.config import planned_games
 
     games = planned_games(config)
@@ -292,8 +304,6 @@ def _refuse_adaptive_store(config: TournamentConfig | None) -> None:
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    from server.cli.tournament_shared import _locked
-
     web_options(args)
     if url := store_url(args, _file_config(args.target), args.target):
         _refuse_adaptive_store(_file_config(args.target))
@@ -306,7 +316,6 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def _resume(args: argparse.Namespace, out_dir: Path) -> int:
-    from server.cli.tournament_shared import _announce_resume, _report, _with_address, choose_runner
     from server.storage.store import Store
     from tournaments.adaptive import adaptive_finished
     from tournaments.runner import load_standings
@@ -331,7 +340,6 @@ def _resume(args: argparse.Namespace, out_dir: Path) -> int:
 
 
 def cmd_standings(args: argparse.Namespace) -> int:
-    from server.cli.tournament_shared import _show_standings, bot_commands
     from tournaments.pages import fault_links, game_links
     from tournaments.runner import load_standings
 
@@ -350,7 +358,6 @@ def cmd_standings(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from server.cli.tournament_shared import _first_and_more, _s
     from tournaments.adaptive import tables_per_batch
     from tournaments.config import key_for, load_config, schedule_for
 
@@ -393,13 +400,6 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_ladder_run(args: argparse.Namespace) -> int:
-    from server.cli.tournament_shared import (
-        _locked,
-        _play_ladder,
-        _with_address,
-        choose_runner,
-        say_reproducible,
-    )
     from tournaments.config import load_config
     from tournaments.ladder import open_ladder
     from tournaments.runner import TournamentError
@@ -425,7 +425,6 @@ def cmd_ladder_run(args: argparse.Namespace) -> int:
 
 
 def cmd_ladder_standings(args: argparse.Namespace) -> int:
-    from server.cli.tournament_shared import _show_standings, bot_commands
     from tournaments.ladder import ladder_standings, reopen_ladder
     from tournaments.pages import fault_links, game_links
     from tournaments.runner import TournamentError
@@ -539,7 +538,6 @@ def _open(out_dir: Path, *, readonly: bool = False) -> tuple[TournamentConfig, S
 def _play_and_report(
     config: TournamentConfig, store: TournamentStore, out_dir: Path, factory: RunnerFactory, args: argparse.Namespace
 ) -> int:
-    from server.cli.tournament_shared import _quiet_referee_logs, _report
     from server.web.serve import board_place, run_watched
     from tournaments.adaptive import play_adaptive
     from tournaments.runner import TournamentError, load_standings, local_runner, play

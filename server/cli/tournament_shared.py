@@ -30,7 +30,6 @@ from server.cli.tls_options import tls_request
 from server.cli.web_options import web_options
 from server.errors import UserError
 from server.transport.commands import runnable_command
-from tournaments.standings import RATING_HEADERS
 
 if TYPE_CHECKING:
     from server.storage.store import TournamentStore
@@ -201,6 +200,8 @@ class RoundProgress:
         print(self.line(played, standings), file=sys.stderr, flush=True)
 
     def line(self, played: LadderRound, standings: Standings, now: float | None = None) -> str:
+        from tournaments.standings import RATING_HEADERS
+
         now = time.monotonic() if now is None else now
         self.rounds += 1
         self.games = standings.games_recorded

@@ -339,7 +339,7 @@ def test_the_tournament_file_asks_for_tls_and_the_classroom_example_does(tmp_pat
 
 def test_the_command_line_tls_options_override_the_files() -> None:
     """(A worker's --tls is refused since nothing reaches a worker's referee: test_workers.)"""
-    from server.cli.tournament_shared import _with_address
+    from server.cli.tournament import _with_address
 
     classroom = load_config(ROOT / "tournaments" / "examples" / "classroom.toml")
     given = argparse.Namespace(address=None, tls="off", tls_cert=None, tls_key=None)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from server.cli.tournament_shared import choose_runner
+from server.cli.tournament import choose_runner
 from server.storage.store import Store
 from tests.bots.commands import PY_RANDOM
 from tests.cli import run_cli, wait_for_line

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from server.cli import tournament_shared
-from server.cli.tournament_shared import choose_runner
+from server.cli.tournament import choose_runner
 from tests.cli import run_cli
 from tests.tournaments.configs import builtin_tournament, class_folder
 from tournaments.config import load_config
