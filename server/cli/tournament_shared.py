@@ -10,7 +10,6 @@ It sits below ``tournament_pg`` (the commands on PostgreSQL), which sits below `
 from __future__ import annotations
 
 import argparse
-import asyncio
 import collections
 import contextlib
 import dataclasses
@@ -32,6 +31,8 @@ from server.errors import UserError
 from server.transport.commands import runnable_command
 
 if TYPE_CHECKING:
+    import asyncio
+
     from server.storage.store import TournamentStore
     from tournaments.config import TournamentConfig
     from tournaments.ladder import LadderRound
