@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from participants.roster import PostgresRoster, Roster, Version
+from participants.settings import FAULTY_KEY, LIMIT_KEYS, UPLOADS_PER_DAY, UPLOADS_PER_HOUR
 from participants.unpack import Bounds, UploadError, read_manifest, unpack
 from server.checker.driver import CheckOptions, check_bot
 from server.checker.report import Report
@@ -354,7 +355,6 @@ VALIDATION_FAULTS = ("bot_errors", "timeouts", "default_actions", "illegal", "ma
 a warning, or refused, as the organizer sets (``craits roster set ROSTER validation_faults=refuse``)."""
 WARNING = "warning: "
 """How an admitted version's reason begins when its validation game had faults."""
-FAULTY_KEY = "validation_faults"
 FAULTY_CHOICES = ("warn", "refuse")
 
 
@@ -370,20 +370,6 @@ def validation_faults(game: dict[str, Any]) -> str:
             first = f" (first: {game['bot_error']})" if key == "bot_errors" and game.get("bot_error") else ""
             said.append(f"{count} {words}{first}")
     return ", ".join(said)
-
-
-LIMIT_KEYS = {"build_time_s": "time_s", "build_memory": "memory", "build_processes": "processes",
-              "build_output": "output", "build_disk": "disk", "build_files": "files", "packed": "packed",
-              "unpacked": "unpacked", "files": "files", "scrimmage_games_per_hour": "scrimmage_games_per_hour",
-              "uploads_per_hour": "uploads_per_hour", "uploads_per_day": "uploads_per_day",
-              "output_budget": "output_budget"}
-"""``craits roster set`` keys: the build's (:class:`BuildLimits`), the upload's (:class:`Bounds`),
-the scrimmages' quota, the uploads' (:func:`upload_quota`) and the ladder's bots' output budget
-(``Limits.output_budget`` in server/transport/sandbox.py)."""
-UPLOADS_PER_HOUR = 20
-UPLOADS_PER_DAY = 100
-"""Each participant's uploads (versions stored, whatever their verdict) by default: a build
-costs the machine up to its time limit, and a student fixing a bug needs a few an hour."""
 
 
 def upload_quota(roster: Roster) -> tuple[tuple[int, float], tuple[int, float]]:

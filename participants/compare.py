@@ -41,6 +41,7 @@ from typing import Any
 
 from participants.confidence import ConfidenceSequence
 from participants.roster import Roster, RosterError, Version
+from participants.settings import DEFAULT_GAMES, DEFAULT_PANEL
 from participants.tables import LEASES, LeaseLost, Queue, RosterFiles, lease_holder, leased, take_jobs
 from server.engine import ConfigError, Flags, GameConfig, make_config
 from server.game.policies import POLICY_NAMES
@@ -49,9 +50,7 @@ from tournaments.schedule import derive_seed, rotate
 
 HOUSE = POLICY_NAMES
 """The house bots a panel may hold (the referee's builtin policies)."""
-DEFAULT_PANEL = ("default", "random")
 MAX_GAMES = 2000
-DEFAULT_GAMES = 120
 ALPHA = 0.05
 VERDICTS = ("better", "worse", "not yet told apart")
 

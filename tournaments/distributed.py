@@ -78,6 +78,7 @@ from server.spec import GameRecord, GameSpec
 from server.storage.bot_files import CACHE_MAX, FileCache, FilesUnavailable
 from server.storage.postgres import GoneWorker, PostgresStore, Refusal, redact
 from server.storage.replay import REPLAY_SUFFIX
+from server.storage.settings import DATABASE_WAIT_ENV
 from server.storage.store import GameSlot, StoreError, Unreachable
 from server.transport.launcher import command_problem
 from server.transport.tls import TLSRequest
@@ -123,7 +124,6 @@ REASONS_SHOWN = 5
 DATABASE_WAIT_S = 24 * 3600.0
 """How long a worker, and the organizer's ``tournament run|resume --store``, wait for a lost
 database before they give up (``$CRAITS_DATABASE_WAIT_S`` seconds, if set)."""
-DATABASE_WAIT_ENV = "CRAITS_DATABASE_WAIT_S"
 STILL_LOST_EVERY_S = 60.0
 """While the database is lost, the organizer's terminal says it still waits this often."""
 

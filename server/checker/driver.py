@@ -1,15 +1,6 @@
-"""`craits check-bot -- COMMAND ...`: run a bot through scripted games and report what it got wrong.
-
-The checker is a referee of its own, independent of the real one, so it can put
-the bot in exact situations (``server.checker.scenarios``): it opens a gRPC
-server on a loopback port, launches the bot with the usual environment
-(``CRAITS_SERVER``, ``CRAITS_TOKEN``, ``CRAITS_BOT_NAME``), expects its Hello,
-then plays scenario games that reach every kind of decision and the error paths
-(a refused answer, a timed-out decision), and finally closes the stream and
-expects the bot to exit. Every check is PASS, WARN (legal but costly, e.g. a
-missed "one card") or FAIL, with what the bot sent and what was expected. The
-exit status is 0 only when nothing failed.
-"""
+"""The checker's referee behind ``craits check-bot``: its gRPC server on a loopback port, the bot's
+process, the scenario games and the checks (what it does, as its users read it: the docstring of
+server/cli/check_bot.py, which ``craits check-bot --help`` prints)."""
 
 from __future__ import annotations
 
@@ -37,6 +28,7 @@ from google.protobuf.message import DecodeError
 from server import __version__
 from server.checker.report import EXITED_AT_ONCE, TAIL_LINES, Check, Report, Status
 from server.checker.scenarios import BOT_SEAT_NAME, SCENARIOS, Mode, Scenario
+from server.checker.timeouts import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_EXIT_TIMEOUT_S, DEFAULT_TIMEOUT_S
 from server.engine import (
     ACTIONS,
     DRAW_ID,
@@ -53,9 +45,6 @@ from server.transport import sandbox as sandboxes
 from server.transport.commands import bot_command
 from server.transport.launcher import bot_env, command_problem
 
-DEFAULT_TIMEOUT_S = 5.0
-DEFAULT_CONNECT_TIMEOUT_S = 20.0
-DEFAULT_EXIT_TIMEOUT_S = 5.0
 LATE_WAIT_S = 0.3
 """How long the late-answer scenario lets a 1 ms decision run before timing it out."""
 MAX_DECISIONS_PER_GAME = 5000

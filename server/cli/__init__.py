@@ -4,6 +4,11 @@ Each module here is one command group: it declares its arguments, turns them int
 values, and calls the core (which never sees an ``argparse.Namespace``). This file
 assembles them and turns user mistakes into one-line errors with exit code 2 instead of
 tracebacks.
+
+A group imports at its top only what declaring its options needs; the web app, the stores,
+the queue, gRPC and the engine are imported by the functions that run a command, so its
+``--help`` and a user's mistake print without loading them (tests/test_cli.py checks it;
+``bench/cli_start.py`` measures the start).
 """
 
 from __future__ import annotations
@@ -19,7 +24,6 @@ from types import ModuleType
 import craits.grpc_io  # noqa: F401  # before any command imports grpc: it chooses gRPC's I/O layer
 
 from server import __version__
-from server.engine import ConfigError
 from server.errors import UserError
 
 __all__ = ["UserError", "build_parser", "main"]
@@ -54,6 +58,13 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _user_mistakes() -> tuple[type[Exception], ...]:
+    """UserError, and the engine's ConfigError once a command has loaded the engine (only then can one
+    be raised): ``craits --help`` and a command that fails before it needs the engine never import it."""
+    engine = sys.modules.get("server.engine")
+    return (UserError,) if engine is None else (UserError, engine.ConfigError)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv)
@@ -63,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
-    except (UserError, ConfigError) as err:
+    except _user_mistakes() as err:
         print(f"craits: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -1,4 +1,15 @@
-"""``craits check-bot -- COMMAND ...``: drive a bot through every kind of decision and report."""
+"""`craits check-bot -- COMMAND ...`: run a bot through scripted games and report what it got wrong.
+
+The checker is a referee of its own, independent of the real one, so it can put
+the bot in exact situations (``server.checker.scenarios``): it opens a gRPC
+server on a loopback port, launches the bot with the usual environment
+(``CRAITS_SERVER``, ``CRAITS_TOKEN``, ``CRAITS_BOT_NAME``), expects its Hello,
+then plays scenario games that reach every kind of decision and the error paths
+(a refused answer, a timed-out decision), and finally closes the stream and
+expects the bot to exit. Every check is PASS, WARN (legal but costly, e.g. a
+missed "one card") or FAIL, with what the bot sent and what was expected. The
+exit status is 0 only when nothing failed.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from server.checker import driver
-from server.checker.driver import (
-    DEFAULT_CONNECT_TIMEOUT_S,
-    DEFAULT_EXIT_TIMEOUT_S,
-    DEFAULT_TIMEOUT_S,
-    CheckOptions,
-    check_bot,
-)
+from server.checker.timeouts import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_EXIT_TIMEOUT_S, DEFAULT_TIMEOUT_S
 from server.errors import UserError
 from server.transport import sandbox as sandboxes
 from server.transport.commands import bot_command_help
@@ -25,7 +29,7 @@ def register_cli(sub: Any) -> None:
     p = sub.add_parser(
         "check-bot",
         help="check that a bot speaks the protocol and the rules: craits check-bot -- COMMAND ...",
-        description=driver.__doc__,
+        description=__doc__,
         epilog=bot_command_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -56,6 +60,8 @@ def _progress_line(number: int, of: int, title: str) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from server.checker.driver import CheckOptions, check_bot
+
     for name in ("timeout", "connect_timeout", "exit_timeout"):
         if not getattr(args, name) > 0:
             raise UserError(f"--{name.replace('_', '-')} must be a positive number of seconds")

@@ -24,20 +24,16 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from participants import tables
-from participants.compare import DEFAULT_GAMES, DEFAULT_PANEL, verdict_words
-from participants.dashboard import RUBRIC_FILE, parse_rubrics
-from participants.final import PLAN_FILE, Final, parse_plan, parse_when, when_text
-from participants.roster import Roster, RosterError
-from server.cli.roster import _request, ask_token, server_base
+from participants.settings import DEFAULT_GAMES, DEFAULT_PANEL
 from server.errors import UserError
-from server.logging import get_logger
-from server.storage.postgres import STORE_ENV
+from server.storage.settings import STORE_ENV
+
+if TYPE_CHECKING:
+    from participants.final import Final
 
 WAIT_S = 3600.0
-log = get_logger(component="final")
 
 
 def register_cli(subparsers: Any) -> None:
@@ -104,6 +100,9 @@ def register_cli(subparsers: Any) -> None:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    from participants.compare import verdict_words
+    from server.cli.roster import _request, ask_token, server_base
+
     token = ask_token()
     base = server_base(args.server)
     asked = {"a": args.old, "b": args.new, "games": args.games, "until_told": not args.all,
@@ -135,6 +134,8 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _scrimmage(args: argparse.Namespace) -> int:
+    from server.cli.roster import _request, ask_token, server_base
+
     token = ask_token()
     base = server_base(args.server)
     job = _request(f"{base}/api/scrimmage", token, _json_bytes({"against": args.opponents, "games": args.games}),
@@ -162,6 +163,10 @@ def _json_bytes(data: Any) -> bytes:
 
 
 def _store_plan(args: argparse.Namespace) -> int:
+    from participants.dashboard import RUBRIC_FILE, parse_rubrics
+    from participants.final import PLAN_FILE, Final, parse_plan
+    from participants.roster import Roster
+
     final = Final(Roster(args.roster))
     folder = final.roster.folder
     wanted: list[tuple[str, Any, Path]] = [(PLAN_FILE, parse_plan, Path(args.file) if args.file else folder / PLAN_FILE)]
@@ -198,6 +203,10 @@ def _store_plan(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
+    from participants.dashboard import RUBRIC_FILE
+    from participants.final import Final, when_text
+    from participants.roster import Roster
+
     final = Final(Roster(args.roster))
     plan = final.plan()
     if plan is None:
@@ -237,6 +246,9 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _deadline(args: argparse.Namespace) -> int:
+    from participants.final import Final, parse_when
+    from participants.roster import Roster
+
     final = Final(Roster(args.roster))
     _say_note(final)
     print(final.set_deadline(parse_when(args.when), args.who, reopen=args.reopen, note=args.note))
@@ -251,9 +263,14 @@ def _say_note(final: Final) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from participants import tables
+    from participants.final import Final
+    from participants.roster import Roster, RosterError
     from server.cli import tournament  # (the tournament command plays it: one way to run a tournament)
+    from server.logging import get_logger
     from server.storage.store import Store
 
+    log = get_logger(component="final")
     final = Final(Roster(args.roster))
     _say_note(final)
     path = final.tournament_file()
@@ -371,6 +388,9 @@ def _started_at(db: Path) -> float | None:
 
 
 def _publish(args: argparse.Namespace) -> int:
+    from participants.final import Final
+    from participants.roster import Roster
+
     final = Final(Roster(args.roster))
     if not args.hide and final.standings() is None:
         raise UserError(f"the final has no results yet: craits final run {args.roster}")

@@ -19,10 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from server.cli import tournament
-from server.engine import ConfigError, GameState, make_config
 from server.errors import UserError
-from server.transport import sandbox
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO_TOURNAMENT = ROOT / "tournaments" / "demo.toml"
@@ -45,6 +42,9 @@ def register_cli(sub: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from server.cli import tournament
+    from server.transport import sandbox
+
     if args.game:
         return print_demo_game(args.seed, args.players, args.preset, args.short)
     why = sandbox.problem()
@@ -70,6 +70,8 @@ def demo_argv(out: str | None = None, *, unsandboxed: bool = False) -> list[str]
 
 
 def print_demo_game(seed: int, players: int, preset: str, short: bool) -> int:
+    from server.engine import ConfigError, GameState, make_config
+
     flags = {"short_game": True} if short else {}
     try:
         config = make_config(preset, players, **flags)

@@ -16,8 +16,6 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from server.doctor import diagnose, ready_for
-
 MARKS = {"ok": "ok", "missing": "MISSING", "broken": "BROKEN", "warn": "warn"}
 
 
@@ -29,6 +27,8 @@ def register_cli(sub: Any) -> None:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    from server.doctor import diagnose, ready_for
+
     findings = diagnose(Path(args.logs))
     width = max(len(f.item) for f in findings)
     for f in findings:

@@ -10,9 +10,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from participants.roster import handout_students
-from tournaments.config import load_config
-from tournaments.handout import KITS, TOKEN_FILE, write_handouts
+from tournaments.handout import KITS
 
 
 def register_cli(sub: Any) -> None:
@@ -51,6 +49,10 @@ def register_cli(sub: Any) -> None:
 
 
 def cmd_handout(args: argparse.Namespace) -> int:
+    from participants.roster import handout_students
+    from tournaments.config import load_config
+    from tournaments.handout import TOKEN_FILE, write_handouts
+
     config = load_config(args.file, check_paths=False)
     out = Path(args.out)
     students = handout_students(config.roster, args.bots, args.tokens) if config.roster else None

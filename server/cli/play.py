@@ -18,22 +18,18 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from craits import grpc_io
 
-from server.checker.report import EXITED_AT_ONCE
-from server.engine import FLAG_NAMES, ConfigError, GameConfig, make_config
 from server.errors import UserError
 from server.game.policies import POLICY_NAMES
-from server.logging import configure_logging
-from server.spec import BotSpec, Clocks, GameRecord, GameSpec, SeatStatus
-from server.storage.replay.format import REPLAY_SUFFIX
-from server.transport import sandbox as sandboxes
 from server.transport.commands import bot_command, bot_command_help, runnable_command
-from server.transport.launcher import command_problem
-from server.transport.service import Arena, ArenaError, ArenaOptions, listening_text, security_notes
 from tournaments.schedule import derive_seed
+
+if TYPE_CHECKING:
+    from server.engine import GameConfig
+    from server.spec import BotSpec, Clocks, GameRecord, GameSpec
 
 CONNECT_TIMEOUT_MS = 10_000
 """How long a game waits for a bot's first Hello, unless told."""
@@ -86,6 +82,9 @@ def _flag_value(text: str) -> Any:
 
 def game_settings(args: argparse.Namespace, bots: Sequence[BotSpec]) -> GameSettings:
     """Validate the game options for a game between ``bots`` (user mistakes become UserError)."""
+    from server.engine import ConfigError, make_config
+    from server.spec import Clocks
+
     players = len(bots)
     flags: dict[str, Any] = {}
     for item in args.flag:
@@ -121,6 +120,9 @@ def game_settings(args: argparse.Namespace, bots: Sequence[BotSpec]) -> GameSett
 
 def parse_bot(text: str) -> BotSpec:
     """One bot argument as a BotSpec (commands get a fresh token per game in :func:`make_spec`)."""
+    from server.spec import BotSpec
+    from server.transport.launcher import command_problem
+
     text = text.strip()
     if not text:
         raise UserError("an empty bot: give a built-in name, a command or remote:NAME:TOKEN")
@@ -146,6 +148,8 @@ def refuse_unsandboxable(bots: Sequence[BotSpec]) -> None:
     """Refuse, before any game, a bot to launch that the sandbox could not run: its folder or
     script unreadable by the uid a root referee runs it as, its program outside what it sees
     (the check a tournament file's bots get, worded for a command line)."""
+    from server.transport import sandbox as sandboxes
+
     for bot in bots:
         if bot.command and (problem := sandboxes.outside_problem(bot.command, None, command_line=True)):
             raise UserError(f"bot {bot.name} cannot run in the sandbox: {problem}")
@@ -166,6 +170,8 @@ def _command_name(command: list[str]) -> str:
 
 def parse_bots(texts: Sequence[str]) -> list[BotSpec]:
     """Parse the bot arguments; equal names get #2, #3 so each seat is told apart."""
+    from server.spec import BotSpec
+
     bots = [parse_bot(t) for t in texts]
     seen: dict[str, int] = {}
     out = []
@@ -181,6 +187,9 @@ def make_spec(bots: Sequence[BotSpec], settings: GameSettings, n: int, *, prefix
               rotate: bool = False) -> GameSpec:
     """The spec of game ``n``: seed + n (with ``--seed``), seats rotated if asked (launched bots get their
     tokens from the referee)."""
+    from server.spec import GameSpec
+    from server.storage.replay.format import REPLAY_SUFFIX
+
     seated = list(bots)
     if rotate and seated:
         k = n % len(seated)
@@ -226,6 +235,8 @@ _EVENTS_SHOWN = 3
 def flag_words(config: GameConfig) -> list[str]:
     """Every flag that differs from the preset's default for the player count: a true flag by
     its name, any other as NAME=VALUE (``short_game``, ``seven_hits=next``, ``decks=2``)."""
+    from server.engine import FLAG_NAMES, make_config
+
     default = make_config(config.preset, config.players).flags
     words = []
     for name in FLAG_NAMES:
@@ -284,6 +295,9 @@ def _last_line(path: Path, limit: int = 200) -> str:
 def format_record(spec: GameSpec, record: GameRecord, bot_logs: Path | None = None) -> str:
     """A game's result as a small table, then what went wrong at any seat (its first
     faults and refusals, and where a launched bot's output is, in ``bot_logs``)."""
+    from server.checker.report import EXITED_AT_ONCE
+    from server.spec import SeatStatus
+
     cfg = spec.config
     flags = flag_words(cfg)
     lines = [f"game {record.game_id}: {cfg.preset}, {cfg.players} players, seed {spec.seed}"
@@ -357,6 +371,7 @@ def register_cli(subparsers: Any) -> None:
 
 
 def _cmd_play(args: argparse.Namespace) -> int:
+    from server.logging import configure_logging
 
     if args.games < 1:
         raise UserError("--games must be 1 or more")
@@ -367,6 +382,8 @@ def _cmd_play(args: argparse.Namespace) -> int:
 
 
 async def _play(args: argparse.Namespace, bots: list[BotSpec], settings: GameSettings) -> int:
+    from server.transport import sandbox as sandboxes
+    from server.transport.service import Arena, ArenaError, ArenaOptions, listening_text, security_notes
 
     bot_logs = Path(args.log_dir) / "bots"
     launches = any(bot.command for bot in bots)

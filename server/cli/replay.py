@@ -12,20 +12,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from server.cli.replay_rerun import did_you_mean, register_rerun
+from server.cli.replay_rerun import register_rerun
 from server.errors import UserError
-from server.storage.replay.convert import convert_replay
-from server.storage.replay.format import V1_SUFFIX, V2_SUFFIX, ReplayError, replay_files_in, replay_name
-from server.storage.replay.reader import read_replay
-from server.storage.replay.verify import verify_replay
-from server.viewer.pages import (
-    index_entry,
-    write_game_page,
-    write_html,
-    write_index_html,
-    write_shared_viewer,
-)
-from server.viewer.walkthrough import format_walkthrough
 
 JsonDict = dict[str, Any]
 
@@ -34,6 +22,9 @@ JsonDict = dict[str, Any]
 
 def _replay_files(items: Sequence[str]) -> list[Path]:
     """Files named on the command line; a directory stands for its *.jsonl.gz and *.jsonl files."""
+    from server.cli.replay_rerun import did_you_mean
+    from server.storage.replay.format import V1_SUFFIX, V2_SUFFIX, replay_files_in
+
     files: list[Path] = []
     for item in items:
         p = Path(item)
@@ -51,6 +42,9 @@ def _replay_files(items: Sequence[str]) -> list[Path]:
 
 def _verify_one(path: Path) -> tuple[bool, str]:
     """(verified, its line): in a worker process of ``verify --jobs``."""
+    from server.storage.replay.format import ReplayError
+    from server.storage.replay.verify import verify_replay
+
     try:
         return True, verify_replay(path).line()
     except ReplayError as err:
@@ -93,6 +87,10 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
+    from server.storage.replay.format import ReplayError
+    from server.storage.replay.reader import read_replay
+    from server.viewer.walkthrough import format_walkthrough
+
     if Path(args.file).is_dir():
         raise UserError(f"{args.file} is a folder: show takes one replay file (verify and html take folders)")
     (path,) = _replay_files([args.file])
@@ -105,6 +103,16 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
 
 def _cmd_html(args: argparse.Namespace) -> int:
+    from server.storage.replay.format import ReplayError, replay_name
+    from server.storage.replay.reader import read_replay
+    from server.viewer.pages import (
+        index_entry,
+        write_game_page,
+        write_html,
+        write_index_html,
+        write_shared_viewer,
+    )
+
     files = _replay_files(args.files)
     out = Path(args.output)
     many = len(files) > 1 or any(Path(f).is_dir() for f in args.files) or out.is_dir()
@@ -193,6 +201,9 @@ def register_cli(subparsers: Any) -> None:
 def _cmd_convert(args: argparse.Namespace) -> int:
     """``craits replay convert FILES -o OUT [--to N]``: one line per file; a replay that does
     not verify is named and not written."""
+    from server.storage.replay.convert import convert_replay
+    from server.storage.replay.format import V1_SUFFIX, V2_SUFFIX, ReplayError, replay_name
+
     files = _replay_files(args.files)
     out = Path(args.output)
     many = len(files) > 1 or any(Path(f).is_dir() for f in args.files) or out.is_dir()

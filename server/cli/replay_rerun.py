@@ -8,15 +8,13 @@ import asyncio
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from server.errors import UserError
-from server.game.transcript import is_builtin, transcript
-from server.storage.replay.faults import fault_words
-from server.storage.replay.format import V1_SUFFIX, V2_SUFFIX, ReplayError
-from server.storage.replay.reader import Replay, read_replay
-from server.storage.replay.verify import verify_replay
 from server.transport.commands import bot_command, bot_command_help
+
+if TYPE_CHECKING:
+    from server.storage.replay.reader import Replay
 
 RERUN_EPILOG = """\
 Up to decision N (--from N; default: the seat's first fault in the record, else the end)
@@ -29,6 +27,10 @@ Exit code 0 when the bot has no fault from N on, 1 when it has one, 2 for a mist
 
 def load_verified(path: str) -> Replay:
     """The replay at ``path``, read and re-simulated; a damaged or hostile file is a UserError."""
+    from server.storage.replay.format import ReplayError
+    from server.storage.replay.reader import read_replay
+    from server.storage.replay.verify import verify_replay
+
     target = Path(path)
     if target.is_dir():
         raise UserError(f"{path} is a folder: give one replay file")
@@ -44,6 +46,8 @@ def load_verified(path: str) -> Replay:
 def did_you_mean(target: Path) -> str:
     """``; did you mean X?`` when the same game's replay is there under the other suffix
     (new replays end in ``.jsonl.gz``; older guides and habits say ``.jsonl``)."""
+    from server.storage.replay.format import V1_SUFFIX, V2_SUFFIX
+
     name = target.name
     for have, other in ((V1_SUFFIX, V2_SUFFIX), (V2_SUFFIX, V1_SUFFIX)):
         if name.endswith(have) and not (have == V1_SUFFIX and name.endswith(V2_SUFFIX)):
@@ -62,6 +66,8 @@ def _seat(replay: Replay, seat: int) -> int:
 
 
 def _cmd_messages(args: argparse.Namespace) -> int:
+    from server.game.transcript import is_builtin, transcript
+
     replay = load_verified(args.file)
     seat = _seat(replay, args.seat)
     if is_builtin(replay, seat):
@@ -149,6 +155,9 @@ def _command(words: list[str], missing: str) -> list[str]:
 async def _rerun(args: argparse.Namespace, replay: Replay, seat: int, command: list[str],
                  others: str | list[str], sandbox: str, out: Path) -> int:
     from server.storage.replay.faults import first_fault
+    from server.storage.replay.format import ReplayError
+    from server.storage.replay.reader import read_replay
+    from server.storage.replay.verify import verify_replay
     from server.transport.rerun import RerunGames, outcome, rerun_spec
     from server.transport.service import Arena, ArenaError, ArenaOptions
 
@@ -181,6 +190,8 @@ async def _rerun(args: argparse.Namespace, replay: Replay, seat: int, command: l
 
 
 def _report(replay: Replay, seat: int, found: Any, path: Path, bot_log: Path) -> str:
+    from server.storage.replay.faults import fault_words
+
     name = replay.bots[seat]
     decisions = len(replay.decisions)
     lines = [f"rerun of {replay.path.name}, seat {seat} ({name}): the recorded path up to decision "

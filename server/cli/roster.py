@@ -31,21 +31,9 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from participants.admission import (
-    FAULTY_CHOICES,
-    FAULTY_KEY,
-    LIMIT_KEYS,
-    SIZE_KEYS,
-    UPLOADS_PER_DAY,
-    UPLOADS_PER_HOUR,
-    roster_limits,
-    upload_quota,
-)
-from participants.roster import KEY_FILE, ORGANIZER, PostgresRoster, Roster
+from participants.settings import FAULTY_KEY, LIMIT_KEYS, UPLOADS_PER_DAY, UPLOADS_PER_HOUR
 from participants.unpack import Bounds, UploadError, check_manifest
 from server.errors import UserError
-from server.storage.postgres import is_store_url, redact
-from server.transport.sandbox import parse_size, size_text
 
 MIN_SIZES = {"build_disk": 2**20, "output_budget": 2**20}
 """Below these a build or a bot's log could hardly hold anything: refused as a slip of the unit."""
@@ -147,6 +135,8 @@ def _retire(path: Path, names: set[str], why: str) -> None:
 
 def _hand_out(args: argparse.Namespace, made: list[tuple[str, str]]) -> None:
     """Print the new tokens and append them to the tokens file (created readable by its owner only)."""
+    from participants.roster import ORGANIZER
+
     path = _tokens_file(args)
     try:
         _retire(path, {name for name, _ in made}, "replaced")
@@ -170,12 +160,16 @@ def _hand_out(args: argparse.Namespace, made: list[tuple[str, str]]) -> None:
 
 
 def _add(args: argparse.Namespace) -> int:
+    from participants.roster import Roster
+
     roster = Roster.create(args.roster, _store(args))
     _hand_out(args, [(args.name, roster.add(args.name, args.email, args.team))])
     return 0
 
 
 def _import(args: argparse.Namespace) -> int:
+    from participants.roster import Roster
+
     try:
         text = args.csv.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as err:
@@ -189,12 +183,16 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _store(args: argparse.Namespace) -> str | None:
+    from server.storage.postgres import is_store_url, redact
+
     if args.store is not None and not is_store_url(args.store):
         raise UserError(f"--store {redact(args.store)!r}: not a PostgreSQL URL (postgresql://user@host:port/database)")
     return args.store
 
 
 def _list(args: argparse.Namespace) -> int:
+    from participants.roster import Roster
+
     roster = Roster(args.roster)
     people = roster.participants()
     if not people:
@@ -212,6 +210,8 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _revoke(args: argparse.Namespace) -> int:
+    from participants.roster import Roster
+
     Roster(args.roster).revoke(args.name)
     _retire(_tokens_file(args), {args.name}, "revoked")
     print(f"{args.name}: token revoked (a new one: craits roster renew {args.roster} {args.name})")
@@ -219,11 +219,22 @@ def _revoke(args: argparse.Namespace) -> int:
 
 
 def _renew(args: argparse.Namespace) -> int:
+    from participants.roster import Roster
+
     _hand_out(args, [(args.name, Roster(args.roster).renew(args.name))])
     return 0
 
 
 def _set(args: argparse.Namespace) -> int:
+    from participants.admission import (
+        FAULTY_CHOICES,
+        SIZE_KEYS,
+        roster_limits,
+        upload_quota,
+    )
+    from participants.roster import Roster
+    from server.transport.sandbox import parse_size, size_text
+
     roster = Roster(args.roster)
     values: dict[str, int | float | str] = {}
     for item in args.values:
@@ -265,11 +276,15 @@ def _set(args: argparse.Namespace) -> int:
 
 
 def _organizer(args: argparse.Namespace) -> int:
+    from participants.roster import ORGANIZER, Roster
+
     _hand_out(args, [(ORGANIZER, Roster(args.roster).organizer_token())])
     return 0
 
 
 def _rekey(args: argparse.Namespace) -> int:
+    from participants.roster import KEY_FILE, PostgresRoster, Roster
+
     roster = Roster(args.roster)
     roster.new_secret()
     others = ("; copy it (chmod 600) into the roster's folder on every other machine that serves its pages"

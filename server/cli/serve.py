@@ -13,29 +13,18 @@ import socket
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from craits import grpc_io
 
 from server.cli import play
-from server.cli.play import game_settings, make_spec, parse_bots, record_summary
 from server.cli.tls_options import add_tls_options, tls_request
 from server.cli.web_options import add_web_options, web_options
 from server.errors import UserError
-from server.logging import configure_logging
-from server.spec import SeatStatus
-from server.transport import sandbox as sandboxes
 from server.transport.commands import bot_command_help
-from server.transport.service import (
-    Arena,
-    ArenaClosed,
-    ArenaError,
-    ArenaOptions,
-    listening_text,
-    security_notes,
-)
-from server.transport.tls import ServerTLS, server_tls
-from server.web.serve import run_watched
+
+if TYPE_CHECKING:
+    from server.transport.tls import ServerTLS
 
 
 def register_cli(subparsers: Any) -> None:
@@ -72,6 +61,12 @@ def register_cli(subparsers: Any) -> None:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
+    from server.cli.play import game_settings, parse_bots
+    from server.logging import configure_logging
+    from server.transport import sandbox as sandboxes
+    from server.transport.tls import server_tls
+    from server.web.serve import run_watched
+
     if args.games < 0 or args.parallel < 1:
         raise UserError("--games must be 0 or more and --parallel 1 or more")
     tokens = []
@@ -110,6 +105,17 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 async def _serve(args: argparse.Namespace, tokens: list[tuple[str, str]], bots: list[Any], settings: Any,
                  log_path: Path | None, tls: ServerTLS | None = None) -> int:
+    from server.cli.play import make_spec, record_summary
+    from server.spec import SeatStatus
+    from server.transport.service import (
+        Arena,
+        ArenaClosed,
+        ArenaError,
+        ArenaOptions,
+        listening_text,
+        security_notes,
+    )
+
     try:
         arena = await Arena.start(args.address, ArenaOptions(bot_log_dir=Path(args.log_dir) / "bots",
                                                              sandbox=args.sandbox), tls)

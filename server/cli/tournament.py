@@ -26,7 +26,7 @@ import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from craits import grpc_io
 
@@ -47,42 +47,18 @@ from server.cli.tournament_shared import (
 )
 from server.cli.web_options import add_web_options, web_options
 from server.errors import UserError
-from server.storage.postgres import STORE_ENV
-from server.storage.store import Store, StoreError, TournamentStore
+from server.storage.settings import STORE_ENV
 from server.transport.commands import bot_command_help
-from server.web.serve import board_place, run_watched
-from tournaments.adaptive import adaptive_finished, play_adaptive, tables_per_batch
-from tournaments.config import (
-    STORE_URL_PREFIXES,
-    TournamentConfig,
-    key_for,
-    load_config,
-    planned_games,
-    schedule_for,
-)
-from tournaments.ladder import (
-    ladder_standings,
-    open_ladder,
-    reopen_ladder,
-)
-from tournaments.pages import fault_links, game_links
-from tournaments.runner import (
-    RunnerFactory,
-    RunSummary,
-    TournamentError,
-    load_standings,
-    local_runner,
-    open_tournament,
-    play,
-    settings_of,
-    start_tournament,
-    stored_deals,
-)
 from tournaments.schedule import (
     pair_counts,
     schedule_digest,
     suggest_balanced,
 )
+
+if TYPE_CHECKING:
+    from server.storage.store import Store, TournamentStore
+    from tournaments.config import TournamentConfig
+    from tournaments.runner import RunnerFactory, RunSummary, TournamentError
 
 RUNNERS = ("auto", "local", "grpc")
 LARGE_PLAN = 20_000
@@ -216,6 +192,9 @@ def _store_option(parser: argparse.ArgumentParser) -> None:
 def store_url(args: argparse.Namespace, config: TournamentConfig | None = None, target: str | None = None) -> str | None:
     """--store, else $CRAITS_STORE, else the file's ``store``: a PostgreSQL URL, or None for SQLite
     (also for a ``target`` folder holding a SQLite tournament, unless --store says otherwise)."""
+    from server.storage.store import Store
+    from tournaments.config import STORE_URL_PREFIXES
+
     if target is not None and getattr(args, "store", None) is None and (Path(target) / Store.FILENAME).is_file():
         return None
     url = getattr(args, "store", None) or os.environ.get(STORE_ENV) or (config.store if config else None)
@@ -246,6 +225,10 @@ def _whole(text: str, low: int) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from server.storage.store import StoreError
+    from tournaments.config import load_config
+    from tournaments.runner import TournamentError, start_tournament
+
     web_options(args)  # --web and --reveal-after checked before anything is created
     config = _with_address(load_config(args.file), args)
     _refuse_a_large_plan(config, args)
@@ -279,6 +262,8 @@ def _deals_text(config: TournamentConfig) -> str:
 
 def _plan_text(config: TournamentConfig) -> str:
     """Bots, tables and games of the file's schedule, in one line."""
+    from tournaments.config import planned_games
+
     games = planned_games(config)
     k = config.table_size
     if config.schedule == "adaptive":
@@ -297,6 +282,8 @@ def _plan_text(config: TournamentConfig) -> str:
 
 def _refuse_a_large_plan(config: TournamentConfig, args: argparse.Namespace) -> None:
     """More than LARGE_PLAN games only with --yes; the message says how to make it smaller."""
+    from tournaments.config import planned_games
+
     games = planned_games(config)
     if games <= LARGE_PLAN or args.yes:
         return
@@ -329,6 +316,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def _resume(args: argparse.Namespace, out_dir: Path) -> int:
+    from server.storage.store import Store
+    from tournaments.adaptive import adaptive_finished
+    from tournaments.runner import load_standings
+
     config, store = _open(out_dir, readonly=True)  # (read without the bots: their folders may have gone)
     with store:
         done, total = store.counts()
@@ -349,6 +340,9 @@ def _resume(args: argparse.Namespace, out_dir: Path) -> int:
 
 
 def cmd_standings(args: argparse.Namespace) -> int:
+    from tournaments.pages import fault_links, game_links
+    from tournaments.runner import load_standings
+
     if url := store_url(args, _file_config(args.target), args.target):
         from server.cli import tournament_pg
 
@@ -364,6 +358,9 @@ def cmd_standings(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    from tournaments.adaptive import tables_per_batch
+    from tournaments.config import key_for, load_config, schedule_for
+
     config = load_config(args.file)
     if config.unrunnable:  # (as run would refuse it)
         raise UserError(_first_and_more(config.unrunnable, "whose command cannot run"))
@@ -403,6 +400,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_ladder_run(args: argparse.Namespace) -> int:
+    from tournaments.config import load_config
+    from tournaments.ladder import open_ladder
+    from tournaments.runner import TournamentError
+
     web_options(args)
     config = _with_address(load_config(args.file), args)
     if url := store_url(args, config):
@@ -424,6 +425,10 @@ def cmd_ladder_run(args: argparse.Namespace) -> int:
 
 
 def cmd_ladder_standings(args: argparse.Namespace) -> int:
+    from tournaments.ladder import ladder_standings, reopen_ladder
+    from tournaments.pages import fault_links, game_links
+    from tournaments.runner import TournamentError
+
     if url := store_url(args, _file_config(args.target), args.target):
         from server.cli import tournament_pg
 
@@ -447,12 +452,18 @@ def cmd_ladder_standings(args: argparse.Namespace) -> int:
 def _file_config(target: str) -> TournamentConfig | None:
     """The configuration of a tournament file given as a command's target (None for a folder or a name),
     read to find its tournament: its bots' folders need not be there (a resume that plays checks them)."""
+    from tournaments.config import load_config
+
     path = Path(target)
     return load_config(path, check_paths=False) if path.is_file() else None
 
 
 def _target_dir(target: str, out: str | None, *, check_file: bool, kind: str = "tournament") -> Path:
     """An output folder, or a tournament file whose output folder is meant."""
+    from server.storage.store import Store
+    from tournaments.config import load_config, schedule_for
+    from tournaments.runner import stored_deals
+
     path = Path(target)
     if path.is_dir():
         return path
@@ -487,6 +498,8 @@ def _target_dir(target: str, out: str | None, *, check_file: bool, kind: str = "
 def _refuse_changed_settings(target: str, out_dir: Path, config: TournamentConfig, stored: dict[str, Any]) -> None:
     """A file whose game, clocks, deals or bots differ from those its folder's games were played
     with is refused by resume (its schedule may be the same: short_game, say, changes no seat)."""
+    from tournaments.runner import settings_of
+
     now = json.loads(json.dumps(settings_of(config)))
     changed = [key for key, value in now.items() if key != "concurrency" and stored.get(key) != value]
     if changed:
@@ -499,6 +512,8 @@ def _refuse_changed_settings(target: str, out_dir: Path, config: TournamentConfi
 @contextlib.contextmanager
 def _database_errors(out_dir: Path) -> Iterator[None]:
     """A database that breaks under a command (a damaged page, a full disk) is one line."""
+    from server.storage.store import Store, StoreError
+
     try:
         yield
     except StoreError as err:
@@ -511,6 +526,9 @@ def _database_errors(out_dir: Path) -> Iterator[None]:
 
 
 def _open(out_dir: Path, *, readonly: bool = False) -> tuple[TournamentConfig, Store]:
+    from server.storage.store import StoreError
+    from tournaments.runner import TournamentError, open_tournament
+
     try:
         return open_tournament(out_dir, readonly=readonly)
     except (TournamentError, StoreError) as err:
@@ -520,6 +538,10 @@ def _open(out_dir: Path, *, readonly: bool = False) -> tuple[TournamentConfig, S
 def _play_and_report(
     config: TournamentConfig, store: TournamentStore, out_dir: Path, factory: RunnerFactory, args: argparse.Namespace
 ) -> int:
+    from server.web.serve import board_place, run_watched
+    from tournaments.adaptive import play_adaptive
+    from tournaments.runner import TournamentError, load_standings, local_runner, play
+
     if factory is not local_runner:
         _quiet_referee_logs(out_dir)
     summary: RunSummary | None = None

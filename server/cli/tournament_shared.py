@@ -10,7 +10,6 @@ It sits below ``tournament_pg`` (the commands on PostgreSQL), which sits below `
 from __future__ import annotations
 
 import argparse
-import asyncio
 import collections
 import contextlib
 import dataclasses
@@ -22,47 +21,29 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from craits import grpc_io
 
 from server.cli.tls_options import tls_request
 from server.cli.web_options import web_options
 from server.errors import UserError
-from server.game.policies import POLICY_NAMES
-from server.logging import configure_logging
-from server.storage.postgres import PostgresStore
-from server.storage.store import TournamentStore
 from server.transport.commands import runnable_command
-from server.transport.sandbox import UNSANDBOXED, SandboxError
-from server.transport.sandbox import check as check_sandbox
-from server.web.serve import board_place, run_watched
-from tournaments.adaptive import adaptive_finished
-from tournaments.config import REPRODUCIBLE_WARNING, TournamentConfig, address_problem
-from tournaments.grpc_runner import tournament_runner
-from tournaments.ladder import (
-    LadderRound,
-    drop_departed,
-    ladder_standings,
-    rounds_played,
-    run_ladder,
-    tables_at_once,
-)
-from tournaments.pages import REPLAY_DIR, game_links, write_viewer_pages
-from tournaments.runner import (
-    RunGame,
-    RunnerFactory,
-    RunSummary,
-    TournamentError,
-    folder_lock,
-    local_runner,
-    write_standings,
-)
-from tournaments.standings import RATING_HEADERS, Standings
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from server.storage.store import TournamentStore
+    from tournaments.config import TournamentConfig
+    from tournaments.ladder import LadderRound
+    from tournaments.runner import RunGame, RunnerFactory, RunSummary
+    from tournaments.standings import Standings
 
 
 def _with_address(config: TournamentConfig, args: argparse.Namespace) -> TournamentConfig:
     """The file's configuration with ``--address`` (and ``--no-sandbox``, ``--tls*``) applied."""
+    from tournaments.config import address_problem
+
     if getattr(args, "no_sandbox", False):
         config = dataclasses.replace(config, sandbox="none")
     if (tls := tls_request(args)) is not None:
@@ -81,6 +62,8 @@ def _s(n: int) -> str:
 
 def _announce_resume(config: TournamentConfig, store: TournamentStore, out_dir: Path, *, retry_aborted: bool) -> None:
     """What a resume will do, on standard error (aborted games put back first, if asked)."""
+    from tournaments.adaptive import adaptive_finished
+
     if retry_aborted:
         print(f"{config.name}: {store.forget_aborted()} aborted game(s) will be played again", file=sys.stderr)
     done, total = store.counts()
@@ -141,6 +124,11 @@ def _play_ladder(
     factory: RunnerFactory, again: str,
     play_pending: Callable[[asyncio.Event, RunGame], Awaitable[RunSummary]] | None = None,
 ) -> int:
+    from server.web.serve import board_place, run_watched
+    from tournaments.grpc_runner import tournament_runner
+    from tournaments.ladder import drop_departed, ladder_standings, rounds_played, run_ladder, tables_at_once
+    from tournaments.runner import TournamentError, local_runner
+
     entrants = None
     if config.roster is not None:  # the participants' admitted versions play too, picked up round by round
         from participants.entrants import RosterEntrants
@@ -213,6 +201,8 @@ class RoundProgress:
         print(self.line(played, standings), file=sys.stderr, flush=True)
 
     def line(self, played: LadderRound, standings: Standings, now: float | None = None) -> str:
+        from tournaments.standings import RATING_HEADERS
+
         now = time.monotonic() if now is None else now
         self.rounds += 1
         self.games = standings.games_recorded
@@ -233,6 +223,8 @@ class RoundProgress:
 
 @contextlib.contextmanager
 def _locked(out_dir: Path) -> Iterator[None]:
+    from tournaments.runner import TournamentError, folder_lock
+
     try:
         with folder_lock(out_dir):
             yield
@@ -252,6 +244,10 @@ def _report(standings: Standings, store: TournamentStore, out_dir: Path, title: 
     """Write the standings' files and the replay viewer's pages, then print the standings (the
     files first: a reader of the output that goes away, ``| head``, does not cost them); False
     when the files could not be written (the results are in the database all the same)."""
+    from server.storage.postgres import PostgresStore
+    from tournaments.pages import REPLAY_DIR, game_links, write_viewer_pages
+    from tournaments.runner import write_standings
+
     try:
         if isinstance(store, PostgresStore):  # its replays are in the database: the pages need the files
             store.export_replays(out_dir / REPLAY_DIR)
@@ -305,6 +301,8 @@ def _warn_absent_bots(standings: Standings, out_dir: Path) -> None:
 def _quiet_referee_logs(out_dir: Path) -> None:
     """The referee's events go to ``<out>/referee.jsonl``, not the terminal, which
     keeps the progress bar and the standings; bot faults show in the standings."""
+    from server.logging import configure_logging
+
     configure_logging(out_dir, name="referee", console=False)
 
 
@@ -315,6 +313,9 @@ def choose_runner(
     """The local runner for builtin-only tournaments (or when asked), else the referee's (its
     launched bots checked, and that none of them can read ``out_dir``). ``unsandboxed_said``:
     the caller has said why its bots run unsandboxed (``craits demo``)."""
+    from tournaments.grpc_runner import tournament_runner
+    from tournaments.runner import local_runner
+
     if name == "local" or (name == "auto" and all(b.builtin for b in config.bots) and config.roster is None):
         others = [b.name for b in config.bots if b.builtin is None]
         if others:
@@ -369,6 +370,9 @@ def _check_output_unseen(config: TournamentConfig, out_dir: Path, *, resuming: b
 def _check_sandbox(config: TournamentConfig, unsandboxed_said: bool = False) -> None:
     """Launched bots run sandboxed, or the file says they need not be (then said once, aloud);
     never silently unsandboxed because bwrap cannot run here."""
+    from server.transport.sandbox import UNSANDBOXED, SandboxError
+    from server.transport.sandbox import check as check_sandbox
+
     if not config.launched_bots and config.roster is None:
         return
     if config.sandbox == "none" and config.roster is not None:
@@ -412,6 +416,8 @@ def _names(names: list[str], shown: int = 10) -> str:
 def _check_referee_builtins(config: TournamentConfig) -> None:
     """The referee knows fewer in-process policies than the local runner ("greedy" is local only);
     every bot that names one is listed, not only the first."""
+    from server.game.policies import POLICY_NAMES
+
     unknown = [bot for bot in config.bots if bot.builtin is not None and bot.builtin not in POLICY_NAMES]
     if unknown:
         kinds = sorted({bot.builtin for bot in unknown if bot.builtin is not None})
@@ -424,5 +430,7 @@ def _check_referee_builtins(config: TournamentConfig) -> None:
 
 def say_reproducible(config: TournamentConfig) -> None:
     """The one line a run whose file sets ``seed`` starts with (see ``REPRODUCIBLE_WARNING``)."""
+    from tournaments.config import REPRODUCIBLE_WARNING
+
     if config.seeded:
         print(f"{config.name}: " + REPRODUCIBLE_WARNING.format(seed=config.seed), file=sys.stderr)

@@ -13,18 +13,15 @@ import asyncio
 import signal
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from participants.roster import Roster
-from server.cli.tournament import _file_config, store_url
 from server.cli.web_options import add_trusted_proxy, web_address
 from server.errors import UserError
-from server.logging import configure_logging
-from server.storage.postgres import STORE_ENV
-from server.web.app import WebOptions
-from server.web.board import BoardSource, folder_source, postgres_source
-from server.web.serve import serve_board
+from server.storage.settings import STORE_ENV
+
+if TYPE_CHECKING:
+    from server.web.board import BoardSource
 
 
 def register_cli(subparsers: Any) -> None:
@@ -62,6 +59,12 @@ def register_cli(subparsers: Any) -> None:
 
 
 def _cmd_web(args: argparse.Namespace) -> int:
+    from participants.roster import Roster
+    from server.cli.tournament import _file_config
+    from server.logging import configure_logging
+    from server.web.app import WebOptions
+    from server.web.serve import serve_board
+
     try:  # (its events in its log, and on standard error as every command's: no debug lines)
         configure_logging(args.log_dir, name="web")
     except OSError as err:
@@ -96,6 +99,9 @@ def _names_a_roster(source: BoardSource) -> bool:
 
 def board_source(args: argparse.Namespace) -> BoardSource:
     """Where ``craits web``'s TARGET (and ``--store``) says the tournament is."""
+    from server.cli.tournament import _file_config, store_url
+    from server.web.board import folder_source, postgres_source
+
     target: str = args.target
     scheme = urlsplit(target).scheme if "://" in target else ""
     if scheme:

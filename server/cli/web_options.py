@@ -1,15 +1,20 @@
 """The ``--web HOST:PORT``, ``--reveal-after S`` and ``--trusted-proxy ADDRESS`` options of the commands that play (tournament,
-ladder, serve, worker), turned into the web room's plain :class:`~server.web.app.WebOptions`."""
+ladder, serve, worker), turned into the web room's plain :class:`~server.web.app.WebOptions`.
+
+The web room (aiohttp and all it serves) is imported only when one of these options is given: declaring
+them is what every ``--help`` and every mistyped command of those groups does."""
 
 from __future__ import annotations
 
 import argparse
 import errno
 import socket
+from typing import TYPE_CHECKING
 
 from server.errors import UserError
-from server.web.app import WebOptions, parse_address
-from server.web.participants import proxy_network
+
+if TYPE_CHECKING:
+    from server.web.app import WebOptions
 
 
 def add_web_options(parser: argparse.ArgumentParser) -> None:
@@ -39,6 +44,8 @@ def add_trusted_proxy(parser: argparse.ArgumentParser) -> None:
 
 def proxy_address(text: str) -> str:
     """An IP address or network for argparse (a host name is refused: the peer is an address)."""
+    from server.web.participants import proxy_network
+
     try:
         return str(proxy_network(text))
     except ValueError:
@@ -49,6 +56,8 @@ def proxy_address(text: str) -> str:
 def web_address(text: str) -> tuple[str, int]:
     """``HOST:PORT`` for argparse: a bad address, or a port already taken, is refused at once
     (before a tournament is created or a game played)."""
+    from server.web.app import parse_address
+
     try:
         host, port = parse_address(text)
     except UserError as err:
@@ -98,6 +107,8 @@ def web_options(args: argparse.Namespace) -> WebOptions | None:
         if proxies:
             raise UserError("--trusted-proxy goes with --web HOST:PORT")
         return None
+    from server.web.app import WebOptions
+
     host, port = address
     return WebOptions(host=host, port=port, reveal_after=reveal, roster=getattr(args, "roster_dir", None),
                       trusted_proxies=proxies)

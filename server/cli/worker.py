@@ -29,33 +29,12 @@ from typing import Any
 from craits import grpc_io
 
 from server.cli.tls_options import add_tls_options, tls_request
-from server.cli.tournament import RUNNERS, _positive, store_url
-from server.cli.tournament_pg import runner_for
+from server.cli.tournament import RUNNERS, _positive
 from server.cli.web_options import add_web_options, web_options
 from server.errors import UserError
-from server.logging import configure_logging, get_logger
-from server.storage.bot_files import CACHE_ENV, CACHE_MAX
-from server.storage.postgres import (
-    STORE_ENV,
-    PostgresStore,
-    is_store_url,
-    migrate,
-    redact,
-    tournaments_in,
-    wait_until_reachable,
-)
-from server.storage.store import StoreError
-from server.transport import sandbox
-from server.transport.sandbox import parse_size, size_text
-from server.web.serve import watching
-from tournaments.distributed import (
-    DATABASE_WAIT_ENV,
-    WorkerService,
-    WorkerSettings,
-    adopt_queue_logs,
-    database_wait_s,
-)
-from tournaments.runner import install_stop_handlers
+from server.logging import get_logger
+from server.storage.settings import CACHE_ENV, CACHE_MAX, DATABASE_WAIT_ENV, STORE_ENV
+from server.transport.sandbox import size_text
 
 log = get_logger(component="worker")
 
@@ -114,6 +93,20 @@ def register_cli(subparsers: Any) -> None:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
+    from server.cli.tournament import store_url
+    from server.cli.tournament_pg import runner_for
+    from server.logging import configure_logging
+    from server.storage.postgres import PostgresStore, redact, wait_until_reachable
+    from server.storage.store import StoreError
+    from server.web.serve import watching
+    from tournaments.distributed import (
+        WorkerService,
+        WorkerSettings,
+        adopt_queue_logs,
+        database_wait_s,
+    )
+    from tournaments.runner import install_stop_handlers
+
     url = store_url(args)
     if url is None:
         raise UserError(f"a worker needs the PostgreSQL store: give --store postgresql://... (or set {STORE_ENV})")
@@ -175,6 +168,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 def _cache_size(text: str) -> int:
+    from server.transport.sandbox import parse_size
+
     try:
         return parse_size(text)
     except ValueError as err:
@@ -184,6 +179,8 @@ def _cache_size(text: str) -> int:
 def sandbox_line(name: str) -> str:
     """What a worker says of the sandbox before it takes a game: one that cannot sandbox bots
     here refuses every game whose bots are to be sandboxed, and the organizer hears why."""
+    from server.transport import sandbox
+
     why = sandbox.problem()
     if why is None:
         return f"craits worker {name}: the bots it launches run sandboxed (bwrap works here)"
@@ -194,12 +191,17 @@ def sandbox_line(name: str) -> str:
 
 
 def _postgres_url(url: str) -> str:
+    from server.storage.postgres import is_store_url, redact
+
     if not is_store_url(url):
         raise UserError(f"{redact(url)!r} is not a PostgreSQL URL (postgresql://user:password@host:port/database)")
     return url
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
+    from server.storage.postgres import migrate, redact
+    from server.storage.store import StoreError
+
     _postgres_url(args.url)
     try:
         before, after = migrate(args.url)
@@ -213,6 +215,9 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from server.storage.postgres import redact, tournaments_in
+    from server.storage.store import StoreError
+
     _postgres_url(args.url)
     try:
         held = tournaments_in(args.url)

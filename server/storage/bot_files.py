@@ -33,11 +33,8 @@ from typing import Any
 import psycopg
 
 from server.logging import get_logger
+from server.storage.settings import CACHE_ENV, CACHE_MAX
 
-CACHE_ENV = "CRAITS_CACHE"
-"""The folder a worker keeps the bots it fetched in, when ``--cache`` does not name one."""
-CACHE_MAX = 2 * 2**30
-"""How many bytes of unpacked bots a cache keeps, when ``--cache-max`` does not say."""
 _HASH = re.compile(r"^[0-9a-f]{64}$")
 
 

@@ -45,6 +45,7 @@ from psycopg.adapt import Dumper, PyFormat
 
 from server.logging import Throttle, get_logger
 from server.spec import GameRecord
+from server.storage.settings import STORE_ENV
 from server.storage.store import (  # (Unreachable: raised here, and imported from here too)
     COUNTERS,
     GameSlot,
@@ -57,8 +58,6 @@ from server.storage.store import (  # (Unreachable: raised here, and imported fr
 )
 
 URL_SCHEMES = ("postgresql", "postgres")
-STORE_ENV = "CRAITS_STORE"
-"""The environment variable that names the store when no ``--store`` does."""
 MIGRATIONS_PACKAGE = "server.storage.migrations"
 _MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 _LOCK_KEY = 0x43524149  # pg_advisory_xact_lock key while migrating ("CRAI")

@@ -27,11 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import grpc
-
 from server.errors import UserError
 
 if TYPE_CHECKING:  # (cryptography is imported when a certificate is read or made: not by every referee)
+    import grpc
     from cryptography.hazmat.primitives.asymmetric.types import PublicKeyTypes
     from cryptography.x509 import Certificate
 
@@ -101,6 +100,8 @@ class ServerTLS:
     """What happened to a self-signed certificate this run: made, reused, replaced (and why)."""
 
     def credentials(self) -> grpc.ServerCredentials:
+        import grpc  # (here, not above: `craits --help` declares --tls without loading gRPC)
+
         return grpc.ssl_server_credentials([(self.key_pem, self.cert_pem)])
 
     def announcement(self, target: str) -> str:

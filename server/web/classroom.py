@@ -24,8 +24,6 @@ from urllib.parse import quote
 from aiohttp import web
 
 from participants.compare import (
-    DEFAULT_GAMES,
-    DEFAULT_PANEL,
     HOUSE,
     MAX_GAMES,
     CompareError,
@@ -37,6 +35,7 @@ from participants.dashboard import Row, Rubric, read_rubrics, rows, to_csv
 from participants.final import Final, FinalError, progress_of, when_text
 from participants.roster import ORGANIZER, RosterError, split_bot
 from participants.scrimmage import Scrimmage, Scrimmages, quota
+from participants.settings import DEFAULT_GAMES, DEFAULT_PANEL
 from participants.tables import LEASE_S
 from server.logging import get_logger
 from server.storage.replay.faults import hide_others_bot_errors
