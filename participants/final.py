@@ -532,15 +532,17 @@ class Final(RosterTables):
         return where or "another machine"
 
     def playing_elsewhere(self, now: float | None = None) -> tuple[str, float, float] | None:
-        """In PostgreSQL, where a ``craits final run`` of another folder plays the final now, when
-        it last renewed its claim and until when that holds (None: none does, or it stopped, or
-        died longer ago than its claim lasts)."""
+        """In PostgreSQL, where a ``craits final run`` of another folder plays the final now, how
+        many seconds ago it last renewed its claim and for how many more that holds (None: none
+        does, or it stopped, or died longer ago than its claim lasts). The claim's times are the
+        database's clock (:meth:`RosterFiles.now`), not any machine's."""
         if not self.files.stored or (held := self.files.text(RUNNING)) is None:
             return None
         mark = json.loads(held)
-        if mark["where"] == self.run_place or float(mark["until"]) <= (time.time() if now is None else now):
+        now = self.files.now() if now is None else now
+        if mark["where"] == self.run_place or float(mark["until"]) <= now:
             return None
-        return str(mark["where"]), float(mark["renewed"]), float(mark["until"])
+        return str(mark["where"]), now - float(mark["renewed"]), float(mark["until"]) - now
 
     def take_over(self, tournament_file: Path) -> tuple[int, int, str] | None:
         """In PostgreSQL, the final played elsewhere (:meth:`played_elsewhere`) put in this folder
@@ -647,16 +649,18 @@ class ResultsKeeper:
         self._kept = -1
         self._replays: dict[str, str] = {}
         """The replays kept in the roster's database so far: file name -> hash."""
-        self._renewed = 0.0
+        self._renewed = -float("inf")
+        """When this run last renewed its claim, by this machine's monotonic clock."""
 
     def hold(self) -> None:
         """In PostgreSQL, this run's claim on the final renewed (every third of its length), so
-        that no other folder takes it over while it plays (:meth:`Final.playing_elsewhere`)."""
-        now = time.time()
-        if self.final.files.stored and now - self._renewed >= tables.LEASE_S / 3:
+        that no other folder takes it over while it plays (:meth:`Final.playing_elsewhere`); its
+        times by the database's clock, which every machine reads the claim with."""
+        if self.final.files.stored and time.monotonic() - self._renewed >= tables.LEASE_S / 3:
+            now = self.final.files.now()
             self.final.files.put(RUNNING, json.dumps({"where": self.final.run_place, "renewed": now,
                                                         "until": now + tables.LEASE_S}))
-            self._renewed = now
+            self._renewed = time.monotonic()
 
     def release(self) -> None:
         """The claim given up (the run stopped): another folder may go on with the final at once."""

@@ -88,6 +88,16 @@ class RosterTables:
             yield db
 
 
+def database_now(db: Any) -> float:
+    """Now, in seconds since the epoch, by the clock of the database ``db`` is a connection to:
+    in PostgreSQL the server's, so that a lease taken on one machine and read on another is
+    compared with one clock, whatever the machines' own say (a machine whose clock ran a minute
+    ahead took over every live lease); in SQLite this machine's, the only one that reads it."""
+    if isinstance(db, _PgTables):
+        return float(db.conn.execute("SELECT extract(epoch FROM clock_timestamp())").fetchone()[0])
+    return time.time()
+
+
 def schema_of(roster: str) -> str:
     """The PostgreSQL schema of a roster's side tables (a long name hashed: identifiers stop at 63 bytes)."""
     name = f"craits_roster_{roster}"
@@ -213,8 +223,8 @@ class Queue(RosterTables):
 
     def claim(self, holder: str, now: float | None = None) -> int | None:
         """The oldest job to play that no live lease holds, now leased to ``holder`` (None: none)."""
-        now = time.time() if now is None else now
         with self._immediate() as db:
+            now = database_now(db) if now is None else now
             row = db.execute(f"SELECT id FROM {self.TABLE} WHERE status IN ('waiting', 'running') AND id NOT IN "
                              "(SELECT job FROM leases WHERE kind = ? AND until > ?) ORDER BY id LIMIT 1",
                              (self.KIND, now)).fetchone()
@@ -230,7 +240,7 @@ class Queue(RosterTables):
         """The lease of ``holder`` on ``job`` extended; False when another process took it over."""
         with self._db() as db:
             renewed = db.execute("UPDATE leases SET until = ? WHERE kind = ? AND job = ? AND holder = ?",
-                                 (time.time() + LEASE_S, self.KIND, job, holder))
+                                 (database_now(db) + LEASE_S, self.KIND, job, holder))
             return int(renewed.rowcount) > 0
 
     def holds(self, db: Any, job: int, holder: str) -> None:
@@ -256,8 +266,8 @@ class Queue(RosterTables):
 
     def free_in(self, now: float | None = None) -> float | None:
         """Seconds until a job to play can be claimed (0: one can now); None when none is left to play."""
-        now = time.time() if now is None else now
         with self._db() as db:
+            now = database_now(db) if now is None else now
             rows = db.execute(f"SELECT t.id, l.until FROM {self.TABLE} t LEFT JOIN leases l ON l.kind = ? AND "
                               "l.job = t.id WHERE t.status IN ('waiting', 'running')", (self.KIND,)).fetchall()
         if not rows:
@@ -351,6 +361,14 @@ class RosterFiles(RosterTables):
 
     def path(self, name: str) -> Path:
         return self.folder / name
+
+    def now(self) -> float:
+        """Now by the clock of where the documents are (:func:`database_now`): the one every machine
+        compares a claim written in them with."""
+        if not self.stored:
+            return time.time()
+        with self._db() as db:
+            return database_now(db)
 
     def text(self, name: str) -> str | None:
         """The document ``name`` (a path in the roster folder, ``final/snapshot.json``); None if there is none."""

@@ -279,10 +279,10 @@ def _run(args: argparse.Namespace) -> int:
              f"hidden from the participants until `craits final publish {args.roster}`")
     print(f"the final: {path} (results in {final.out_dir}, {shown})", file=sys.stderr)
     if playing := final.playing_elsewhere():
-        where, renewed, until = playing
+        where, renewed_ago, holds_for = playing
         raise UserError(f"the final is being played in {where} (its run renewed its claim "
-                        f"{max(0, round(time.time() - renewed))} s ago): stop it there first; if its machine is gone, "
-                        f"try again in {max(1, math.ceil(until - time.time()))} s (the games it recorded are kept in "
+                        f"{max(0, round(renewed_ago))} s ago): stop it there first; if its machine is gone, "
+                        f"try again in {max(1, math.ceil(holds_for))} s (the games it recorded are kept in "
                         "the roster's database: the final goes on here from them)")
     if not args.overwrite and (elsewhere := final.played_elsewhere()):
         taken = final.take_over(path)  # (its machine, and the folder it played in, may be gone: it goes on here)

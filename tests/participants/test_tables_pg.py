@@ -129,6 +129,27 @@ def test_a_waiting_comparison_or_scrimmage_is_claimed_by_one_player_until_its_le
         assert queue.claim("one", later) is None and other.free_in() is None  # (done: nothing left to play)
 
 
+def test_a_machine_whose_clock_runs_ahead_takes_over_no_live_lease_nor_a_final_being_played(
+    tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Leases and the final's claim are read by the database's clock, not a machine's: a machine
+    two minutes ahead took over every job another was playing, and the final too."""
+    here = PostgresRoster.create_in(tmp_path / "here", pg_url, "class")
+    there = PostgresRoster.create_in(tmp_path / "there", pg_url, "class")
+    admitted_versions(here, "alice", 2)
+    asked = Comparisons(here).ask("alice", 1, 2, games=4)
+    assert Comparisons(here).claim("one") == asked.id
+    keeper = Final(here).keeper()
+    keeper.hold()
+    real = time.time
+    monkeypatch.setattr(time, "time", lambda: real() + 120)  # (there: its clock two minutes ahead)
+    assert Comparisons(there).claim("two") is None
+    assert 0 < (Comparisons(there).free_in() or 0) <= LEASE_S
+    playing = Final(there).playing_elsewhere()
+    assert playing is not None and playing[0].endswith(str(Final(here).out_dir.resolve())), playing
+    assert 0 <= playing[1] < 5 and LEASE_S - 5 < playing[2] <= LEASE_S, playing
+
+
 def test_a_player_whose_job_another_took_over_stops_playing_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Player one stalled past its lease (a machine suspended, say) and player two took the
     comparison over: one's next renewal finds it gone and stops it, rather than play on."""
