@@ -133,11 +133,7 @@ async def workers_run(
         for i in range(k)
     ]
     try:
-        deadline = time.monotonic() + 60
-        while live_workers(url) < k:
-            if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
-                raise SystemExit("bench: the workers did not start")
-            await asyncio.sleep(0.1)
+        wait_until_live(url, procs, lambda: "bench: the workers did not start")
         name = f"bench-k{k}"
         text = tournament_text(name, deals, concurrency, runner)
         config = parse_config(text, source="bench", base_dir=ROOT)
@@ -156,6 +152,17 @@ async def workers_run(
         return followed.recorded, elapsed
     finally:
         stop_workers(procs)
+
+
+def wait_until_live(url: str, procs: list[subprocess.Popen[bytes]], why: Callable[[], str],
+                    timeout_s: float = 60.0) -> None:
+    """Return once every worker process beats in the queue (before the clock starts); else stop the
+    bench with ``why()`` as soon as one has exited, or after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while live_workers(url) < len(procs):
+        if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
+            raise SystemExit(why())
+        time.sleep(0.05)
 
 
 def stop_workers(procs: list[subprocess.Popen[bytes]]) -> None:
@@ -373,12 +380,8 @@ def queue_run_processes(url: str, games: dict[int, tuple[Any, str, bytes]], game
                               env=env, stdout=subprocess.DEVNULL, stderr=errors, start_new_session=True)
              for i, errors in enumerate(errs)]
     try:
-        deadline = time.monotonic() + 60
-        while live_workers(url) < workers:
-            if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
-                said = "".join(f"\n{Path(e.name).read_text(errors='replace')[-2000:]}" for e in errs)
-                raise SystemExit(f"bench: the instant workers did not start; no figures{said}")
-            time.sleep(0.05)
+        wait_until_live(url, procs, lambda: "bench: the instant workers did not start; no figures" + "".join(
+            f"\n{Path(e.name).read_text(errors='replace')[-2000:]}" for e in errs))
         text = tournament_text("bench-queue", deals, concurrency, "local")  # (one tournament in the database at a time)
         config = parse_config(text, source="bench", base_dir=ROOT)
         store = start_tournament_pg(config, text, str(ROOT / "bench.toml"), url, overwrite=True)
