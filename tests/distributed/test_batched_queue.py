@@ -180,6 +180,15 @@ def test_a_worker_killed_holding_a_batch_is_named_and_every_game_of_it_goes_back
     assert "doing" not in left and len(left["todo"]) == 6
 
 
+def wait_for_a_listener(url: str, within_s: float = 10.0) -> None:
+    """Until a worker listens for the queue's notifications (its connection's last statement)."""
+    deadline = time.monotonic() + within_s
+    with psycopg.connect(url, autocommit=True) as conn:
+        while conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN%'").fetchone() == (0,):
+            assert time.monotonic() < deadline, "no worker listened for the queue"
+            time.sleep(0.02)
+
+
 def test_two_workers_play_every_game_once_recording_the_games_that_end_together_together(
     url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -219,6 +228,7 @@ def test_two_workers_play_every_game_once_recording_the_games_that_end_together_
     async def main() -> Any:
         other = WorkerService(url, WorkerSettings(concurrency=8, name="other", heartbeat_s=0.5), lambda c: runner)
         serving = asyncio.create_task(other.run())
+        await asyncio.to_thread(wait_for_a_listener, url)  # (else it polls, each second: the games are over)
         try:
             return await play_queued(url, store, local_workers=8, settings=WorkerSettings(concurrency=8, name="local"),
                                      runner_for=lambda c: runner, poll_s=0.05)
