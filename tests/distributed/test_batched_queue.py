@@ -74,10 +74,12 @@ def test_two_workers_taking_batches_at_once_never_take_the_same_game(url: str) -
             queued = await queue_games(coordinator, 60)
             taken: dict[int, list[int]] = {}
             finished: dict[int, list[int]] = {}
+            both = asyncio.Barrier(2)
 
             async def take_all(app: procrastinate.App) -> None:
                 worker_id = await app.job_manager.register_worker()
                 taken[worker_id], finished[worker_id] = [], []
+                await both.wait()  # (each registered, its connection open: else one may take all 60 first)
                 while (job := await app.job_manager.fetch_job([QUEUE], worker_id)) is not None:
                     assert job.id is not None
                     taken[worker_id].append(job.id)
