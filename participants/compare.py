@@ -33,7 +33,6 @@ import secrets
 import sqlite3
 import statistics
 import sys
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -42,7 +41,16 @@ from typing import Any
 from participants.confidence import ConfidenceSequence
 from participants.roster import Roster, RosterError, Version
 from participants.settings import DEFAULT_GAMES, DEFAULT_PANEL
-from participants.tables import LEASES, LeaseLost, Queue, RosterFiles, lease_holder, leased, take_jobs
+from participants.tables import (
+    LEASES,
+    LeaseLost,
+    Queue,
+    RosterFiles,
+    database_now,
+    lease_holder,
+    leased,
+    take_jobs,
+)
 from server.engine import ConfigError, Flags, GameConfig, make_config
 from server.game.policies import POLICY_NAMES
 from server.spec import BotSpec, Clocks, GameRecord, GameSpec, SeatStatus
@@ -303,7 +311,7 @@ class Comparisons(Queue):
             cursor = db.execute("INSERT INTO comparisons (participant, a, b, panel, games, until_told, seed, created) "
                                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                                 (name, a, b, json.dumps(panel), games, int(until_told),
-                                 secrets.randbits(63), time.time()))  # (secret: its deals come from it)
+                                 secrets.randbits(63), database_now(db)))  # (secret: its deals come from it)
             made = self.get(int(cursor.lastrowid or 0), db=db)
         assert made is not None
         return made

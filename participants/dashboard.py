@@ -192,7 +192,7 @@ def rows(roster: Roster, games: Sequence[Mapping[str, Any]], standings: Sequence
     however long the ladder plays on. With ``grade_on = "final"`` the rubrics count the final's games."""
     from participants.roster import split_bot
 
-    now = time.time() if now is None else now
+    now = roster.now() if now is None else now
     final = Final(roster)
     try:
         plan = final.plan()

@@ -10,12 +10,11 @@ page says why. Submitting a new version is the way back (a paused version stays 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from participants.roster import Version, split_bot
-from participants.tables import RosterTables
+from participants.tables import RosterTables, database_now
 from tournaments.standings import BAD_STATUSES, BotStanding
 
 MIN_GAMES = 6
@@ -62,7 +61,8 @@ class Pauses(RosterTables):
                     + "); see its games' output, fix it and submit a new version")
             with self._db() as db:
                 db.execute("INSERT OR IGNORE INTO paused (version, participant, number, note, paused) "
-                           "VALUES (?, ?, ?, ?, ?)", (version.id, version.participant, version.number, note, time.time()))
+                           "VALUES (?, ?, ?, ?, ?)", (version.id, version.participant, version.number, note,
+                                                                    database_now(db)))
             newly.append(version)
         return newly
 

@@ -53,7 +53,7 @@ from typing import Any
 
 from participants import tables
 from participants.roster import Roster, RosterError, Version
-from participants.tables import RosterFiles, RosterTables
+from participants.tables import RosterFiles, RosterTables, database_now
 from server.game.policies import POLICY_NAMES
 from tournaments.schedule import balanced_arithmetic_problem, buildable_games_per_bot, workable_games_per_bot
 
@@ -268,6 +268,8 @@ class Final(RosterTables):
         super().__init__(roster)
         self.folder = roster.folder / "final"
         self.files = RosterFiles(roster)
+        self._claimed: str | None = None
+        """The mark of this run's claim on playing the final (:meth:`claim`), as last written."""
         """The plan, the snapshot and (in PostgreSQL) the results: every process of the roster reads the same."""
 
     def plan(self) -> Plan | None:
@@ -298,7 +300,7 @@ class Final(RosterTables):
         published results are hidden until the final is run and published again. Returns what
         happened, in words."""
         plan = self._plan()
-        now = time.time() if now is None else now
+        now = self.roster.now() if now is None else now
         if name and self.roster.participant(name) is None:
             raise FinalError(f"{name} is not on the roster in {self.roster.folder}")
         fixed = self.files.text(SNAPSHOT) is not None
@@ -340,12 +342,12 @@ class Final(RosterTables):
     def past_deadline(self, now: float | None = None, name: str = "") -> bool:
         """The class's deadline has passed (``name``: their own deadline)."""
         plan = self.plan()
-        return plan is not None and (time.time() if now is None else now) >= plan.deadline_for(name)
+        return plan is not None and (self.roster.now() if now is None else now) >= plan.deadline_for(name)
 
     def fixed(self, now: float | None = None) -> bool:
         """Every deadline has passed: the entrants are fixed (the snapshot)."""
         plan = self.plan()
-        return plan is not None and (time.time() if now is None else now) >= plan.last_deadline
+        return plan is not None and (self.roster.now() if now is None else now) >= plan.last_deadline
 
     def practice_only(self, version: Version) -> bool:
         """Submitted after the participant's deadline: it plays on the ladder, never in the final."""
@@ -357,7 +359,7 @@ class Final(RosterTables):
     def choose(self, name: str, number: int | None, now: float | None = None) -> None:
         """``name`` enters version ``number`` in the final (None: the one they play); before the deadline only."""
         plan = self._plan()
-        if (time.time() if now is None else now) >= plan.deadline_for(name):
+        if (self.roster.now() if now is None else now) >= plan.deadline_for(name):
             raise FinalError(f"the deadline ({when_text(plan.deadline_for(name))}) has passed: the final's versions "
                              "are fixed")
         with self._db() as db:
@@ -370,7 +372,7 @@ class Final(RosterTables):
         with self._db() as db:
             db.execute("INSERT INTO final_choices (participant, number, chosen) VALUES (?, ?, ?) "
                        "ON CONFLICT (participant) DO UPDATE SET number = excluded.number, chosen = excluded.chosen",
-                       (name, number, time.time()))
+                       (name, number, database_now(db)))
 
     def choice(self, name: str) -> int | None:
         with self._db() as db:
@@ -426,12 +428,12 @@ class Final(RosterTables):
         plan = self._plan()
         if (held := self.files.text(SNAPSHOT)) is not None:
             return [Entry(**e) for e in json.loads(held)["entries"]]
-        if (time.time() if now is None else now) < plan.last_deadline:
+        if (self.roster.now() if now is None else now) < plan.last_deadline:
             return None
         if any(v.created <= plan.deadline_for(v.participant) for v in self.roster.pending()):
             raise FinalError("versions submitted before the deadline are still being built: try again in a minute")
         entries = self.entrants_now()
-        held = self.files.put(SNAPSHOT, json.dumps({"deadline": plan.deadline, "taken": time.time(),
+        held = self.files.put(SNAPSHOT, json.dumps({"deadline": plan.deadline, "taken": self.roster.now(),
                                                     "entries": [asdict(e) for e in entries]}, indent=1), first=True)
         return [Entry(**e) for e in json.loads(held)["entries"]]
 
@@ -544,6 +546,22 @@ class Final(RosterTables):
             return None
         return str(mark["where"]), now - float(mark["renewed"]), float(mark["until"]) - now
 
+    def claim(self) -> tables.Held | None:
+        """In PostgreSQL, this run's claim on playing the final, taken, or renewed (for
+        ``CRAITS_LEASE_S`` from now) if this object took it, unless another run holds it, or took
+        it while this one stalled: who, then. None: this run holds it."""
+        got = self.files.claim(RUNNING, self.run_place, tables.LEASE_S, renewing=self._claimed)
+        if isinstance(got, tables.Held):
+            return got
+        self._claimed = got
+        return None
+
+    def let_go(self) -> None:
+        """This run's claim given up (it stopped): another folder may go on with the final at once."""
+        if self._claimed is not None:
+            self.files.let_go(RUNNING, self._claimed)
+            self._claimed = None
+
     def take_over(self, tournament_file: Path) -> tuple[int, int, str] | None:
         """In PostgreSQL, the final played elsewhere (:meth:`played_elsewhere`) put in this folder
         from the copy its run kept in the roster's database, to be resumed here: its tournament's
@@ -631,6 +649,10 @@ def _games_of(store: Any) -> list[dict[str, Any]]:
             for r in store.results()]
 
 
+class ClaimLost(FinalError):
+    """Another folder's run holds the final: this one stalled past its claim and was taken over."""
+
+
 class ResultsKeeper:
     """The results of the final that ``craits final run`` plays here (its tournament's database
     in :attr:`Final.out_dir`), kept as its games are recorded where every process of the roster
@@ -653,20 +675,17 @@ class ResultsKeeper:
         """When this run last renewed its claim, by this machine's monotonic clock."""
 
     def hold(self) -> None:
-        """In PostgreSQL, this run's claim on the final renewed (every third of its length), so
-        that no other folder takes it over while it plays (:meth:`Final.playing_elsewhere`); its
-        times by the database's clock, which every machine reads the claim with."""
+        """In PostgreSQL, this run's claim on the final (:meth:`Final.claim`) renewed every third
+        of its length, so that no other folder takes it over while it plays; its times by the
+        database's clock, which every machine reads the claim with. ClaimLost when another run
+        took it over (this one stalled past its claim): nothing of this run is kept after that."""
         if self.final.files.stored and time.monotonic() - self._renewed >= tables.LEASE_S / 3:
-            now = self.final.files.now()
-            self.final.files.put(RUNNING, json.dumps({"where": self.final.run_place, "renewed": now,
-                                                        "until": now + tables.LEASE_S}))
+            if (other := self.final.claim()) is not None:
+                raise ClaimLost(
+                    f"the final was taken over while this run stalled past its claim ({tables.LEASE_S:g} s "
+                    f"unrenewed), by the run in {other.where}: this run stops, and the games it recorded since are "
+                    "not kept (the final's results are that run's)")
             self._renewed = time.monotonic()
-
-    def release(self) -> None:
-        """The claim given up (the run stopped): another folder may go on with the final at once."""
-        held = self.final.files.text(RUNNING) if self.final.files.stored else None
-        if held is not None and json.loads(held)["where"] == self.final.run_place:
-            self.final.files.delete(RUNNING)
 
     def keep(self) -> int | None:
         """Copy the results if games were recorded since the last copy; the games recorded (None: no run yet)."""

@@ -140,6 +140,15 @@ class RosterUnreachable(RosterError, Unreachable):
     """A roster in PostgreSQL whose database could not be reached: a running ladder waits for it."""
 
 
+def _clock(conn: psycopg.Connection[Any]) -> float:
+    """Now by the PostgreSQL server's clock: what every machine of a roster kept there writes
+    and compares its times with (a web process whose clock ran late took uploads after the
+    deadline as made before it)."""
+    row = conn.execute("SELECT extract(epoch FROM clock_timestamp())").fetchone()
+    assert row is not None
+    return float(row[0])
+
+
 @dataclass(frozen=True, slots=True)
 class Participant:
     name: str
@@ -394,6 +403,12 @@ class Roster:
         if name == ORGANIZER:
             return json.loads(self._get("organizer") or "{}").get("token_id", "")
         return "" if row is None or row[1] else row[0]
+
+    def now(self) -> float:
+        """Now, in seconds since the epoch, by the clock the roster's times are written with
+        (uploads, sessions, deadlines' checks): this machine's; the database's for a roster kept
+        in PostgreSQL, which machines whose clocks differ share."""
+        return time.time()
 
     # ------------------------------------------------------------------ web sessions and wrong tokens
 
@@ -788,6 +803,10 @@ class PostgresRoster(Roster):
             raise RosterError(f"{folder}: cannot make a roster there: {err}") from None
         return cls(folder)
 
+    def now(self) -> float:
+        with self._db() as conn:
+            return _clock(conn)
+
     @contextlib.contextmanager
     def _db(self) -> Iterator[psycopg.Connection[Any]]:  # type: ignore[override]
         """A connection for one piece of work, in one transaction."""
@@ -826,7 +845,7 @@ class PostgresRoster(Roster):
         conn.execute("INSERT INTO craits_roster_participants (roster, name, email, team, token_id, salt, digest, "
                      "created) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
                      (self.name, name, email.strip(), team.strip(), stored.token_id, stored.salt, stored.digest,
-                      time.time()))
+                      _clock(conn)))
         return token
 
     def _insert_all(self, rows: Sequence[tuple[str, str, str]]) -> list[tuple[str, str]]:
@@ -871,8 +890,8 @@ class PostgresRoster(Roster):
 
     def open_session(self, name: str, lifetime_s: float) -> str:
         secret = secrets.token_urlsafe(32)
-        now = time.time()
         with self._db() as conn:
+            now = _clock(conn)
             conn.execute("DELETE FROM craits_roster_sessions WHERE roster = %s AND expires < %s", (self.name, now))
             conn.execute("INSERT INTO craits_roster_sessions (roster, id, participant, created, expires) "
                          "VALUES (%s, %s, %s, %s, %s)", (self.name, _session_id(secret), name, now, now + lifetime_s))
@@ -881,7 +900,7 @@ class PostgresRoster(Roster):
     def session(self, secret: str) -> str | None:
         with self._db() as conn:
             row = conn.execute("SELECT participant FROM craits_roster_sessions WHERE roster = %s AND id = %s AND "
-                               "expires > %s", (self.name, _session_id(secret), time.time())).fetchone()
+                               "expires > extract(epoch FROM clock_timestamp())", (self.name, _session_id(secret))).fetchone()
         return None if row is None else str(row[0])
 
     def end_session(self, secret: str) -> None:
@@ -894,8 +913,8 @@ class PostgresRoster(Roster):
             conn.execute("DELETE FROM craits_roster_sessions WHERE roster = %s AND participant = %s", (self.name, name))
 
     def count_attempt(self, address: str, most: int, window_s: float) -> tuple[int, float]:
-        now = time.time()
         with self._db() as conn:  # (the address's row locked from the count to its write)
+            now = _clock(conn)
             conn.execute("INSERT INTO craits_roster_logins (roster, address, count, since) VALUES (%s, %s, 0, 0) "
                          "ON CONFLICT (roster, address) DO NOTHING", (self.name, address))
             row = conn.execute("SELECT count, since FROM craits_roster_logins WHERE roster = %s AND address = %s "
@@ -980,7 +999,7 @@ class PostgresRoster(Roster):
             # (the participant's row locked: two uploads at once get two numbers, and meet one quota)
             conn.execute("SELECT 1 FROM craits_roster_participants WHERE roster = %s AND name = %s FOR UPDATE",
                          (self.name, name))
-            now = time.time()
+            now = _clock(conn)
             _over_quota(name, [r[0] for r in conn.execute(
                 "SELECT created FROM craits_roster_versions WHERE roster = %s AND participant = %s ORDER BY created",
                 (self.name, name))], quota, now)

@@ -24,7 +24,6 @@ import os
 import secrets
 import sqlite3
 import sys
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +31,7 @@ from typing import Any
 
 from participants.compare import HOUSE, GameRunner, ladder_game, version_spec
 from participants.roster import ORGANIZER, PostgresRoster, Roster, RosterError
-from participants.tables import LEASES, LeaseLost, Queue, lease_holder, leased, take_jobs
+from participants.tables import LEASES, LeaseLost, Queue, database_now, lease_holder, leased, take_jobs
 from server.spec import BotSpec, Clocks, GameSpec
 from tournaments.schedule import derive_seed
 
@@ -98,7 +97,7 @@ class Scrimmages(Queue):
         if db is None:
             with self._db() as db:
                 return self.used(name, now, db=db)
-        since = (time.time() if now is None else now) - 3600
+        since = (database_now(db) if now is None else now) - 3600
         return int(db.execute("SELECT COALESCE(SUM(games), 0) FROM scrimmages WHERE participant = ? AND created > ?",
                               (name, since)).fetchone()[0])
 
@@ -126,8 +125,8 @@ class Scrimmages(Queue):
         if games < 1:
             raise ScrimmageError("ask for at least 1 game")
         most = quota(self.roster)
-        created = time.time() if now is None else now
         with self._immediate() as db:  # (the quota's check and the request it allows: parallel asks meet one count)
+            created = database_now(db) if now is None else now
             left = most - self.used(name, created, db=db)
             if games > left:
                 raise ScrimmageError(f"{games} games would pass your quota of {most} scrimmage games an "

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import json
 import os
 import re
 import secrets
@@ -332,6 +333,17 @@ async def leased(queue: Queue, job: int, holder: str) -> AsyncIterator[None]:
 # ---------------------------------------------------------------------------- a roster's files
 
 
+@dataclass(frozen=True)
+class Held:
+    """A claim another place holds (:meth:`RosterFiles.claim`)."""
+
+    where: str
+    renewed_ago: float
+    """Seconds since it renewed it."""
+    holds_for: float
+    """Seconds it holds for, unrenewed."""
+
+
 class RosterFiles(RosterTables):
     """The documents of a roster that more than one process reads: the organizer's input
     (``final.toml``, ``rubric.toml``) and the state one process writes for the others (the
@@ -402,8 +414,47 @@ class RosterFiles(RosterTables):
         with self._db() as db:
             db.execute("INSERT INTO roster_files (name, text, written) VALUES (?, ?, ?) ON CONFLICT (name) DO "
                        + ("NOTHING" if first else "UPDATE SET text = excluded.text, written = excluded.written"),
-                       (name, text, time.time()))
+                       (name, text, database_now(db)))
             return str(db.execute("SELECT text FROM roster_files WHERE name = ?", (name,)).fetchone()[0])
+
+    def claim(self, name: str, where: str, lease_s: float, *, renewing: str | None = None) -> str | Held:
+        """In PostgreSQL, the claim ``name`` taken by ``where`` for ``lease_s`` seconds of the
+        database's clock, unless another place holds it and it has not run out; or, with
+        ``renewing`` (the mark this place last wrote), renewed, if it is still exactly that mark:
+        a place that stalled past its claim finds it lost once another place has taken it, even
+        if that one has let it go since. Returns the mark written, or who holds it
+        (:class:`Held`). One transaction, the row locked: two places claiming at once never both
+        hold it. In SQLite (one machine, nobody to share with) the mark, nothing written."""
+        now_mark = {"where": where}
+        if not self.stored:
+            return json.dumps(now_mark)
+        with self._db() as db:
+            now = database_now(db)
+            mark = json.dumps({"where": where, "renewed": now, "until": now + lease_s})
+            if renewing is None and db.execute(
+                    "INSERT INTO roster_files (name, text, written) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING",
+                    (name, mark, now)).rowcount:
+                return mark
+            row = db.execute("SELECT text FROM roster_files WHERE name = ? FOR UPDATE", (name,)).fetchone()
+            held = json.loads(row[0]) if row is not None else None
+            if renewing is not None and (row is None or row[0] != renewing):
+                if held is None:
+                    return Held("no folder (the claim is gone from the roster's database)", 0.0, 0.0)
+                return Held(str(held["where"]), now - float(held["renewed"]), max(0.0, float(held["until"]) - now))
+            assert held is not None
+            if renewing is None and held["where"] != where and float(held["until"]) > now:
+                return Held(str(held["where"]), now - float(held["renewed"]), float(held["until"]) - now)
+            db.execute("UPDATE roster_files SET text = ?, written = ? WHERE name = ?", (mark, now, name))
+        return mark
+
+    def let_go(self, name: str, mark: str) -> None:
+        """The claim ``name`` given up, if it is still ``mark`` (this place's: another's stays):
+        it runs out now, and still says where it was held (a place it was taken from says who took it)."""
+        if self.stored:
+            with self._db() as db:
+                now = database_now(db)
+                db.execute("UPDATE roster_files SET text = ?, written = ? WHERE name = ? AND text = ?",
+                           (json.dumps({**json.loads(mark), "until": now}), now, name, mark))
 
     def move(self, name: str, to: str) -> bool:
         """``name`` renamed ``to`` (False: there was none)."""
@@ -448,7 +499,7 @@ class RosterFiles(RosterTables):
                     check(text, str(path))
                 source = f"{socket.gethostname()}:{path.resolve()}"
                 db.execute("INSERT INTO organizer_files (name, text, stored, source) VALUES (?, ?, ?, ?) "
-                           "ON CONFLICT (name) DO NOTHING", (name, text, time.time(), source))
+                           "ON CONFLICT (name) DO NOTHING", (name, text, database_now(db), source))
                 row = self._stored_row(db, name)
                 if row is not None and row[0] == text:
                     log.info("organizer_file_stored", file=name, source=source, why="none was stored yet")
@@ -486,7 +537,7 @@ class RosterFiles(RosterTables):
             where = f"{socket.gethostname()}:{source.resolve()}"
             db.execute("INSERT INTO organizer_files (name, text, stored, source) VALUES (?, ?, ?, ?) ON CONFLICT (name) "
                        "DO UPDATE SET text = excluded.text, stored = excluded.stored, source = excluded.source",
-                       (name, text, time.time(), where))
+                       (name, text, database_now(db), where))
         log.info("organizer_file_stored", file=name, source=where, why="the organizer stored it")
         return True
 

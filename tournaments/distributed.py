@@ -587,14 +587,14 @@ async def announce_worker(app: procrastinate.App, worker: pq_worker.Worker, name
     try:
         await app.connector.execute_query_async(
             "INSERT INTO craits_workers (queue_id, name, tag, host, started_at) VALUES (%(id)s, %(name)s, %(tag)s,"
-            " %(host)s, %(at)s) ON CONFLICT (queue_id) DO NOTHING",
-            id=worker.worker_id, name=name, tag=tag, host=socket.gethostname(), at=time.time())
+            " %(host)s, extract(epoch FROM clock_timestamp())) ON CONFLICT (queue_id) DO NOTHING",
+            id=worker.worker_id, name=name, tag=tag, host=socket.gethostname())
     except (psycopg.Error, pq_exceptions.ConnectorException) as err:  # (it is then named by its queue id)
         log.warning("worker_not_announced", worker=name, error=" ".join(str(err).split()))
 
 
 _GONE_SQL = """
-SELECT w.id AS queue_id, c.name, c.host,
+SELECT w.id AS queue_id, c.name, c.host, extract(epoch FROM clock_timestamp())::float AS now,
        extract(epoch FROM now() - w.last_heartbeat)::float AS silent_s,
        extract(epoch FROM now() - HEARD)::float AS unheard_s,
        (c.tag IS NOT NULL AND NOT EXISTS (
@@ -636,7 +636,7 @@ async def find_gone_workers(app: procrastinate.App, heartbeat_s: float, stalled_
         await _requeue(app, held)
         why = "its connections closed" if closed else f"no heartbeat for {row['silent_s']:.0f} s"
         games = tuple(f"{j['args'].get('tournament')}/{j['args'].get('game_id')}" for j in held)
-        worker = GoneWorker(row["name"] or f"#{row['queue_id']}", row["host"] or "?", time.time(), why, games)
+        worker = GoneWorker(row["name"] or f"#{row['queue_id']}", row["host"] or "?", row["now"], why, games)
         await app.connector.execute_query_async(
             "UPDATE craits_workers SET gone_at = %(at)s, gone_why = %(why)s, games = %(games)s WHERE queue_id = %(id)s",
             at=worker.gone_at, why=why, games=json.dumps(list(games)), id=row["queue_id"])
@@ -1278,7 +1278,7 @@ async def play_queued(
     ``hosted``: the coordinator's runner, whose referee the bots that connect on their own
     connect to; the games seating one are played on it (:func:`play_hosted`), not queued."""
     stop = stop or asyncio.Event()
-    started = time.time()
+    started = await asyncio.to_thread(store.now)  # (the refusals are stamped by the database's clock)
     app = make_app(url)
     register_task(app, GameWorker(url, settings, runner_for))  # (the task must be known to defer it)
     async with app.open_async():
@@ -1372,7 +1372,8 @@ async def play_queued(
                             with contextlib.suppress(StoreError):
                                 refusals = await asyncio.to_thread(store.refusals, started)
                                 if not wait_for_workers and everyone_refused(
-                                        refusals, await live_workers(app, settings.stalled_s), settings.stalled_s):
+                                        refusals, await live_workers(app, settings.stalled_s), settings.stalled_s,
+                                        await asyncio.to_thread(store.now)):
                                     given_up = refusals
                                     log.error("every_worker_refused", tournament=store.name, refused=waiting,
                                               reasons=sorted({r.reason for r in refusals}))

@@ -19,6 +19,7 @@ import contextlib
 import json
 import math
 import os
+import signal
 import sys
 import threading
 import time
@@ -251,7 +252,8 @@ def _deadline(args: argparse.Namespace) -> int:
 
     final = Final(Roster(args.roster))
     _say_note(final)
-    print(final.set_deadline(parse_when(args.when), args.who, reopen=args.reopen, note=args.note))
+    now = final.roster.now()  # (`now`, `+2h`: by the clock the roster's deadlines are read with)
+    print(final.set_deadline(parse_when(args.when, now), args.who, reopen=args.reopen, note=args.note, now=now))
     return 0
 
 
@@ -263,12 +265,9 @@ def _say_note(final: Final) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from participants import tables
     from participants.final import Final
-    from participants.roster import Roster, RosterError
-    from server.cli import tournament  # (the tournament command plays it: one way to run a tournament)
+    from participants.roster import Roster
     from server.logging import get_logger
-    from server.storage.store import Store
 
     log = get_logger(component="final")
     final = Final(Roster(args.roster))
@@ -278,12 +277,28 @@ def _run(args: argparse.Namespace) -> int:
              f"{args.roster}` takes them back)" if final.published else
              f"hidden from the participants until `craits final publish {args.roster}`")
     print(f"the final: {path} (results in {final.out_dir}, {shown})", file=sys.stderr)
-    if playing := final.playing_elsewhere():
-        where, renewed_ago, holds_for = playing
-        raise UserError(f"the final is being played in {where} (its run renewed its claim "
-                        f"{max(0, round(renewed_ago))} s ago): stop it there first; if its machine is gone, "
-                        f"try again in {max(1, math.ceil(holds_for))} s (the games it recorded are kept in "
+    if held := final.claim():  # (taken here at once: two runs started together never both play)
+        raise UserError(f"the final is being played in {held.where} (its run renewed its claim "
+                        f"{max(0, round(held.renewed_ago))} s ago): stop it there first; if its machine is gone, "
+                        f"try again in {max(1, math.ceil(held.holds_for))} s (the games it recorded are kept in "
                         "the roster's database: the final goes on here from them)")
+    try:
+        return _run_claimed(args, final, path, log)
+    finally:
+        try:
+            final.let_go()  # (stopped, failed or taken over: only this run's own claim is given up)
+        except Exception as err:  # (the roster's database away: the claim runs out on its own)
+            log.warning("final_claim_not_released", error=str(err))
+
+
+def _run_claimed(args: argparse.Namespace, final: Any, path: Path, log: Any) -> int:
+    """``craits final run`` once this folder holds the claim on the final."""
+    from participants import tables
+    from participants.final import ClaimLost
+    from participants.roster import RosterError
+    from server.cli import tournament  # (the tournament command plays it: one way to run a tournament)
+    from server.storage.store import Store
+
     if not args.overwrite and (elsewhere := final.played_elsewhere()):
         taken = final.take_over(path)  # (its machine, and the folder it played in, may be gone: it goes on here)
         if taken is None:
@@ -311,9 +326,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.overwrite:
         final.forget_results()
     keeper = final.keeper(besides=earlier if args.overwrite else None)
-    keeper.hold()  # (before a game: no other folder takes the final over while this one plays it)
     stop = threading.Event()
     failed: list[Exception] = []
+    lost: list[ClaimLost] = []
 
     def keep() -> None:  # (the results where every web process reads them, as the games are recorded)
         said, wait = "", KEEP_S
@@ -322,6 +337,11 @@ def _run(args: argparse.Namespace) -> int:
                 started = time.monotonic()
                 try:
                     keeper.keep()
+                except ClaimLost as err:  # (stalled, and taken over: the run stops as on Ctrl-C)
+                    lost.append(err)
+                    log.error("final_taken_over", error=str(err))
+                    os.kill(os.getpid(), signal.SIGTERM)
+                    return
                 except Exception as err:  # (the roster's database away, say: the next try copies what this missed)
                     if str(err) != said:
                         said = str(err)
@@ -330,14 +350,12 @@ def _run(args: argparse.Namespace) -> int:
                 wait = min(wait, tables.LEASE_S / 3)  # (its claim on the final renewed in time, however large)
             try:
                 keeper.keep()  # (the last games)
+            except ClaimLost as err:
+                lost.append(err)
             except Exception as err:
                 failed.append(err)
         finally:
             keeper.close()  # (in this thread: its SQLite connection is this thread's)
-            try:
-                keeper.release()
-            except Exception as err:  # (the roster's database away: the claim runs out on its own)
-                log.warning("final_claim_not_released", error=str(err))
 
     keeping = threading.Thread(target=keep, name="craits-final-results", daemon=True)
     keeping.start()
@@ -347,6 +365,8 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         stop.set()
         keeping.join()
+        if lost:
+            raise UserError(str(lost[0]))
         if failed and sys.exc_info()[1] is not None:
             log.warning("final_results_not_kept", error=str(failed[0]))  # (the run's own error is the one said)
         elif failed and isinstance(failed[0], RosterError):

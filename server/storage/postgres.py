@@ -261,7 +261,7 @@ WITH g AS (
 ), r AS (
     INSERT INTO craits_results (tournament, game_id, recorded_at, digest, replay_path, lower_wins, team_placings,
                                 aborted, worker)
-    SELECT %(t)s, g.game_id, %(at)s, g.digest, g.replay_path, g.lower_wins, g.team_placings, g.aborted, %(worker)s
+    SELECT %(t)s, g.game_id, NOW_EPOCH, g.digest, g.replay_path, g.lower_wins, g.team_placings, g.aborted, %(worker)s
       FROM g JOIN craits_games s ON s.tournament = %(t)s AND s.game_id = g.game_id AND s.seats::jsonb = g.seats::jsonb
     ON CONFLICT (tournament, game_id) DO NOTHING
     RETURNING game_id
@@ -293,7 +293,8 @@ WITH g AS (
              WHERE g.game_id = u.game_id))
 )
 SELECT game_id FROM r
-""".replace("COUNTER_TYPES", ", ".join(f"{c} int" for c in COUNTERS)).replace("COUNTERS", ", ".join(COUNTERS))
+""".replace("COUNTER_TYPES", ", ".join(f"{c} int" for c in COUNTERS)).replace("COUNTERS", ", ".join(COUNTERS)).replace(
+    "NOW_EPOCH", "extract(epoch FROM clock_timestamp())")
 """Games recorded in one statement (:meth:`PostgresStore.record_games_once`): the result of each
 game scheduled with these seats and not yet recorded, and then its seats, hands and replay; the
 games recorded are returned; so are the queue's jobs the games were played for, of the games
@@ -415,9 +416,8 @@ class PostgresStore:
                     raise StoreError(f"{self.path}: already holds tournament {name!r}")
                 conn.execute(
                     "INSERT INTO craits_tournaments (name, source_text, source_path, schedule_digest, settings,"
-                    " created_at, deal_key) VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                    (name, source_text, source_path, schedule_digest, json.dumps(settings, sort_keys=True), time.time(),
-                     deal_key),
+                    " created_at, deal_key) VALUES (%s, %s, %s, %s, %s, extract(epoch FROM clock_timestamp()), %s)",
+                    (name, source_text, source_path, schedule_digest, json.dumps(settings, sort_keys=True), deal_key),
                 )
                 with conn.cursor() as cur:
                     cur.executemany(
@@ -549,7 +549,7 @@ class PostgresStore:
                 replays.append(replay)
         if not seen:
             return None
-        return {"t": self.name, "at": time.time(), "worker": worker, "games": json.dumps(games),
+        return {"t": self.name, "worker": worker, "games": json.dumps(games),
                 "seats": json.dumps(seats), "hands": json.dumps(hands), "p_game": replay_games, "p_body": replays,
                 "jobs": json.dumps(finished)}
 
@@ -679,22 +679,30 @@ class PostgresStore:
 
         return self._retrying("forgetting the aborted games", op)
 
+    def now(self) -> float:
+        """Now by the database server's clock, which every time this store keeps is written
+        with: the machines of a competition compare times with one clock, whatever their own
+        say (a worker whose clock ran late wrote games played after a deadline as before it)."""
+        row = self._retrying("reading the time", lambda c: c.execute(
+            "SELECT extract(epoch FROM clock_timestamp())").fetchone())
+        return float(row[0])
+
     def mark_finished(self) -> None:
         self._retrying("marking the end", lambda c: c.execute(
-            "UPDATE craits_tournaments SET finished_at = %s WHERE name = %s AND finished_at IS NULL",
-            (time.time(), self.name),
+            "UPDATE craits_tournaments SET finished_at = extract(epoch FROM clock_timestamp())"
+            " WHERE name = %s AND finished_at IS NULL", (self.name,),
         ))
 
     def note_refusal(self, worker: str, reason: str, game_id: str) -> None:
         """``worker`` refused ``game_id`` for ``reason`` (counted per worker and reason)."""
         self._retrying("noting a refused game", lambda c: c.execute(
             "INSERT INTO craits_refusals (tournament, worker, reason, games, last_game, last_at)"
-            " VALUES (%s, %s, %s, 1, %s, %s) ON CONFLICT (tournament, worker, reason) DO UPDATE"
-            " SET games = craits_refusals.games + 1, last_game = EXCLUDED.last_game, last_at = EXCLUDED.last_at",
-            (self.name, worker, reason, game_id, time.time())))
+            " VALUES (%s, %s, %s, 1, %s, extract(epoch FROM clock_timestamp())) ON CONFLICT (tournament, worker, reason)"
+            " DO UPDATE SET games = craits_refusals.games + 1, last_game = EXCLUDED.last_game, last_at = EXCLUDED.last_at",
+            (self.name, worker, reason, game_id)))
 
     def refusals(self, since: float = 0.0) -> list[Refusal]:
-        """Why workers refused this tournament's games since ``since`` (a time.time()), the
+        """Why workers refused this tournament's games since ``since`` (by :meth:`now`), the
         latest first."""
         rows = self._retrying("reading the refusals", lambda c: c.execute(
             "SELECT worker, reason, games, last_game, last_at FROM craits_refusals"
@@ -718,8 +726,8 @@ class PostgresStore:
         return state if isinstance(state, dict) else None
 
     def gone_workers(self, since: float) -> list[GoneWorker]:
-        """The workers found gone (killed, their heartbeat stopped) since ``since`` (a
-        time.time()) while they held games of any tournament, the latest first."""
+        """The workers found gone (killed, their heartbeat stopped) since ``since`` (by
+        :meth:`now`) while they held games of any tournament, the latest first."""
         rows = self._retrying("reading the workers", lambda c: c.execute(
             "SELECT name, host, gone_at, gone_why, games FROM craits_workers WHERE gone_at >= %s"
             " ORDER BY gone_at DESC LIMIT 20", (since,)).fetchall())

@@ -202,7 +202,7 @@ class Board:
         mine = f"{self.source.name}/"
         return [{"name": g.name, "host": g.host, "at": g.gone_at, "why": g.why,
                  "games": [x[len(mine):] for x in g.games if x.startswith(mine)]}
-                for g in store.gone_workers(time.time() - GONE_SHOWN_S) if any(x.startswith(mine) for x in g.games)]
+                for g in store.gone_workers(store.now() - GONE_SHOWN_S) if any(x.startswith(mine) for x in g.games)]
 
     def _rebuild(self, store: Any, counts: tuple[int, int]) -> None:
         """The snapshot after what changed: new games in the schedule, new results. Read

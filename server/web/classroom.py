@@ -343,7 +343,7 @@ class ClassroomPages:
                     f'<p id="final-none" class="meta">{e(said) or "No final is planned."}</p></main>')
             return self._page(f"{name}: the final", body, status=status)
         versions = await self.pages._call(self.roster.versions, name)
-        past = time.time() >= plan.deadline_for(name)
+        past = await self.pages._call(self.roster.now) >= plan.deadline_for(name)  # (the roster's clock)
         lines = []
         for v in reversed(versions):
             late = v.created > plan.deadline_for(name)
@@ -431,7 +431,7 @@ class ClassroomPages:
             plan = await self.pages._call(self.final.plan)
         except FinalError as err:
             plan, said = None, said or str(err)
-        past = plan is not None and time.time() >= plan.deadline
+        past = plan is not None and await self.pages._call(self.roster.now) >= plan.deadline
         heads = "".join(f"<th>{e(r.name)}<br><small>{r.confidence:.0%}, {r.games}+ games</small></th>" for r in rubrics)
         lines = []
         for row in table:

@@ -587,8 +587,9 @@ class ParticipantPages:
         ahead = sorted({v.participant for v in waiting if v.participant != version.participant})
         mine = [v.number for v in waiting if v.participant == version.participant and v.number < version.number]
         theirs = self.roster.versions(version.participant)
+        now = self.roster.now()
         replaced = [v.number for v in theirs if v.status == "refused" and v.reason == replaced_reason(version.number)]
-        left = {per: most - sum(1 for v in theirs if v.created > time.time() - window)
+        left = {per: most - sum(1 for v in theirs if v.created > now - window)
                 for per, (most, window) in zip(("hour", "day"), upload_quota(self.roster), strict=True)}
         said = [f"{len(ahead) + len(mine)} build(s) before it (builds are taken in turn, one participant after another"
                 + (f"; your v{mine[0]} is being built" if mine else "") + ")"]

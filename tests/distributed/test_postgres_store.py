@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import psycopg
@@ -137,6 +138,23 @@ def test_a_games_queue_job_is_finished_by_the_statement_that_records_it_and_only
         assert outcomes[0] is True and outcomes[1] is False and outcomes[4] is False
         assert all(isinstance(o, StoreError) for o in outcomes[2:4]), outcomes
         assert left == {jobs[2], jobs[3]}, (jobs, left)
+
+
+def test_the_times_a_store_keeps_are_the_databases_whatever_a_workers_clock_says(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker an hour late wrote its games as recorded an hour early (after a deadline, its
+    games entered the grades as played before it), and its refusals looked an hour old to the
+    organizer, who then waited for good instead of saying why every game was refused."""
+    real = time.time
+    with new_store(pg_url) as store:
+        monkeypatch.setattr(time, "time", lambda: real() - 3600)  # (the worker's clock)
+        assert store.record_game_once(play(SLOTS[0]), worker="late")
+        store.note_refusal("late", "cannot sandbox launched bots", "g2")
+        monkeypatch.setattr(time, "time", real)  # (the organizer's)
+        (result,) = store.results()
+        assert abs(result.recorded_at - real()) < 30 and abs(store.now() - real()) < 30
+        assert [r.worker for r in store.refusals(since=store.now() - 60)] == ["late"]
 
 
 def test_a_game_the_database_refuses_does_not_refuse_the_others_of_its_call(pg_url: str, tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from participants import tables
 from participants.compare import Comparisons
 from participants.dashboard import read_rubrics
 from participants.fairness import Pauses
-from participants.final import Final
+from participants.final import Final, FinalError
 from participants.roster import PostgresRoster, Roster
 from participants.scrimmage import Scrimmages
 from participants.tables import LEASE_S, LeaseLost, leased, schema_of
@@ -148,6 +149,36 @@ def test_a_machine_whose_clock_runs_ahead_takes_over_no_live_lease_nor_a_final_b
     playing = Final(there).playing_elsewhere()
     assert playing is not None and playing[0].endswith(str(Final(here).out_dir.resolve())), playing
     assert 0 <= playing[1] < 5 and LEASE_S - 5 < playing[2] <= LEASE_S, playing
+
+
+def test_a_web_process_whose_clock_runs_late_takes_no_upload_after_the_deadline_nor_lends_token_guesses(
+    tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every time a PostgreSQL roster keeps or compares is the database's: a web process an hour
+    late took an upload made after the deadline as made before it (it entered the final), let a
+    version be chosen after the deadline, and, behind a load balancer, gave a token guesser
+    locked out on it fresh tries on the other machine (its wrong tries looked an hour old)."""
+    here = PostgresRoster.create_in(tmp_path / "here", pg_url, "class")
+    there = PostgresRoster.create_in(tmp_path / "there", pg_url, "class")
+    admitted_versions(here, "alice", 1)
+    (here.folder / "final.toml").write_text(FIRST_PLAN, encoding="utf-8")
+    assert craits(["final", "plan", str(here.folder)]) == 0
+    real = time.time
+    Final(here).set_deadline(here.versions("alice")[0].created + 0.001)  # (v1 made by it, and nothing since)
+    monkeypatch.setattr(time, "time", lambda: real() - 3600)  # (there: its clock an hour late)
+    late = there.submit("alice", good_bot(), "late.zip")
+    assert abs(late.created - real()) < 30 and abs(there.now() - real()) < 30
+    assert Final(there).past_deadline() and Final(there).practice_only(late)
+    with pytest.raises(FinalError, match="has passed"):
+        Final(there).choose("alice", 1)
+    session = there.open_session("alice", 600)
+    for _ in range(3):
+        assert there.count_attempt("203.0.113.9", 3, 600)[1] == 0
+    monkeypatch.setattr(time, "time", real)  # (here: the right time)
+    assert here.session(session) == "alice"  # (its ten minutes on every machine)
+    count, wait_s = here.count_attempt("203.0.113.9", 3, 600)
+    assert count == 3 and 500 < wait_s <= 600  # (locked out here too)
+    assert [e.number for e in Final(here).entrants_now()] == [1]
 
 
 def test_a_player_whose_job_another_took_over_stops_playing_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -480,3 +511,63 @@ def test_a_final_in_progress_is_seen_from_another_machine_and_a_killed_run_goes_
     finally:
         web.process.terminate()
         web.process.wait(30)
+
+
+def claimed_together(finals: list[Final]) -> list[tables.Held | None]:
+    """Each final's claim, asked at the same moment from threads of their own."""
+    ready = threading.Barrier(len(finals))
+
+    def claim(final: Final) -> tables.Held | None:
+        ready.wait()
+        return final.claim()
+
+    with concurrent.futures.ThreadPoolExecutor(len(finals)) as pool:
+        return list(pool.map(claim, finals))
+
+
+def test_of_two_runs_of_the_final_started_together_one_plays_and_a_run_stalled_past_its_claim_stops(
+    tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The claim on playing the final is taken in one locked step: two `craits final run` started
+    at once on two machines both passed the check and both played. A run that stalled past its
+    claim (its machine suspended) while another machine took the final over and finished it
+    stops when it wakes, keeping nothing: it went on playing and wrote its results over the others'."""
+    here = PostgresRoster.create_in(tmp_path / "here", pg_url, "class")
+    there = PostgresRoster.create_in(tmp_path / "there", pg_url, "class")
+    for _ in range(10):
+        finals = [Final(here), Final(there)]
+        held = claimed_together(finals)
+        assert sorted(h is None for h in held) == [False, True], held
+        [winner] = [f for f, h in zip(finals, held, strict=True) if h is None]
+        winner.let_go()
+        assert finals[0].playing_elsewhere() is None and finals[1].playing_elsewhere() is None
+    admitted_versions(here, "alice", 1, SEEDED_BOT)
+    admitted_versions(here, "bob", 1, SEEDED_BOT)
+    (here.version_dir(here.versions("bob")[0]) / "bot.py").write_text(  # (thinks 2 ms a move: time to stop the run)
+        "import time\n" + SEEDED_BOT.replace("        return self.rng", "        time.sleep(0.002)\n        return self.rng"))
+    (here.folder / "final.toml").write_text(FINAL_PLAN, encoding="utf-8")
+    assert craits(["final", "plan", str(here.folder)]) == 0
+    assert craits(["final", "deadline", str(here.folder), "now"]) == 0
+    run = subprocess.Popen([sys.executable, "-m", "server.cli", "final", "run", str(here.folder)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                           env={**os.environ, "CRAITS_LEASE_S": "2"})
+    final = Final(there)
+    try:
+        wait_for(lambda: (final.progress() or (0, 0, False))[0] >= 1, 120)
+        os.killpg(run.pid, signal.SIGSTOP)  # (its machine suspended, the run and its bots with it)
+        wait_for(lambda: final.playing_elsewhere() is None, 10)  # (its claim ran out)
+        capsys.readouterr()
+        assert craits(["final", "run", str(there.folder)]) == 0  # (another machine takes the final over and ends it)
+        assert "the final: resuming" in capsys.readouterr().err
+        games = final.games()
+        assert final.progress() == (6, 6, True) and len({g["game_id"] for g in games}) == 6
+        os.killpg(run.pid, signal.SIGCONT)  # (the first machine wakes up)
+        _, said = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait(30)
+    assert run.returncode == 2, said
+    assert (f"the final was taken over while this run stalled past its claim (2 s unrenewed), by the run in "
+            f"{socket.gethostname()}:{there.folder.resolve() / 'final' / 'out'}: this run stops") in said, said
+    assert final.games() == games and final.progress() == (6, 6, True)
