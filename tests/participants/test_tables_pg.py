@@ -411,6 +411,19 @@ assert SEEDED_BOT != RANDOM_BOT
 FINAL_PLAN = 'deadline = 2031-01-01T00:00:00Z\ngames_per_bot = 6\ntable_size = 2\nconcurrency = 1\nseed = 7\n'
 
 
+def final_to_play(here: Roster) -> str:
+    """Alice and bob with a version each (bob's thinks 2 ms a move: time to stop a run halfway),
+    the final planned (:data:`FINAL_PLAN`) and its deadline passed; alice's token."""
+    alice = admitted_versions(here, "alice", 1, SEEDED_BOT)
+    admitted_versions(here, "bob", 1, SEEDED_BOT)
+    (here.version_dir(here.versions("bob")[0]) / "bot.py").write_text(
+        "import time\n" + SEEDED_BOT.replace("        return self.rng", "        time.sleep(0.002)\n        return self.rng"))
+    (here.folder / "final.toml").write_text(FINAL_PLAN, encoding="utf-8")
+    assert craits(["final", "plan", str(here.folder)]) == 0
+    assert craits(["final", "deadline", str(here.folder), "now"]) == 0
+    return alice
+
+
 def test_a_final_in_progress_is_seen_from_another_machine_and_a_killed_run_goes_on_there_without_replaying(
     tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -422,13 +435,7 @@ def test_a_final_in_progress_is_seen_from_another_machine_and_a_killed_run_goes_
     ladder in the organizer's shell, changes nothing: a final plays in its roster folder."""
     here = PostgresRoster.create_in(tmp_path / "here", pg_url, "class")
     there = PostgresRoster.create_in(tmp_path / "there", pg_url, "class")
-    alice = admitted_versions(here, "alice", 1, SEEDED_BOT)
-    admitted_versions(here, "bob", 1, SEEDED_BOT)
-    (here.version_dir(here.versions("bob")[0]) / "bot.py").write_text(  # (thinks 2 ms a move: time to kill the run)
-        "import time\n" + SEEDED_BOT.replace("        return self.rng", "        time.sleep(0.002)\n        return self.rng"))
-    (here.folder / "final.toml").write_text(FINAL_PLAN, encoding="utf-8")
-    assert craits(["final", "plan", str(here.folder)]) == 0
-    assert craits(["final", "deadline", str(here.folder), "now"]) == 0
+    alice = final_to_play(here)
     text = builtin_tournament("classladder", 3, 1, {"r1": "random", "r2": "random"}, table_size=2)
     config = parse_config(text, source=str(tmp_path / "ladder.toml"), base_dir=tmp_path)
     open_ladder(config, text, str(tmp_path / "ladder.toml"), tmp_path / "out",
@@ -541,13 +548,7 @@ def test_of_two_runs_of_the_final_started_together_one_plays_and_a_run_stalled_p
         [winner] = [f for f, h in zip(finals, held, strict=True) if h is None]
         winner.let_go()
         assert finals[0].playing_elsewhere() is None and finals[1].playing_elsewhere() is None
-    admitted_versions(here, "alice", 1, SEEDED_BOT)
-    admitted_versions(here, "bob", 1, SEEDED_BOT)
-    (here.version_dir(here.versions("bob")[0]) / "bot.py").write_text(  # (thinks 2 ms a move: time to stop the run)
-        "import time\n" + SEEDED_BOT.replace("        return self.rng", "        time.sleep(0.002)\n        return self.rng"))
-    (here.folder / "final.toml").write_text(FINAL_PLAN, encoding="utf-8")
-    assert craits(["final", "plan", str(here.folder)]) == 0
-    assert craits(["final", "deadline", str(here.folder), "now"]) == 0
+    final_to_play(here)
     run = subprocess.Popen([sys.executable, "-m", "server.cli", "final", "run", str(here.folder)],
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
                            env={**os.environ, "CRAITS_LEASE_S": "2"})
