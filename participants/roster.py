@@ -42,8 +42,10 @@ from participants.tokens import TokenHash, hash_token, matches, new_token, token
 from server.errors import UserError
 from server.storage.bot_files import FileCache, FilesUnavailable, get_file, pack_folder, put_file
 from server.storage.postgres import (
+    NOW,
     PostgresStore,
     check_schema,
+    database_clock,
     is_store_url,
     migrate,
     redact,
@@ -138,15 +140,6 @@ def _session_id(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 class RosterUnreachable(RosterError, Unreachable):
     """A roster in PostgreSQL whose database could not be reached: a running ladder waits for it."""
-
-
-def _clock(conn: psycopg.Connection[Any]) -> float:
-    """Now by the PostgreSQL server's clock: what every machine of a roster kept there writes
-    and compares its times with (a web process whose clock ran late took uploads after the
-    deadline as made before it)."""
-    row = conn.execute("SELECT extract(epoch FROM clock_timestamp())").fetchone()
-    assert row is not None
-    return float(row[0])
 
 
 @dataclass(frozen=True, slots=True)
@@ -805,7 +798,7 @@ class PostgresRoster(Roster):
 
     def now(self) -> float:
         with self._db() as conn:
-            return _clock(conn)
+            return database_clock(conn)
 
     @contextlib.contextmanager
     def _db(self) -> Iterator[psycopg.Connection[Any]]:  # type: ignore[override]
@@ -845,7 +838,7 @@ class PostgresRoster(Roster):
         conn.execute("INSERT INTO craits_roster_participants (roster, name, email, team, token_id, salt, digest, "
                      "created) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
                      (self.name, name, email.strip(), team.strip(), stored.token_id, stored.salt, stored.digest,
-                      _clock(conn)))
+                      database_clock(conn)))
         return token
 
     def _insert_all(self, rows: Sequence[tuple[str, str, str]]) -> list[tuple[str, str]]:
@@ -891,7 +884,7 @@ class PostgresRoster(Roster):
     def open_session(self, name: str, lifetime_s: float) -> str:
         secret = secrets.token_urlsafe(32)
         with self._db() as conn:
-            now = _clock(conn)
+            now = database_clock(conn)
             conn.execute("DELETE FROM craits_roster_sessions WHERE roster = %s AND expires < %s", (self.name, now))
             conn.execute("INSERT INTO craits_roster_sessions (roster, id, participant, created, expires) "
                          "VALUES (%s, %s, %s, %s, %s)", (self.name, _session_id(secret), name, now, now + lifetime_s))
@@ -900,7 +893,7 @@ class PostgresRoster(Roster):
     def session(self, secret: str) -> str | None:
         with self._db() as conn:
             row = conn.execute("SELECT participant FROM craits_roster_sessions WHERE roster = %s AND id = %s AND "
-                               "expires > extract(epoch FROM clock_timestamp())", (self.name, _session_id(secret))).fetchone()
+                               f"expires > {NOW}", (self.name, _session_id(secret))).fetchone()
         return None if row is None else str(row[0])
 
     def end_session(self, secret: str) -> None:
@@ -914,7 +907,7 @@ class PostgresRoster(Roster):
 
     def count_attempt(self, address: str, most: int, window_s: float) -> tuple[int, float]:
         with self._db() as conn:  # (the address's row locked from the count to its write)
-            now = _clock(conn)
+            now = database_clock(conn)
             conn.execute("INSERT INTO craits_roster_logins (roster, address, count, since) VALUES (%s, %s, 0, 0) "
                          "ON CONFLICT (roster, address) DO NOTHING", (self.name, address))
             row = conn.execute("SELECT count, since FROM craits_roster_logins WHERE roster = %s AND address = %s "
@@ -999,7 +992,7 @@ class PostgresRoster(Roster):
             # (the participant's row locked: two uploads at once get two numbers, and meet one quota)
             conn.execute("SELECT 1 FROM craits_roster_participants WHERE roster = %s AND name = %s FOR UPDATE",
                          (self.name, name))
-            now = _clock(conn)
+            now = database_clock(conn)
             _over_quota(name, [r[0] for r in conn.execute(
                 "SELECT created FROM craits_roster_versions WHERE roster = %s AND participant = %s ORDER BY created",
                 (self.name, name))], quota, now)

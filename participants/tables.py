@@ -44,6 +44,7 @@ from participants.roster import (
     tempfile_in,
 )
 from server.logging import get_logger
+from server.storage.postgres import database_clock
 
 log = get_logger(component="roster_tables")
 
@@ -95,7 +96,7 @@ def database_now(db: Any) -> float:
     compared with one clock, whatever the machines' own say (a machine whose clock ran a minute
     ahead took over every live lease); in SQLite this machine's, the only one that reads it."""
     if isinstance(db, _PgTables):
-        return float(db.conn.execute("SELECT extract(epoch FROM clock_timestamp())").fetchone()[0])
+        return database_clock(db.conn)
     return time.time()
 
 
@@ -425,9 +426,8 @@ class RosterFiles(RosterTables):
         if that one has let it go since. Returns the mark written, or who holds it
         (:class:`Held`). One transaction, the row locked: two places claiming at once never both
         hold it. In SQLite (one machine, nobody to share with) the mark, nothing written."""
-        now_mark = {"where": where}
         if not self.stored:
-            return json.dumps(now_mark)
+            return json.dumps({"where": where})
         with self._db() as db:
             now = database_now(db)
             mark = json.dumps({"where": where, "renewed": now, "until": now + lease_s})
@@ -436,14 +436,11 @@ class RosterFiles(RosterTables):
                     (name, mark, now)).rowcount:
                 return mark
             row = db.execute("SELECT text FROM roster_files WHERE name = ? FOR UPDATE", (name,)).fetchone()
-            held = json.loads(row[0]) if row is not None else None
-            if renewing is not None and (row is None or row[0] != renewing):
-                if held is None:
-                    return Held("no folder (the claim is gone from the roster's database)", 0.0, 0.0)
+            if row is None:  # (renewing a claim gone from the database)
+                return Held("no folder (the claim is gone from the roster's database)", 0.0, 0.0)
+            held = json.loads(row[0])
+            if (row[0] != renewing) if renewing is not None else (held["where"] != where and held["until"] > now):
                 return Held(str(held["where"]), now - float(held["renewed"]), max(0.0, float(held["until"]) - now))
-            assert held is not None
-            if renewing is None and held["where"] != where and float(held["until"]) > now:
-                return Held(str(held["where"]), now - float(held["renewed"]), float(held["until"]) - now)
             db.execute("UPDATE roster_files SET text = ?, written = ? WHERE name = ?", (mark, now, name))
         return mark
 

@@ -76,7 +76,7 @@ from server.errors import UserError
 from server.logging import Throttle, get_logger
 from server.spec import GameRecord, GameSpec
 from server.storage.bot_files import CACHE_MAX, FileCache, FilesUnavailable
-from server.storage.postgres import GoneWorker, PostgresStore, Refusal, redact
+from server.storage.postgres import NOW, GoneWorker, PostgresStore, Refusal, redact
 from server.storage.replay import REPLAY_SUFFIX
 from server.storage.settings import DATABASE_WAIT_ENV
 from server.storage.store import GameSlot, StoreError, Unreachable
@@ -587,14 +587,14 @@ async def announce_worker(app: procrastinate.App, worker: pq_worker.Worker, name
     try:
         await app.connector.execute_query_async(
             "INSERT INTO craits_workers (queue_id, name, tag, host, started_at) VALUES (%(id)s, %(name)s, %(tag)s,"
-            " %(host)s, extract(epoch FROM clock_timestamp())) ON CONFLICT (queue_id) DO NOTHING",
+            f" %(host)s, {NOW}) ON CONFLICT (queue_id) DO NOTHING",
             id=worker.worker_id, name=name, tag=tag, host=socket.gethostname())
     except (psycopg.Error, pq_exceptions.ConnectorException) as err:  # (it is then named by its queue id)
         log.warning("worker_not_announced", worker=name, error=" ".join(str(err).split()))
 
 
 _GONE_SQL = """
-SELECT w.id AS queue_id, c.name, c.host, extract(epoch FROM clock_timestamp())::float AS now,
+SELECT w.id AS queue_id, c.name, c.host, NOW::float AS now,
        extract(epoch FROM now() - w.last_heartbeat)::float AS silent_s,
        extract(epoch FROM now() - HEARD)::float AS unheard_s,
        (c.tag IS NOT NULL AND NOT EXISTS (
@@ -606,7 +606,7 @@ SELECT w.id AS queue_id, c.name, c.host, extract(epoch FROM clock_timestamp())::
          WHERE j.worker_id = w.id AND j.status = 'doing') AS jobs
   FROM procrastinate_workers w LEFT JOIN craits_workers c ON c.queue_id = w.id
  WHERE w.last_heartbeat < now() - make_interval(secs => %(quiet)s)
-""".replace("HEARD", HEARD)
+""".replace("HEARD", HEARD).replace("NOW", NOW)
 
 
 async def find_gone_workers(app: procrastinate.App, heartbeat_s: float, stalled_s: float) -> list[GoneWorker]:

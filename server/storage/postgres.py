@@ -254,6 +254,20 @@ class Refusal:
     last_at: float
 
 
+NOW = "extract(epoch FROM clock_timestamp())"
+"""Now, in seconds since the epoch, by the database server's clock, in SQL: every time a store or
+roster kept in PostgreSQL writes or compares is read from it, so that the machines of a
+competition, whatever their own clocks say, agree (a worker whose clock ran late wrote games
+played after a deadline as before it; a web process, uploads)."""
+
+
+def database_clock(conn: psycopg.Connection[Any]) -> float:
+    """:data:`NOW` read through ``conn``."""
+    row = conn.execute(f"SELECT {NOW}").fetchone()
+    assert row is not None
+    return float(row[0])
+
+
 _RECORD_SQL = """
 WITH g AS (
     SELECT * FROM json_to_recordset(%(games)s::json)
@@ -294,7 +308,7 @@ WITH g AS (
 )
 SELECT game_id FROM r
 """.replace("COUNTER_TYPES", ", ".join(f"{c} int" for c in COUNTERS)).replace("COUNTERS", ", ".join(COUNTERS)).replace(
-    "NOW_EPOCH", "extract(epoch FROM clock_timestamp())")
+    "NOW_EPOCH", NOW)
 """Games recorded in one statement (:meth:`PostgresStore.record_games_once`): the result of each
 game scheduled with these seats and not yet recorded, and then its seats, hands and replay; the
 games recorded are returned; so are the queue's jobs the games were played for, of the games
@@ -416,7 +430,7 @@ class PostgresStore:
                     raise StoreError(f"{self.path}: already holds tournament {name!r}")
                 conn.execute(
                     "INSERT INTO craits_tournaments (name, source_text, source_path, schedule_digest, settings,"
-                    " created_at, deal_key) VALUES (%s, %s, %s, %s, %s, extract(epoch FROM clock_timestamp()), %s)",
+                    f" created_at, deal_key) VALUES (%s, %s, %s, %s, %s, {NOW}, %s)",
                     (name, source_text, source_path, schedule_digest, json.dumps(settings, sort_keys=True), deal_key),
                 )
                 with conn.cursor() as cur:
@@ -683,13 +697,11 @@ class PostgresStore:
         """Now by the database server's clock, which every time this store keeps is written
         with: the machines of a competition compare times with one clock, whatever their own
         say (a worker whose clock ran late wrote games played after a deadline as before it)."""
-        row = self._retrying("reading the time", lambda c: c.execute(
-            "SELECT extract(epoch FROM clock_timestamp())").fetchone())
-        return float(row[0])
+        return self._retrying("reading the time", database_clock)
 
     def mark_finished(self) -> None:
         self._retrying("marking the end", lambda c: c.execute(
-            "UPDATE craits_tournaments SET finished_at = extract(epoch FROM clock_timestamp())"
+            f"UPDATE craits_tournaments SET finished_at = {NOW}"
             " WHERE name = %s AND finished_at IS NULL", (self.name,),
         ))
 
@@ -697,7 +709,7 @@ class PostgresStore:
         """``worker`` refused ``game_id`` for ``reason`` (counted per worker and reason)."""
         self._retrying("noting a refused game", lambda c: c.execute(
             "INSERT INTO craits_refusals (tournament, worker, reason, games, last_game, last_at)"
-            " VALUES (%s, %s, %s, 1, %s, extract(epoch FROM clock_timestamp())) ON CONFLICT (tournament, worker, reason)"
+            f" VALUES (%s, %s, %s, 1, %s, {NOW}) ON CONFLICT (tournament, worker, reason)"
             " DO UPDATE SET games = craits_refusals.games + 1, last_game = EXCLUDED.last_game, last_at = EXCLUDED.last_at",
             (self.name, worker, reason, game_id)))
 
