@@ -19,11 +19,12 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # (the repo's engine, bundled)
 
-from craits_bot import Bot, run
+from craits_bot import Bot, pb, run
 
 from server.engine import make_config
 from server.engine.state import GameState
@@ -111,13 +112,15 @@ class Spy(Bot):
         return GameState(make_config(g.preset, g.players, short_game=g.flags.short_game), seed)
 
     def guess(self, hand: list[str]) -> tuple[str, GameState] | None:
-        """A seed whose deal gives this seat this hand (not yet played from: its first decision)."""
+        """A seed whose deal gives this seat these cards (the hand it held before it first played)."""
         g = self.game
-        mine = sorted(hand)
+        mine = Counter(hand)
 
         def fits(seed: int) -> GameState | None:
+            # (a seat may draw before its first decision, from the turned-up card on: its hand
+            # then holds those cards too)
             state = self.state(seed)
-            if sorted(map(str, state.hand_of(g.seat))) == mine:
+            if not mine - Counter(map(str, state.hand_of(g.seat))):
                 return state
             return None
 
@@ -152,7 +155,7 @@ class Spy(Bot):
         obs = request.observation
         if g is not None and g.game_id not in self.predicted and obs.hand_number == 1 and obs.hand:
             self.predicted.add(g.game_id)
-            hand = [card_text(c) for c in obs.hand]
+            hand = first_hand(obs, g.seat)
             turned = card_text(obs.top_card) if obs.discard_size == 1 else ""  # (nobody has played yet)
             hands: dict[int, list[str]] = {}
             how = ""
@@ -167,6 +170,20 @@ class Spy(Bot):
                 f.write(json.dumps({"game": g.game_id, "seat": g.seat, "how": how, "hands": hands,
                                     "seen": self.seen}) + "\n")
         return request.legal_actions[0]
+
+
+def first_hand(obs, seat: int) -> list[str]:
+    """The cards this seat held before it first played or drew: its hand now, its plays put
+    back, its draws taken out. (The referee plays a seat's forced moves, one legal action,
+    without asking it, so its first decision may come after some; a dealer who named the suit
+    of a turned-up 8 or 9 was shown its deal as hidden.)"""
+    cards = Counter(card_text(c) for c in obs.hand)
+    for event in obs.history:
+        if event.seat == seat and event.kind == pb.EVENT_KIND_PLAY:
+            cards.update(card_text(c) for c in event.cards)
+        elif event.seat == seat and event.kind == pb.EVENT_KIND_DRAW:
+            cards.subtract(card_text(c) for c in event.cards)
+    return sorted(cards.elements())
 
 
 def card_text(card) -> str:
