@@ -268,9 +268,9 @@ class Final(RosterTables):
         super().__init__(roster)
         self.folder = roster.folder / "final"
         self.files = RosterFiles(roster)
+        """The plan, the snapshot and (in PostgreSQL) the results: every process of the roster reads the same."""
         self._claimed: str | None = None
         """The mark of this run's claim on playing the final (:meth:`claim`), as last written."""
-        """The plan, the snapshot and (in PostgreSQL) the results: every process of the roster reads the same."""
 
     def plan(self) -> Plan | None:
         """``final.toml``, with the deadlines set since by ``craits final deadline``."""
